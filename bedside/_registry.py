@@ -1,0 +1,13 @@
+"""Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's tasks and model provider."""
+
+from inspect_ai.model import modelapi
+
+
+@modelapi(name="bedside")
+def bedside():  # type: ignore[no-untyped-def]
+    from bedside.providers.api import BedsideAPI
+
+    return BedsideAPI
+
+
+from bedside.tasks.discharge import discharge  # noqa: E402,F401

@@ -1,0 +1,53 @@
+"""Reading JSON out of model replies, with light repair.
+
+Models wrap JSON in code fences, add a preamble, put raw line breaks inside JSON strings, or
+answer in prose. :func:`extract_json` finds
+the first JSON value of the wanted type in the text; ``repaired`` tells whether anything had to
+be stripped, so callers can count repairs. It never invents content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+_FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
+
+
+@dataclass
+class JsonReply:
+    value: Any
+    repaired: bool
+
+
+def extract_json(text: str, want: type = dict) -> JsonReply | None:
+    """The first JSON value of type ``want`` (``dict`` or ``list``) in ``text``, or ``None``."""
+    stripped = text.strip()
+    try:
+        value = json.loads(stripped)
+        if isinstance(value, want):
+            return JsonReply(value, repaired=False)
+    except json.JSONDecodeError:
+        pass
+    fence = _FENCE.match(stripped)
+    if fence:
+        try:
+            value = json.loads(fence.group(1), strict=False)
+            if isinstance(value, want):
+                return JsonReply(value, repaired=True)
+        except json.JSONDecodeError:
+            pass
+    opener = "{" if want is dict else "["
+    decoder = json.JSONDecoder(strict=False)  # also accepts raw newlines/tabs inside strings
+    start = stripped.find(opener)
+    while start != -1:
+        try:
+            value, _ = decoder.raw_decode(stripped, start)
+            if isinstance(value, want):
+                return JsonReply(value, repaired=True)
+        except json.JSONDecodeError:
+            pass
+        start = stripped.find(opener, start + 1)
+    return None

@@ -1,0 +1,23 @@
+"""Where the project's data folders are: ``prompts/`` and ``datasets/``.
+
+In a source checkout (and an editable install) they are the folders at the repository root.
+A regular install (``pip install .``) ships them inside the package as ``bedside/_prompts`` and
+``bedside/_datasets`` (see ``pyproject.toml``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PKG = Path(__file__).resolve().parent
+
+
+def _locate(repo_name: str, packaged_name: str) -> Path:
+    for candidate in (_PKG.parent / repo_name, _PKG / packaged_name):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError(f"cannot find the {repo_name}/ folder next to {_PKG}")
+
+
+PROMPTS_DIR: Path = _locate("prompts", "_prompts")
+DATASETS_DIR: Path = _locate("datasets", "_datasets")

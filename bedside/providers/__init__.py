@@ -1,0 +1,1 @@
+"""Offline model providers registered with Inspect as ``bedside/scripted`` and ``bedside/local``."""

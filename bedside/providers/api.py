@@ -1,0 +1,68 @@
+"""The ``bedside`` Inspect model provider: ``bedside/scripted`` and ``bedside/local``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage
+from inspect_ai.tool import ToolChoice, ToolInfo
+
+
+class BedsideAPI(ModelAPI):
+    """Dispatches on the model name: ``scripted`` (deterministic stand-in) or ``local`` (llama.cpp)."""
+
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig = GenerateConfig(),
+        **model_args: Any,
+    ) -> None:
+        super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, api_key_vars=[], config=config)
+        if model_name == "scripted":
+            from bedside.providers.scripted import ScriptedEngine
+
+            self.engine: Any = ScriptedEngine(**model_args)
+        elif model_name == "local":
+            from bedside.providers.local import LocalEngine
+
+            self.engine = LocalEngine(**model_args)
+        else:
+            raise ValueError(f"unknown bedside model {model_name!r}: use bedside/scripted or bedside/local")
+
+    async def count_text_tokens(self, text: str) -> int:
+        return max(1, len(text) // 4)
+
+    def max_connections(self) -> int:
+        # scripted: pure CPU, no point in more; local: one in-process model serialises anyway
+        return 32 if self.model_name == "scripted" else 1
+
+    async def generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        if self.model_name == "scripted":
+            window = self.engine.context_window
+            prompt_tokens = sum(len(m.text) for m in input) // 4 + 1
+            if window and prompt_tokens > window:
+                output = ModelOutput.from_content(
+                    model="bedside/scripted", content="", stop_reason="model_length",
+                )
+                output.usage = ModelUsage(input_tokens=prompt_tokens, output_tokens=0, total_tokens=prompt_tokens)
+                return output
+            text = self.engine.reply(input, config)
+            usage = ModelUsage(
+                input_tokens=sum(len(m.text) for m in input) // 4 + 1,
+                output_tokens=len(text) // 4 + 1,
+            )
+            usage.total_tokens = usage.input_tokens + usage.output_tokens
+            stop = "stop"
+        else:
+            text, usage, stop = await self.engine.reply(input, config)
+        output = ModelOutput.from_content(model=f"bedside/{self.model_name}", content=text, stop_reason=stop)
+        output.usage = usage
+        return output

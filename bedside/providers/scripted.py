@@ -1,0 +1,76 @@
+"""``bedside/scripted``: a deterministic, case-grounded stand-in model for every bedside role.
+
+It is NOT a language model. It reads which role it is playing and the case from the prompt it is
+given (:mod:`bedside.protocols`) and answers in that role's format, with the script of that
+benchmark in ``bedside/providers/scripts/<benchmark>.py`` (each module exports ``Options``, a
+dataclass of behaviour switches, and ``HANDLERS``, protocol name → ``fn(messages, attempt,
+options) -> str``; modules are found automatically).
+
+The same input (messages and ``seed``) always gives byte-identical output, and every output
+carries token usage (estimated as characters / 4), so Inspect never needs tiktoken.
+
+Behaviours for tests are injected with ``-M`` options (or ``get_model(..., option=value)``);
+options ending in ``_turns`` accept ``3`` or ``"3,5"`` from the command line. A regeneration
+carries ``seed = attempt`` (see ``solvers.encounter.attempt_config``); options that act "for the
+first k attempts" read the attempt from the seed. The generic option ``context_window`` (in
+estimated tokens) makes any longer prompt end with ``stop_reason="model_length"``, as a real
+provider does when the context overflows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+from inspect_ai.model import ChatMessage, GenerateConfig
+
+from bedside.protocols import detect
+from bedside.providers import scripts
+
+
+@lru_cache(maxsize=1)
+def script_modules() -> tuple[ModuleType, ...]:
+    return tuple(
+        importlib.import_module(f"{scripts.__name__}.{info.name}")
+        for info in sorted(pkgutil.iter_modules(scripts.__path__), key=lambda i: i.name)
+    )
+
+
+def _coerce(name: str, value: Any) -> Any:
+    if name.endswith("_turns") and not isinstance(value, list):
+        return [int(v) for v in str(value).split(",") if v.strip()]
+    return value
+
+
+class ScriptedEngine:
+    """Deterministic replies keyed on the prompt (see module docstring)."""
+
+    def __init__(self, **args: Any) -> None:
+        self.context_window = int(args.pop("context_window", 0))
+        self.options: dict[str, Any] = {}
+        claimed: set[str] = set()
+        for module in script_modules():
+            fields = {f.name for f in dataclasses.fields(module.Options)}
+            mine = {k: _coerce(k, v) for k, v in args.items() if k in fields}
+            claimed |= set(mine)
+            self.options[module.__name__] = module.Options(**mine)
+        unknown = sorted(set(args) - claimed)
+        if unknown:
+            known = sorted({f.name for m in script_modules() for f in dataclasses.fields(m.Options)} | {"context_window"})
+            raise ValueError(f"bedside/scripted: unknown option(s) {unknown}; known: {known}")
+        self.handlers = {
+            name: (handler, self.options[module.__name__])
+            for module in script_modules()
+            for name, handler in module.HANDLERS.items()
+        }
+
+    def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
+        protocol = detect(messages)
+        if protocol is None or protocol.name not in self.handlers:
+            return "bedside/scripted has no script for this prompt (it only plays bedside's roles)."
+        handler, options = self.handlers[protocol.name]
+        return handler(messages, int(config.seed or 0), options)

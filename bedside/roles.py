@@ -1,0 +1,40 @@
+"""Model roles (``--model-role patient=... monitor=... grader=...``) with visible fallback.
+
+Inspect silently gives the model under test when a role is not bound. Results of such a run are
+not comparable across models (the educator would also play the patient, or grade itself), so
+:func:`role_model` records the fallback: a warning in the console and the eval log (once per role
+and process), and an ``INFO`` event in the sample transcript. Callers also keep the list in the
+sample store so that scorers and reports can flag it.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from inspect_ai.log import transcript
+from inspect_ai.model import GenerateConfig, Model, get_model, model_roles
+
+logger = logging.getLogger(__name__)
+
+_warned: set[str] = set()
+
+
+def role_is_bound(role: str) -> bool:
+    return role in model_roles()
+
+
+def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, bool]:
+    """The model bound to ``role`` and whether it fell back to the model under test."""
+    bound = role_is_bound(role)
+    model = get_model(role=role, config=config) if config is not None else get_model(role=role)
+    if not bound:
+        message = (
+            f"model role '{role}' is not bound: falling back to the model under test "
+            f"({model}). Results are not comparable across models; bind it with "
+            f"--model-role {role}=<provider/model>."
+        )
+        if role not in _warned:
+            _warned.add(role)
+            logger.warning(message)
+        transcript().info({"role_fallback": role, "model": str(model)}, source="roles")
+    return model, not bound

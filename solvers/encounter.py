@@ -1,0 +1,377 @@
+"""The encounter machinery shared by every simulation in bedside.
+
+An *encounter* is a turn-taking conversation between agents that each keep their own view of a
+shared history, optionally overseen by a *supervisor* (DischargeBench's Education Monitor Agent)
+that judges every turn. This module holds, once:
+
+- :class:`Turn` — one accepted entry of the shared history;
+- :class:`ChatAgent` — an agent backed by an Inspect model: its own system prompt, its own view
+  of the history (own turns as ``assistant``, others as ``user``, with a visibility filter), a
+  reply parser with repair-or-retry, and fresh samples on regeneration;
+- :class:`Verdict` and the :class:`Supervisor` protocol;
+- :func:`run_encounter` — the turn loop with the supervision policy of DischargeBench's
+  Algorithm 1 (paper arXiv 2609.20827, Appendix A.3) and the end reasons;
+- transcript events so that every turn, verdict, soft correction and discarded turn shows in
+  ``inspect view``.
+
+Supervision policy per agent (Algorithm 1):
+
+``observe``  every turn is evaluated and logged, never changed (the model under test).
+``moderate`` PASS accepts; WARN, or a minor/moderate FAIL, accepts the turn and appends the
+             correction to the agent's system prompt for its next turn only ("soft correction");
+             a severe FAIL discards the turn (it never enters the history, neither agent sees it)
+             and regenerates with the correction; when the per-turn retry budget
+             (``max_retries``) is exhausted the encounter ends with ``hard_stop``.
+``none``     not evaluated at all.
+
+The monitor's ``action`` field is recorded but the policy above decides, as in Algorithm 1.
+A positive ``session_complete`` is honoured only once the history holds ``min_turns`` turns;
+below that it is logged and ignored. ``max_turns`` caps the history length. A model error
+(e.g. the context window overflowing) ends the encounter with ``error``; what was accepted is
+kept. One *turn* is one accepted message of either agent (the paper's ``|H|``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from inspect_ai.log import transcript
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    ChatMessageSystem,
+    ChatMessageUser,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+)
+from inspect_ai.util import LimitExceededError, span
+from pydantic import BaseModel, Field, field_validator
+
+Policy = Literal["observe", "moderate", "none"]
+
+CLEAN_COMPLETE = "clean_complete"
+HARD_STOP = "hard_stop"
+MAX_TURNS = "max_turns"
+ERROR = "error"
+
+
+class Turn(BaseModel):
+    """One accepted entry of the shared history."""
+
+    index: int
+    role: str
+    message: str
+    raw: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+    attempts: int = 1
+    correction_applied: str | None = None  # soft correction active in the prompt that produced it
+    was_corrected: bool = False  # a soft correction was issued on this turn (for the next one)
+    correction: str | None = None  # that correction's text
+    verdict: dict[str, Any] | None = None
+
+
+class Discard(BaseModel):
+    """A turn the supervisor rejected; it never entered the history."""
+
+    index: int
+    attempt: int
+    role: str
+    message: str
+    verdict: dict[str, Any]
+
+
+class Verdict(BaseModel):
+    """The Education Monitor Agent's verdict schema (paper Figure 6)."""
+
+    verdict: Literal["PASS", "WARN", "FAIL"]
+    issue: Literal[
+        "none",
+        "role_drift",
+        "hallucination",
+        "repetition",
+        "derailment",
+        "incoherence",
+        "premature_end",
+        "prompt_unfaithful",
+    ] = "none"
+    severity: Literal["minor", "moderate", "severe"] | None = None
+    action: Literal["none", "soft_correction", "retry_from_last_turn", "hard_stop"] = "none"
+    correction_instruction: str | None = None
+    prompt_faithfulness: Literal["faithful", "partial", "unfaithful", "n/a"] = "n/a"
+    faithfulness_note: str | None = None
+    reasoning: str = ""
+    session_complete: bool = False
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.strip().upper() if isinstance(v, str) else v
+
+    @field_validator("issue", "action", "prompt_faithfulness", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.strip().lower() if isinstance(v, str) else v
+
+    @field_validator("severity", mode="before")
+    @classmethod
+    def _severity(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip().lower()
+            return None if v in ("", "null", "none") else v
+        return v
+
+
+class Supervisor(Protocol):
+    """Judges one candidate turn; ``None`` means its reply could not be parsed (counted)."""
+
+    stats: dict[str, int]
+
+    async def evaluate(
+        self, history: Sequence[Turn], role: str, message: str, agent_prompt: str
+    ) -> Verdict | None: ...
+
+    def correction(self, verdict: Verdict) -> str:
+        """The block appended to the offending agent's system prompt."""
+        ...
+
+
+class ReplyParseError(ValueError):
+    """An agent reply that cannot be read (after repair)."""
+
+
+class GenerationError(RuntimeError):
+    """A model call failed (API error, context overflow, unreadable replies)."""
+
+
+@dataclass
+class Reply:
+    message: str
+    raw: str
+    data: dict[str, Any] = field(default_factory=dict)
+    repaired: bool = False
+    ends_session: bool = False
+
+
+def plain_text(text: str) -> Reply:
+    """Parser for prose agents (the educator): the reply is the message."""
+    return Reply(message=text.strip(), raw=text)
+
+
+def attempt_config(attempt: int) -> GenerateConfig:
+    """Config for a regeneration: a distinct ``seed`` per attempt, so a regenerated turn is a fresh
+    sample (and not a cache hit of the rejected one). The first attempt uses the model's own config."""
+    return GenerateConfig() if attempt == 0 else GenerateConfig(seed=attempt)
+
+
+#: Bugs, not model failures: these propagate (the sample errors visibly) instead of ending the
+#: encounter with ``error``.
+PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
+    NameError, TypeError, AttributeError, KeyError, IndexError, AssertionError, ImportError,
+)
+
+
+async def generate_checked(model: Model, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+    """``model.generate`` that turns provider failures and context overflow into GenerationError.
+    Inspect's own limits (token/time/message limits) propagate unchanged."""
+    try:
+        output = await model.generate(messages, config=config)
+    except (LimitExceededError, *PROGRAMMING_ERRORS):
+        raise
+    except Exception as ex:  # provider/API failure (after Inspect's own retries): the encounter's error
+        raise GenerationError(f"{type(ex).__name__}: {ex}") from ex
+    if output.stop_reason == "model_length":
+        raise GenerationError("context window exceeded (stop_reason=model_length)")
+    if output.error:
+        raise GenerationError(str(output.error))
+    return output
+
+
+@dataclass
+class ChatAgent:
+    """An encounter agent backed by an Inspect model."""
+
+    role: str
+    model: Model
+    system_prompt: str
+    policy: Policy = "observe"
+    parse: Callable[[str], Reply] = plain_text
+    kickoff: str | None = None  # user message placed first when the agent would open the chat
+    sees: Callable[[Turn], bool] = lambda turn: True  # visibility of others' turns
+    render_own: Callable[[Turn], str] = lambda turn: turn.raw or turn.message
+    render_other: Callable[[Turn], str] = lambda turn: turn.message
+    parse_retries: int = 2
+    stats: dict[str, int] = field(default_factory=lambda: {"calls": 0, "repaired": 0, "unparsed": 0})
+
+    def prompt(self, correction: str | None = None) -> str:
+        return self.system_prompt if not correction else f"{self.system_prompt}\n\n{correction}"
+
+    def messages(
+        self, history: Sequence[Turn], correction: str | None = None, extra_user: str | None = None
+    ) -> list[ChatMessage]:
+        """This agent's view: system prompt, own turns as assistant, visible others as user
+        (consecutive user turns merged), and an optional trailing user message."""
+        chat: list[ChatMessage] = [ChatMessageSystem(content=self.prompt(correction))]
+        for turn in history:
+            if turn.role == self.role:
+                if len(chat) == 1 and self.kickoff:
+                    chat.append(ChatMessageUser(content=self.kickoff))
+                chat.append(ChatMessageAssistant(content=self.render_own(turn)))
+            elif self.sees(turn):
+                text = self.render_other(turn)
+                if isinstance(chat[-1], ChatMessageUser):
+                    chat[-1] = ChatMessageUser(content=f"{chat[-1].text}\n\n{text}")
+                else:
+                    chat.append(ChatMessageUser(content=text))
+        if extra_user is not None:
+            if isinstance(chat[-1], ChatMessageUser):
+                chat[-1] = ChatMessageUser(content=f"{chat[-1].text}\n\n{extra_user}")
+            else:
+                chat.append(ChatMessageUser(content=extra_user))
+        if len(chat) == 1 and self.kickoff:
+            chat.append(ChatMessageUser(content=self.kickoff))
+        return chat
+
+    async def ask(self, messages: list[ChatMessage], attempt: int = 0) -> Reply:
+        """Generate and parse; unreadable replies are retried with fresh samples, then raise."""
+        last_error = ""
+        for parse_attempt in range(self.parse_retries + 1):
+            self.stats["calls"] += 1
+            output = await generate_checked(self.model, messages, attempt_config(attempt + parse_attempt))
+            try:
+                reply = self.parse(output.completion)
+            except ReplyParseError as ex:
+                self.stats["unparsed"] += 1
+                last_error = str(ex)
+                transcript().info(
+                    {"role": self.role, "unparsed_reply": output.completion, "error": last_error},
+                    source="parse",
+                )
+                continue
+            if reply.repaired:
+                self.stats["repaired"] += 1
+            return reply
+        raise GenerationError(f"{self.role}: no readable reply after {self.parse_retries + 1} tries: {last_error}")
+
+    async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
+        return await self.ask(self.messages(history, correction), attempt)
+
+
+@dataclass
+class EncounterResult:
+    history: list[Turn]
+    discards: list[Discard]
+    end_reason: str
+    error: str | None = None
+    completion_ignored: list[int] = field(default_factory=list)  # turns whose early completion was ignored
+    soft_corrections: int = 0
+
+
+async def run_encounter(
+    agents: Sequence[ChatAgent],
+    supervisor: Supervisor | None,
+    *,
+    min_turns: int = 10,
+    max_turns: int = 100,
+    max_retries: int = 2,
+    on_turn: Callable[[Turn], Awaitable[None] | None] | None = None,
+) -> EncounterResult:
+    """Run agents round-robin (``agents[0]`` speaks first) until an end reason (module docstring)."""
+    history: list[Turn] = []
+    discards: list[Discard] = []
+    pending: dict[str, str] = {}  # role -> soft correction for that role's next turn
+    result = EncounterResult(history=history, discards=discards, end_reason="")
+
+    def finish(reason: str, error: str | None = None) -> EncounterResult:
+        result.end_reason, result.error = reason, error
+        transcript().info(
+            {"end_reason": reason, "turns": len(history), "discarded": len(discards), "error": error},
+            source="encounter",
+        )
+        return result
+
+    while True:
+        for agent in agents:
+            if len(history) >= max_turns:
+                return finish(MAX_TURNS)
+            t = len(history)
+            correction = pending.pop(agent.role, None)
+            if correction:
+                transcript().info({"turn": t, "role": agent.role, "applied": correction}, source="soft_correction")
+            retry_correction: str | None = None
+            attempt = 0
+            async with span(f"turn {t}: {agent.role}", type="turn"):
+                while True:
+                    active = retry_correction or correction
+                    prompt = agent.prompt(active)
+                    try:
+                        reply = await agent.reply(history, active, attempt)
+                        verdict = None
+                        if supervisor is not None and agent.policy != "none":
+                            verdict = await supervisor.evaluate(history, agent.role, reply.message, prompt)
+                    except GenerationError as ex:
+                        return finish(ERROR, str(ex))
+                    if verdict is not None:
+                        transcript().info(
+                            {"turn": t, "role": agent.role, "attempt": attempt, **verdict.model_dump()},
+                            source="monitor",
+                        )
+                    turn = Turn(
+                        index=t,
+                        role=agent.role,
+                        message=reply.message,
+                        raw=reply.raw,
+                        data=reply.data,
+                        attempts=attempt + 1,
+                        correction_applied=active,
+                        verdict=verdict.model_dump() if verdict else None,
+                    )
+                    if (
+                        verdict is None
+                        or agent.policy == "observe"
+                        or verdict.verdict == "PASS"
+                        or verdict.verdict == "WARN"
+                        or verdict.severity in ("minor", "moderate")
+                    ):
+                        soft = (
+                            verdict is not None
+                            and agent.policy == "moderate"
+                            and verdict.verdict != "PASS"
+                        )
+                        if soft:
+                            text = supervisor.correction(verdict)
+                            turn.was_corrected, turn.correction = True, text
+                            pending[agent.role] = text
+                            result.soft_corrections += 1
+                            transcript().info({"turn": t, "role": agent.role, "issued": text}, source="soft_correction")
+                        history.append(turn)
+                        if on_turn is not None:
+                            maybe = on_turn(turn)
+                            if maybe is not None:
+                                await maybe
+                        break
+                    # severe FAIL: discard and regenerate, hard stop once the budget is spent
+                    discards.append(
+                        Discard(index=t, attempt=attempt + 1, role=agent.role, message=reply.message, verdict=verdict.model_dump())
+                    )
+                    transcript().info(
+                        {"turn": t, "role": agent.role, "attempt": attempt + 1, "discarded": reply.message},
+                        source="discard",
+                    )
+                    if attempt >= max_retries:
+                        return finish(HARD_STOP)
+                    attempt += 1
+                    retry_correction = supervisor.correction(verdict)
+            if verdict is not None and verdict.session_complete:
+                if len(history) >= min_turns:
+                    return finish(CLEAN_COMPLETE)
+                result.completion_ignored.append(t)
+                transcript().info(
+                    {"turn": t, "session_complete": True, "ignored": f"history has {len(history)} < {min_turns} turns"},
+                    source="encounter",
+                )
+            if reply.ends_session:
+                return finish(reply.data.get("end_reason", CLEAN_COMPLETE))
+

@@ -1,0 +1,87 @@
+"""DischargeBench's Education Monitor Agent (EMA): a :class:`~bedside.solvers.encounter.Supervisor`
+that judges every turn with the paper's Figure 6 prompts (``prompts/discharge/monitor_*.j2``).
+
+The monitor sees the history, the speaker, the candidate message and the full system prompt that
+produced it (the faithfulness ground truth, paper A.3.1). Its JSON verdict is validated against
+:class:`~bedside.solvers.encounter.Verdict`; an unreadable verdict is repaired when possible,
+otherwise retried with a fresh sample (``parse_retries`` times), and then counted as *unparsed*:
+the turn is accepted unsupervised, the count is kept in ``stats`` and shown with the results.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
+from pydantic import ValidationError
+
+from bedside.jsonreply import extract_json
+from bedside.prompts import render
+from bedside.solvers.encounter import Turn, Verdict, attempt_config, generate_checked
+
+
+class EducationMonitor:
+    """The EMA as an encounter supervisor."""
+
+    def __init__(self, model: Model, parse_retries: int = 2, show_agent_prompt: bool = True) -> None:
+        self.model = model
+        self.parse_retries = parse_retries
+        self.show_agent_prompt = show_agent_prompt
+        self.system = render("discharge/monitor_system.j2")
+        self.stats = {"calls": 0, "repaired": 0, "unparsed_replies": 0, "unparsed_verdicts": 0}
+
+    def request(self, history: Sequence[Turn], role: str, message: str, agent_prompt: str) -> str:
+        return render(
+            "discharge/monitor_user.j2",
+            history=[
+                {
+                    "turn_index": turn.index,
+                    "role": turn.role,
+                    "message": turn.message,
+                    "was_corrected": turn.was_corrected,
+                    "correction_applied": turn.correction,
+                }
+                for turn in history
+            ],
+            current_role=role,
+            current_message=message,
+            agent_prompt=agent_prompt if self.show_agent_prompt else "",
+        )
+
+    async def evaluate(
+        self, history: Sequence[Turn], role: str, message: str, agent_prompt: str
+    ) -> Verdict | None:
+        messages = [
+            ChatMessageSystem(content=self.system),
+            ChatMessageUser(content=self.request(history, role, message, agent_prompt)),
+        ]
+        for attempt in range(self.parse_retries + 1):
+            self.stats["calls"] += 1
+            output = await generate_checked(self.model, messages, attempt_config(attempt))
+            verdict, repaired, problem = parse_verdict(output.completion)
+            if verdict is not None:
+                self.stats["repaired"] += int(repaired)
+                return verdict
+            self.stats["unparsed_replies"] += 1
+            transcript().info(
+                {"role": role, "turn": len(history), "attempt": attempt, "unparsed_verdict": output.completion, "error": problem},
+                source="monitor",
+            )
+        self.stats["unparsed_verdicts"] += 1
+        return None
+
+    def correction(self, verdict: Verdict) -> str:
+        instruction = verdict.correction_instruction or verdict.reasoning or "Stay faithful to your instructions."
+        return render("discharge/soft_correction.j2", issue=verdict.issue, correction_instruction=instruction)
+
+
+def parse_verdict(text: str) -> tuple[Verdict | None, bool, str]:
+    """(verdict, repaired, problem) from a monitor reply."""
+    found = extract_json(text, dict)
+    if found is None:
+        return None, False, "no JSON object in the reply"
+    try:
+        return Verdict.model_validate(found.value), found.repaired, ""
+    except ValidationError as ex:
+        return None, False, "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in ex.errors())

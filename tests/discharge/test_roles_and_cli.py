@@ -1,0 +1,55 @@
+"""Unbound roles are recorded; the task runs by path and through the entry point."""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from inspect_ai.log import read_eval_log
+
+from bedside.tasks.discharge import discharge
+from tests.conftest import REPO, run, store
+
+INSPECT = str(Path(sys.executable).parent / "inspect")
+
+
+def test_unbound_roles_fall_back_and_are_recorded(tmp_path):
+    log = run(discharge(), roles={}, log_dir=tmp_path, limit=1)
+    sample = log.samples[0]
+    assert store(sample)["role_fallbacks"] == ["patient", "monitor"]
+    assert sample.scores["encounter_outcome"].value["role_fallbacks"] == 2
+    infos = [e for e in sample.events if e.event == "info" and e.source == "roles"]
+    assert {e.data["role_fallback"] for e in infos} == {"patient", "monitor"}
+    # the scripted model played every role, so the session still completes
+    assert store(sample)["end_reason"] == "clean_complete"
+
+
+def test_unbound_role_warning_is_logged(tmp_path, caplog):
+    import bedside.roles
+
+    bedside.roles._warned.clear()
+    with caplog.at_level(logging.WARNING, logger="bedside.roles"):
+        run(discharge(), roles={}, log_dir=tmp_path, limit=1)
+    assert any("model role 'patient' is not bound" in r.message for r in caplog.records)
+
+
+def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
+    env = {**os.environ, "INSPECT_LOG_DIR": str(tmp_path)}
+    return subprocess.run([INSPECT, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+
+
+def test_cli_by_path_and_by_entry_point(tmp_path):
+    roles = ["--model-role", "patient=bedside/scripted", "--model-role", "monitor=bedside/scripted"]
+    for target in ("tasks/discharge.py", "bedside/discharge"):
+        out_dir = tmp_path / target.replace("/", "_")
+        proc = cli("eval", target, "--model", "bedside/scripted", *roles, "--limit", "1",
+                   "-T", "personality=minimiser", "--display", "none", "--log-dir", str(out_dir), tmp_path=tmp_path)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        [log_file] = list(out_dir.glob("*.eval"))
+        log = read_eval_log(str(log_file))
+        assert log.status == "success" and log.eval.task_args["personality"] == "minimiser"
+        assert set(log.eval.model_roles) == {"patient", "monitor"}
+        assert log.samples[0].metadata["personality"] == "minimiser"
