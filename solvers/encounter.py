@@ -203,6 +203,7 @@ class ChatAgent:
     render_own: Callable[[Turn], str] = lambda turn: turn.raw or turn.message
     render_other: Callable[[Turn], str] = lambda turn: turn.message
     parse_retries: int = 2
+    active: Callable[[Sequence[Turn]], bool] = lambda history: True  # False: skip this agent's turn
     stats: dict[str, int] = field(default_factory=lambda: {"calls": 0, "repaired": 0, "unparsed": 0})
 
     def prompt(self, correction: str | None = None) -> str:
@@ -278,7 +279,14 @@ async def run_encounter(
     max_retries: int = 2,
     on_turn: Callable[[Turn], Awaitable[None] | None] | None = None,
 ) -> EncounterResult:
-    """Run agents round-robin (``agents[0]`` speaks first) until an end reason (module docstring)."""
+    """Run agents round-robin (``agents[0]`` speaks first) until an end reason (module docstring).
+
+    An agent whose ``active(history)`` is false sits its turn out (e.g. an environment controller
+    when no action was requested). A reply with ``ends_session`` ends the encounter with
+    ``reply.data["end_reason"]`` (default ``clean_complete``) once accepted. Agents only need
+    ``role``, ``policy``, ``active``, ``prompt(correction)`` and ``async reply(history,
+    correction, attempt)``: a subclass of :class:`ChatAgent` can replace ``reply`` (e.g. best-of-N
+    sampling or a panel of advisers) and keep the loop."""
     history: list[Turn] = []
     discards: list[Discard] = []
     pending: dict[str, str] = {}  # role -> soft correction for that role's next turn
@@ -293,9 +301,12 @@ async def run_encounter(
         return result
 
     while True:
+        turns_at_round_start = len(history)
         for agent in agents:
             if len(history) >= max_turns:
                 return finish(MAX_TURNS)
+            if not agent.active(history):
+                continue
             t = len(history)
             correction = pending.pop(agent.role, None)
             if correction:
@@ -304,10 +315,10 @@ async def run_encounter(
             attempt = 0
             async with span(f"turn {t}: {agent.role}", type="turn"):
                 while True:
-                    active = retry_correction or correction
-                    prompt = agent.prompt(active)
+                    correction_now = retry_correction or correction
+                    prompt = agent.prompt(correction_now)
                     try:
-                        reply = await agent.reply(history, active, attempt)
+                        reply = await agent.reply(history, correction_now, attempt)
                         verdict = None
                         if supervisor is not None and agent.policy != "none":
                             verdict = await supervisor.evaluate(history, agent.role, reply.message, prompt)
@@ -325,7 +336,7 @@ async def run_encounter(
                         raw=reply.raw,
                         data=reply.data,
                         attempts=attempt + 1,
-                        correction_applied=active,
+                        correction_applied=correction_now,
                         verdict=verdict.model_dump() if verdict else None,
                     )
                     if (
@@ -374,4 +385,6 @@ async def run_encounter(
                 )
             if reply.ends_session:
                 return finish(reply.data.get("end_reason", CLEAN_COMPLETE))
+        if len(history) == turns_at_round_start:
+            return finish(ERROR, "no agent was active for a whole round")
 
