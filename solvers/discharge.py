@@ -17,20 +17,17 @@ What the solver leaves behind:
 
 from __future__ import annotations
 
-import json
-
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import StoreModel, collect, store_as
 from pydantic import Field
 
-from bedside.jsonreply import extract_json
 from bedside.persona import Persona
 from bedside.prompts import load_yaml, render
 from bedside.records.discharge import DischargeCase
 from bedside.roles import role_model
-from bedside.solvers.encounter import ChatAgent, GenerationError, Reply, ReplyParseError, Turn, run_encounter
+from bedside.solvers.encounter import ChatAgent, GenerationError, Turn, parse_utterance, run_encounter, utterance_json
 from bedside.solvers.monitor import EducationMonitor
 
 
@@ -86,26 +83,6 @@ def patient_prompt(case: DischargeCase, persona: Persona, behavior_overlay: str 
     )
 
 
-def parse_patient(text: str) -> Reply:
-    """``{"utterance": ...}`` → the utterance. Fenced or wrapped JSON is repaired; a reply in plain
-    prose (no JSON at all) is kept as the utterance and counted as repaired; anything else
-    (empty, JSON without a usable ``utterance``) is unreadable and retried."""
-    found = extract_json(text, dict)
-    if found is not None:
-        utterance = found.value.get("utterance")
-        if isinstance(utterance, str) and utterance.strip():
-            return Reply(message=utterance.strip(), raw=text, repaired=found.repaired)
-        raise ReplyParseError(f"JSON reply without a non-empty string 'utterance': {text[:200]!r}")
-    stripped = text.strip()
-    if stripped and not stripped.startswith(("{", "[", "```")):
-        return Reply(message=stripped, raw=text, repaired=True)
-    raise ReplyParseError(f"reply is neither {{'utterance': ...}} JSON nor prose: {text[:200]!r}")
-
-
-def patient_json(turn: Turn) -> str:
-    return json.dumps({"utterance": turn.message}, ensure_ascii=False)
-
-
 def comprehension_questions() -> list[dict]:
     return load_yaml("discharge/comprehension_questions.yaml")["questions"]
 
@@ -143,8 +120,8 @@ def discharge_encounter(
             model=patient_model,
             system_prompt=patient_prompt(case, persona),
             policy="moderate",
-            parse=parse_patient,
-            render_own=patient_json,
+            parse=parse_utterance,
+            render_own=utterance_json,
             parse_retries=parse_retries,
         )
         monitor = EducationMonitor(monitor_model, parse_retries=parse_retries)

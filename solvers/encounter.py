@@ -33,6 +33,7 @@ kept. One *turn* is one accepted message of either agent (the paper's ``|H|``).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -49,6 +50,8 @@ from inspect_ai.model import (
 )
 from inspect_ai.util import LimitExceededError, span
 from pydantic import BaseModel, Field, field_validator
+
+from bedside.jsonreply import extract_json
 
 Policy = Literal["observe", "moderate", "none"]
 
@@ -158,6 +161,31 @@ class Reply:
 def plain_text(text: str) -> Reply:
     """Parser for prose agents (the educator): the reply is the message."""
     return Reply(message=text.strip(), raw=text)
+
+
+def looks_like_prose(text: str) -> bool:
+    stripped = text.strip()
+    return bool(stripped) and not stripped.startswith(("{", "[", "```"))
+
+
+def parse_utterance(text: str) -> Reply:
+    """Parser for simulated patients that answer ``{"utterance": ...}``. Fenced or wrapped JSON is
+    repaired; a reply in plain prose (no JSON at all) is kept as the utterance and counted as
+    repaired; anything else (empty, JSON without a usable ``utterance``) is unreadable and retried."""
+    found = extract_json(text, dict)
+    if found is not None:
+        utterance = found.value.get("utterance")
+        if isinstance(utterance, str) and utterance.strip():
+            return Reply(message=utterance.strip(), raw=text, repaired=found.repaired)
+        raise ReplyParseError(f"JSON reply without a non-empty string 'utterance': {text[:200]!r}")
+    if looks_like_prose(text):
+        return Reply(message=text.strip(), raw=text, repaired=True)
+    raise ReplyParseError(f"reply is neither {{'utterance': ...}} JSON nor prose: {text[:200]!r}")
+
+
+def utterance_json(turn: Turn) -> str:
+    """How an utterance agent sees its own past turns: the canonical JSON it is asked to produce."""
+    return json.dumps({"utterance": turn.message}, ensure_ascii=False)
 
 
 def attempt_config(attempt: int) -> GenerateConfig:

@@ -3,18 +3,27 @@ Virtual Patient from a discharge note, supervised by an Education Monitor Agent.
 
     inspect eval tasks/discharge.py --model openai/gpt-5.5 \
         --model-role patient=vllm/meta-llama/Llama-3.3-70B-Instruct \
-        --model-role monitor=vllm/Qwen/Qwen3.5-9B --model-role grader=...
+        --model-role monitor=vllm/Qwen/Qwen3.5-9B --model-role grader=vllm/google/gemma-4-31b-it
 
 Parameters (``-T``): ``data`` JSONL case file (default: the synthetic demo set); ``seed`` for the
 persona draw; ``personality`` / ``education_level`` / ``health_literacy`` / ``recall_level`` to
 fix a persona stratum; ``min_turns`` (10), ``max_turns`` (100), ``max_retries`` (2) as in the
-paper; ``parse_retries`` for unreadable JSON replies.
+paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unreadable judge
+replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
+that read only the note (comprehension references, note-side factual answers) across runs.
+
+Judges use the ``grader`` role at temperature 0 (the paper used Gemma-4-31B-it). Re-score an
+existing log with another judge: ``inspect score LOG --model-role grader=<model>``.
 """
 
 from inspect_ai import Task, task
 
 from bedside.samples.discharge import discharge_dataset
+from bedside.scorers.comprehension import comprehension
+from bedside.scorers.conversation_quality import conversation_quality
 from bedside.scorers.encounter_outcome import encounter_outcome
+from bedside.scorers.factual_consistency import factual_consistency
+from bedside.scorers.topic_checklist import topic_checklist
 from bedside.solvers.discharge import discharge_encounter
 
 
@@ -30,6 +39,8 @@ def discharge(
     max_turns: int = 100,
     max_retries: int = 2,
     parse_retries: int = 2,
+    judge_retries: int = 2,
+    cache_references: bool = True,
 ) -> Task:
     overrides = {
         "personality": personality,
@@ -42,6 +53,12 @@ def discharge(
         solver=discharge_encounter(
             min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries
         ),
-        scorer=[encounter_outcome()],
+        scorer=[
+            encounter_outcome(),
+            conversation_quality(judge_retries=judge_retries),
+            topic_checklist(judge_retries=judge_retries),
+            comprehension(judge_retries=judge_retries, cache_references=cache_references),
+            factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
+        ],
         metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827"},
     )

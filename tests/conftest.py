@@ -57,3 +57,12 @@ def shared_path(*parts: str) -> Path:
     if not path.exists():
         pytest.skip(f"{path} is absent: this test reads other projects' data from ../shared (not shipped with bedside)")
     return path
+
+
+def metrics_of(log: EvalLog, name: str, scorer: str | None = None) -> dict[str, float]:
+    """Metric values of one score key, with Inspect's package prefix ("bedside/") removed: Inspect
+    prefixes a package's metric names when the task is loaded from the CLI, not from Python."""
+    for s in log.results.scores:
+        if s.name == name and (scorer is None or s.scorer == scorer):
+            return {k.removeprefix("bedside/"): m.value for k, m in s.metrics.items()}
+    raise KeyError(name)

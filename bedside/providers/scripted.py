@@ -10,7 +10,7 @@ The same input (messages and ``seed``) always gives byte-identical output, and e
 carries token usage (estimated as characters / 4), so Inspect never needs tiktoken.
 
 Behaviours for tests are injected with ``-M`` options (or ``get_model(..., option=value)``);
-options ending in ``_turns`` accept ``3`` or ``"3,5"`` from the command line. A regeneration
+list options accept ``3`` or ``"3,5"`` from the command line. A regeneration
 carries ``seed = attempt`` (see ``solvers.encounter.attempt_config``); options that act "for the
 first k attempts" read the attempt from the seed. The generic option ``context_window`` (in
 estimated tokens) makes any longer prompt end with ``stop_reason="model_length"``, as a real
@@ -40,9 +40,11 @@ def script_modules() -> tuple[ModuleType, ...]:
     )
 
 
-def _coerce(name: str, value: Any) -> Any:
-    if name.endswith("_turns") and not isinstance(value, list):
-        return [int(v) for v in str(value).split(",") if v.strip()]
+def _coerce(spec: dataclasses.Field, value: Any) -> Any:
+    """List options accept ``3`` or ``"3,5"`` (``-M x_turns=3,5``) as well as lists."""
+    if spec.default_factory is list and not isinstance(value, list):  # type: ignore[comparison-overlap]
+        parts = [v.strip() for v in str(value).split(",") if v.strip()]
+        return [int(v) if v.lstrip("-").isdigit() else v for v in parts]
     return value
 
 
@@ -54,8 +56,8 @@ class ScriptedEngine:
         self.options: dict[str, Any] = {}
         claimed: set[str] = set()
         for module in script_modules():
-            fields = {f.name for f in dataclasses.fields(module.Options)}
-            mine = {k: _coerce(k, v) for k, v in args.items() if k in fields}
+            fields = {f.name: f for f in dataclasses.fields(module.Options)}
+            mine = {k: _coerce(fields[k], v) for k, v in args.items() if k in fields}
             claimed |= set(mine)
             self.options[module.__name__] = module.Options(**mine)
         unknown = sorted(set(args) - claimed)

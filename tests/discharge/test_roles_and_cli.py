@@ -22,7 +22,8 @@ def test_unbound_roles_fall_back_and_are_recorded(tmp_path):
     assert store(sample)["role_fallbacks"] == ["patient", "monitor"]
     assert sample.scores["encounter_outcome"].value["role_fallbacks"] == 2
     infos = [e for e in sample.events if e.event == "info" and e.source == "roles"]
-    assert {e.data["role_fallback"] for e in infos} == {"patient", "monitor"}
+    assert {e.data["role_fallback"] for e in infos} == {"patient", "monitor", "grader"}
+    assert sample.scores["topic_checklist"].metadata["grader_fallback"] is True
     # the scripted model played every role, so the session still completes
     assert store(sample)["end_reason"] == "clean_complete"
 

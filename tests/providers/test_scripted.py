@@ -32,7 +32,13 @@ def test_protocol_markers_match_the_prompt_files():
         "discharge.patient": patient_prompt(CASE, PERSONA),
         "discharge.monitor": render("discharge/monitor_system.j2"),
         "discharge.comprehension": render("discharge/comprehension_question.j2", question="q?"),
+        "discharge.judge_quality": render("discharge/judge_conversation_quality.j2", conversation=["Educator: hi"]),
+        "discharge.judge_checklist": render("discharge/judge_topic_checklist.j2", questions=[], patient_note="n", conversation=[]),
+        "discharge.judge_reference": render("discharge/judge_comprehension_reference.j2", discharge_note="n", question="q"),
+        "discharge.judge_comprehension": render("discharge/judge_comprehension_grade.j2", items=[]),
+        "discharge.judge_factual": render("discharge/judge_factual_consistency.j2", source="s"),
     }
+    assert {p.name for p in all_protocols() if p.name.startswith("discharge.")} == set(rendered)
     for protocol in all_protocols():
         if protocol.name.startswith("discharge."):
             assert protocol.marker in rendered[protocol.name], protocol.name

@@ -6,7 +6,10 @@
 - patient: ``{"utterance": ...}`` in the persona's style; says goodbye after the educator's
   sign-off; answers comprehension questions from what the educator said (or "I don't know.");
 - monitor: the full verdict JSON; FAILs (severe) a patient turn that breaks character, marks
-  ``session_complete`` after the educator's sign-off and the patient's closing acknowledgment.
+  ``session_complete`` after the educator's sign-off and the patient's closing acknowledgment;
+- judges: rule-based readings of the conversation and the note (keyword coverage of each topic,
+  token overlap of answers with references, turn-length clarity...). They give scores that move
+  with the dialogue, so scorer arithmetic and strata can be tested; they say nothing about quality.
 """
 
 from __future__ import annotations
@@ -40,6 +43,9 @@ class Options:
     monitor_malformed_attempts: int = 0  # first k attempts of every evaluation are not JSON
     # educator
     educator_topics: int = 0  # stop walking topics after this many (0 = all), then sign off
+    # judges: names from JUDGES; their first `judge_malformed_attempts` replies are not JSON
+    judge_malformed: list[str] = field(default_factory=list)
+    judge_malformed_attempts: int = 1
 
 
 # ---------------------------------------------------------------------------------------------
@@ -289,4 +295,194 @@ HANDLERS = {
     "discharge.patient": patient,
     "discharge.comprehension": comprehension,
     "discharge.monitor": monitor,
+}
+
+
+# ---------------------------------------------------------------------------------------------
+# judges
+
+JUDGES = ("quality", "checklist", "reference", "comprehension", "factual")
+
+#: topic -> phrase the scripted educator uses when it teaches that topic
+TOPIC_PHRASES = {
+    "diagnosis": ("main problem",),
+    "new_meds": ("medicines you will take",),
+    "treatment": ("in the hospital we treated", "procedure you had", "we ran some tests"),
+    "post_discharge": ("when you go home",),
+    "return": ("come back or call 911",),
+    "follow_up": ("follow-up appointments",),
+}
+CHECKLIST_TOPICS = {
+    "Discharge Diagnosis": "diagnosis",
+    "New Medication": "new_meds",
+    "Treatment During Stay": "treatment",
+    "Post-Discharge Treatment": "post_discharge",
+    "Return to Hospital": "return",
+    "Follow-Up Appointment": "follow_up",
+}
+#: extra evidence a sub-question needs beyond its topic being taught
+SUBQUESTION_EVIDENCE = {
+    "Q2.2": r"\d+(\.\d+)? ?(mg|mcg|units?|g)\b",
+    "Q2.4": r"side effect|bleed|dizz|interact",
+    "Q3.1": r"procedure you had",
+    "Q3.2": r"tests?|scan|x-ray|mri|ct\b",
+    "Q3.3": r"\biv\b|intravenous|antibiotic|fluids|transfusion|oxygen",
+    "Q4.2": r"\bstop|\bhold|\bchange|resume",
+    "Q4.3": r"\blab|blood (test|work)|therapy|home (nursing|health)|imaging|appointment",
+    "Q5.3": r"\d",
+    "Q6.2": r"\bweeks?\b|\bdays?\b|\bmonths?\b|\d",
+}
+QUESTION_TOPICS = (  # question wording -> topic (comprehension, reference and factual questions)
+    (("discharge diagnosis",), "diagnosis"),
+    (("newly", "medications that were newly"), "new_meds"),
+    (("receive in the hospital", "receive from the hospital", "treatments did you receive"), "treatment"),
+    (("post-discharge", "after you leave", "recommended"), "post_discharge"),
+    (("follow up",), "follow_up"),
+    (("symptoms", "return"), "return"),
+)
+FACTUAL_QUESTIONS = (
+    "what is the discharge diagnosis",
+    "what treatments did the patient receive from the hospital?",
+    "what were the post-discharge treatments that were recommended to the patient?",
+    "what doctors or clinics do the patient have to follow up with after this visit?",
+    "for what symptoms or changes should the patient return to the ed/hospital?",
+    "list the medications that were newly added during this hospitalization",
+)
+FACTUAL_TOPICS = ("diagnosis", "treatment", "post_discharge", "follow_up", "return", "new_meds")
+_WORD = re.compile(r"[a-z0-9]{4,}")
+
+
+def _malformed(o: Options, judge: str, attempt: int) -> bool:
+    return judge in o.judge_malformed and attempt < o.judge_malformed_attempts
+
+
+def _between(text: str, start: str, end: str | None = None) -> str:
+    body = text.split(start, 1)[-1]
+    return body.split(end, 1)[0] if end else body
+
+
+def _question_topic(question: str) -> str | None:
+    q = question.lower()
+    return next((topic for words, topic in QUESTION_TOPICS if any(w in q for w in words)), None)
+
+
+def note_answer(note: str, topic: str) -> str:
+    """What the note says on ``topic`` (the scripted judge's reading), or "not applicable"."""
+    s = note_sections(note)
+    instructions = sentences(s.get("Discharge Instructions", ""))
+    warn = [x for x in instructions if any(w in f" {x.lower()} " for w in RETURN_WORDS)]
+    text = {
+        "diagnosis": s.get("Discharge Diagnosis", ""),
+        "treatment": " ".join(sentences(s.get("Brief Hospital Course", ""))[:2]),
+        "post_discharge": " ".join([x for x in instructions if x not in warn][1:4]),
+        "follow_up": s.get("Followup Instructions", ""),
+        "return": " ".join(warn[:3]),
+        "new_meds": "; ".join(ln.strip() for ln in s.get("Discharge Medications", "").splitlines() if ln.strip()),
+    }[topic]
+    return clip(text, 300) if _usable(text) else "not applicable"
+
+
+def dialogue_answer(educator_lines: list[str], topic: str) -> str:
+    for line in educator_lines:
+        if any(p in line.lower() for p in TOPIC_PHRASES[topic]):
+            return clip(_strip_ack(line), 300)
+    return "not applicable"
+
+
+def _conversation(prompt: str, header: str, stop: str | None = None) -> tuple[list[str], list[str]]:
+    lines = [ln.strip().removeprefix("- ") for ln in _between(prompt, header, stop).splitlines() if ln.strip()]
+    educator = [ln.removeprefix("Educator: ") for ln in lines if ln.startswith("Educator: ")]
+    patient = [ln.removeprefix("Patient: ") for ln in lines if ln.startswith("Patient: ")]
+    return educator, patient
+
+
+def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if _malformed(o, "quality", attempt):
+        return "I would rate this conversation as mostly natural and clear."
+    prompt = last_user_text(messages)
+    lines = [ln.strip().removeprefix("- ") for ln in _between(prompt, "Conversation history:").splitlines() if ln.strip()]
+    educator = [ln for ln in lines if ln.startswith("Educator: ")]
+    questions = sum(1 for i, ln in enumerate(lines[:-1]) if ln.startswith("Patient: ") and "?" in ln)
+    answered = sum(
+        1 for i, ln in enumerate(lines[:-1])
+        if ln.startswith("Patient: ") and "?" in ln and lines[i + 1].startswith("Educator: " + GOOD_QUESTION.strip())
+    )
+    closed = bool(educator) and any(p in educator[-1].lower() for p in SIGN_OFF)
+    repeated = len(educator) - len(set(educator))
+    words = sum(len(ln.split()) for ln in educator) / max(1, len(educator))
+    naturalness = max(1, (5 if closed else 3) - min(2, repeated))
+    responsiveness = 4 if questions == 0 else 1 + round(4 * answered / questions)
+    clarity = 5 if words <= 60 else 4 if words <= 100 else 3 if words <= 150 else 2
+    return json.dumps({
+        "naturalness": {"score": naturalness, "reason": f"{'closes with a sign-off' if closed else 'no sign-off'}; {repeated} repeated educator turns"},
+        "responsiveness": {"score": responsiveness, "reason": f"{answered} of {questions} patient questions acknowledged"},
+        "clarity": {"score": clarity, "reason": f"educator turns average {words:.0f} words"},
+        "clinical_relevance": {"score": 4, "reason": "scripted judge: content taken from the note"},
+    })
+
+
+def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if _malformed(o, "checklist", attempt):
+        return '{"Q1": {"answer": "yes", "reason": "discussed"'
+    prompt = last_user_text(messages)
+    items = re.findall(r"^(Q\d(?:\.\d)?)\. \[(.+?)\]", _between(prompt, "Checklist:", "Patient Note:"), re.MULTILINE)
+    educator, _ = _conversation(prompt, "Conversation History:", "Provide your response")
+    answers = {}
+    for qid, topic_name in items:
+        topic = CHECKLIST_TOPICS.get(topic_name)
+        turn = next((ln for ln in educator if topic and any(p in ln.lower() for p in TOPIC_PHRASES[topic])), "")
+        evidence = SUBQUESTION_EVIDENCE.get(qid)
+        yes = bool(turn) and (evidence is None or re.search(evidence, turn.lower()) is not None)
+        answers[qid] = {"answer": "yes" if yes else "no",
+                        "reason": f'"{clip(_strip_ack(turn), 80)}"' if yes else "not discussed in the conversation"}
+    return json.dumps(answers)
+
+
+def judge_reference(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if _malformed(o, "reference", attempt):
+        return ""
+    prompt = last_user_text(messages)
+    note = _between(prompt, "Discharge note:", "\nQuestion:")
+    topic = _question_topic(prompt.rsplit("Question:", 1)[-1])
+    return note_answer(note, topic) if topic else "not applicable"
+
+
+def judge_comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if _malformed(o, "comprehension", attempt):
+        return "All answers look correct."
+    prompt = last_user_text(messages)
+    items = re.findall(
+        r"^Item (\w+)\nQuestion: .*?\nReference answer \(from the discharge note\): (.*?)\nPatient's answer: (.*?)$",
+        prompt, re.MULTILINE,
+    )
+    grades = {}
+    for item_id, reference, answer in items:
+        ref_words, ans_words = set(_WORD.findall(reference.lower())), set(_WORD.findall(answer.lower()))
+        overlap = len(ref_words & ans_words) / max(1, len(ref_words))
+        if "don't know" in answer.lower() or "not applicable" in reference.lower() and not ans_words:
+            label = "incorrect"
+        else:
+            label = "correct" if overlap >= 0.3 else "partially correct" if overlap >= 0.1 else "incorrect"
+        grades[item_id] = {"label": label, "reason": f"{overlap:.0%} of the reference's content words in the answer"}
+    return json.dumps(grades)
+
+
+def judge_factual(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if _malformed(o, "factual", attempt):
+        return '[{"question": "what is the discharge diagnosis", "answer": "pneumonia"}]'
+    source = last_user_text(messages).rsplit("Source:", 1)[-1]
+    if "Discharge Diagnosis:" in source:
+        answers = [note_answer(source, t) for t in FACTUAL_TOPICS]
+    else:
+        educator = [ln.removeprefix("Educator: ") for ln in source.splitlines() if ln.startswith("Educator: ")]
+        answers = [dialogue_answer(educator, t) for t in FACTUAL_TOPICS]
+    return json.dumps([{"question": q, "answer": a} for q, a in zip(FACTUAL_QUESTIONS, answers)])
+
+
+HANDLERS |= {
+    "discharge.judge_quality": judge_quality,
+    "discharge.judge_checklist": judge_checklist,
+    "discharge.judge_reference": judge_reference,
+    "discharge.judge_comprehension": judge_comprehension,
+    "discharge.judge_factual": judge_factual,
 }

@@ -1,0 +1,116 @@
+"""Comprehension Score (paper Section 2.3.1, Figures 9-10, Appendix A.6.4).
+
+1. Reference answers: the judge extracts each of the six answers from the discharge note
+   (Figure 10). These calls depend only on the note, so they are cached (``REFERENCE_CACHE``):
+   a second educator evaluated on the same cases re-uses them.
+2. The patient's post-education answers were collected by the solver (Figure 9).
+3. The judge grades every answer against its reference: correct 1, partially correct 0.5,
+   incorrect 0 (the physicians' rubric of A.6.4; "I don't know" is incorrect).
+
+Score = mean over the six questions. An item whose reference or answer could not be obtained
+(a model failure, not a patient who did not know) is unscored and counted, not scored 0.
+"""
+
+from __future__ import annotations
+
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+from inspect_ai.util import collect
+
+from bedside.jsonreply import extract_json
+from bedside.prompts import render
+from bedside.scorers.rescore import rescorable
+from bedside.scorers.discharge_record import case, record, score_metrics
+from bedside.scorers.judge import REFERENCE_CACHE, UNSCORED, ask_judge, grader
+from bedside.solvers.discharge import comprehension_questions
+
+LABELS = {"correct": 1.0, "partially correct": 0.5, "partial": 0.5, "partially_correct": 0.5, "incorrect": 0.0}
+QUESTION_IDS = ("q1", "q2", "q3", "q4", "q5", "q6")
+
+
+def parse_reference(text: str) -> str:
+    if not text.strip():
+        raise ValueError("empty reference answer")
+    return text.strip()
+
+
+def parse_grades(text: str, ids: list[str]) -> dict[str, tuple[float, str]]:
+    found = extract_json(text, dict)
+    if found is None:
+        raise ValueError("no JSON object in the reply")
+    grades: dict[str, tuple[float, str]] = {}
+    for key, item in found.value.items():
+        label = item.get("label") if isinstance(item, dict) else item
+        if isinstance(label, str) and label.strip().lower() in LABELS:
+            grades[key.strip().lower()] = (LABELS[label.strip().lower()], str(item.get("reason", "")) if isinstance(item, dict) else "")
+    missing = [i for i in ids if i not in grades]
+    if missing:
+        raise ValueError(f"no valid label for item(s) {missing}")
+    return grades
+
+
+def comprehension_score(item_scores: dict[str, float]) -> float:
+    """Mean over the items that were graded (NaN = unscored item, excluded); NaN if none was."""
+    graded = [v for v in item_scores.values() if v == v]
+    return sum(graded) / len(graded) if graded else UNSCORED
+
+
+@scorer(metrics=score_metrics("comprehension", *QUESTION_IDS))
+def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scorer:
+    async def score(state: TaskState, target: Target) -> Score:
+        rec, the_case = record(state), case(state)
+        questions = comprehension_questions()
+        empty = {"comprehension": UNSCORED, **{q["id"]: UNSCORED for q in questions}}
+        if not rec.history or not rec.comprehension:
+            return Score(value={**empty, "unscored": float(len(questions))}, explanation="no dialogue / no answers",
+                         metadata={"end_reason": rec.end_reason})
+        judge, fallback = grader()
+        references = await collect(*(
+            ask_judge(
+                judge,
+                render("discharge/judge_comprehension_reference.j2", discharge_note=the_case.discharge_note, question=q["text"]),
+                parse_reference,
+                retries=judge_retries,
+                cache=REFERENCE_CACHE if cache_references else False,
+            )
+            for q in questions
+        ))
+        answers = {a["id"]: a.get("answer") for a in rec.comprehension}
+        items = [
+            {"id": q["id"], "question": q["text"], "reference": ref.value, "answer": answers.get(q["id"])}
+            for q, ref in zip(questions, references)
+            if ref.ok and answers.get(q["id"])
+        ]
+        problems = {q["id"]: (ref.error or "no patient answer (model failure)") for q, ref in zip(questions, references)
+                    if not (ref.ok and answers.get(q["id"]))}
+        grades: dict[str, tuple[float, str]] = {}
+        grade_error = None
+        if items:
+            ids = [i["id"] for i in items]
+            result = await ask_judge(
+                judge, render("discharge/judge_comprehension_grade.j2", items=items),
+                lambda t: parse_grades(t, ids), retries=judge_retries,
+            )
+            if result.ok:
+                grades = result.value
+            else:
+                grade_error = result.error
+                problems.update({i: f"grading: {result.error}" for i in ids})
+        value = {q["id"]: grades[q["id"]][0] if q["id"] in grades else UNSCORED for q in questions}
+        value["comprehension"] = comprehension_score(value)
+        value["unscored"] = float(sum(v != v for k, v in value.items() if k != "comprehension"))
+        return Score(
+            value=value,
+            explanation="\n".join(
+                f"{q['id']}: {grades[q['id']][0]:g} - {grades[q['id']][1]}" if q["id"] in grades else f"{q['id']}: unscored ({problems.get(q['id'])})"
+                for q in questions
+            ),
+            metadata={"references": {q["id"]: r.value for q, r in zip(questions, references)},
+                      "answers": answers, "problems": problems, "grade_error": grade_error,
+                      "grader_fallback": fallback, "end_reason": rec.end_reason},
+        )
+
+    return score
+
+
+rescorable(comprehension)

@@ -1,0 +1,70 @@
+"""Conversation Quality (paper Section 2.3.1, Figure 8): one judge call rates naturalness,
+responsiveness, clarity and clinical relevance 1-5 with a reason each; Readability is the
+Flesch-Kincaid grade level of the educator's turns (no judge)."""
+
+from __future__ import annotations
+
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+from pydantic import BaseModel, Field
+
+from bedside.jsonreply import extract_json
+from bedside.prompts import render
+from bedside.scorers.rescore import rescorable
+from bedside.scorers.discharge_record import conversation_lines, educator_text, record, score_metrics
+from bedside.scorers.judge import UNSCORED, ask_judge, grader
+from bedside.scorers.text_metrics import readability_async
+
+AXES = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
+
+
+class Rating(BaseModel):
+    score: int = Field(ge=1, le=5)
+    reason: str = ""
+
+
+def parse_quality(text: str) -> dict[str, Rating]:
+    found = extract_json(text, dict)
+    if found is None:
+        raise ValueError("no JSON object in the reply")
+    missing = [a for a in AXES if a not in found.value]
+    if missing:
+        raise ValueError(f"missing criteria {missing}")
+    return {axis: Rating.model_validate(found.value[axis]) for axis in AXES}
+
+
+@scorer(metrics=score_metrics(*AXES, "readability"))
+def conversation_quality(judge_retries: int = 2) -> Scorer:
+    async def score(state: TaskState, target: Target) -> Score:
+        rec = record(state)
+        educator = educator_text(rec.history)
+        fk = await readability_async(educator) if educator.strip() else UNSCORED
+        if not rec.history:
+            return Score(
+                value={**{a: UNSCORED for a in AXES}, "readability": fk, "unscored": float(len(AXES) + 1)},
+                explanation="no dialogue to judge",
+                metadata={"end_reason": rec.end_reason},
+            )
+        judge, fallback = grader()
+        prompt = render("discharge/judge_conversation_quality.j2", conversation=conversation_lines(rec.history))
+        result = await ask_judge(judge, prompt, parse_quality, retries=judge_retries)
+        ratings = result.value or {}
+        value = {a: float(ratings[a].score) if a in ratings else UNSCORED for a in AXES}
+        value["readability"] = fk
+        value["unscored"] = float(sum(v != v for v in value.values()))  # NaN != NaN
+        explanation = (
+            "\n".join(f"{a}: {ratings[a].score} - {ratings[a].reason}" for a in AXES)
+            if result.ok
+            else f"unscored: {result.error}"
+        )
+        return Score(
+            value=value,
+            explanation=explanation,
+            metadata={"judge_error": result.error, "judge_replies": result.replies,
+                      "grader_fallback": fallback, "end_reason": rec.end_reason},
+        )
+
+    return score
+
+
+rescorable(conversation_quality)

@@ -1,0 +1,37 @@
+"""Running the CPB-Bench tasks offline with scripted models."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from inspect_ai.log import EvalLog, EvalSample
+
+from tests.conftest import run, scripted
+
+
+def run_cpb(task, tmp_path, doctor: dict[str, Any] | None = None, grader: dict[str, Any] | None = None,
+            patient: dict[str, Any] | None = None, **eval_args: Any) -> EvalLog:  # fmt: skip
+    """``task`` with a scripted doctor (model under test), grader and (if given) patient."""
+    roles = {"grader": scripted(**(grader or {}))}
+    if patient is not None:
+        roles["patient"] = scripted(**patient)
+    return run(task, educator=scripted(**(doctor or {})), roles=roles, log_dir=tmp_path, **eval_args)
+
+
+def cpb_store(sample: EvalSample) -> dict[str, Any]:
+    prefix = "CPBStore:"
+    return {k[len(prefix) :]: v for k, v in sample.store.items() if k.startswith(prefix)}
+
+
+def by_id(log: EvalLog) -> dict[str, EvalSample]:
+    return {str(s.id): s for s in log.samples or []}
+
+
+def metrics(log: EvalLog, name: str) -> dict[str, float]:
+    """The metrics of the score ``name`` (e.g. ``failure``), keyed without the package prefix."""
+    [score] = [s for s in log.results.scores if s.name == name]
+    return {k.split("/", 1)[-1]: m.value for k, m in score.metrics.items()}
+
+
+def calls(sample: EvalSample, role: str | None) -> list[list[Any]]:
+    return [e.input for e in sample.events if e.event == "model" and e.role == role]

