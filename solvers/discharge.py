@@ -83,6 +83,19 @@ def patient_prompt(case: DischargeCase, persona: Persona, behavior_overlay: str 
     )
 
 
+BEHAVIORS = ("none", "contradiction", "false_belief", "self_diagnosis", "care_resistance")
+
+
+def behavior_overlay(behavior: str) -> str:
+    """The stress-behaviour text for the patient prompt (bedside extension: CPB-Bench's four
+    challenging behaviours as DischargeBench overlays, ``prompts/cpb/stress_overlays.yaml``)."""
+    if behavior not in BEHAVIORS:
+        raise ValueError(f"behavior={behavior!r} is not one of {list(BEHAVIORS)}")
+    if behavior == "none":
+        return ""
+    return load_yaml("cpb/stress_overlays.yaml")["behaviors"][behavior]["overlay"].strip()
+
+
 def comprehension_questions() -> list[dict]:
     return load_yaml("discharge/comprehension_questions.yaml")["questions"]
 
@@ -118,7 +131,7 @@ def discharge_encounter(
         patient = ChatAgent(
             role="patient",
             model=patient_model,
-            system_prompt=patient_prompt(case, persona),
+            system_prompt=patient_prompt(case, persona, behavior_overlay(state.metadata.get("behavior", "none"))),
             policy="moderate",
             parse=parse_utterance,
             render_own=utterance_json,

@@ -7,7 +7,10 @@ Virtual Patient from a discharge note, supervised by an Education Monitor Agent.
 
 Parameters (``-T``): ``data`` JSONL case file (default: the synthetic demo set); ``seed`` for the
 persona draw; ``personality`` / ``education_level`` / ``health_literacy`` / ``recall_level`` to
-fix a persona stratum; ``min_turns`` (10), ``max_turns`` (100), ``max_retries`` (2) as in the
+fix a persona stratum; ``behavior`` (``none`` | ``contradiction`` | ``false_belief`` |
+``self_diagnosis`` | ``care_resistance``) makes the patient display one of CPB-Bench's challenging
+behaviours (a bedside extension; compare with ``behavior=none`` via ``bedside-report delta``);
+``min_turns`` (10), ``max_turns`` (100), ``max_retries`` (2) as in the
 paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unreadable judge
 replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
 that read only the note (comprehension references, note-side factual answers) across runs.
@@ -24,7 +27,7 @@ from bedside.scorers.conversation_quality import conversation_quality
 from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.factual_consistency import factual_consistency
 from bedside.scorers.topic_checklist import topic_checklist
-from bedside.solvers.discharge import discharge_encounter
+from bedside.solvers.discharge import behavior_overlay, discharge_encounter
 
 
 @task
@@ -35,6 +38,7 @@ def discharge(
     education_level: str | None = None,
     health_literacy: str | None = None,
     recall_level: str | None = None,
+    behavior: str = "none",
     min_turns: int = 10,
     max_turns: int = 100,
     max_retries: int = 2,
@@ -48,8 +52,9 @@ def discharge(
         "health_literacy": health_literacy,
         "recall_level": recall_level,
     }
+    behavior_overlay(behavior)  # validates the name before anything runs
     return Task(
-        dataset=discharge_dataset(data, seed=seed, overrides=overrides),
+        dataset=discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior),
         solver=discharge_encounter(
             min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries
         ),

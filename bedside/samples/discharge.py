@@ -2,7 +2,7 @@
 
 Sample metadata carries the whole case (``case``), the persona (``persona``) and flat keys used
 to stratify results: ``icd_chapter``, ``icd_version``, ``personality``, ``education_level``,
-``health_literacy``, ``recall_level``.
+``health_literacy``, ``recall_level``, and ``behavior`` (the stress overlay, ``none`` by default).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from bedside.records.discharge import DischargeCase, load_cases
 DEMO_CASES = DATASETS_DIR / "discharge" / "demo.jsonl"
 
 
-def case_sample(case: DischargeCase, seed: int | str, overrides: dict[str, str | None]) -> Sample:
+def case_sample(case: DischargeCase, seed: int | str, overrides: dict[str, str | None], behavior: str = "none") -> Sample:
     persona = assign_persona(case.case_id, seed, case.persona, overrides)
     return Sample(
         id=case.case_id,
@@ -37,6 +37,7 @@ def case_sample(case: DischargeCase, seed: int | str, overrides: dict[str, str |
             "education_level": persona.education_level,
             "health_literacy": persona.health_literacy,
             "recall_level": persona.recall_level,
+            "behavior": behavior,
             "synthetic": case.synthetic,
         },
     )
@@ -46,9 +47,10 @@ def discharge_dataset(
     data: str | Path | None = None,
     seed: int | str = 0,
     overrides: dict[str, str | None] | None = None,
+    behavior: str = "none",
 ) -> MemoryDataset:
     """All cases of ``data`` (default: the shipped synthetic demo set), validated up front."""
     path = Path(data) if data else DEMO_CASES
     cases = load_cases(path)
-    samples = [case_sample(case, seed, overrides or {}) for case in cases]
+    samples = [case_sample(case, seed, overrides or {}, behavior) for case in cases]
     return MemoryDataset(samples, name="dischargebench", location=str(path))

@@ -182,7 +182,26 @@ def _strip_ack(text: str) -> str:
     return text.removeprefix(GOOD_QUESTION).strip()
 
 
+#: what the scripted patient says at its 2nd and 4th turns under a CPB stress overlay, keyed by a
+#: phrase of the overlay text (prompts/cpb/stress_overlays.yaml)
+STRESS_LINES = {
+    "inconsistent information": "Wait, I told you I take my pills at night, but actually I take them in the morning. Or both, I'm not sure.",
+    "incorrect medical belief": "I'm sure I can stop the new medicine as soon as I feel better, everybody knows that.",
+    "your own theory": "I read online that this is really just stress, not what the doctors said. Can we plan around that?",
+    "resist parts of your discharge plan": "I'm not taking another new medicine and I won't go to that follow-up visit, it costs too much.",
+}
+
+
+def _stress_line(system: str, n: int) -> str | None:
+    if "## Your Behaviour In This Conversation" not in system or n not in (2, 4):
+        return None
+    return next((line for phrase, line in STRESS_LINES.items() if phrase in system), None)
+
+
 def _persona_reply(system: str, educator_said: str, n: int, corrected: bool) -> str:
+    stress = _stress_line(system, n)
+    if stress and not corrected:
+        return stress
     style = next((v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in system), "Okay. {echo}")
     first = sentences(_strip_ack(educator_said))[:1]
     words = (first[0] if first else "what you said").rstrip(".!?").split()
