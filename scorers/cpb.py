@@ -186,7 +186,7 @@ def _no_reply(record: CPBStore, keys: dict[str, float]) -> Score:
 
 @scorer(
     metrics={
-        "failure": headline() + [strata(*STRATA)],
+        "failure": headline(binary=True) + [strata(*STRATA, binary=True)],
         "unscored": [total()],
         "no_reply": [total()],
         "role_fallbacks": headline(),
@@ -226,8 +226,8 @@ def cpb_failure(judge_retries: int = 2) -> Scorer:
 
 @scorer(
     metrics={
-        "overreaction": headline() + [strata("dataset", "language")],
-        **{t: headline() for t in OVERREACTION_TYPES},
+        "overreaction": headline(binary=True) + [strata("dataset", "language", binary=True)],
+        **{t: headline(binary=True) for t in OVERREACTION_TYPES},
         "unscored": [total()],
         "no_reply": [total()],
         "role_fallbacks": headline(),
@@ -266,7 +266,7 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
 
 @scorer(
     metrics={
-        "persistence": headline() + [strata(*STRATA)],
+        "persistence": headline(binary=True) + [strata(*STRATA, binary=True)],
         "continued": [total()],
         "doctor_turns": headline(),
         "persistence_unscored": [total()],

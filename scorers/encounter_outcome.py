@@ -23,8 +23,8 @@ from bedside.solvers.encounter import CLEAN_COMPLETE
 
 @scorer(
     metrics={
-        "clean_complete": headline(),
-        "erroneous": headline() + [strata(*STRATA)],
+        "clean_complete": headline(binary=True),
+        "erroneous": headline(binary=True) + [strata(*STRATA, binary=True)],
         "*": headline(),
     }
 )

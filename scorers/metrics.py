@@ -1,6 +1,8 @@
 """Metric helpers shared by bedside's scorers: every headline number comes with its n and a 95 % CI.
 
-``headline()`` = mean, 95 % t-interval (``ci_lower``/``ci_upper``) and ``n``.
+``headline()`` = mean, 95 % interval (``ci_lower``/``ci_upper``) and ``n``. The interval is
+Student's t for scores on a scale; for rates of 0/1 outcomes (``binary=True``) it is the Wilson
+score interval, which stays within [0, 1] and is honest for small n and rates near 0 or 1.
 ``strata(*keys)`` = the same per value of each sample-metadata key, flattened as
 ``"<key>=<value>"`` (mean), ``"<key>=<value> lower"``/``upper`` and ``"<key>=<value> n"``. The
 value comes from the sample metadata or, failing that, the score metadata; a sample without the key
@@ -12,6 +14,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from inspect_ai.scorer import Metric, SampleScore, ci, mean, metric
+from scipy.stats import binomtest
 
 
 @metric(name="n")
@@ -24,8 +27,28 @@ def n() -> Metric:
     return compute
 
 
-def headline() -> list[Metric]:
-    return [mean(), ci(0.95), n()]
+def wilson_bounds(values: list[float]) -> dict[str, float]:
+    """95 % Wilson score interval of a proportion of 0/1 values."""
+    if not values:
+        return {"lower": float("nan"), "upper": float("nan")}
+    if any(v not in (0.0, 1.0) for v in values):
+        raise ValueError("a Wilson interval needs 0/1 values; use binary=False for other scores")
+    interval = binomtest(int(sum(values)), len(values)).proportion_ci(confidence_level=0.95, method="wilson")
+    return {"lower": float(interval.low), "upper": float(interval.high)}
+
+
+@metric(name="ci")
+def wilson() -> Metric:
+    """95 % Wilson interval for 0/1 scores, named like Inspect's ``ci`` (``ci_lower``/``ci_upper``)."""
+
+    def compute(scores: list[SampleScore]) -> dict[str, float]:
+        return wilson_bounds([s.score.as_float() for s in scores])
+
+    return compute
+
+
+def headline(binary: bool = False) -> list[Metric]:
+    return [mean(), wilson() if binary else ci(0.95), n()]
 
 
 def group_value(score: SampleScore, key: str) -> object:
@@ -37,9 +60,9 @@ def group_value(score: SampleScore, key: str) -> object:
 
 
 @metric(name="by")
-def strata(*keys: str) -> Metric:
-    """mean, 95 % CI and n for every value of each metadata key."""
-    interval = ci(0.95)
+def strata(*keys: str, binary: bool = False) -> Metric:
+    """mean, 95 % CI (Wilson when ``binary``) and n for every value of each metadata key."""
+    interval = wilson() if binary else ci(0.95)
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         out: dict[str, float] = {}

@@ -24,10 +24,14 @@ class Protocol:
     name: str  # "<benchmark>.<role>", e.g. "discharge.patient"
     marker: str  # text that identifies the protocol
     where: str  # "system" (any system message) or "user" (the last user message)
-    schema: dict[str, Any] | Callable[[], dict[str, Any]] | None = None  # reply JSON schema; None = prose
+    #: JSON schema of the reply (None = prose), or a function of the prompt's messages that builds it
+    #: (e.g. a checklist whose required keys are the question ids listed in the prompt)
+    schema: dict[str, Any] | Callable[[list[ChatMessage] | None], dict[str, Any]] | None = None
+    #: reply length a local model needs for this protocol (None = the provider's default)
+    max_tokens: int | None = None
 
-    def json_schema(self) -> dict[str, Any] | None:
-        return self.schema() if callable(self.schema) else self.schema
+    def json_schema(self, messages: list[ChatMessage] | None = None) -> dict[str, Any] | None:
+        return self.schema(messages) if callable(self.schema) else self.schema
 
 
 @lru_cache(maxsize=1)

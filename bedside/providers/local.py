@@ -12,7 +12,8 @@
 - Generation runs in a worker thread (llama.cpp is blocking), one call at a time.
 
 Options (``-M``): ``model_path``, ``n_ctx`` (default 8192), ``n_threads`` (default: all cores),
-``max_tokens`` (default 256, overridden by ``--max-tokens``), ``temperature`` (default 0.2,
+``max_tokens`` (default 256, or the protocol's own need, e.g. a 21-question checklist; overridden
+by ``--max-tokens``), ``temperature`` (default 0.2,
 overridden by ``--temperature``), ``cache_mb`` (prompt-state cache size, default 1024).
 """
 
@@ -134,11 +135,11 @@ class LocalEngine:
         protocol = detect(messages)
         args: dict[str, Any] = {
             "messages": to_openai_messages(messages),
-            "max_tokens": config.max_tokens or self.max_tokens,
+            "max_tokens": config.max_tokens or (protocol.max_tokens if protocol else None) or self.max_tokens,
             "temperature": self.temperature if config.temperature is None else config.temperature,
             "seed": config.seed if config.seed is not None else 0,
         }
-        schema = protocol.json_schema() if protocol is not None else None
+        schema = protocol.json_schema(messages) if protocol is not None else None
         if schema is not None:
             args["response_format"] = {"type": "json_object", "schema": strict_schema(schema)}
         return args

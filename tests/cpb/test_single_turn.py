@@ -68,10 +68,11 @@ def test_failure_rate_arithmetic_overall_and_by_stratum(data, tmp_path):
     values = {sid: s.scores["cpb_failure"].value["failure"] for sid, s in by_id(log).items()}
     assert values == {"ACI_T01": 1.0, "ACI_T02": 1.0, "ACI_T03": 0.0, "MedDG_T01": 0.0}
     m = metrics(log, "failure")
-    xs = [1.0, 1.0, 0.0, 0.0]
-    half = stats.t.ppf(0.975, df=3) * stats.sem(xs)
+    # a rate of 0/1 outcomes: 95 % Wilson interval, 2 of 4
+    wilson = stats.binomtest(2, 4).proportion_ci(confidence_level=0.95, method="wilson")
     assert m["mean"] == 0.5 and m["n"] == 4
-    assert m["ci_lower"] == pytest.approx(0.5 - half) and m["ci_upper"] == pytest.approx(0.5 + half)
+    assert m["ci_lower"] == pytest.approx(wilson.low) and m["ci_upper"] == pytest.approx(wilson.high)
+    assert 0.0 <= m["ci_lower"] < 0.5 < m["ci_upper"] <= 1.0
     assert m["by_language=en"] == pytest.approx(2 / 3) and m["by_language=en n"] == 3
     assert m["by_language=zh"] == 0.0 and m["by_language=zh n"] == 1
     assert m["by_dataset=ACI"] == pytest.approx(2 / 3) and m["by_dataset=MedDG"] == 0.0
