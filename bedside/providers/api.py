@@ -19,17 +19,26 @@ class BedsideAPI(ModelAPI):
         config: GenerateConfig = GenerateConfig(),
         **model_args: Any,
     ) -> None:
-        super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, api_key_vars=[], config=config)
         if model_name == "scripted":
             from bedside.providers.scripted import ScriptedEngine
 
-            self.engine: Any = ScriptedEngine(**model_args)
+            self.engine: Any = ScriptedEngine(**dict(model_args))
         elif model_name == "local":
             from bedside.providers.local import LocalEngine
 
             self.engine = LocalEngine(**model_args)
         else:
             raise ValueError(f"unknown bedside model {model_name!r}: use bedside/scripted or bedside/local")
+        # Inspect's generation cache keys on the model name and base_url, not on model args: give
+        # each configuration (GGUF file, context size; scripted options) its own identity, so that
+        # a cached reply of one model is never served for another.
+        super().__init__(
+            model_name=model_name,
+            base_url=base_url or self.engine.identity(),
+            api_key=api_key,
+            api_key_vars=[],
+            config=config,
+        )
 
     async def count_text_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)

@@ -130,6 +130,10 @@ class LocalEngine:
         self.temperature = float(temperature)
         self.cache_mb = int(cache_mb)
 
+    def identity(self) -> str:
+        """What distinguishes this model's replies (used as the cache-relevant ``base_url``)."""
+        return f"llama.cpp:{os.path.realpath(self.model_path)}?n_ctx={self.n_ctx}&max_tokens={self.max_tokens}&temperature={self.temperature}"
+
     def request(self, messages: list[ChatMessage], config: GenerateConfig) -> dict[str, Any]:
         """The llama.cpp ``create_chat_completion`` arguments for this prompt."""
         protocol = detect(messages)

@@ -52,6 +52,7 @@ class ScriptedEngine:
     """Deterministic replies keyed on the prompt (see module docstring)."""
 
     def __init__(self, **args: Any) -> None:
+        self.args = dict(sorted(args.items()))
         self.context_window = int(args.pop("context_window", 0))
         self.options: dict[str, Any] = {}
         claimed: set[str] = set()
@@ -69,6 +70,10 @@ class ScriptedEngine:
             for module in script_modules()
             for name, handler in module.HANDLERS.items()
         }
+
+    def identity(self) -> str:
+        """What distinguishes this engine's replies (its options; used as the cache-relevant ``base_url``)."""
+        return "scripted:" + ",".join(f"{k}={v}" for k, v in self.args.items())
 
     def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
         protocol = detect(messages)

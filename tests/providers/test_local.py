@@ -63,3 +63,12 @@ def test_real_generation_patient_json():
     out = asyncio.run(model.generate(msgs, config=GenerateConfig(max_tokens=120)))
     assert isinstance(json.loads(out.completion)["utterance"], str)
     assert out.usage.input_tokens > 100 and out.usage.output_tokens > 0
+
+
+def test_cache_identity_names_the_weights_and_settings(tmp_path):
+    engine = engine_without_model(tmp_path)
+    other = tmp_path / "other.gguf"
+    other.write_bytes(b"GGUF")
+    assert str(tmp_path / "m.gguf") in engine.identity()
+    assert engine.identity() != LocalEngine(model_path=str(other)).identity()
+    assert engine.identity() != LocalEngine(model_path=str(tmp_path / "m.gguf"), n_ctx=4096).identity()

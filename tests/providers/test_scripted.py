@@ -93,3 +93,10 @@ def test_turn_lists_accept_cli_strings():
 def test_unknown_prompt_gets_a_clear_answer():
     out = generate(scripted(), [ChatMessageUser(content="What is 2+2?")])
     assert "no script" in out.completion
+
+
+def test_each_configuration_has_its_own_cache_identity():
+    # Inspect's cache keys on model name + base_url, not model args
+    plain, faulty = scripted(), scripted(judge_malformed=["quality"])
+    assert plain.api.base_url != faulty.api.base_url
+    assert scripted().api.base_url == plain.api.base_url
