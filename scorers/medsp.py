@@ -37,10 +37,10 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
-from inspect_ai.util import store_as
+from inspect_ai.util import collect, store_as
 from scipy.stats import t as student_t
 
 from bedside.jsonreply import extract_json
@@ -200,6 +200,28 @@ def rubric_rates(group_by: str = "specialty") -> Metric:
     return compute
 
 
+async def judge_in_batches(
+    model: Model, scenario: Scenario, items: Sequence[RubricItem], history: Sequence[Turn], retries: int, batch_size: int
+) -> JudgeResult[dict[str, dict[str, Any]]]:
+    """All items judged, ``batch_size`` per call (each call retried on its own). The case stays
+    all-or-nothing: if any batch stays unreadable the result has no value (the case is unscored),
+    since a completion rate over part of the rubric would not be comparable."""
+    batches = [list(items[i : i + max(1, batch_size)]) for i in range(0, len(items), max(1, batch_size))]
+
+    async def one(batch: list[RubricItem]) -> JudgeResult[dict[str, dict[str, Any]]]:
+        ids = [i.id for i in batch]
+        return await ask_judge(model, evaluator_messages(scenario, batch, history), lambda text: parse_judgement(text, ids), retries=retries)
+
+    results = await collect(*(one(b) for b in batches))
+    merged = JudgeResult[dict[str, dict[str, Any]]](value={}, replies=[r for res in results for r in res.replies])
+    for res in results:
+        if not res.ok:
+            merged.value, merged.error = None, res.error
+            break
+        merged.value.update(res.value)  # type: ignore[union-attr]
+    return merged
+
+
 # ---------------------------------------------------------------------------------------------
 # the scorer
 
@@ -212,8 +234,10 @@ def rubric_rates(group_by: str = "specialty") -> Metric:
         "*": headline(),
     }
 )
-def medsp_rubric(retries: int = 2) -> Scorer:
-    """Judge every rubric item over the full trajectory (module docstring)."""
+def medsp_rubric(retries: int = 2, batch_size: int = 40) -> Scorer:
+    """Judge every rubric item over the full trajectory (module docstring); rubrics longer than
+    ``batch_size`` items are judged in several calls (each sees the whole trajectory), so a long
+    rubric (the release has up to ~130 items) does not depend on one very long reply."""
 
     async def score(state: TaskState, target: Target) -> Score:
         scenario = Scenario.model_validate(state.metadata["scenario_record"])
@@ -223,11 +247,8 @@ def medsp_rubric(retries: int = 2) -> Scorer:
         model, fallback = grader()
         fallbacks = [*record.role_fallbacks, *(["grader"] if fallback else [])]
 
-        ids = [i.id for i in items]
         if items:
-            result = await ask_judge(
-                model, evaluator_messages(scenario, items, history), lambda text: parse_judgement(text, ids), retries=retries
-            )
+            result = await judge_in_batches(model, scenario, items, history, retries, batch_size)
         else:  # the dataset leaves such scenarios out; nothing to ask
             result = JudgeResult(value=None, error="the rubric has no item")
         judged = result.value

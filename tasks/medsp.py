@@ -10,7 +10,7 @@ synthetic demo set); ``rubrics`` separate rubric folder (``<case_id>_<scenarioN>
 ``subset`` ``q100`` (MedSP1000-Q100, from the release's ``subset.json``) or a subset file path;
 ``max_turns`` examinee turns (12); ``scaling`` ``none`` | ``best_of_n`` | ``panel`` with ``n``
 samples (5) or ``panel_size`` specialists (5); ``parse_retries`` and ``judge_retries`` for
-unreadable replies.
+unreadable replies; ``judge_batch_size`` rubric items per evaluator call (40).
 """
 
 from inspect_ai import Task, task
@@ -31,6 +31,7 @@ def medsp(
     panel_size: int = 5,
     parse_retries: int = 2,
     judge_retries: int = 2,
+    judge_batch_size: int = 40,
 ) -> Task:
     dataset, report = medsp_dataset(data, rubrics=rubrics, subset=subset)
     return Task(
@@ -38,6 +39,6 @@ def medsp(
         solver=medsp_encounter(
             max_turns=max_turns, scaling=scaling, n=n, panel_size=panel_size, parse_retries=parse_retries
         ),
-        scorer=[medsp_rubric(retries=judge_retries)],
+        scorer=[medsp_rubric(retries=judge_retries, batch_size=judge_batch_size)],
         metadata={"benchmark": "MedSP1000", "paper": "arXiv:2606.05112", "data_report": report.model_dump()},
     )

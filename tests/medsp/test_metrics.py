@@ -116,6 +116,21 @@ def test_unreadable_evaluator_reply_is_retried(tmp_path):
     assert score(sample).metadata["judge_replies"] == 3 and score(sample).value["judge_unscored"] == 0
 
 
+def test_long_rubrics_are_judged_in_batches(tmp_path):
+    # BACK_PAIN has 11 items: batches of 4 -> 3 evaluator calls, the same verdicts as one call
+    _, whole = run_one(tmp_path / "one", BACK_PAIN)
+    _, batched = run_one(tmp_path / "batched", BACK_PAIN, judge_batch_size=4)
+    assert score(whole).metadata["judge_replies"] == 1 and score(batched).metadata["judge_replies"] == 3
+    assert [i["met"] for i in score(batched).metadata["items"]] == [i["met"] for i in score(whole).metadata["items"]]
+    assert score(batched).value["completion"] == score(whole).value["completion"]
+    evaluator_prompts = [e.input[-1].text for e in batched.events if e.event == "model" and e.role == "grader"]
+    import re
+
+    listed = [re.findall(r"^- \[([A-Z]+\.\d+)\]", p, re.MULTILINE) for p in evaluator_prompts]
+    assert sorted(len(ids) for ids in listed) == [3, 4, 4]
+    assert sorted(i for ids in listed for i in ids) == sorted(i["id"] for i in score(whole).metadata["items"])
+
+
 def test_evaluator_that_stays_unreadable_leaves_the_case_unscored_and_counted(tmp_path):
     log, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_malformed_attempts=3)))
     result = score(sample)
