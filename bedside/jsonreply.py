@@ -51,3 +51,22 @@ def extract_json(text: str, want: type = dict) -> JsonReply | None:
             pass
         start = stripped.find(opener, start + 1)
     return None
+
+
+def json_bool(value: Any, name: str = "value") -> bool:
+    """A JSON boolean as models write it: ``true``/``false`` or the strings ``"true"``/``"false"``
+    (any case, surrounding spaces). Anything else raises ``ValueError`` (an unreadable reply)."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    raise ValueError(f"{name!r} must be true or false, got {value!r}")
+
+
+def lenient_bool(value: Any) -> Any:
+    """For pydantic ``mode="before"`` validators: normalise ``" TRUE "``-style strings, leave
+    everything else to pydantic's own bool parsing."""
+    try:
+        return json_bool(value)
+    except ValueError:
+        return value

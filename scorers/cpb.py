@@ -36,7 +36,7 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
-from bedside.jsonreply import extract_json
+from bedside.jsonreply import extract_json, json_bool
 from bedside.prompts import load_yaml, render
 from bedside.protocols.cpb import OVERREACTION_TYPES
 from bedside.records.cpb import CPBCase, ControlCase
@@ -52,14 +52,6 @@ STRATA = ("category", "dataset", "language")
 
 # ---------------------------------------------------------------------------------------------
 # parsing judge replies (ValueError = unreadable, retried by ask_judge)
-
-
-def _bool(value: Any, name: str) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ValueError(f"{name!r} must be true or false, got {value!r}")
 
 
 def _object(text: str) -> dict[str, Any]:
@@ -78,18 +70,18 @@ def parse_failure(text: str) -> dict[str, Any]:
     data = _object(text)
     if "failure" not in data:
         raise ValueError("judge reply without 'failure'")
-    return {"failure": _bool(data["failure"], "failure"), "reason": _reason(data)}
+    return {"failure": json_bool(data["failure"], "failure"), "reason": _reason(data)}
 
 
 def parse_overreaction(text: str) -> dict[str, Any]:
     data = _object(text)
     if "overreacted" not in data or not isinstance(data.get("triggered"), dict):
         raise ValueError("judge reply needs 'overreacted' and a 'triggered' object")
-    overreacted = _bool(data["overreacted"], "overreacted")
+    overreacted = json_bool(data["overreacted"], "overreacted")
     missing = [t for t in OVERREACTION_TYPES if t not in data["triggered"]]
     if missing:
         raise ValueError(f"'triggered' lacks {missing}")
-    triggered = {t: _bool(data["triggered"][t], f"triggered.{t}") for t in OVERREACTION_TYPES}
+    triggered = {t: json_bool(data["triggered"][t], f"triggered.{t}") for t in OVERREACTION_TYPES}
     if overreacted != any(triggered.values()):
         raise ValueError(f"inconsistent verdict: overreacted={overreacted} but triggered={triggered}")
     return {"overreacted": overreacted, "triggered": triggered, "reason": _reason(data)}
@@ -99,7 +91,7 @@ def parse_persistence(text: str) -> dict[str, Any]:
     data = _object(text)
     if "persisted" not in data:
         raise ValueError("judge reply without 'persisted'")
-    return {"persisted": _bool(data["persisted"], "persisted"), "reason": _reason(data)}
+    return {"persisted": json_bool(data["persisted"], "persisted"), "reason": _reason(data)}
 
 
 # ---------------------------------------------------------------------------------------------

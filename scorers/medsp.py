@@ -43,7 +43,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import collect, store_as
 from scipy.stats import t as student_t
 
-from bedside.jsonreply import extract_json
+from bedside.jsonreply import extract_json, json_bool
 from bedside.prompts import render
 from bedside.records.medsp import COMPETENCIES, RubricItem, Scenario
 from bedside.scorers.judge import UNSCORED, JudgeResult, ask_judge, grader
@@ -57,14 +57,6 @@ Counts = dict[str, list[int]]  # competency -> [met, scored]
 
 # ---------------------------------------------------------------------------------------------
 # the evaluator's reply
-
-
-def _as_bool(value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-        return value.strip().lower() == "true"
-    raise ValueError(f"'met' must be true or false, got {value!r}")
 
 
 def parse_judgement(text: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
@@ -89,7 +81,7 @@ def parse_judgement(text: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         justification = entry.get("justification", "")
         if not isinstance(justification, str):
             raise ValueError(f"item {item_id}: 'justification' must be a string")
-        out[item_id] = {"met": _as_bool(entry.get("met")), "justification": justification.strip()}
+        out[item_id] = {"met": json_bool(entry.get("met"), "met"), "justification": justification.strip()}
     missing = [i for i in ids if i not in out]
     if missing:
         raise ValueError(f"{len(missing)} item(s) not judged: {missing[:10]}")

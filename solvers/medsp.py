@@ -62,7 +62,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import StoreModel, collect, store_as
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from bedside.jsonreply import extract_json
+from bedside.jsonreply import extract_json, lenient_bool
 from bedside.prompts import load_yaml, render
 from bedside.records.medsp import Scenario
 from bedside.roles import role_model
@@ -136,9 +136,7 @@ class ExamineeTurn(BaseModel):
     @field_validator("eos", mode="before")
     @classmethod
     def _eos(cls, v: Any) -> Any:
-        if isinstance(v, str) and v.strip().lower() in ("true", "false"):
-            return v.strip().lower() == "true"
-        return v
+        return lenient_bool(v)
 
 
 class Unsupported(BaseModel):
@@ -183,9 +181,7 @@ class EnvironmentOutput(BaseModel):
     @field_validator("should_end", mode="before")
     @classmethod
     def _bool(cls, v: Any) -> Any:
-        if isinstance(v, str) and v.strip().lower() in ("true", "false"):
-            return v.strip().lower() == "true"
-        return v
+        return lenient_bool(v)
 
 
 def _errors(ex: ValidationError) -> str:

@@ -367,35 +367,27 @@ def _check_unique(cases: list[Any], problems: list[str], where: dict[str, Path])
         seen.add(c.case_id)
 
 
-def load_positives(data: str | Path) -> list[CPBCase]:
-    """All positive cases under ``data`` (see :func:`_files`), validated whole."""
-    files = _files(data, POSITIVE_DIR, POSITIVE_GLOB, f"cpb-bench_data/{POSITIVE_DIR}")
+def _load(data: str | Path, folder: str, pattern: str, upstream: str, read: Any, label: str) -> list[Any]:
+    """Every case of one kind under ``data`` (see :func:`_files`), validated whole."""
     problems: list[str] = []
-    cases: list[CPBCase] = []
+    cases: list[Any] = []
     where: dict[str, Path] = {}
-    for f in files:
-        found = _positive_file(f, problems)
+    for f in _files(data, folder, pattern, upstream):
+        found = read(f, problems)
         where.update({c.case_id: f for c in found})
         cases.extend(found)
     _check_unique(cases, problems, where)
-    _reject(f"CPB-Bench positive cases in {data}", problems)
+    _reject(f"CPB-Bench {label} cases in {data}", problems)
     if not cases:
-        raise CPBDataError(f"{data}: no positive cases")
+        raise CPBDataError(f"{data}: no {label} cases")
     return cases
+
+
+def load_positives(data: str | Path) -> list[CPBCase]:
+    """All positive cases under ``data`` (see :func:`_files`), validated whole."""
+    return _load(data, POSITIVE_DIR, POSITIVE_GLOB, f"cpb-bench_data/{POSITIVE_DIR}", _positive_file, "positive")
 
 
 def load_controls(data: str | Path) -> list[ControlCase]:
     """All control cases under ``data`` (see :func:`_files`), validated whole."""
-    files = _files(data, CONTROL_DIR, CONTROL_GLOB, "Negative_cases/Negative_sampling_segment")
-    problems: list[str] = []
-    cases: list[ControlCase] = []
-    where: dict[str, Path] = {}
-    for f in files:
-        found = _control_file(f, problems)
-        where.update({c.case_id: f for c in found})
-        cases.extend(found)
-    _check_unique(cases, problems, where)
-    _reject(f"CPB-Bench control cases in {data}", problems)
-    if not cases:
-        raise CPBDataError(f"{data}: no control cases")
-    return cases
+    return _load(data, CONTROL_DIR, CONTROL_GLOB, "Negative_cases/Negative_sampling_segment", _control_file, "control")
