@@ -1,11 +1,18 @@
 """Virtual Patient persona: the four trait axes of DischargeBench (paper Appendix A.2) plus the
 optional stress-behaviour axis, and their deterministic per-case assignment.
 
-Assignment: for each axis independently, ``sha256(f"{seed}|{case_id}|{axis}")`` picks one value
-uniformly (the paper distributes traits uniformly over the dataset). It uses no Python ``hash``
-(salted per process), so it is the same on every machine and in every process. Precedence, per
-axis: a task parameter (e.g. ``-T personality=anxious``) over a value fixed in the case record
-over the seeded draw. The source of each value is recorded.
+Assignment (``-T persona_assignment=``):
+
+``random`` (default) for each axis independently, ``sha256(f"{seed}|{case_id}|{axis}")`` picks one
+           value uniformly (the paper distributes traits uniformly over the dataset). A case keeps
+           its persona whatever other cases are in the run (``--limit``, subsets).
+``balanced`` for each axis, the cases are ordered by that same hash and dealt the values in turn,
+           so every value occurs equally often (counts differ by at most one) — exact balance for
+           stratified comparisons on a small set; a case's persona then depends on the case set.
+
+Neither uses Python's ``hash`` (salted per process), so both are the same on every machine and in
+every process. Precedence, per axis: a task parameter (e.g. ``-T personality=anxious``) over a
+value fixed in the case record over the assignment. The source of each value is recorded.
 """
 
 from __future__ import annotations
@@ -49,6 +56,20 @@ def seeded_choice(seed: int | str, case_id: str, axis: str, values: tuple[str, .
     return values[int.from_bytes(digest[:8], "big") % len(values)]
 
 
+ASSIGNMENTS = ("random", "balanced")
+
+
+def balanced_draws(case_ids: list[str], seed: int | str) -> dict[str, dict[str, str]]:
+    """case id → axis → value, each axis's values dealt in turn over the cases ordered by
+    ``sha256(seed|case_id|axis)`` (so the axes stay independent of each other)."""
+    draws: dict[str, dict[str, str]] = {cid: {} for cid in case_ids}
+    for axis, values in AXES.items():
+        order = sorted(case_ids, key=lambda cid: hashlib.sha256(f"{seed}|{cid}|{axis}".encode("utf-8")).digest())
+        for i, cid in enumerate(order):
+            draws[cid][axis] = values[i % len(values)]
+    return draws
+
+
 def validate_overrides(overrides: dict[str, str | None]) -> dict[str, str]:
     """Check task-parameter overrides against the axis values; drop unset ones."""
     clean: dict[str, str] = {}
@@ -68,8 +89,10 @@ def assign_persona(
     seed: int | str,
     fixed: PersonaFields | None = None,
     overrides: dict[str, str | None] | None = None,
+    drawn: dict[str, str] | None = None,
 ) -> Persona:
-    """The persona of ``case_id`` under ``seed`` (see module docstring for precedence)."""
+    """The persona of ``case_id`` under ``seed`` (see module docstring for precedence); ``drawn``
+    holds a balanced assignment's values (default: the per-case random draw)."""
     task_values = validate_overrides(overrides or {})
     values: dict[str, str] = {}
     sources: dict[str, Source] = {}
@@ -80,5 +103,6 @@ def assign_persona(
         elif case_value is not None:
             values[axis], sources[axis] = case_value, "case"
         else:
-            values[axis], sources[axis] = seeded_choice(seed, case_id, axis, options), "seed"
+            values[axis] = drawn[axis] if drawn else seeded_choice(seed, case_id, axis, options)
+            sources[axis] = "seed"
     return Persona(**values, sources=sources)

@@ -38,3 +38,13 @@ def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, 
             logger.warning(message)
         transcript().info({"role_fallback": role, "model": str(model)}, source="roles")
     return model, not bound
+
+
+def fallback_roles(roles: tuple[str, ...] | list[str]) -> list[str]:
+    """Which of a task's ``roles`` are not bound (and so fall back to the model under test).
+
+    Every task reports this the same way, judges included: a score key ``role_fallbacks`` (the
+    count) with the names in the score's metadata (``role_fallbacks``). Scorers call it for all the
+    roles their task uses, so a grader left unbound is counted even though it is only resolved
+    while scoring."""
+    return [r for r in roles if not role_is_bound(r)]

@@ -7,8 +7,13 @@
 3. The judge grades every answer against its reference: correct 1, partially correct 0.5,
    incorrect 0 (the physicians' rubric of A.6.4; "I don't know" is incorrect).
 
-Score = mean over the six questions. An item whose reference or answer could not be obtained
-(a model failure, not a patient who did not know) is unscored and counted, not scored 0.
+The six items are graded in one judge call; if that reply stays unreadable after its retries, each
+item is graded in a call of its own (so one bad item does not lose the other five).
+
+Score = mean over the six questions (the paper's definition). An item whose reference, answer or
+grade could not be obtained (a model failure, not a patient who did not know) is unscored and
+counted, not scored 0; the session's comprehension score is then unscored too (a mean over fewer
+questions would not be comparable), while the graded items keep their per-question scores.
 """
 
 from __future__ import annotations
@@ -19,8 +24,9 @@ from inspect_ai.util import collect
 
 from bedside.jsonreply import extract_json
 from bedside.prompts import render
+from bedside.protocols.discharge import JUDGE_COMPREHENSION, JUDGE_REFERENCE, Grade, keyed
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import case, record, score_metrics
+from bedside.scorers.discharge_record import case, record, score_metrics, system_failure_score
 from bedside.scorers.judge import REFERENCE_CACHE, UNSCORED, ask_judge, grader
 from bedside.solvers.discharge import comprehension_questions
 
@@ -50,15 +56,23 @@ def parse_grades(text: str, ids: list[str]) -> dict[str, tuple[float, str]]:
 
 
 def comprehension_score(item_scores: dict[str, float]) -> float:
-    """Mean over the items that were graded (NaN = unscored item, excluded); NaN if none was."""
-    graded = [v for v in item_scores.values() if v == v]
-    return sum(graded) / len(graded) if graded else UNSCORED
+    """Mean over all the questions; NaN (unscored) unless every question was graded."""
+    values = list(item_scores.values())
+    if not values or any(v != v for v in values):
+        return UNSCORED
+    return sum(values) / len(values)
+
+
+def grade_protocol(ids: list[str]):
+    return JUDGE_COMPREHENSION.using(keyed("ComprehensionGrades", ids, Grade))
 
 
 @scorer(metrics=score_metrics("comprehension", *QUESTION_IDS))
 def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
+        if (excluded := system_failure_score(rec, ["comprehension", *QUESTION_IDS])) is not None:
+            return excluded
         questions = comprehension_questions()
         empty = {"comprehension": UNSCORED, **{q["id"]: UNSCORED for q in questions}}
         if not rec.history or not rec.comprehension:
@@ -72,6 +86,7 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                 parse_reference,
                 retries=judge_retries,
                 cache=REFERENCE_CACHE if cache_references else False,
+                protocol=JUDGE_REFERENCE,
             )
             for q in questions
         ))
@@ -84,18 +99,30 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
         problems = {q["id"]: (ref.error or "no patient answer (model failure)") for q, ref in zip(questions, references)
                     if not (ref.ok and answers.get(q["id"]))}
         grades: dict[str, tuple[float, str]] = {}
-        grade_error = None
+        grade_error, grading = None, "batched"
         if items:
             ids = [i["id"] for i in items]
             result = await ask_judge(
                 judge, render("discharge/judge_comprehension_grade.j2", items=items),
-                lambda t: parse_grades(t, ids), retries=judge_retries,
+                lambda t: parse_grades(t, ids), retries=judge_retries, protocol=grade_protocol(ids),
             )
             if result.ok:
                 grades = result.value
-            else:
-                grade_error = result.error
-                problems.update({i: f"grading: {result.error}" for i in ids})
+            else:  # one item per call, so that one unreadable item does not lose the others
+                grade_error, grading = result.error, "per_item"
+                singles = await collect(*(
+                    ask_judge(
+                        judge, render("discharge/judge_comprehension_grade.j2", items=[item]),
+                        lambda t, i=item["id"]: parse_grades(t, [i]), retries=judge_retries,
+                        protocol=grade_protocol([item["id"]]),
+                    )
+                    for item in items
+                ))
+                for item, single in zip(items, singles):
+                    if single.ok:
+                        grades[item["id"]] = single.value[item["id"]]
+                    else:
+                        problems[item["id"]] = f"grading: {single.error}"
         value = {q["id"]: grades[q["id"]][0] if q["id"] in grades else UNSCORED for q in questions}
         value["comprehension"] = comprehension_score(value)
         value["unscored"] = float(sum(v != v for k, v in value.items() if k != "comprehension"))
@@ -106,7 +133,7 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                 for q in questions
             ),
             metadata={"references": {q["id"]: r.value for q, r in zip(questions, references)},
-                      "answers": answers, "problems": problems, "grade_error": grade_error,
+                      "answers": answers, "problems": problems, "grade_error": grade_error, "grading": grading,
                       "grader_fallback": fallback, "end_reason": rec.end_reason},
         )
 

@@ -6,37 +6,27 @@ from __future__ import annotations
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
-from pydantic import BaseModel, Field
-
-from bedside.jsonreply import extract_json
 from bedside.prompts import render
+from bedside.protocols.discharge import JUDGE_QUALITY, Quality, Rating
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import conversation_lines, educator_text, record, score_metrics
+from bedside.scorers.discharge_record import conversation_lines, educator_text, record, score_metrics, system_failure_score
 from bedside.scorers.judge import UNSCORED, ask_judge, grader
 from bedside.scorers.text_metrics import readability_async
 
 AXES = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
 
 
-class Rating(BaseModel):
-    score: int = Field(ge=1, le=5)
-    reason: str = ""
-
-
 def parse_quality(text: str) -> dict[str, Rating]:
-    found = extract_json(text, dict)
-    if found is None:
-        raise ValueError("no JSON object in the reply")
-    missing = [a for a in AXES if a not in found.value]
-    if missing:
-        raise ValueError(f"missing criteria {missing}")
-    return {axis: Rating.model_validate(found.value[axis]) for axis in AXES}
+    quality: Quality = JUDGE_QUALITY.parse(text)
+    return {axis: getattr(quality, axis) for axis in AXES}
 
 
 @scorer(metrics=score_metrics(*AXES, "readability"))
 def conversation_quality(judge_retries: int = 2) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec = record(state)
+        if (excluded := system_failure_score(rec, list(AXES) + ["readability"])) is not None:
+            return excluded
         educator = educator_text(rec.history)
         fk = await readability_async(educator) if educator.strip() else UNSCORED
         if not rec.history:
@@ -47,7 +37,7 @@ def conversation_quality(judge_retries: int = 2) -> Scorer:
             )
         judge, fallback = grader()
         prompt = render("discharge/judge_conversation_quality.j2", conversation=conversation_lines(rec.history))
-        result = await ask_judge(judge, prompt, parse_quality, retries=judge_retries)
+        result = await ask_judge(judge, prompt, parse_quality, retries=judge_retries, protocol=JUDGE_QUALITY)
         ratings = result.value or {}
         value = {a: float(ratings[a].score) if a in ratings else UNSCORED for a in AXES}
         value["readability"] = fk

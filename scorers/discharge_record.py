@@ -6,16 +6,18 @@ the case, so ``inspect score LOG --model-role grader=...`` can re-score an old l
 
 from __future__ import annotations
 
-from inspect_ai.scorer import Metric
+from inspect_ai.scorer import Metric, Score
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
 from bedside.records.discharge import DischargeCase
-from bedside.scorers.metrics import headline, strata, total
+from bedside.scorers.metrics import headline, total
 from bedside.solvers.discharge import EncounterStore
+from bedside.solvers.encounter import SYSTEM_FAILURES
 
-#: Sample-metadata keys every DischargeBench score is grouped by (paper Sections 3.2.5-3.2.6 and
-#: 2.4), plus the end reason so erroneous-but-evaluable sessions can be told apart.
+#: Sample-metadata keys DischargeBench scores are grouped by in ``bedside-report strata`` (paper
+#: Sections 3.2.5-3.2.6 and 2.4), plus the end reason so erroneous-but-evaluable sessions can be
+#: told apart.
 STRATA = ("icd_chapter", "personality", "education_level", "health_literacy", "recall_level", "end_reason")
 
 SPEAKER = {"educator": "Educator", "patient": "Patient"}
@@ -39,7 +41,20 @@ def educator_text(history: list[dict]) -> str:
 
 
 def score_metrics(*keys: str) -> dict[str, list[Metric]]:
-    """mean, 95 % CI and n for each key, overall and per stratum; ``unscored`` summed."""
-    metrics: dict[str, list[Metric]] = {key: headline() + [strata(*STRATA)] for key in keys}
+    """mean, 95 % CI and n for each key; ``unscored`` summed."""
+    metrics: dict[str, list[Metric]] = {key: headline() for key in keys}
     metrics["unscored"] = [total()]
     return metrics
+
+
+def system_failure_score(rec: EncounterStore, keys: list[str]) -> Score | None:
+    """For a session that ended on a system-level failure: every key unscored (paper Table 1's n
+    excludes system failures; ``encounter_outcome`` counts them). None for any other session."""
+    if rec.end_reason not in SYSTEM_FAILURES:
+        return None
+    return Score(
+        value={**{k: float("nan") for k in keys}, "unscored": float(len(keys))},
+        explanation=f"system-level failure (end reason {rec.end_reason}): excluded from n, as in the paper's Table 1"
+        + (f" ({rec.error})" if rec.error else ""),
+        metadata={"end_reason": rec.end_reason, "system_failure": True},
+    )

@@ -1,30 +1,58 @@
-"""How the simulation went, per session (paper Section 2.4, "Simulation Failure Analysis").
+"""How the simulation went, per session (paper Section 2.4, "Simulation Failure Analysis", and the
+clean-complete audit of Appendix A.7.2).
 
-Not a judge: read from the encounter record. ``clean_complete`` is 1 when the monitor closed the
-session after the minimum turns; ``erroneous`` is 1 for hard stop, max-turn ceiling or error. The
-other keys count turns, discarded patient turns, soft corrections, unparsed monitor verdicts,
-repaired patient replies and role fallbacks. ``answer`` is the end reason. Grouped by the persona
-axes and the ICD chapter, this gives the paper's erroneous-rate stratification.
+Not a judge: read from the encounter record.
+
+- ``system_failure`` (over all sessions): the session ended on a system-level failure — a model or
+  API error such as a context-length overrun (``error``), or a monitor verdict that stayed
+  unreadable (``system_failure``). The paper excludes these from Table 1's n (Section 3.4), so
+  every other DischargeBench score of such a session is unscored, and they are counted here.
+- ``clean_complete`` / ``erroneous`` (over the evaluable sessions, system failures excluded):
+  clean-complete when the monitor closed the session after the minimum turns; erroneous for a hard
+  stop or the max-turn ceiling.
+- The audit (A.7.2), over clean-complete sessions: ``short_session`` (ended in ≤ 15 turns) and
+  ``char_break`` (a patient turn with an AI self-disclosure phrase: "as an AI", "language model",
+  "I'm an assistant"). The audit's third count, short sessions with TCS < 0.5, needs the Topic
+  Checklist score and is computed by ``bedside-report audit LOG``.
+- Counts: turns, discarded patient turns, soft corrections, unparsed monitor verdicts, repaired
+  patient replies, and ``role_fallbacks`` (patient, monitor or grader left unbound).
+
+``answer`` is the end reason. Per-stratum rates (persona axes, ICD chapter) come from
+``bedside-report strata LOG``.
 """
 
 from __future__ import annotations
+
+import re
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
+from bedside.roles import fallback_roles
+from bedside.scorers.metrics import headline
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import STRATA
-from bedside.scorers.metrics import headline, strata
 from bedside.solvers.discharge import EncounterStore
-from bedside.solvers.encounter import CLEAN_COMPLETE
+from bedside.solvers.encounter import CLEAN_COMPLETE, SYSTEM_FAILURES
 
+ROLES = ("patient", "monitor", "grader")
+SHORT_SESSION_TURNS = 15  # A.7.2: "sessions that ended in <= 15 turns"
+CHAR_BREAK = re.compile(r"\bas an ai\b|\blanguage model\b|\bi['’]?m an assistant\b|\bi am an assistant\b", re.IGNORECASE)
+NAN = float("nan")
+
+
+def char_break_turns(history: list[dict]) -> list[int]:
+    """Indices of patient turns that disclose being an AI (A.7.2's screen)."""
+    return [t["index"] for t in history if t["role"] == "patient" and CHAR_BREAK.search(t["message"])]
 
 
 @scorer(
     metrics={
         "clean_complete": headline(binary=True),
-        "erroneous": headline(binary=True) + [strata(*STRATA, binary=True)],
+        "erroneous": headline(binary=True),
+        "system_failure": headline(binary=True),
+        "short_session": headline(binary=True),
+        "char_break": headline(binary=True),
         "*": headline(),
     }
 )
@@ -32,27 +60,40 @@ def encounter_outcome() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         record = store_as(EncounterStore)
         stats = record.agent_stats
+        system = record.end_reason in SYSTEM_FAILURES
         clean = record.end_reason == CLEAN_COMPLETE
+        breaks = char_break_turns(record.history)
+        fallbacks = fallback_roles(ROLES)
         return Score(
             value={
-                "clean_complete": float(clean),
-                "erroneous": float(not clean),
+                "system_failure": float(system),
+                "clean_complete": NAN if system else float(clean),
+                "erroneous": NAN if system else float(not clean),
+                "short_session": float(len(record.history) <= SHORT_SESSION_TURNS) if clean else NAN,
+                "char_break": float(bool(breaks)) if clean else NAN,
                 "turns": float(len(record.history)),
                 "discarded_turns": float(len(record.discards)),
                 "soft_corrections": float(record.soft_corrections),
                 "monitor_unparsed": float(stats.get("monitor", {}).get("unparsed_verdicts", 0)),
                 "patient_repaired": float(stats.get("patient", {}).get("repaired", 0)),
-                "role_fallbacks": float(len(record.role_fallbacks)),
+                "role_fallbacks": float(len(fallbacks)),
             },
             answer=record.end_reason,
             explanation=(
                 f"end reason {record.end_reason}"
+                + (" (system-level failure: excluded from the other scores' n)" if system else "")
                 + (f" ({record.error})" if record.error else "")
                 + f"; {len(record.history)} turns, {len(record.discards)} discarded, "
                 f"{record.soft_corrections} soft corrections"
-                + (f"; roles falling back to the model under test: {record.role_fallbacks}" if record.role_fallbacks else "")
+                + (f"; patient turns breaking character: {breaks}" if breaks else "")
+                + (f"; roles falling back to the model under test: {fallbacks}" if fallbacks else "")
             ),
-            metadata={"end_reason": record.end_reason, "error": record.error, "role_fallbacks": record.role_fallbacks},
+            metadata={
+                "end_reason": record.end_reason,
+                "error": record.error,
+                "role_fallbacks": fallbacks,
+                "char_break_turns": breaks,
+            },
         )
 
     return score

@@ -12,47 +12,38 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 
-from bedside.jsonreply import extract_json
 from bedside.prompts import render
+from bedside.protocols.discharge import JUDGE_FACTUAL, FactualAnswers
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import case, conversation_lines, record, score_metrics
+from bedside.scorers.discharge_record import case, conversation_lines, record, score_metrics, system_failure_score
 from bedside.scorers.judge import REFERENCE_CACHE, UNSCORED, ask_judge, grader
 from bedside.scorers.text_metrics import cosine_async, rouge_l_async
 
 N_QUESTIONS = 6
 
 
-def answer_text(answer: object) -> str:
-    if isinstance(answer, list):
-        return "; ".join(str(a) for a in answer)
-    if isinstance(answer, str):
-        return answer
-    raise ValueError(f"answer is neither a string nor a list of strings: {answer!r}")
-
-
 def parse_answers(text: str) -> list[str]:
-    found = extract_json(text, list)
-    if found is None:
-        raise ValueError("no JSON list in the reply")
-    items = found.value
-    if len(items) != N_QUESTIONS or not all(isinstance(i, dict) and "answer" in i for i in items):
-        raise ValueError(f"expected {N_QUESTIONS} {{question, answer}} objects, got {len(items)} items")
-    return [answer_text(i["answer"]).strip() for i in items]
+    """The six answers (list answers joined with "; "); ``ValueError`` if unreadable."""
+    answers: FactualAnswers = JUDGE_FACTUAL.parse(text)
+    return [item.text().strip() for item in answers.answers]
 
 
 @scorer(metrics=score_metrics("rouge_l", "cosine"))
 def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
+        if (excluded := system_failure_score(rec, ["rouge_l", "cosine"])) is not None:
+            return excluded
         empty = {"rouge_l": UNSCORED, "cosine": UNSCORED, "unscored": 2.0}
         if not rec.history:
             return Score(value=empty, explanation="no dialogue", metadata={"end_reason": rec.end_reason})
         judge, fallback = grader()
         note_side, dialogue_side = await collect(
             ask_judge(judge, render("discharge/judge_factual_consistency.j2", source=the_case.discharge_note),
-                      parse_answers, retries=judge_retries, cache=REFERENCE_CACHE if cache_references else False),
+                      parse_answers, retries=judge_retries, cache=REFERENCE_CACHE if cache_references else False,
+                      protocol=JUDGE_FACTUAL),
             ask_judge(judge, render("discharge/judge_factual_consistency.j2", source="\n".join(conversation_lines(rec.history))),
-                      parse_answers, retries=judge_retries),
+                      parse_answers, retries=judge_retries, protocol=JUDGE_FACTUAL),
         )
         meta = {"note_answers": note_side.value, "dialogue_answers": dialogue_side.value,
                 "judge_error": note_side.error or dialogue_side.error, "grader_fallback": fallback,

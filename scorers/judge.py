@@ -15,8 +15,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
-from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model
+from inspect_ai.event import ModelEvent
+from inspect_ai.log import transcript
+from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput
 
+from bedside.protocols import Protocol
 from bedside.roles import role_model
 from bedside.solvers.encounter import GenerationError, attempt_config, generate_checked
 
@@ -48,11 +51,19 @@ class JudgeResult(Generic[T]):
 async def ask_judge(
     model: Model,
     prompt: str | list[ChatMessage],
-    parse: Callable[[str], T],
+    parse: Callable[[str], T] | None = None,
     retries: int = 2,
     cache: bool | CachePolicy = False,
+    protocol: Protocol | None = None,
 ) -> JudgeResult[T]:
-    """Ask ``model``; ``parse`` the reply; retry unreadable replies; never raise for bad replies."""
+    """Ask ``model``; ``parse`` the reply (default: the ``protocol``'s reply model); retry
+    unreadable replies; never raise for bad replies. The call is tagged with ``protocol``. With
+    ``cache``, a reply that turns out unreadable is removed from Inspect's cache at once, so that a
+    faulty reply is never re-used by a later run."""
+    if parse is None:
+        if protocol is None or protocol.reply is None:
+            raise TypeError("ask_judge needs parse= or a protocol with a reply model")
+        parse = protocol.parse  # type: ignore[assignment]
     messages = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else prompt
     result: JudgeResult[T] = JudgeResult(value=None)
     for attempt in range(retries + 1):
@@ -60,7 +71,7 @@ async def ask_judge(
         if cache:
             config = config.merge(GenerateConfig(cache=cache))
         try:
-            output = await generate_checked(model, messages, config)
+            output = await generate_checked(model, messages, config, protocol)
         except GenerationError as ex:
             result.error = f"judge call failed: {ex}"
             return result
@@ -71,4 +82,32 @@ async def ask_judge(
             return result
         except ValueError as ex:
             result.error = f"unreadable judge reply after {attempt + 1} tries: {ex}"
+            if cache:
+                forget_cached(model, output, cache)
     return result
+
+
+def forget_cached(model: Model, output: ModelOutput, cache: bool | CachePolicy) -> bool:
+    """Remove the cache entry that holds ``output`` (an unreadable reply). The entry's key is
+    rebuilt from the call's ``ModelEvent`` exactly as Inspect builds it (same config, input,
+    tools and policy). True if an entry was removed."""
+    from inspect_ai.model._cache import CacheEntry, _cache_entry_path
+
+    for event in reversed(transcript().events):
+        if isinstance(event, ModelEvent) and event.cache in ("write", "read") and event.output.completion == output.completion:
+            entry = CacheEntry(
+                base_url=model.api.base_url,
+                config=event.config,
+                input=event.input,
+                model=str(model),
+                policy=cache if isinstance(cache, CachePolicy) else CachePolicy(),
+                tool_choice=event.tool_choice,
+                tools=event.tools,
+            )
+            path = _cache_entry_path(entry)
+            if path is not None and path.exists():
+                path.unlink()
+                transcript().info({"removed_from_cache": str(path.name), "reason": "unreadable reply"}, source="cache")
+                return True
+            return False
+    return False

@@ -1,28 +1,33 @@
 """Metric helpers shared by bedside's scorers: every headline number comes with its n and a 95 % CI.
 
-``headline()`` = mean, 95 % interval (``ci_lower``/``ci_upper``) and ``n``. The interval is
-Student's t for scores on a scale; for rates of 0/1 outcomes (``binary=True``) it is the Wilson
-score interval, which stays within [0, 1] and is honest for small n and rates near 0 or 1.
-``strata(*keys)`` = the same per value of each sample-metadata key, flattened as
-``"<key>=<value>"`` (mean), ``"<key>=<value> lower"``/``upper`` and ``"<key>=<value> n"``. The
-value comes from the sample metadata or, failing that, the score metadata; a sample without the key
-counts under ``<key>=<missing>`` rather than failing the whole run.
+``headline()`` = ``mean``, one 95 % interval (``ci``: ``lower``/``upper``) and ``n`` — what Inspect
+shows for every score key. The interval is Student's t for scores on a scale. For rates of 0/1
+outcomes (``binary=True``) it is the Wilson score interval, which stays within [0, 1] and is honest
+for small n and rates near 0 or 1; when the values are not all 0/1 (``--epochs k`` averages a
+sample's outcomes, e.g. 0.5) it is the t-interval clipped to [0, 1]. ``n`` counts the scored
+samples and is 0 (not NaN) when every sample is unscored.
+
+Per-stratum numbers (ICD chapter, persona axes, category, dataset, language, specialty) are not
+Inspect metrics: ``bedside-report strata LOG`` computes them from the log (:mod:`bedside.report`).
 """
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
-from inspect_ai.scorer import Metric, SampleScore, ci, mean, metric
+from inspect_ai.scorer import Metric, SampleScore, mean, metric
 from scipy.stats import binomtest
+from scipy.stats import t as student_t
 
 
 @metric(name="n")
 def n() -> Metric:
-    """How many samples a number is computed over (unscored samples are not counted)."""
+    """How many samples a number is computed over (unscored samples are not counted). A mapping,
+    so that Inspect reports 0 rather than NaN when every sample is unscored."""
 
-    def compute(scores: list[SampleScore]) -> int:
-        return len(scores)
+    def compute(scores: list[SampleScore]) -> dict[str, int]:
+        return {"n": len(scores)}
 
     return compute
 
@@ -37,18 +42,39 @@ def wilson_bounds(values: list[float]) -> dict[str, float]:
     return {"lower": float(interval.low), "upper": float(interval.high)}
 
 
+def t_bounds(values: list[float], clip: tuple[float, float] | None = None) -> dict[str, float]:
+    """95 % Student-t interval of a mean (NaN bounds below two values), optionally clipped."""
+    k = len(values)
+    if k < 2:
+        return {"lower": float("nan"), "upper": float("nan")}
+    m = sum(values) / k
+    sd = math.sqrt(sum((v - m) ** 2 for v in values) / (k - 1))
+    half = float(student_t.ppf(0.975, k - 1)) * sd / math.sqrt(k)
+    lower, upper = m - half, m + half
+    if clip is not None:
+        lower, upper = max(clip[0], lower), min(clip[1], upper)
+    return {"lower": lower, "upper": upper}
+
+
+def interval_bounds(values: list[float], binary: bool = False) -> dict[str, float]:
+    """The 95 % interval ``headline`` reports (module docstring)."""
+    if binary and all(v in (0.0, 1.0) for v in values):
+        return wilson_bounds(values)
+    return t_bounds(values, clip=(0.0, 1.0) if binary else None)
+
+
 @metric(name="ci")
-def wilson() -> Metric:
-    """95 % Wilson interval for 0/1 scores, named like Inspect's ``ci`` (``ci_lower``/``ci_upper``)."""
+def interval(binary: bool = False) -> Metric:
+    """95 % interval of the mean (``lower``/``upper``, like Inspect's ``ci``); see the module docstring."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        return wilson_bounds([s.score.as_float() for s in scores])
+        return interval_bounds([s.score.as_float() for s in scores], binary)
 
     return compute
 
 
 def headline(binary: bool = False) -> list[Metric]:
-    return [mean(), wilson() if binary else ci(0.95), n()]
+    return [mean(), interval(binary=binary), n()]
 
 
 def group_value(score: SampleScore, key: str) -> object:
@@ -61,8 +87,8 @@ def group_value(score: SampleScore, key: str) -> object:
 
 @metric(name="by")
 def strata(*keys: str, binary: bool = False) -> Metric:
-    """mean, 95 % CI (Wilson when ``binary``) and n for every value of each metadata key."""
-    interval = wilson() if binary else ci(0.95)
+    """DEPRECATED (being moved to ``bedside-report strata``)."""
+    interval_ = interval(binary=binary)
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         out: dict[str, float] = {}
@@ -74,7 +100,7 @@ def strata(*keys: str, binary: bool = False) -> Metric:
                 group = groups[value]
                 label = f"{key}={value}"
                 out[label] = float(sum(s.score.as_float() for s in group) / len(group))
-                bounds = interval(group)
+                bounds = interval_(group)
                 out[f"{label} lower"] = float(bounds["lower"])  # type: ignore[index]
                 out[f"{label} upper"] = float(bounds["upper"])  # type: ignore[index]
                 out[f"{label} n"] = float(len(group))

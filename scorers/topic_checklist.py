@@ -16,8 +16,9 @@ from inspect_ai.solver import TaskState
 
 from bedside.jsonreply import extract_json
 from bedside.prompts import load_yaml, render
+from bedside.protocols.discharge import JUDGE_CHECKLIST, ChecklistAnswer, keyed
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import case, conversation_lines, record, score_metrics
+from bedside.scorers.discharge_record import case, conversation_lines, record, score_metrics, system_failure_score
 from bedside.scorers.judge import UNSCORED, ask_judge, grader
 
 
@@ -59,6 +60,8 @@ def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, floa
 def topic_checklist(judge_retries: int = 2) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
+        if (excluded := system_failure_score(rec, ["tcs"])) is not None:
+            return excluded
         questions = checklist()
         weights = {q["id"]: float(q["weight"]) for q in questions}
         applicable = [q for q in the_case.checklist_questions if q in weights]
@@ -73,7 +76,8 @@ def topic_checklist(judge_retries: int = 2) -> Scorer:
             patient_note=the_case.discharge_note,
             conversation=conversation_lines(rec.history),
         )
-        result = await ask_judge(judge, prompt, lambda t: parse_checklist(t, applicable), retries=judge_retries)
+        protocol = JUDGE_CHECKLIST.using(keyed("TopicChecklist", [q["id"] for q in questions], ChecklistAnswer))
+        result = await ask_judge(judge, prompt, lambda t: parse_checklist(t, applicable), retries=judge_retries, protocol=protocol)
         if not result.ok:
             return Score(value={"tcs": UNSCORED, "unscored": 1.0}, explanation=f"unscored: {result.error}",
                          metadata={"judge_error": result.error, "judge_replies": result.replies,

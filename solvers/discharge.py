@@ -27,6 +27,7 @@ from bedside.persona import Persona
 from bedside.prompts import load_yaml, render
 from bedside.records.discharge import DischargeCase
 from bedside.roles import role_model
+from bedside.protocols.discharge import COMPREHENSION, EDUCATOR, PATIENT
 from bedside.solvers.encounter import ChatAgent, GenerationError, Turn, parse_utterance, run_encounter, utterance_json
 from bedside.solvers.monitor import EducationMonitor
 
@@ -125,6 +126,7 @@ def discharge_encounter(
             model=get_model(),
             system_prompt=educator_prompt(case, persona),
             policy="observe",
+            protocol=EDUCATOR,
             kickoff=render("discharge/educator_kickoff.j2"),
             parse_retries=parse_retries,
         )
@@ -133,6 +135,7 @@ def discharge_encounter(
             model=patient_model,
             system_prompt=patient_prompt(case, persona, behavior_overlay(state.metadata.get("behavior", "none"))),
             policy="moderate",
+            protocol=PATIENT,
             parse=parse_utterance,
             render_own=utterance_json,
             parse_retries=parse_retries,
@@ -178,7 +181,7 @@ async def ask_comprehension(patient: ChatAgent, history: list[Turn]) -> list[dic
     async def one(question: dict) -> dict:
         prompt = render("discharge/comprehension_question.j2", question=question["text"])
         try:
-            reply = await patient.ask(patient.messages(history, extra_user=prompt))
+            reply = await patient.ask(patient.messages(history, extra_user=prompt), protocol=COMPREHENSION)
             return {"id": question["id"], "question": question["text"], "answer": reply.message, "error": None}
         except GenerationError as ex:
             return {"id": question["id"], "question": question["text"], "answer": None, "error": str(ex)}

@@ -28,7 +28,10 @@ The monitor's ``action`` field is recorded but the policy above decides, as in A
 A positive ``session_complete`` is honoured only once the history holds ``min_turns`` turns;
 below that it is logged and ignored. ``max_turns`` caps the history length. A model error
 (e.g. the context window overflowing) ends the encounter with ``error``; what was accepted is
-kept. One *turn* is one accepted message of either agent (the paper's ``|H|``).
+kept. A verdict that stays unreadable after the supervisor's retries ends the encounter with
+``system_failure`` (the paper counts JSON-decoding errors as system-level failures, excluded from
+Table 1's n); a supervised turn is never accepted unsupervised. One *turn* is one accepted message
+of either agent (the paper's ``|H|``).
 """
 
 from __future__ import annotations
@@ -49,9 +52,10 @@ from inspect_ai.model import (
     ModelOutput,
 )
 from inspect_ai.util import LimitExceededError, span
-from pydantic import BaseModel, Field, field_validator
+from pydantic import BaseModel, Field
 
-from bedside.jsonreply import extract_json
+from bedside.protocols import Protocol as ReplyProtocol
+from bedside.protocols.discharge import Utterance, Verdict  # noqa: F401  (Verdict: the supervisor's reply)
 
 Policy = Literal["observe", "moderate", "none"]
 
@@ -59,6 +63,11 @@ CLEAN_COMPLETE = "clean_complete"
 HARD_STOP = "hard_stop"
 MAX_TURNS = "max_turns"
 ERROR = "error"
+#: the supervisor's verdict stayed unreadable after its retries: the session cannot continue under
+#: supervision (DischargeBench Section 3.4 counts JSON-decoding errors as system-level failures)
+SYSTEM_FAILURE = "system_failure"
+#: end reasons that are failures of the system, not of the simulation: excluded from headline n
+SYSTEM_FAILURES = (ERROR, SYSTEM_FAILURE)
 
 
 class Turn(BaseModel):
@@ -86,49 +95,9 @@ class Discard(BaseModel):
     verdict: dict[str, Any]
 
 
-class Verdict(BaseModel):
-    """The Education Monitor Agent's verdict schema (paper Figure 6)."""
-
-    verdict: Literal["PASS", "WARN", "FAIL"]
-    issue: Literal[
-        "none",
-        "role_drift",
-        "hallucination",
-        "repetition",
-        "derailment",
-        "incoherence",
-        "premature_end",
-        "prompt_unfaithful",
-    ] = "none"
-    severity: Literal["minor", "moderate", "severe"] | None = None
-    action: Literal["none", "soft_correction", "retry_from_last_turn", "hard_stop"] = "none"
-    correction_instruction: str | None = None
-    prompt_faithfulness: Literal["faithful", "partial", "unfaithful", "n/a"] = "n/a"
-    faithfulness_note: str | None = None
-    reasoning: str = ""
-    session_complete: bool = False
-
-    @field_validator("verdict", mode="before")
-    @classmethod
-    def _upper(cls, v: Any) -> Any:
-        return v.strip().upper() if isinstance(v, str) else v
-
-    @field_validator("issue", "action", "prompt_faithfulness", mode="before")
-    @classmethod
-    def _lower(cls, v: Any) -> Any:
-        return v.strip().lower() if isinstance(v, str) else v
-
-    @field_validator("severity", mode="before")
-    @classmethod
-    def _severity(cls, v: Any) -> Any:
-        if isinstance(v, str):
-            v = v.strip().lower()
-            return None if v in ("", "null", "none") else v
-        return v
-
-
 class Supervisor(Protocol):
-    """Judges one candidate turn; ``None`` means its reply could not be parsed (counted)."""
+    """Judges one candidate turn; ``None`` means its reply stayed unreadable after its retries,
+    which ends the encounter with ``system_failure``."""
 
     stats: dict[str, int]
 
@@ -172,15 +141,21 @@ def parse_utterance(text: str) -> Reply:
     """Parser for simulated patients that answer ``{"utterance": ...}``. Fenced or wrapped JSON is
     repaired; a reply in plain prose (no JSON at all) is kept as the utterance and counted as
     repaired; anything else (empty, JSON without a usable ``utterance``) is unreadable and retried."""
-    found = extract_json(text, dict)
-    if found is not None:
-        utterance = found.value.get("utterance")
-        if isinstance(utterance, str) and utterance.strip():
-            return Reply(message=utterance.strip(), raw=text, repaired=found.repaired)
-        raise ReplyParseError(f"JSON reply without a non-empty string 'utterance': {text[:200]!r}")
+    if "{" in text:
+        try:
+            value, repaired = UTTERANCE.read(text)
+        except ValueError as ex:
+            raise ReplyParseError(f"JSON reply without a usable 'utterance' ({ex}): {text[:200]!r}") from ex
+        if value.utterance.strip():
+            return Reply(message=value.utterance.strip(), raw=text, repaired=repaired)
+        raise ReplyParseError(f"JSON reply with an empty 'utterance': {text[:200]!r}")
     if looks_like_prose(text):
         return Reply(message=text.strip(), raw=text, repaired=True)
     raise ReplyParseError(f"reply is neither {{'utterance': ...}} JSON nor prose: {text[:200]!r}")
+
+
+#: how ``parse_utterance`` reads JSON (the patient's and the comprehension answers' reply model)
+UTTERANCE = ReplyProtocol("utterance", "", "system", Utterance)
 
 
 def utterance_json(turn: Turn) -> str:
@@ -201,9 +176,15 @@ PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
-async def generate_checked(model: Model, messages: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
+async def generate_checked(
+    model: Model, messages: list[ChatMessage], config: GenerateConfig, protocol: ReplyProtocol | None = None
+) -> ModelOutput:
     """``model.generate`` that turns provider failures and context overflow into GenerationError.
-    Inspect's own limits (token/time/message limits) propagate unchanged."""
+    Inspect's own limits (token/time/message limits) propagate unchanged. With a ``protocol`` the
+    call is tagged with it (and asks for structured output when the task enabled it)."""
+    if protocol is not None:
+        messages = protocol.tag(messages)
+        config = config.merge(protocol.config())
     try:
         output = await model.generate(messages, config=config)
     except (LimitExceededError, *PROGRAMMING_ERRORS):
@@ -225,6 +206,7 @@ class ChatAgent:
     model: Model
     system_prompt: str
     policy: Policy = "observe"
+    protocol: ReplyProtocol | None = None  # the reply format every call of this agent is tagged with
     parse: Callable[[str], Reply] = plain_text
     kickoff: str | None = None  # user message placed first when the agent would open the chat
     sees: Callable[[Turn], bool] = lambda turn: True  # visibility of others' turns
@@ -263,12 +245,13 @@ class ChatAgent:
             chat.append(ChatMessageUser(content=self.kickoff))
         return chat
 
-    async def ask(self, messages: list[ChatMessage], attempt: int = 0) -> Reply:
-        """Generate and parse; unreadable replies are retried with fresh samples, then raise."""
+    async def ask(self, messages: list[ChatMessage], attempt: int = 0, protocol: ReplyProtocol | None = None) -> Reply:
+        """Generate and parse; unreadable replies are retried with fresh samples, then raise.
+        ``protocol`` overrides the agent's own for this call (e.g. a comprehension question)."""
         last_error = ""
         for parse_attempt in range(self.parse_retries + 1):
             self.stats["calls"] += 1
-            output = await generate_checked(self.model, messages, attempt_config(attempt + parse_attempt))
+            output = await generate_checked(self.model, messages, attempt_config(attempt + parse_attempt), protocol or self.protocol)
             try:
                 reply = self.parse(output.completion)
             except ReplyParseError as ex:
@@ -350,6 +333,11 @@ async def run_encounter(
                         verdict = None
                         if supervisor is not None and agent.policy != "none":
                             verdict = await supervisor.evaluate(history, agent.role, reply.message, prompt)
+                            if verdict is None:
+                                return finish(
+                                    SYSTEM_FAILURE,
+                                    f"turn {t} ({agent.role}): the supervisor's verdict stayed unreadable after its retries",
+                                )
                     except GenerationError as ex:
                         return finish(ERROR, str(ex))
                     if verdict is not None:

@@ -3,9 +3,10 @@ that judges every turn with the paper's Figure 6 prompts (``prompts/discharge/mo
 
 The monitor sees the history, the speaker, the candidate message and the full system prompt that
 produced it (the faithfulness ground truth, paper A.3.1). Its JSON verdict is validated against
-:class:`~bedside.solvers.encounter.Verdict`; an unreadable verdict is repaired when possible,
-otherwise retried with a fresh sample (``parse_retries`` times), and then counted as *unparsed*:
-the turn is accepted unsupervised, the count is kept in ``stats`` and shown with the results.
+:class:`~bedside.protocols.discharge.Verdict` (only the fields Algorithm 1 acts on must be
+readable); an unreadable verdict is repaired when possible, otherwise retried with a fresh sample
+(``parse_retries`` times), and then counted as *unparsed*: the encounter ends with
+``system_failure`` (paper Section 3.4: JSON-decoding errors are system-level failures).
 """
 
 from __future__ import annotations
@@ -14,11 +15,9 @@ from collections.abc import Sequence
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
-from pydantic import ValidationError
-
-from bedside.jsonreply import extract_json
 from bedside.prompts import render
-from bedside.solvers.encounter import Turn, Verdict, attempt_config, generate_checked
+from bedside.protocols.discharge import MONITOR, Verdict
+from bedside.solvers.encounter import Turn, attempt_config, generate_checked
 
 
 class EducationMonitor:
@@ -58,7 +57,7 @@ class EducationMonitor:
         ]
         for attempt in range(self.parse_retries + 1):
             self.stats["calls"] += 1
-            output = await generate_checked(self.model, messages, attempt_config(attempt))
+            output = await generate_checked(self.model, messages, attempt_config(attempt), MONITOR)
             verdict, repaired, problem = parse_verdict(output.completion)
             if verdict is not None:
                 self.stats["repaired"] += int(repaired)
@@ -78,10 +77,8 @@ class EducationMonitor:
 
 def parse_verdict(text: str) -> tuple[Verdict | None, bool, str]:
     """(verdict, repaired, problem) from a monitor reply."""
-    found = extract_json(text, dict)
-    if found is None:
-        return None, False, "no JSON object in the reply"
     try:
-        return Verdict.model_validate(found.value), found.repaired, ""
-    except ValidationError as ex:
-        return None, False, "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in ex.errors())
+        verdict, repaired = MONITOR.read(text)
+    except ValueError as ex:
+        return None, False, str(ex)
+    return verdict, repaired, ""

@@ -1,37 +1,145 @@
-"""Which bedside protocol a prompt belongs to, and the JSON schema its reply must follow.
+"""Reply protocols: the format each bedside model call expects, declared once at the call site.
 
-Both offline providers read the role from the prompt they are given: ``bedside/scripted`` to pick
-its script, ``bedside/local`` to constrain JSON output with the schema. Each benchmark declares its
-protocols in ``bedside/protocols/<benchmark>.py`` as ``PROTOCOLS``; a marker is the opening
-sentence of a prompt in ``prompts/`` (the tests check that every marker occurs in its prompt).
-This package finds every such module by itself.
+Each benchmark declares its protocols in ``bedside/protocols/<benchmark>.py`` as ``PROTOCOLS`` (this
+package finds every such module by itself). A :class:`Protocol` names one kind of model call
+(``"<benchmark>.<role>"``) and holds the one pydantic model its reply must follow (``None`` = prose).
+That model serves three purposes:
+
+- **parsing** (:meth:`Protocol.read`): JSON is read out of the reply (fences, preambles and raw
+  newlines repaired, :mod:`bedside.jsonreply`) and validated; a judge that answers a boolean
+  protocol with a bare ``True``/``False`` is accepted where the protocol says so (``bare_bool``);
+- **grammar-constrained decoding** on ``bedside/local`` (the JSON schema travels with the call);
+- **structured output** on API models through Inspect's ``ResponseSchema`` when the task runs with
+  ``-T structured_output=true`` (:func:`use_structured_output`).
+
+Every call is *tagged* (:meth:`Protocol.tag`): the last message carries the protocol name, the reply
+schema and the reply budget in its ``metadata``. Inspect never sends message metadata to a provider,
+so real models see only the prompt; bedside's own providers (``bedside/scripted``, ``bedside/local``)
+dispatch on the tag (:func:`tag_of`), never on prompt sentences.
+
+The ``marker`` (the opening sentence of the prompt, kept in ``prompts/``) is used only where no tag can
+travel: the loopback OpenAI-compatible test server (:mod:`bedside.loopback`) reads prompts as an
+external model would, with :func:`detect`. Tests check that every marker occurs in its prompt.
 """
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Any
 
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig, ResponseSchema
+from inspect_ai.util import json_schema, store
+from pydantic import BaseModel, ValidationError
+
+from bedside.jsonreply import extract_json
+
+TAG = "bedside_protocol"
+STRUCTURED_KEY = "bedside:structured_output"
 
 
 @dataclass(frozen=True)
 class Protocol:
     name: str  # "<benchmark>.<role>", e.g. "discharge.patient"
-    marker: str  # text that identifies the protocol
+    marker: str  # opening sentence of the prompt (for the loopback server's detection only)
     where: str  # "system" (any system message) or "user" (the last user message)
-    #: JSON schema of the reply (None = prose), or a function of the prompt's messages that builds it
-    #: (e.g. a checklist whose required keys are the question ids listed in the prompt)
-    schema: dict[str, Any] | Callable[[list[ChatMessage] | None], dict[str, Any]] | None = None
+    #: the reply model (None = prose)
+    reply: type[BaseModel] | None = None
     #: reply length a local model needs for this protocol (None = the provider's default)
     max_tokens: int | None = None
+    #: boolean protocols: the field a bare ``True``/``False`` reply fills (None = JSON only)
+    bare_bool: str | None = None
+    #: the JSON value the prompt asks for: ``dict`` (an object) or ``list`` (an array, which the
+    #: reply model accepts and wraps); an object is also accepted for ``list`` (structured output)
+    root: type = dict
 
-    def json_schema(self, messages: list[ChatMessage] | None = None) -> dict[str, Any] | None:
-        return self.schema(messages) if callable(self.schema) else self.schema
+    # -- the reply model ------------------------------------------------------------------------
+    def using(self, reply: type[BaseModel]) -> Protocol:
+        """The same protocol with a reply model built for this call (e.g. keyed by item ids)."""
+        return replace(self, reply=reply)
+
+    def json_schema(self) -> dict[str, Any] | None:
+        """The reply's JSON schema with every ``$ref`` inlined (None for prose)."""
+        if self.reply is None:
+            return None
+        return json_schema(self.reply).model_dump(exclude_none=True)
+
+    def read(self, text: str) -> tuple[Any, bool]:
+        """(validated reply model, repaired) — ``repaired`` when the JSON had to be dug out of the
+        text or a bare boolean was accepted. ``ValueError`` (caught and retried by callers) if the
+        reply is unusable."""
+        if self.reply is None:
+            raise TypeError(f"{self.name} is a prose protocol")
+        found = extract_json(text, self.root)
+        if found is None and self.root is not dict:
+            found = extract_json(text, dict)
+        if found is None:
+            bare = bare_boolean(text) if self.bare_bool is not None else None
+            if bare is not None:
+                return self.reply.model_validate({self.bare_bool: bare}), True
+            raise ValueError(f"no JSON object in the reply: {text[:200]!r}")
+        try:
+            return self.reply.model_validate(found.value), found.repaired
+        except ValidationError as ex:
+            raise ValueError(validation_message(ex)) from ex
+
+    def parse(self, text: str) -> Any:
+        """The validated reply model (see :meth:`read`)."""
+        return self.read(text)[0]
+
+    # -- the call -------------------------------------------------------------------------------
+    def tag(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """``messages`` with this protocol's tag on the last message (a copy; inputs untouched)."""
+        if not messages:
+            raise ValueError("cannot tag an empty prompt")
+        last = messages[-1]
+        meta = dict(last.metadata or {})
+        meta[TAG] = {"name": self.name, "schema": self.json_schema(), "max_tokens": self.max_tokens}
+        return [*messages[:-1], last.model_copy(update={"metadata": meta})]
+
+    def config(self) -> GenerateConfig:
+        """Structured output (Inspect's ``ResponseSchema``) when the task asked for it."""
+        if self.reply is None or not structured_output():
+            return GenerateConfig()
+        schema = json_schema(self.reply)
+        return GenerateConfig(
+            response_schema=ResponseSchema(name=re.sub(r"[^A-Za-z0-9_-]", "_", self.name)[:64], json_schema=schema)
+        )
+
+
+_BARE = re.compile(r"^\W*(true|false|yes|no)\W*$", re.IGNORECASE)
+
+
+def bare_boolean(text: str) -> bool | None:
+    """``True``/``False`` (or yes/no) as a whole reply, with punctuation or markup around it."""
+    m = _BARE.match(text.strip())
+    return None if m is None else m.group(1).lower() in ("true", "yes")
+
+
+def validation_message(ex: ValidationError) -> str:
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or '<reply>'}: {e['msg']}" for e in ex.errors())
+
+
+# ---------------------------------------------------------------------------------------------
+# structured output (per sample, so that `inspect score` on a log keeps the run's choice)
+
+
+def use_structured_output(enabled: bool) -> None:
+    store().set(STRUCTURED_KEY, bool(enabled))
+
+
+def structured_output() -> bool:
+    try:
+        return bool(store().get(STRUCTURED_KEY, False))
+    except Exception:  # outside a sample (unit tests calling parsers directly)
+        return False
+
+
+# ---------------------------------------------------------------------------------------------
+# registry and tags
 
 
 @lru_cache(maxsize=1)
@@ -48,6 +156,29 @@ def all_protocols() -> tuple[Protocol, ...]:
     return tuple(sorted(found, key=lambda p: p.where != "user"))
 
 
+def protocol(name: str) -> Protocol:
+    for p in all_protocols():
+        if p.name == name:
+            return p
+    raise KeyError(f"no bedside protocol named {name!r}")
+
+
+@dataclass(frozen=True)
+class Tag:
+    name: str
+    schema: dict[str, Any] | None
+    max_tokens: int | None
+
+
+def tag_of(messages: list[ChatMessage]) -> Tag | None:
+    """The protocol tag of a call (on its last tagged message), or None for an untagged prompt."""
+    for m in reversed(messages):
+        found = (m.metadata or {}).get(TAG)
+        if isinstance(found, dict) and "name" in found:
+            return Tag(found["name"], found.get("schema"), found.get("max_tokens"))
+    return None
+
+
 def system_text(messages: list[ChatMessage]) -> str:
     return "\n".join(m.text for m in messages if isinstance(m, ChatMessageSystem))
 
@@ -60,9 +191,11 @@ def last_user_text(messages: list[ChatMessage]) -> str:
 
 
 def detect(messages: list[ChatMessage]) -> Protocol | None:
+    """The protocol whose marker the prompt contains (for callers that receive untagged prompts:
+    the loopback server, which sees only what a real endpoint sees)."""
     system, user = system_text(messages), last_user_text(messages)
-    for protocol in all_protocols():
-        haystack = system if protocol.where == "system" else user
-        if protocol.marker in haystack:
-            return protocol
+    for p in all_protocols():
+        haystack = system if p.where == "system" else user
+        if p.marker in haystack:
+            return p
     return None

@@ -1,101 +1,209 @@
-"""DischargeBench protocols (prompts in ``prompts/discharge/``)."""
+"""DischargeBench reply protocols (prompts in ``prompts/discharge/``): one pydantic model per reply.
+
+Where the paper's prompt asks for keys that depend on the case (the checklist's applicable question
+ids, the comprehension items being graded), the call site builds the model for that call with
+:func:`keyed` and ``Protocol.using``.
+"""
 
 from __future__ import annotations
 
-import re
-from typing import Any
+from typing import Any, Literal
 
-from inspect_ai.model import ChatMessage
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from bedside.protocols import Protocol, last_user_text
+from bedside.protocols import Protocol
 
-UTTERANCE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"utterance": {"type": "string"}},
-    "required": ["utterance"],
-}
+Reason = str
 
 
-def verdict_schema(messages: list[ChatMessage] | None = None) -> dict[str, Any]:
-    from bedside.solvers.encounter import Verdict
+class Utterance(BaseModel):
+    """The Virtual Patient's reply (and its comprehension answers)."""
 
-    return Verdict.model_json_schema()
-
-
-REASON = {"type": "string", "maxLength": 300}
+    utterance: str
 
 
-def _keyed(ids: list[str], item: dict[str, Any]) -> dict[str, Any]:
-    """An object with exactly these keys, each holding ``item``; free keys when ``ids`` is empty."""
-    if not ids:
-        return {"type": "object", "additionalProperties": item}
-    return {"type": "object", "properties": {i: item for i in ids}, "required": ids}
+# ---------------------------------------------------------------------------------------------
+# the Education Monitor Agent's verdict (paper Figure 6)
+
+ISSUES = ("none", "role_drift", "hallucination", "repetition", "derailment", "incoherence", "premature_end", "prompt_unfaithful")
+ACTIONS = ("none", "soft_correction", "retry_from_last_turn", "hard_stop")
+FAITHFULNESS = ("faithful", "partial", "unfaithful", "n/a")
 
 
-QUALITY_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        axis: {
-            "type": "object",
-            "properties": {"score": {"type": "integer", "enum": [1, 2, 3, 4, 5]}, "reason": REASON},
-            "required": ["score", "reason"],
-        }
-        for axis in ("naturalness", "responsiveness", "clarity", "clinical_relevance")
-    },
-    "required": ["naturalness", "responsiveness", "clarity", "clinical_relevance"],
-}
-
-CHECKLIST_ITEM: dict[str, Any] = {
-    "type": "object",
-    "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}, "reason": REASON},
-    "required": ["answer", "reason"],
-}
-
-GRADE_ITEM: dict[str, Any] = {
-    "type": "object",
-    "properties": {"label": {"type": "string", "enum": ["correct", "partially correct", "incorrect"]}, "reason": REASON},
-    "required": ["label", "reason"],
-}
+def _choice(value: Any, allowed: tuple[str, ...], default: str) -> str:
+    """A recorded-only field: normalised when it is one of ``allowed``, else kept as free text
+    (never a reason to call the verdict unreadable)."""
+    if value is None:
+        return default
+    text = str(value).strip()
+    return text.lower() if text.lower() in allowed else text or default
 
 
-def checklist_schema(messages: list[ChatMessage] | None = None) -> dict[str, Any]:
-    """Every question id listed in the prompt's checklist is a required key."""
-    prompt = last_user_text(messages or [])
-    checklist = prompt.split("Checklist:", 1)[-1].split("Patient Note:", 1)[0]
-    return _keyed(re.findall(r"^(Q\d(?:\.\d)?)\. ", checklist, re.MULTILINE), CHECKLIST_ITEM)
+class Verdict(BaseModel):
+    """The monitor's verdict. Algorithm 1 acts on ``verdict``, ``severity`` (a FAIL's), and
+    ``session_complete`` (and uses ``correction_instruction`` as the correction text); those must be
+    readable. ``issue``, ``action``, ``reasoning`` and the faithfulness fields are recorded only:
+    a missing or unexpected value there never makes the verdict unreadable (issue 9)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    verdict: Literal["PASS", "WARN", "FAIL"]
+    issue: str = "none"
+    severity: Literal["minor", "moderate", "severe"] | None = None
+    action: str = "none"
+    correction_instruction: str | None = None
+    prompt_faithfulness: str = "n/a"
+    faithfulness_note: str | None = None
+    reasoning: str = ""
+    session_complete: bool = False
+
+    @field_validator("verdict", mode="before")
+    @classmethod
+    def _upper(cls, v: Any) -> Any:
+        return v.strip().upper() if isinstance(v, str) else v
+
+    @field_validator("issue", mode="before")
+    @classmethod
+    def _issue(cls, v: Any) -> str:
+        return _choice(v, ISSUES, "none")
+
+    @field_validator("action", mode="before")
+    @classmethod
+    def _action(cls, v: Any) -> str:
+        return _choice(v, ACTIONS, "none")
+
+    @field_validator("prompt_faithfulness", mode="before")
+    @classmethod
+    def _faith(cls, v: Any) -> str:
+        return _choice(v, FAITHFULNESS, "n/a")
+
+    @field_validator("reasoning", "correction_instruction", "faithfulness_note", mode="before")
+    @classmethod
+    def _text(cls, v: Any) -> Any:
+        if v is None or isinstance(v, str):
+            return v
+        return str(v)
+
+    @field_validator("severity", mode="before")
+    @classmethod
+    def _severity(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip().lower()
+            return None if v in ("", "null", "none", "n/a") else v
+        return v
+
+    @field_validator("session_complete", mode="before")
+    @classmethod
+    def _complete(cls, v: Any) -> Any:
+        from bedside.jsonreply import lenient_bool
+
+        return False if v is None else lenient_bool(v)
 
 
-def grades_schema(messages: list[ChatMessage] | None = None) -> dict[str, Any]:
-    """Every item id of the prompt is a required key."""
-    return _keyed(re.findall(r"^Item (\w+)$", last_user_text(messages or []), re.MULTILINE), GRADE_ITEM)
+# ---------------------------------------------------------------------------------------------
+# judges
 
-FACTUAL_SCHEMA: dict[str, Any] = {
-    "type": "array",
-    "items": {
-        "type": "object",
-        "properties": {
-            "question": {"type": "string", "maxLength": 120},
-            "answer": {"anyOf": [
-                {"type": "string", "maxLength": 400},
-                {"type": "array", "items": {"type": "string", "maxLength": 200}, "maxItems": 12},
-            ]},
-        },
-        "required": ["question", "answer"],
-    },
-    "minItems": 6,
-    "maxItems": 6,
-}
+
+class Rating(BaseModel):
+    score: int = Field(ge=1, le=5)
+    reason: Reason = ""
+
+
+class Quality(BaseModel):
+    """Conversation quality (Figure 8)."""
+
+    naturalness: Rating
+    responsiveness: Rating
+    clarity: Rating
+    clinical_relevance: Rating
+
+
+class ChecklistAnswer(BaseModel):
+    answer: Literal["yes", "no"]
+    reason: Reason = ""
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _lower(cls, v: Any) -> Any:
+        return v.strip().lower() if isinstance(v, str) else v
+
+
+class Grade(BaseModel):
+    label: Literal["correct", "partially correct", "incorrect"]
+    reason: Reason = ""
+
+    @field_validator("label", mode="before")
+    @classmethod
+    def _label(cls, v: Any) -> Any:
+        if isinstance(v, str):
+            v = v.strip().lower().replace("_", " ")
+            return "partially correct" if v in ("partial", "partially") else v
+        return v
+
+
+def keyed(name: str, ids: list[str], item: type[BaseModel]) -> type[BaseModel]:
+    """A reply model with exactly these keys, each an ``item`` (unknown keys are ignored)."""
+    fields: dict[str, Any] = {i: (item, ...) for i in ids}
+    return create_model(name, __config__=ConfigDict(extra="ignore"), **fields)
+
+
+class FactualItem(BaseModel):
+    question: str = ""
+    answer: str | list[str]
+
+    @field_validator("answer", mode="before")
+    @classmethod
+    def _answer(cls, v: Any) -> Any:
+        if isinstance(v, list):
+            return [str(x) for x in v]
+        return v if isinstance(v, str) else v
+
+    def text(self) -> str:
+        return "; ".join(self.answer) if isinstance(self.answer, list) else self.answer
+
+
+class FactualAnswers(BaseModel):
+    """The six answers of Figure 12. The paper's prompt asks for a bare JSON list; structured output
+    needs an object, so ``{"answers": [...]}`` is accepted too."""
+
+    answers: list[FactualItem] = Field(min_length=6, max_length=6)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wrap(cls, v: Any) -> Any:
+        return {"answers": v} if isinstance(v, list) else v
+
+
+EDUCATOR = Protocol("discharge.educator", "You are a Patient Educator conducting a discharge education session", "system")
+PATIENT = Protocol("discharge.patient", "You are roleplaying as a real hospital patient", "system", Utterance)
+COMPREHENSION = Protocol("discharge.comprehension", "Based on the conversation you just had with the Educator", "user", Utterance)
+MONITOR = Protocol("discharge.monitor", "You are an Environment Agent overseeing a clinical simulation", "system", Verdict, 768)
+JUDGE_QUALITY = Protocol("discharge.judge_quality", "You are a professional medical dialogue evaluator", "user", Quality, 768)
+JUDGE_CHECKLIST = Protocol(
+    "discharge.judge_checklist",
+    "You are an expert medical annotator. Your task is to analyze the conversation history",
+    "user",
+    None,  # keyed by the case's applicable question ids at the call site
+    2048,
+)
+JUDGE_REFERENCE = Protocol("discharge.judge_reference", "You are a medical information extractor", "user", None, 256)
+JUDGE_COMPREHENSION = Protocol(
+    "discharge.judge_comprehension",
+    "Grade how well the patient's post-conversation answer reflects what is in the discharge note",
+    "user",
+    None,  # keyed by the item ids at the call site
+    1024,
+)
+JUDGE_FACTUAL = Protocol(
+    "discharge.judge_factual",
+    "your job is to answer the question as accurately as possible using the provided source",
+    "user",
+    FactualAnswers,
+    1536,
+    root=list,
+)
 
 PROTOCOLS = (
-    # judges (a single user message each)
-    Protocol("discharge.judge_quality", "You are a professional medical dialogue evaluator", "user", QUALITY_SCHEMA, 768),
-    Protocol("discharge.judge_checklist", "You are an expert medical annotator. Your task is to analyze the conversation history", "user", checklist_schema, 2048),
-    Protocol("discharge.judge_reference", "You are a medical information extractor", "user", None, 256),
-    Protocol("discharge.judge_comprehension", "Grade how well the patient's post-conversation answer reflects what is in the discharge note", "user", grades_schema, 1024),
-    Protocol("discharge.judge_factual", "your job is to answer the question as accurately as possible using the provided source", "user", FACTUAL_SCHEMA, 1536),
-    # simulation
-    Protocol("discharge.comprehension", "Based on the conversation you just had with the Educator", "user", UTTERANCE_SCHEMA),
-    Protocol("discharge.educator", "You are a Patient Educator conducting a discharge education session", "system"),
-    Protocol("discharge.patient", "You are roleplaying as a real hospital patient", "system", UTTERANCE_SCHEMA),
-    Protocol("discharge.monitor", "You are an Environment Agent overseeing a clinical simulation", "system", verdict_schema, 768),
+    JUDGE_QUALITY, JUDGE_CHECKLIST, JUDGE_REFERENCE, JUDGE_COMPREHENSION, JUDGE_FACTUAL,
+    COMPREHENSION, EDUCATOR, PATIENT, MONITOR,
 )

@@ -7,7 +7,8 @@
   context size), with llama.cpp's prompt-state cache so that a role's growing conversation re-uses
   the already processed prefix instead of re-reading it every turn.
 - Where the bedside protocol demands JSON (patient utterance, monitor verdict, judges), the reply
-  is constrained by the protocol's JSON schema (a small model produces valid JSON only that way);
+  is constrained by the protocol's JSON schema, which travels with the call in its protocol tag
+  (:func:`bedside.protocols.tag_of`) (a small model produces valid JSON only that way);
   prose roles (the educator) are unconstrained.
 - Generation runs in a worker thread (llama.cpp is blocking), one call at a time.
 
@@ -36,7 +37,7 @@ from inspect_ai.model import (
     ModelUsage,
 )
 
-from bedside.protocols import detect
+from bedside.protocols import tag_of
 
 _models: dict[tuple[str, int, int], Any] = {}
 _lock = threading.Lock()
@@ -136,14 +137,16 @@ class LocalEngine:
 
     def request(self, messages: list[ChatMessage], config: GenerateConfig) -> dict[str, Any]:
         """The llama.cpp ``create_chat_completion`` arguments for this prompt."""
-        protocol = detect(messages)
+        tag = tag_of(messages)
         args: dict[str, Any] = {
             "messages": to_openai_messages(messages),
-            "max_tokens": config.max_tokens or (protocol.max_tokens if protocol else None) or self.max_tokens,
+            "max_tokens": config.max_tokens or (tag.max_tokens if tag else None) or self.max_tokens,
             "temperature": self.temperature if config.temperature is None else config.temperature,
             "seed": config.seed if config.seed is not None else 0,
         }
-        schema = protocol.json_schema(messages) if protocol is not None else None
+        schema = tag.schema if tag is not None else None
+        if schema is None and config.response_schema is not None:  # an untagged structured-output call
+            schema = config.response_schema.json_schema.model_dump(exclude_none=True)
         if schema is not None:
             args["response_format"] = {"type": "json_object", "schema": strict_schema(schema)}
         return args

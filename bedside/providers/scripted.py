@@ -1,7 +1,8 @@
 """``bedside/scripted``: a deterministic, case-grounded stand-in model for every bedside role.
 
-It is NOT a language model. It reads which role it is playing and the case from the prompt it is
-given (:mod:`bedside.protocols`) and answers in that role's format, with the script of that
+It is NOT a language model. It reads which role it is playing from the call's protocol tag
+(:func:`bedside.protocols.tag_of`; every bedside call carries one) and the case from the prompt, and
+answers in that role's format, with the script of that
 benchmark in ``bedside/providers/scripts/<benchmark>.py`` (each module exports ``Options``, a
 dataclass of behaviour switches, and ``HANDLERS``, protocol name → ``fn(messages, attempt,
 options) -> str``; modules are found automatically).
@@ -14,7 +15,9 @@ list options accept ``3`` or ``"3,5"`` from the command line. A regeneration
 carries ``seed = attempt`` (see ``solvers.encounter.attempt_config``); options that act "for the
 first k attempts" read the attempt from the seed. The generic option ``context_window`` (in
 estimated tokens) makes any longer prompt end with ``stop_reason="model_length"``, as a real
-provider does when the context overflows.
+provider does when the context overflows. The generic option ``only_epochs`` (e.g. ``1`` or
+``"1,3"``) applies the other options only in those epochs (``--epochs``), so outcomes can differ
+between epochs.
 """
 
 from __future__ import annotations
@@ -28,7 +31,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, GenerateConfig
 
-from bedside.protocols import detect
+from bedside.protocols import tag_of
 from bedside.providers import scripts
 
 
@@ -54,6 +57,8 @@ class ScriptedEngine:
     def __init__(self, **args: Any) -> None:
         self.args = dict(sorted(args.items()))
         self.context_window = int(args.pop("context_window", 0))
+        only = args.pop("only_epochs", None)
+        self.only_epochs = None if only is None else {int(x) for x in str(only).replace("[", "").replace("]", "").split(",") if x.strip()}
         self.options: dict[str, Any] = {}
         claimed: set[str] = set()
         for module in script_modules():
@@ -63,12 +68,15 @@ class ScriptedEngine:
             self.options[module.__name__] = module.Options(**mine)
         unknown = sorted(set(args) - claimed)
         if unknown:
-            known = sorted({f.name for m in script_modules() for f in dataclasses.fields(m.Options)} | {"context_window"})
+            known = sorted({f.name for m in script_modules() for f in dataclasses.fields(m.Options)} | {"context_window", "only_epochs"})
             raise ValueError(f"bedside/scripted: unknown option(s) {unknown}; known: {known}")
         self.handlers = {
             name: (handler, self.options[module.__name__])
             for module in script_modules()
             for name, handler in module.HANDLERS.items()
+        }
+        self.defaults = {
+            name: (handler, module.Options()) for module in script_modules() for name, handler in module.HANDLERS.items()
         }
 
     def identity(self) -> str:
@@ -76,8 +84,17 @@ class ScriptedEngine:
         return "scripted:" + ",".join(f"{k}={v}" for k, v in self.args.items())
 
     def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
-        protocol = detect(messages)
-        if protocol is None or protocol.name not in self.handlers:
+        tag = tag_of(messages)
+        return self.reply_for(tag.name if tag else None, messages, int(config.seed or 0))
+
+    def reply_for(self, protocol: str | None, messages: list[ChatMessage], seed: int = 0) -> str:
+        """The scripted reply of ``protocol`` (e.g. ``"discharge.patient"``) to ``messages``."""
+        if protocol is None or protocol not in self.handlers:
             return "bedside/scripted has no script for this prompt (it only plays bedside's roles)."
-        handler, options = self.handlers[protocol.name]
-        return handler(messages, int(config.seed or 0), options)
+        handler, options = self.handlers[protocol]
+        if self.only_epochs is not None:
+            from inspect_ai.model._cache import epoch
+
+            if epoch.get(1) not in self.only_epochs:
+                handler, options = self.defaults[protocol]
+        return handler(messages, seed, options)

@@ -83,3 +83,31 @@ def test_persona_text_reaches_both_prompts():
     educator = educator_prompt(case, p)
     assert "Personality: anxious" in educator and "Education level: high school" in educator
     assert case.discharge_note in educator
+
+
+def test_balanced_assignment_gives_every_value_equally_often():
+    from collections import Counter
+
+    from bedside.persona import AXES, balanced_draws
+
+    ids = [f"case-{i}" for i in range(47)]
+    draws = balanced_draws(ids, seed=3)
+    for axis, values in AXES.items():
+        counts = Counter(d[axis] for d in draws.values())
+        assert set(counts) == set(values) and max(counts.values()) - min(counts.values()) <= 1, axis
+    assert balanced_draws(ids, seed=3) == draws and balanced_draws(ids, seed=4) != draws
+    # axes are dealt independently (not the same permutation for every axis)
+    assert any(draws[i]["personality"] != draws[ids[0]]["personality"] for i in ids if draws[i]["education_level"] == draws[ids[0]]["education_level"])
+
+
+def test_balanced_assignment_through_the_task_and_precedence():
+    from collections import Counter
+
+    from bedside.tasks.discharge import discharge
+
+    samples = list(discharge(persona_assignment="balanced", health_literacy="low").dataset)
+    personality = Counter(s.metadata["personality"] for s in samples)
+    assert max(personality.values()) - min(personality.values()) <= 1
+    assert {s.metadata["health_literacy"] for s in samples} == {"low"}  # the task parameter still wins
+    with pytest.raises(Exception, match="persona_assignment"):
+        discharge(persona_assignment="stratified")

@@ -20,7 +20,8 @@ def test_unbound_roles_fall_back_and_are_recorded(tmp_path):
     log = run(discharge(), roles={}, log_dir=tmp_path, limit=1)
     sample = log.samples[0]
     assert store(sample)["role_fallbacks"] == ["patient", "monitor"]
-    assert sample.scores["encounter_outcome"].value["role_fallbacks"] == 2
+    assert sample.scores["encounter_outcome"].value["role_fallbacks"] == 3  # grader included
+    assert sample.scores["encounter_outcome"].metadata["role_fallbacks"] == ["patient", "monitor", "grader"]
     infos = [e for e in sample.events if e.event == "info" and e.source == "roles"]
     assert {e.data["role_fallback"] for e in infos} == {"patient", "monitor", "grader"}
     assert sample.scores["topic_checklist"].metadata["grader_fallback"] is True

@@ -63,7 +63,7 @@ def test_comprehension_three_levels_and_mean():
     scores = {k: v[0] for k, v in grades.items()}
     assert scores == {"q1": 1.0, "q2": 0.5, "q3": 0.0, "q4": 1.0, "q5": 0.5, "q6": 0.0}
     assert comprehension_score(scores) == pytest.approx(3.0 / 6)
-    assert comprehension_score({"q1": 1.0, "q2": NAN, "q3": 0.5}) == pytest.approx(0.75)  # unscored excluded
+    assert math.isnan(comprehension_score({"q1": 1.0, "q2": NAN, "q3": 0.5}))  # the mean is over all six questions
     with pytest.raises(ValueError, match="q2"):
         parse_grades('{"q1": {"label": "correct"}, "q2": {"label": "great"}}', ["q1", "q2"])
 
@@ -72,7 +72,7 @@ def test_factual_answers_lists_joined_and_count_checked():
     reply = '[' + ",".join(['{"question": "q", "answer": ["Metoprolol 25 mg PO", "Aspirin 81 mg"]}'] + ['{"question": "q", "answer": "x"}'] * 5) + ']'
     answers = parse_answers(reply)
     assert answers[0] == "Metoprolol 25 mg PO; Aspirin 81 mg" and len(answers) == 6
-    with pytest.raises(ValueError, match="expected 6"):
+    with pytest.raises(ValueError, match="at least 6 items"):
         parse_answers('[{"question": "q", "answer": "x"}]')
 
 
@@ -116,19 +116,25 @@ def test_all_scores_end_to_end(tmp_path):
         assert 0 < fc["rouge_l"] <= 1 and 0 < fc["cosine"] <= 1
         assert sample.scores["topic_checklist"].metadata["applicable"] == sample.metadata["case"]["checklist_questions"]
     tcs_metrics = metrics_of(log, "tcs")
-    assert {"mean", "ci_lower", "ci_upper"} <= set(tcs_metrics) and tcs_metrics["n"] == 3
+    assert {"mean", "ci_lower", "ci_upper"} <= set(tcs_metrics) and tcs_metrics["n_n"] == 3
     assert tcs_metrics["ci_lower"] <= tcs_metrics["mean"] <= tcs_metrics["ci_upper"]
 
 
-def test_strata_present_for_every_group_with_n(tmp_path):
+def test_strata_report_has_every_group_with_n(tmp_path):
+    from bedside.report import strata_table
+
     log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=6)
-    metrics = metrics_of(log, "comprehension")
+    assert not any(k.startswith("by_") for k in metrics_of(log, "comprehension"))  # headline only in Inspect
+    table = strata_table(log)
+    comp = table[(table.key == "comprehension")]
     for key in ("icd_chapter", "personality", "education_level", "health_literacy", "recall_level", "end_reason"):
-        values = {s.metadata[key] for s in log.samples}
-        for v in values:
-            label = f"by_{key}={v}"
-            assert label in metrics and f"{label} n" in metrics and f"{label} lower" in metrics, label
-        assert sum(metrics[f"by_{key}={v} n"] for v in values) == 6
+        rows = comp[comp.stratum == key]
+        assert set(rows.group) == {str(s.metadata.get(key, s.scores["encounter_outcome"].metadata.get(key))) for s in log.samples}
+        assert rows.n.sum() == 6, key
+        for _, row in rows.iterrows():
+            values = [s.scores["comprehension"].value["comprehension"] for s in log.samples
+                      if str(s.metadata.get(key, s.scores["encounter_outcome"].metadata.get(key))) == row.group]
+            assert row["mean"] == pytest.approx(sum(values) / len(values))
 
 
 @pytest.mark.parametrize("attempts,unscored", [(1, False), (3, True)])
@@ -157,7 +163,20 @@ def test_erroneous_session_is_scored_and_flagged(tmp_path):
     assert sample.metadata["end_reason"] == "hard_stop"
     assert sample.scores["topic_checklist"].metadata["end_reason"] == "hard_stop"
     assert 0 <= sample.scores["topic_checklist"].value["tcs"] < 0.8  # few topics covered before the stop
-    assert "by_end_reason=hard_stop" in metrics_of(log, "tcs")
+    assert metrics_of(log, "tcs")["n_n"] == 1  # erroneous but evaluable: in the headline n
+    assert sample.scores["encounter_outcome"].value["erroneous"] == 1
+
+
+def test_system_failure_is_excluded_from_n_and_counted(tmp_path):
+    """Paper Table 1: n excludes system-level failures (context overruns, JSON-decoding errors)."""
+    log = run(discharge(), roles={**roles(), "monitor": scripted(monitor_malformed_attempts=3)}, log_dir=tmp_path, limit=2)
+    for sample in log.samples:
+        assert sample.scores["encounter_outcome"].answer == "system_failure"
+        assert math.isnan(sample.scores["topic_checklist"].value["tcs"])
+        assert "system-level failure" in sample.scores["comprehension"].explanation
+    assert metrics_of(log, "tcs")["n_n"] == 0  # n is 0, not NaN, when every sample is unscored
+    assert metrics_of(log, "system_failure")["mean"] == 1.0 and metrics_of(log, "system_failure")["n_n"] == 2
+    assert metrics_of(log, "clean_complete")["n_n"] == 0
 
 
 def test_note_side_judge_calls_are_cached_across_runs(tmp_path, monkeypatch):
@@ -200,3 +219,33 @@ def test_rescore_a_log_with_another_grader(tmp_path):
     cq = rescored.samples[0].scores["conversation_quality"]
     assert math.isnan(cq.value["naturalness"]) and "unreadable judge reply" in cq.explanation
     assert rescored.samples[0].scores["topic_checklist"].value["tcs"] > 0  # other judges unaffected
+
+
+def test_comprehension_falls_back_to_one_item_per_call(tmp_path):
+    log = run(discharge(), roles=roles(judge_malformed=["comprehension_batch"], judge_malformed_attempts=99),
+              log_dir=tmp_path, limit=1)
+    score = log.samples[0].scores["comprehension"]
+    assert score.metadata["grading"] == "per_item" and "unreadable" in score.metadata["grade_error"]
+    assert all(score.value[f"q{i}"] in (0.0, 0.5, 1.0) for i in range(1, 7))
+    assert score.value["comprehension"] == pytest.approx(sum(score.value[f"q{i}"] for i in range(1, 7)) / 6)
+    grading_calls = [e for e in log.samples[0].events if e.event == "model" and e.role == "grader"
+                     and "Grade how well the patient" in e.input[-1].text]
+    assert len(grading_calls) == 3 + 6  # the batched call and its two retries, then one call per item
+
+
+def test_unreadable_reference_is_never_cached(tmp_path, monkeypatch):
+    """A faulty judge reply must not be served from the cache to a later run."""
+    monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
+    grader = {"judge_malformed": ["reference"], "judge_malformed_attempts": 1}
+    first = run(discharge(), roles=roles(**grader), log_dir=tmp_path / "a", limit=1)
+    second = run(discharge(), roles=roles(**grader), log_dir=tmp_path / "b", limit=1)
+
+    def reference_calls(log):
+        return [(e.cache, e.output.completion) for e in log.samples[0].events
+                if e.event == "model" and e.role == "grader" and "medical information extractor" in e.input[-1].text]
+
+    first_calls, second_calls = reference_calls(first), reference_calls(second)
+    assert ("write", "") in first_calls  # the unreadable (empty) reply was generated ...
+    assert not any(cache == "read" and completion == "" for cache, completion in second_calls)  # ... never re-used
+    assert any(cache == "read" and completion for cache, completion in second_calls)  # readable ones are
+    assert first.samples[0].scores["comprehension"].value["unscored"] == 0

@@ -10,6 +10,7 @@ import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 from bedside.persona import assign_persona
+from bedside.protocols.discharge import EDUCATOR, PATIENT
 from bedside.providers.local import LocalEngine, strict_schema
 from bedside.records.discharge import load_cases
 from bedside.samples.discharge import DEMO_CASES
@@ -28,11 +29,12 @@ def engine_without_model(tmp_path) -> LocalEngine:
 
 def test_json_roles_are_schema_constrained_and_prose_roles_are_not(tmp_path):
     engine = engine_without_model(tmp_path)
-    patient = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="Hello")]
-    req = engine.request(patient, GenerateConfig())
+    untagged = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="Hello")]
+    assert "response_format" not in engine.request(untagged, GenerateConfig())  # dispatch on the tag, not the prompt
+    req = engine.request(PATIENT.tag(untagged), GenerateConfig())
     schema = req["response_format"]["schema"]
     assert schema["required"] == ["utterance"] and schema["properties"]["utterance"]["maxLength"] > 0
-    educator = [ChatMessageSystem(content=educator_prompt(CASE, PERSONA)), ChatMessageUser(content="begin")]
+    educator = EDUCATOR.tag([ChatMessageSystem(content=educator_prompt(CASE, PERSONA)), ChatMessageUser(content="begin")])
     assert "response_format" not in engine.request(educator, GenerateConfig())
     assert engine.request(educator, GenerateConfig(seed=2, temperature=0.0, max_tokens=7)) | {"messages": None} == {
         "messages": None, "max_tokens": 7, "temperature": 0.0, "seed": 2,
@@ -40,9 +42,9 @@ def test_json_roles_are_schema_constrained_and_prose_roles_are_not(tmp_path):
 
 
 def test_strict_schema_requires_every_field_and_bounds_strings():
-    from bedside.solvers.encounter import Verdict
+    from bedside.protocols.discharge import MONITOR, Verdict
 
-    s = strict_schema(Verdict.model_json_schema())
+    s = strict_schema(MONITOR.json_schema())
     assert set(s["required"]) == set(Verdict.model_fields)
     assert s["properties"]["reasoning"]["maxLength"] == 600
     assert "maxLength" not in s["properties"]["verdict"]  # enums untouched
@@ -59,7 +61,7 @@ def test_real_generation_patient_json():
     from inspect_ai.model import get_model
 
     model = get_model("bedside/local", memoize=False)
-    msgs = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="How are you feeling today?")]
+    msgs = PATIENT.tag([ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="How are you feeling today?")])
     out = asyncio.run(model.generate(msgs, config=GenerateConfig(max_tokens=120)))
     assert isinstance(json.loads(out.completion)["utterance"], str)
     assert out.usage.input_tokens > 100 and out.usage.output_tokens > 0

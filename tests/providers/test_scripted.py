@@ -1,4 +1,4 @@
-"""The scripted provider: role detection from bedside's prompts, determinism, usage, options."""
+"""The scripted provider: dispatch on the protocol tag, determinism, usage, options; marker detection (loopback)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 from bedside.persona import assign_persona
 from bedside.prompts import render
-from bedside.protocols import all_protocols, detect
+from bedside.protocols import all_protocols, detect, tag_of
+from bedside.protocols.discharge import COMPREHENSION, EDUCATOR, PATIENT
 from bedside.providers.scripted import ScriptedEngine
 from bedside.providers.scripts.discharge import educator_plan, note_sections
 from bedside.records.discharge import load_cases
@@ -44,6 +45,17 @@ def test_protocol_markers_match_the_prompt_files():
             assert protocol.marker in rendered[protocol.name], protocol.name
 
 
+def test_scripted_dispatches_on_the_tag_not_the_prompt():
+    pat = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="Hello")]
+    assert "no script" in generate(scripted(), pat).completion  # untagged: not recognised from its text
+    assert json.loads(generate(scripted(), PATIENT.tag(pat)).completion)["utterance"]
+    # the same prompt tagged as the educator's protocol gets the educator's script
+    assert not generate(scripted(), EDUCATOR.tag(pat)).completion.startswith("{")
+    tagged = PATIENT.tag(pat)
+    assert tag_of(tagged).name == "discharge.patient" and tag_of(tagged).schema["required"] == ["utterance"]
+    assert pat[-1].metadata is None  # tagging copies
+
+
 def test_each_role_detected():
     edu = [ChatMessageSystem(content=educator_prompt(CASE, PERSONA)), ChatMessageUser(content="begin")]
     pat = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="Hello")]
@@ -56,7 +68,7 @@ def test_each_role_detected():
 
 def test_same_input_same_bytes_and_usage_always_set():
     model = scripted()
-    msgs = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="How are you feeling?")]
+    msgs = PATIENT.tag([ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="How are you feeling?")])
     a, b = generate(model, msgs), generate(scripted(), msgs)
     assert a.completion == b.completion
     assert json.loads(a.completion)["utterance"]
@@ -76,7 +88,7 @@ def test_educator_walks_the_notes_topics_then_signs_off():
 
     for _ in plan:
         msgs += [ChatMessageAssistant(content="..."), ChatMessageUser(content="ok")]
-    assert "all set to go home" in generate(scripted(), msgs).completion
+    assert "all set to go home" in generate(scripted(), EDUCATOR.tag(msgs)).completion
 
 
 def test_unknown_option_is_an_error():

@@ -44,6 +44,7 @@ class Options:
     # educator
     educator_topics: int = 0  # stop walking topics after this many (0 = all), then sign off
     # judges: names from JUDGES; their first `judge_malformed_attempts` replies are not JSON
+    # ("comprehension_batch": only comprehension grading calls with more than one item)
     judge_malformed: list[str] = field(default_factory=list)
     judge_malformed_attempts: int = 1
 
@@ -320,7 +321,7 @@ HANDLERS = {
 # ---------------------------------------------------------------------------------------------
 # judges
 
-JUDGES = ("quality", "checklist", "reference", "comprehension", "factual")
+JUDGES = ("quality", "checklist", "reference", "comprehension", "comprehension_batch", "factual")
 
 #: topic -> phrase the scripted educator uses when it teaches that topic
 TOPIC_PHRASES = {
@@ -474,6 +475,8 @@ def judge_comprehension(messages: list[ChatMessage], attempt: int, o: Options) -
         r"^Item (\w+)\nQuestion: .*?\nReference answer \(from the discharge note\): (.*?)\nPatient's answer: (.*?)$",
         prompt, re.MULTILINE,
     )
+    if len(items) > 1 and _malformed(o, "comprehension_batch", attempt):  # only batched grading fails
+        return '{"q1": {"label": "correct"'
     grades = {}
     for item_id, reference, answer in items:
         ref_words, ans_words = set(_WORD.findall(reference.lower())), set(_WORD.findall(answer.lower()))

@@ -1,0 +1,5 @@
+import sys
+
+from bedside.cli import main
+
+sys.exit(main())

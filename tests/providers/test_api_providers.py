@@ -1,0 +1,44 @@
+"""A fresh install can use Inspect's API providers: `--model openai/...`, `anthropic/...`,
+`vllm/...` (against a server) and `openai-api/<service>/...` construct without missing clients."""
+
+from __future__ import annotations
+
+import tomllib
+
+import pytest
+from inspect_ai.model import get_model
+
+from tests.conftest import REPO
+
+
+@pytest.mark.parametrize("name,args", [
+    ("openai/gpt-5.5", {"api_key": "sk-test"}),
+    ("anthropic/claude-sonnet-4-6", {"api_key": "sk-ant-test"}),
+    ("vllm/meta-llama/Llama-3.3-70B-Instruct", {"base_url": "http://127.0.0.1:9/v1", "api_key": "x"}),
+    ("openai-api/loopback/patient", {"base_url": "http://127.0.0.1:9/v1", "api_key": "x"}),
+])
+def test_provider_constructs_offline(name, args):
+    model = get_model(name, memoize=False, **args)  # no network needed to construct a client
+    assert str(model) == name
+
+
+def test_dependencies_declare_the_clients_and_a_vllm_extra():
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
+    names = {d.split("=")[0].split(">")[0].split("<")[0].strip() for d in project["dependencies"]}
+    assert {"openai", "anthropic", "inspect-ai"} <= names
+    assert any(d.startswith("vllm") for d in project["optional-dependencies"]["vllm"])
+
+
+def test_readme_binds_the_grader_in_every_eval_example():
+    readme = (REPO / "README.md").read_text()
+    blocks = readme.split("```")[1::2]
+    commands = []
+    for block in blocks:
+        joined = block.replace("\\\n", " ")
+        commands += [line for line in joined.splitlines() if "inspect eval " in line and "--model " in line]
+    assert commands, "the README shows eval commands"
+    for command in commands:
+        if "--model bedside/scripted" in command:
+            continue
+        assert "grader=" in command, command
+    assert "VLLM_BASE_URL" in readme
