@@ -7,6 +7,7 @@ A regular install (``pip install .``) ships them inside the package as ``bedside
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 _PKG = Path(__file__).resolve().parent
@@ -21,3 +22,14 @@ def _locate(repo_name: str, packaged_name: str) -> Path:
 
 PROMPTS_DIR: Path = _locate("prompts", "_prompts")
 DATASETS_DIR: Path = _locate("datasets", "_datasets")
+
+
+def user_path(data: str | Path) -> Path:
+    """A data path as the user meant it. ``inspect eval tasks/x.py`` builds the task with the working
+    directory switched to ``tasks/``, so a relative ``-T data=`` path is looked up first against the
+    shell's working directory (``$PWD``, which ``os.chdir`` does not change), then as given."""
+    path = Path(str(data)).expanduser()  # str(): `-T data=2024` arrives YAML-parsed as an int
+    shell = os.environ.get("PWD")
+    if not path.is_absolute() and shell and (Path(shell) / path).exists():
+        return (Path(shell) / path).resolve()
+    return path

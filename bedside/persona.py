@@ -22,6 +22,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel
 
+from bedside.params import BadParameter
 from bedside.prompts import load_yaml
 from bedside.records.discharge import EducationLevel, HealthLiteracy, Personality, PersonaFields, RecallLevel
 
@@ -77,9 +78,9 @@ def validate_overrides(overrides: dict[str, str | None]) -> dict[str, str]:
         if value is None:
             continue
         if axis not in AXES:
-            raise ValueError(f"unknown persona axis {axis!r}; axes are {list(AXES)}")
+            raise BadParameter(axis, f"unknown persona axis; axes are {list(AXES)}")
         if value not in AXES[axis]:
-            raise ValueError(f"{axis}={value!r} is not one of {list(AXES[axis])}")
+            raise BadParameter(axis, f"{axis}={value!r} is not one of {list(AXES[axis])}")
         clean[axis] = value
     return clean
 

@@ -23,6 +23,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import StoreModel, collect, store_as
 from pydantic import Field
 
+from bedside.params import BadParameter
 from bedside.persona import Persona
 from bedside.prompts import load_yaml, render
 from bedside.records.discharge import DischargeCase
@@ -91,7 +92,7 @@ def behavior_overlay(behavior: str) -> str:
     """The stress-behaviour text for the patient prompt (bedside extension: CPB-Bench's four
     challenging behaviours as DischargeBench overlays, ``prompts/cpb/stress_overlays.yaml``)."""
     if behavior not in BEHAVIORS:
-        raise ValueError(f"behavior={behavior!r} is not one of {list(BEHAVIORS)}")
+        raise BadParameter("behavior", f"behavior={behavior!r} is not one of {list(BEHAVIORS)}")
     if behavior == "none":
         return ""
     return load_yaml("cpb/stress_overlays.yaml")["behaviors"][behavior]["overlay"].strip()

@@ -10,6 +10,9 @@ persona draw; ``personality`` / ``education_level`` / ``health_literacy`` / ``re
 fix a persona stratum; ``behavior`` (``none`` | ``contradiction`` | ``false_belief`` |
 ``self_diagnosis`` | ``care_resistance``) makes the patient display one of CPB-Bench's challenging
 behaviours (a bedside extension; compare with ``behavior=none`` via ``bedside-report delta``);
+``persona_assignment`` ``random`` (per-case seeded draw, default) or ``balanced`` (every trait value
+equally often; :mod:`bedside.persona`); ``structured_output`` requests JSON replies through Inspect's
+``ResponseSchema`` (for API models that support it);
 ``min_turns`` (10), ``max_turns`` (100), ``max_retries`` (2) as in the
 paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unreadable judge
 replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
@@ -21,6 +24,7 @@ existing log with another judge: ``inspect score LOG --model-role grader=<model>
 
 from inspect_ai import Task, task
 
+from bedside.params import bool_param, check, int_param
 from bedside.samples.discharge import discharge_dataset
 from bedside.scorers.comprehension import comprehension
 from bedside.scorers.conversation_quality import conversation_quality
@@ -28,6 +32,7 @@ from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.factual_consistency import factual_consistency
 from bedside.scorers.topic_checklist import topic_checklist
 from bedside.solvers.discharge import behavior_overlay, discharge_encounter
+from bedside.solvers.setup import reply_format
 
 
 @task
@@ -45,7 +50,18 @@ def discharge(
     parse_retries: int = 2,
     judge_retries: int = 2,
     cache_references: bool = True,
+    persona_assignment: str = "random",
+    structured_output: bool = False,
 ) -> Task:
+    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    min_turns = int_param("min_turns", min_turns, minimum=0)
+    max_turns = int_param("max_turns", max_turns, minimum=1)
+    check(min_turns <= max_turns, "min_turns", f"must not exceed max_turns={max_turns}, got min_turns={min_turns}")
+    max_retries = int_param("max_retries", max_retries, minimum=0)
+    parse_retries = int_param("parse_retries", parse_retries, minimum=0)
+    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
+    cache_references = bool_param("cache_references", cache_references)
+    structured_output = bool_param("structured_output", structured_output)
     overrides = {
         "personality": personality,
         "education_level": education_level,
@@ -54,7 +70,8 @@ def discharge(
     }
     behavior_overlay(behavior)  # validates the name before anything runs
     return Task(
-        dataset=discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior),
+        dataset=discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment),
+        setup=reply_format(structured_output),
         solver=discharge_encounter(
             min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries
         ),

@@ -11,15 +11,22 @@ from pathlib import Path
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from bedside.paths import DATASETS_DIR
-from bedside.persona import assign_persona
+from bedside.params import BadParameter
+from bedside.paths import DATASETS_DIR, user_path
+from bedside.persona import ASSIGNMENTS, assign_persona, balanced_draws
 from bedside.records.discharge import DischargeCase, load_cases
 
 DEMO_CASES = DATASETS_DIR / "discharge" / "demo.jsonl"
 
 
-def case_sample(case: DischargeCase, seed: int | str, overrides: dict[str, str | None], behavior: str = "none") -> Sample:
-    persona = assign_persona(case.case_id, seed, case.persona, overrides)
+def case_sample(
+    case: DischargeCase,
+    seed: int | str,
+    overrides: dict[str, str | None],
+    behavior: str = "none",
+    drawn: dict[str, str] | None = None,
+) -> Sample:
+    persona = assign_persona(case.case_id, seed, case.persona, overrides, drawn)
     return Sample(
         id=case.case_id,
         input=(
@@ -48,9 +55,14 @@ def discharge_dataset(
     seed: int | str = 0,
     overrides: dict[str, str | None] | None = None,
     behavior: str = "none",
+    assignment: str = "random",
 ) -> MemoryDataset:
-    """All cases of ``data`` (default: the shipped synthetic demo set), validated up front."""
-    path = Path(data) if data else DEMO_CASES
+    """All cases of ``data`` (default: the shipped synthetic demo set), validated up front;
+    personas by ``assignment`` (``random`` or ``balanced``, :mod:`bedside.persona`)."""
+    if assignment not in ASSIGNMENTS:
+        raise BadParameter("persona_assignment", f"use one of {list(ASSIGNMENTS)}, got persona_assignment={assignment!r}")
+    path = user_path(data) if data else DEMO_CASES
     cases = load_cases(path)
-    samples = [case_sample(case, seed, overrides or {}, behavior) for case in cases]
+    draws = balanced_draws([c.case_id for c in cases], seed) if assignment == "balanced" else {}
+    samples = [case_sample(case, seed, overrides or {}, behavior, draws.get(case.case_id)) for case in cases]
     return MemoryDataset(samples, name="dischargebench", location=str(path))
