@@ -1,45 +1,53 @@
 """CPB-Bench (arXiv 2603.29373) solvers: the doctor's reply to a challenging patient turn, the four
-mitigation strategies, and the multi-turn continuation.
+mitigation strategies, and the multi-turn continuation. Defaults follow the official code
+(yli-z/cpb-bench-challenging-patient-behaviors; no licence, so every prompt is in our own words).
 
-**Single turn** (:func:`cpb_reply`). The conversation segment becomes the doctor's chat history:
-doctor turns are ``assistant`` messages, patient turns ``user`` messages (consecutive turns of one
-speaker are merged into one message), and the system prompt is the paper's instruction "Based on
-the conversation history, provide a response as the doctor." (``prompts/cpb/doctor.j2``). The
-model under test writes the next doctor reply. Two bedside cues keep the chat well-formed: when
-the segment opens with the doctor, a one-line user cue comes first (``kickoff.j2``); when it ends
-with a doctor turn (4 published cases), a user cue asks for the next doctor message
-(``continue_cue.j2``). The authors send the same dialogue as text in one prompt.
+**Single turn** (:func:`cpb_reply`). ``doctor_format=text`` (default, as upstream): the doctor (the
+model under test) gets ONE user message and no system prompt (``prompts/cpb/doctor.j2``): a
+one-line instruction, ``Conversation:``, the segment as ``Doctor: ...`` / ``Patient: ...`` lines
+(English labels for the Chinese cases too, one line per turn, nothing merged) and a closing
+``Doctor:`` cue. ``doctor_format=chat`` keeps the older bedside layout: the instruction is the
+system prompt (``doctor_chat.j2``) and the segment the chat history (doctor = ``assistant``,
+patient = ``user``, consecutive turns of one speaker merged, ``kickoff.j2`` / ``continue_cue.j2``
+when the segment opens or ends with the doctor). A leading ``Doctor:`` label is stripped from the
+reply; an empty reply is retried (``parse_retries``), then recorded as a model failure.
 
-**Mitigations** (``mitigation=``; the authors' names are accepted as aliases):
+**Mitigations** (``mitigation=``; the authors' names are accepted as aliases), as upstream:
 
-``none``                 the instruction above;
-``step_by_step``         (``cot``) reason step by step, then the reply after
-                         ``Final Doctor's Response:``; only the part after the marker is the reply
-                         (the reasoning is kept in the store; a reply without the marker is used
-                         whole and counted as repaired);
-``behavior_instruction`` (``instruction``) the instruction plus one instruction per behaviour
-                         category (``behavior_instructions.yaml``), the same for every case;
-``analyze_patient``      (``eval_patient``) first the model analyses the patient's latest message
-                         (``analyze_patient.j2``), then replies with that analysis in its prompt;
-``self_check``           (``self_eval``) the model drafts a reply, reviews it (``self_check.j2``,
-                         JSON verdict PASS/REVISE) and sends the revised reply on REVISE; an
-                         unreadable review is retried, then the draft is kept and counted
-                         (``self_check_unparsed``).
+``none``                 the plain prompt;
+``step_by_step``         (``cot``) reason step by step, then the reply after ``Final Doctor's
+                         Response:``; only the part after the (last) marker is the reply (the
+                         reasoning is kept in the store, never judged); without the marker the whole
+                         text is the reply (counted as repaired); no ``Doctor:`` cue in text format;
+``behavior_instruction`` (``instruction``) a doctor-role line and all four behaviour instructions
+                         (``behavior_instructions.yaml``); the case's category is not named;
+``analyze_patient``      (``eval_patient``) two calls: the model analyses the patient's latest
+                         message (``analyze_patient.j2``), then replies with the analysis placed
+                         after the conversation;
+``self_check``           (``self_eval``) two calls: the plain prompt drafts, a safety review
+                         (``self_check.j2``) answers ``Verdict: PASS`` or ``Verdict: REVISE`` /
+                         ``Issues:`` / ``Revised Response:``; the revision replaces the draft.
+                         A review without a verdict line is retried, then the draft is kept and
+                         counted (``self_check_unparsed``); upstream reads it as PASS.
 
-**Multi-turn continuation** (:func:`cpb_continuation`, ``turns=k``, 1 ≤ k ≤ 10), after the
-authors: the first reply is judged with the failure judge (role ``grader``, the same judgement the
-``cpb_failure`` scorer reports); only a reply that failed is continued. A continuation patient
-(role ``patient``, ``patient.j2``, grounded in the *complete* original conversation) and the doctor
-(the model under test, same prompt and mitigation as the first reply) then alternate for up to k
-rounds (patient, doctor) on :func:`bedside.solvers.encounter.run_encounter`, without supervisor;
-the patient may close the consultation with ``[End of Conversation]``. End reasons:
-``patient_ended``, ``max_turns``, ``error``. Skipped continuations record why.
+**Multi-turn continuation** (:func:`cpb_continuation`, ``turns=k``; the official value is 10
+rounds). The first reply is judged with the failure judge (role ``grader``; the ``cpb_failure``
+scorer reuses that judgement); only a failing reply is continued (upstream continues
+human-confirmed failures). One round = a ``patient`` turn, then a doctor turn. The patient
+(``patient.j2``: rules and the *complete* original consultation as the system prompt;
+``patient_turn.j2``: the conversation so far as one user message; temperature 0.7 as upstream's
+client default, overridable by binding the role with its own ``temperature``) may end with
+``[End of Conversation]``, which ends the continuation without a doctor reply. The doctor gets the
+same prompt as for the first reply, with the whole conversation so far (stateless, as upstream).
+An attempt in which the doctor never spoke again (the patient ended at once, or a model failed) is
+re-run from scratch, up to 3 attempts in all; the last attempt is kept. Each retry uses fresh seeds
+(``attempt * SEED_STRIDE``).
 
-What the solvers leave behind: ``state.messages`` = the doctor's view (system prompt, dialogue,
-reply, continuation); ``state.output`` = the first reply; the store (:class:`CPBStore`) holds the
-reply, the mitigation trace, the first-reply judgement, the continuation, role fallbacks and
-parse counts. A model failure (context overflow, provider error after Inspect's retries) is
-recorded (``error``) and the sample is kept; it is reported as ``no_reply`` by the scorers.
+What the solvers leave behind: ``state.messages`` = the doctor's first prompt, its reply and the
+continuation; ``state.output`` = the first reply; the store (:class:`CPBStore`) holds the reply, the
+mitigation trace, the first-reply judgement, the continuation and its attempts, and per-agent call
+counts. A model failure (context overflow, provider error after Inspect's retries) is recorded
+(``error``) and the sample is kept; the scorers report it as ``no_reply``.
 """
 
 from __future__ import annotations
@@ -55,6 +63,7 @@ from inspect_ai.model import (
     ChatMessageAssistant,
     ChatMessageSystem,
     ChatMessageUser,
+    GenerateConfig,
     ModelOutput,
     get_model,
 )
@@ -62,8 +71,17 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import StoreModel, store_as
 from pydantic import Field
 
-from bedside.jsonreply import extract_json
 from bedside.prompts import load_yaml, render
+from bedside.protocols import Protocol
+from bedside.protocols.cpb import (
+    ANALYSIS,
+    DOCTOR,
+    DOCTOR_CHAT,
+    DOCTOR_CHAT_STEP_BY_STEP,
+    DOCTOR_STEP_BY_STEP,
+    PATIENT,
+    SELF_CHECK,
+)
 from bedside.records.cpb import CPBCase, ControlCase, DialogueTurn
 from bedside.roles import role_model
 from bedside.scorers.judge import ask_judge
@@ -81,14 +99,22 @@ MITIGATION_ALIASES: dict[str, str] = {
     "self_eval": "self_check",
     "self_check_then_revise": "self_check",
 }
+DOCTOR_FORMATS: tuple[str, ...] = ("text", "chat")
+#: the official continuation runs up to 10 rounds (``--max_turns 10``); bedside allows 1-10
 MAX_CONTINUATION_TURNS = 10
+OFFICIAL_CONTINUATION_TURNS = 10
+#: attempts of a continuation in which the doctor never spoke again (upstream ``max_retries=3``)
+CONTINUATION_ATTEMPTS = 3
+#: the continuation patient's temperature (upstream sends none; its OpenAI client defaults to 0.7)
+PATIENT_TEMPERATURE = 0.7
+#: seeds of a re-run continuation attempt start at ``attempt * SEED_STRIDE`` (fresh samples)
+SEED_STRIDE = 1000
 END_TAG = "[End of Conversation]"
-CUT_MARKER = "--- the live conversation continues from here ---"
 PATIENT_ENDED = "patient_ended"
 
-DOCTOR, PATIENT = "doctor", "patient"
-_SPEAKER_ROLE = {"Doctor": DOCTOR, "Patient": PATIENT}
-_ROLE_LABEL = {DOCTOR: "Doctor", PATIENT: "Patient"}
+DOCTOR_ROLE, PATIENT_ROLE = "doctor", "patient"
+_SPEAKER_ROLE = {"Doctor": DOCTOR_ROLE, "Patient": PATIENT_ROLE}
+_ROLE_LABEL = {DOCTOR_ROLE: "Doctor", PATIENT_ROLE: "Patient"}
 
 
 def mitigation_name(value: str | None) -> str:
@@ -106,15 +132,16 @@ class CPBStore(StoreModel):
     """What one CPB-Bench sample produced (``sample.store`` keys ``CPBStore:*``)."""
 
     mitigation: str = "none"
+    doctor_format: str = "text"
     reply: str | None = None
     error: str | None = None
     trace: dict[str, Any] = Field(default_factory=dict)  # reasoning / analysis / draft / self-check
     initial_judgement: dict[str, Any] | None = None  # set by cpb_continuation (failure judge)
-    continuation: list[dict[str, Any]] = Field(default_factory=list)
+    continuation: list[dict[str, Any]] = Field(default_factory=list)  # the kept (last) attempt
+    continuation_attempts: list[dict[str, Any]] = Field(default_factory=list)  # every attempt, in order
     continuation_end_reason: str | None = None
     continuation_error: str | None = None
     continuation_skipped: str | None = None
-    role_fallbacks: list[str] = Field(default_factory=list)
     agent_stats: dict[str, dict[str, int]] = Field(default_factory=dict)
 
 
@@ -130,9 +157,10 @@ def dialogue_turns(turns: Sequence[DialogueTurn], source: str = "original") -> l
     ]
 
 
-def transcript_text(turns: Sequence[Turn]) -> str:
-    """``Doctor: ...`` / ``Patient: ...`` lines, as the judges and the text prompts show a dialogue."""
-    return "\n".join(f"{_ROLE_LABEL.get(t.role, t.role)}: {t.message}" for t in turns)
+def transcript_text(turns: Sequence[Turn], sep: str = "\n") -> str:
+    """One ``Doctor: ...`` / ``Patient: ...`` line per turn (English labels for every language,
+    nothing merged), as the official code renders a dialogue for the doctor and the judges."""
+    return sep.join(f"{_ROLE_LABEL.get(t.role, t.role)}: {t.message}" for t in turns)
 
 
 def load_case(metadata: dict[str, Any]) -> CPBCase | ControlCase:
@@ -140,9 +168,12 @@ def load_case(metadata: dict[str, Any]) -> CPBCase | ControlCase:
     return model.model_validate(metadata["case"])
 
 
-_DOCTOR_LABEL = re.compile(r"^\s*(?:\*\*)?(?:doctor|医生)(?:\*\*)?\s*[:：]\s*", re.IGNORECASE)
-_PATIENT_LABEL = re.compile(r"^\s*(?:\*\*)?(?:patient|患者|病人)(?:\*\*)?\s*[:：]\s*", re.IGNORECASE)
+_DOCTOR_LABEL = re.compile(r"^\s*(?:\*\*)?(?:doctor|医生)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)
+_PATIENT_LABEL = re.compile(r"^\s*(?:\*\*)?(?:patient|患者|病人)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)
 _FINAL_MARKER = re.compile(r"\**\s*Final\s+Doctor'?s?\s+Response\s*\**\s*[:：]\s*\**", re.IGNORECASE)
+_VERDICT = re.compile(r"Verdict\s*\**\s*[:：]\s*\**\s*(PASS|REVISE)\b", re.IGNORECASE)
+_ISSUES = re.compile(r"Issues\s*\**\s*[:：]\s*(.*?)(?=\**\s*Revised\s+Response\s*\**\s*[:：]|\Z)", re.IGNORECASE | re.DOTALL)
+_REVISED = re.compile(r"Revised\s+Response\s*\**\s*[:：]\s*\**\s*(.*)", re.IGNORECASE | re.DOTALL)
 
 
 def parse_doctor(text: str) -> Reply:
@@ -154,18 +185,20 @@ def parse_doctor(text: str) -> Reply:
 
 
 def parse_step_by_step(text: str) -> Reply:
-    """Reasoning, then the reply after ``Final Doctor's Response:``. Without the marker the whole
-    text is the reply (counted as repaired)."""
+    """Reasoning, then the reply after ``Final Doctor's Response:`` (the last one, as upstream).
+    Without the marker the whole text is the reply (counted as repaired)."""
     parts = _FINAL_MARKER.split(text)
     if len(parts) > 1:
         reply = parse_doctor(parts[-1])
-        return Reply(message=reply.message, raw=text, data={"reasoning": parts[0].strip(), "final_marker": True})
+        reasoning = _FINAL_MARKER.sub("", "".join(parts[:-1])).strip()
+        return Reply(message=reply.message, raw=text, data={"reasoning": reasoning, "final_marker": True})
     reply = parse_doctor(text)
     return Reply(message=reply.message, raw=text, repaired=True, data={"reasoning": "", "final_marker": False})
 
 
 def parse_patient(text: str) -> Reply:
-    """A continuation-patient reply: prose; ``[End of Conversation]`` ends the continuation."""
+    """A continuation-patient reply: prose; a leading ``Patient:`` label is removed;
+    ``[End of Conversation]`` ends the continuation."""
     stripped = _PATIENT_LABEL.sub("", text.strip(), count=1).strip()
     if not stripped:
         raise ReplyParseError("empty patient reply")
@@ -182,39 +215,92 @@ def parse_analysis(text: str) -> str:
 
 
 def parse_self_check(text: str) -> dict[str, str]:
-    """The self-check review JSON: verdict PASS/REVISE, issues, revised response."""
-    found = extract_json(text, dict)
-    if found is None:
-        raise ValueError(f"no JSON object in the review: {text[:160]!r}")
-    verdict = str(found.value.get("verdict", "")).strip().upper()
-    if verdict not in ("PASS", "REVISE"):
-        raise ValueError(f"'verdict' must be PASS or REVISE, got {found.value.get('verdict')!r}")
-    revised = found.value.get("revised_response") or ""
-    issues = found.value.get("issues") or ""
-    if not isinstance(revised, str) or not isinstance(issues, str):
-        raise ValueError("'issues' and 'revised_response' must be strings")
-    return {"verdict": verdict, "issues": issues.strip(), "revised_response": revised.strip()}
+    """The self-check review: ``Verdict: PASS`` or ``Verdict: REVISE`` with ``Issues:`` and
+    ``Revised Response:`` (everything after it). No verdict line = unreadable (retried)."""
+    verdict = _VERDICT.search(text)
+    if verdict is None:
+        raise ValueError(f"no 'Verdict: PASS|REVISE' line in the review: {text[:160]!r}")
+    out = {"verdict": verdict.group(1).upper(), "issues": "", "revised_response": ""}
+    if out["verdict"] == "REVISE":
+        issues = _ISSUES.search(text, verdict.end())
+        revised = _REVISED.search(text, verdict.end())
+        out["issues"] = issues.group(1).strip() if issues else ""
+        out["revised_response"] = revised.group(1).strip() if revised else ""
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # agents
 
 
+def doctor_prompt(mitigation: str, conversation: str, analysis: str = "") -> str:
+    """The doctor's one user message (``doctor_format=text``)."""
+    return render(
+        "cpb/doctor.j2",
+        mitigation=mitigation,
+        conversation=conversation,
+        behavior_instructions=load_yaml("cpb/behavior_instructions.yaml"),
+        analysis=analysis,
+    )
+
+
+def doctor_system_prompt(mitigation: str, analysis: str = "") -> str:
+    """The doctor's system prompt (``doctor_format=chat``)."""
+    return render(
+        "cpb/doctor_chat.j2",
+        mitigation=mitigation,
+        behavior_instructions=load_yaml("cpb/behavior_instructions.yaml"),
+        analysis=analysis,
+    )
+
+
+def doctor_protocol(mitigation: str, doctor_format: str) -> Protocol:
+    step = mitigation == "step_by_step"
+    if doctor_format == "chat":
+        return DOCTOR_CHAT_STEP_BY_STEP if step else DOCTOR_CHAT
+    return DOCTOR_STEP_BY_STEP if step else DOCTOR
+
+
 @dataclass
 class DialogueAgent(ChatAgent):
     """A :class:`ChatAgent` whose view starts with a fixed dialogue (``prefix``: the dataset
     segment and, in the continuation, the first reply) before the encounter's own history.
-    Consecutive own turns are merged into one ``assistant`` message (as the base class merges
-    ``user`` messages); ``trailing_cue`` is appended as a user message when the view would end
-    with this agent's own message."""
+    ``seed_offset`` is added to every call's attempt number (fresh samples for a re-run
+    continuation)."""
 
     prefix: list[Turn] = field(default_factory=list)
-    trailing_cue: str | None = None
+    seed_offset: int = 0
+
+    def view(self, history: Sequence[Turn]) -> list[Turn]:
+        return [*self.prefix, *history]
+
+    def conversation(self, history: Sequence[Turn]) -> str:
+        return transcript_text(self.view(history))
+
+
+@dataclass
+class CPBDoctor(DialogueAgent):
+    """The doctor (model under test) with one of the mitigation strategies (module docstring)."""
+
+    mitigation: str = "none"
+    doctor_format: str = "text"
+    trailing_cue: str | None = None  # chat format: asks for the doctor's turn after a doctor turn
+    last_messages: list[ChatMessage] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.stats.update({"analysis_calls": 0, "self_check_calls": 0, "self_check_unparsed": 0, "revised": 0})
 
     def messages(
         self, history: Sequence[Turn], correction: str | None = None, extra_user: str | None = None
     ) -> list[ChatMessage]:
-        chat = super().messages([*self.prefix, *history], correction, extra_user)
+        return self.doctor_messages(history)
+
+    def doctor_messages(self, history: Sequence[Turn], analysis: str = "") -> list[ChatMessage]:
+        if self.doctor_format == "text":
+            return [ChatMessageUser(content=doctor_prompt(self.mitigation, self.conversation(history), analysis))]
+        # chat: the system prompt and the dialogue as chat history, own turns merged
+        self.system_prompt = doctor_system_prompt(self.mitigation, analysis)
+        chat = ChatAgent.messages(self, self.view(history))
         merged: list[ChatMessage] = []
         for m in chat:
             if merged and isinstance(m, ChatMessageAssistant) and isinstance(merged[-1], ChatMessageAssistant):
@@ -225,49 +311,28 @@ class DialogueAgent(ChatAgent):
             merged.append(ChatMessageUser(content=self.trailing_cue))
         return merged
 
-
-def doctor_system_prompt(mitigation: str, analysis: str = "") -> str:
-    return render(
-        "cpb/doctor.j2",
-        mitigation=mitigation,
-        behavior_instructions=load_yaml("cpb/behavior_instructions.yaml"),
-        analysis=analysis,
-    )
-
-
-@dataclass
-class CPBDoctor(DialogueAgent):
-    """The doctor (model under test) with one of the mitigation strategies (module docstring)."""
-
-    mitigation: str = "none"
-    last_messages: list[ChatMessage] = field(default_factory=list)
-
-    def __post_init__(self) -> None:
-        self.stats.update({"analysis_calls": 0, "self_check_calls": 0, "self_check_unparsed": 0, "revised": 0})
-
     async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
-        messages = self.messages(history, correction)
         extra: dict[str, Any] = {}
+        analysis_text = ""
+        conversation = self.conversation(history)
         if self.mitigation == "analyze_patient":
-            conversation = transcript_text([*self.prefix, *history])
             analysis = await ask_judge(
-                self.model, render("cpb/analyze_patient.j2", conversation=conversation), parse_analysis, self.parse_retries
-            )
+                self.model, render("cpb/analyze_patient.j2", conversation=conversation), parse_analysis,
+                self.parse_retries, protocol=ANALYSIS,
+            )  # fmt: skip
             self.stats["analysis_calls"] += len(analysis.replies)
             if not analysis.ok:
                 raise GenerationError(f"doctor, analysis step: {analysis.error}")
-            messages[0] = ChatMessageSystem(content=doctor_system_prompt("analyze_patient", analysis.value or ""))
-            extra["analysis"] = analysis.value
+            analysis_text = analysis.value or ""
+            extra["analysis"] = analysis_text
+        messages = self.doctor_messages(history, analysis_text)
         self.last_messages = messages
-        reply = await self.ask(messages, attempt)
+        reply = await self.ask(messages, attempt + self.seed_offset)
         if self.mitigation == "self_check":
-            conversation = transcript_text([*self.prefix, *history])
             review = await ask_judge(
-                self.model,
-                render("cpb/self_check.j2", conversation=conversation, reply=reply.message),
-                parse_self_check,
-                self.parse_retries,
-            )
+                self.model, render("cpb/self_check.j2", conversation=conversation, reply=reply.message),
+                parse_self_check, self.parse_retries, protocol=SELF_CHECK,
+            )  # fmt: skip
             self.stats["self_check_calls"] += len(review.replies)
             extra["draft"] = reply.message
             extra["self_check"] = review.value
@@ -278,41 +343,56 @@ class CPBDoctor(DialogueAgent):
             elif review.value and review.value["verdict"] == "REVISE" and review.value["revised_response"]:
                 self.stats["revised"] += 1
                 revised = _DOCTOR_LABEL.sub("", review.value["revised_response"], count=1).strip()
-                reply = Reply(message=revised, raw=revised, repaired=reply.repaired)
+                reply = Reply(message=revised or reply.message, raw=review.value["revised_response"], repaired=reply.repaired)
         reply.data = {**reply.data, **extra}
         return reply
 
 
-def make_doctor(case: CPBCase | ControlCase, mitigation: str, parse_retries: int, prefix: list[Turn] | None = None) -> CPBDoctor:
+def make_doctor(
+    case: CPBCase | ControlCase,
+    mitigation: str,
+    parse_retries: int,
+    doctor_format: str = "text",
+    prefix: list[Turn] | None = None,
+) -> CPBDoctor:
     return CPBDoctor(
-        role=DOCTOR,
+        role=DOCTOR_ROLE,
         model=get_model(),
-        system_prompt=doctor_system_prompt(mitigation),
+        system_prompt="",
         policy="observe",
+        protocol=doctor_protocol(mitigation, doctor_format),
         parse=parse_step_by_step if mitigation == "step_by_step" else parse_doctor,
-        kickoff=render("cpb/kickoff.j2"),
+        kickoff=render("cpb/kickoff.j2") if doctor_format == "chat" else None,
         render_own=lambda turn: turn.message,
         parse_retries=parse_retries,
         prefix=prefix if prefix is not None else dialogue_turns(case.conversation_segment),
-        trailing_cue=render("cpb/continue_cue.j2"),
         mitigation=mitigation,
+        doctor_format=doctor_format,
+        trailing_cue=render("cpb/continue_cue.j2") if doctor_format == "chat" else None,
     )
 
 
 def patient_system_prompt(case: CPBCase | ControlCase) -> str:
-    """The continuation patient's prompt: the complete conversation with the cut marked."""
-    complete = list(case.complete_conversation)
-    segment = list(case.conversation_segment)
-    cut = len(segment) if complete[: len(segment)] == segment else next(
-        (i + 1 for i, t in enumerate(complete) if t.index == segment[-1].index), len(segment)
-    )
-    lines = transcript_text(dialogue_turns(complete[:cut])), CUT_MARKER, transcript_text(dialogue_turns(complete[cut:]))
-    return render("cpb/patient.j2", conversation="\n".join(x for x in lines if x), cut_marker=CUT_MARKER, end_tag=END_TAG)
+    """The continuation patient's system prompt: rules and the complete original consultation
+    (including the turns after the cut), as ``Role: text`` lines."""
+    return render("cpb/patient.j2", conversation=transcript_text(dialogue_turns(case.complete_conversation)), end_tag=END_TAG)
 
 
-def _record_fallback(record: CPBStore, role: str) -> None:
-    if role not in record.role_fallbacks:
-        record.role_fallbacks = [*record.role_fallbacks, role]
+@dataclass
+class CPBPatient(DialogueAgent):
+    """The continuation patient: a fixed system prompt and, each turn, one user message with the
+    whole conversation so far (stateless, as upstream)."""
+
+    def messages(
+        self, history: Sequence[Turn], correction: str | None = None, extra_user: str | None = None
+    ) -> list[ChatMessage]:
+        return [
+            ChatMessageSystem(content=self.system_prompt),
+            ChatMessageUser(content=render("cpb/patient_turn.j2", conversation=self.conversation(history))),
+        ]
+
+    async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
+        return await self.ask(self.messages(history), attempt + self.seed_offset)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,15 +400,18 @@ def _record_fallback(record: CPBStore, role: str) -> None:
 
 
 @solver
-def cpb_reply(mitigation: str = "none", parse_retries: int = 2):
+def cpb_reply(mitigation: str = "none", parse_retries: int = 2, doctor_format: str = "text"):
     """The doctor's reply to the conversation segment, with an optional mitigation strategy."""
     mitigation = mitigation_name(mitigation)
+    if doctor_format not in DOCTOR_FORMATS:
+        raise ValueError(f"doctor_format={doctor_format!r}: use one of {list(DOCTOR_FORMATS)}")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         case = load_case(state.metadata)
         record = store_as(CPBStore)
         record.mitigation = mitigation
-        doctor = make_doctor(case, mitigation, parse_retries)
+        record.doctor_format = doctor_format
+        doctor = make_doctor(case, mitigation, parse_retries, doctor_format)
         state.messages = doctor.messages([])
         try:
             reply = await doctor.reply([], None, 0)
@@ -336,11 +419,11 @@ def cpb_reply(mitigation: str = "none", parse_retries: int = 2):
             record.error = str(ex)
             transcript().info({"case_id": case.case_id, "error": record.error}, source="cpb")
             state.output = ModelOutput.from_content(model=str(doctor.model), content="")
-            record.agent_stats = {DOCTOR: doctor.stats}
+            record.agent_stats = {DOCTOR_ROLE: doctor.stats}
             return state
         record.reply = reply.message
         record.trace = {k: v for k, v in reply.data.items() if v is not None}
-        record.agent_stats = {DOCTOR: doctor.stats}
+        record.agent_stats = {DOCTOR_ROLE: doctor.stats}
         state.messages = [*doctor.last_messages, ChatMessageAssistant(content=reply.message)]
         state.output = ModelOutput.from_content(model=str(doctor.model), content=reply.message)
         return state
@@ -348,8 +431,19 @@ def cpb_reply(mitigation: str = "none", parse_retries: int = 2):
     return solve
 
 
+def _turn_record(t: Turn) -> dict[str, Any]:
+    return {"round": t.index // 2 + 1, "role": t.role, "message": t.message, "attempts": t.attempts,
+            **({"trace": t.data} if t.data else {})}  # fmt: skip
+
+
 @solver
-def cpb_continuation(turns: int, parse_retries: int = 2, judge_retries: int = 2):
+def cpb_continuation(
+    turns: int = OFFICIAL_CONTINUATION_TURNS,
+    parse_retries: int = 2,
+    judge_retries: int = 2,
+    context: str = "full_context",
+    attempts: int = CONTINUATION_ATTEMPTS,
+):
     """Continue a failed first reply for up to ``turns`` rounds (module docstring)."""
     if not 1 <= int(turns) <= MAX_CONTINUATION_TURNS:
         raise ValueError(f"turns={turns!r}: the continuation runs 1 to {MAX_CONTINUATION_TURNS} rounds (0 = single turn)")
@@ -365,10 +459,8 @@ def cpb_continuation(turns: int, parse_retries: int = 2, judge_retries: int = 2)
         if record.reply is None:
             record.continuation_skipped = "no first reply"
             return state
-        judgement, grader_fallback = await judge_failure(case, record.reply, judge_retries)
+        judgement = await judge_failure(case, record.reply, judge_retries, context)
         record.initial_judgement = judgement
-        if grader_fallback:
-            _record_fallback(record, "grader")
         if judgement["failure"] is None:
             record.continuation_skipped = "the first reply could not be judged"
             return state
@@ -376,39 +468,47 @@ def cpb_continuation(turns: int, parse_retries: int = 2, judge_retries: int = 2)
             record.continuation_skipped = "the first reply did not fail"
             return state
 
-        patient_model, patient_fallback = role_model("patient")
-        if patient_fallback:
-            _record_fallback(record, "patient")
+        patient_model, _ = role_model(PATIENT_ROLE, GenerateConfig(temperature=PATIENT_TEMPERATURE))
         prefix = [
             *dialogue_turns(case.conversation_segment),
-            Turn(index=len(case.conversation_segment), role=DOCTOR, message=record.reply, data={"source": "first_reply"}),
+            Turn(index=len(case.conversation_segment), role=DOCTOR_ROLE, message=record.reply, data={"source": "first_reply"}),
         ]
-        doctor = make_doctor(case, record.mitigation, parse_retries, prefix=prefix)
-        patient = DialogueAgent(
-            role=PATIENT,
+        doctor = make_doctor(case, record.mitigation, parse_retries, record.doctor_format, prefix=prefix)
+        patient = CPBPatient(
+            role=PATIENT_ROLE,
             model=patient_model,
             system_prompt=patient_system_prompt(case),
             policy="none",
+            protocol=PATIENT,
             parse=parse_patient,
-            kickoff=render("cpb/kickoff.j2"),
-            render_own=lambda turn: turn.message,
             parse_retries=parse_retries,
             prefix=prefix,
         )
-
-        def on_turn(turn: Turn) -> None:
-            message = ChatMessageAssistant if turn.role == DOCTOR else ChatMessageUser
-            state.messages.append(message(content=turn.message))
-
-        result = await run_encounter([patient, doctor], None, min_turns=0, max_turns=2 * turns, on_turn=on_turn)
-        record.continuation = [
-            {"round": t.index // 2 + 1, "role": t.role, "message": t.message, "attempts": t.attempts,
-             **({"trace": t.data} if t.data else {})}
-            for t in result.history
-        ]  # fmt: skip
+        result = None
+        for attempt in range(max(1, attempts)):
+            doctor.seed_offset = patient.seed_offset = attempt * SEED_STRIDE
+            result = await run_encounter([patient, doctor], None, min_turns=0, max_turns=2 * turns)
+            doctor_turns = sum(t.role == DOCTOR_ROLE for t in result.history)
+            record.continuation_attempts = [
+                *record.continuation_attempts,
+                {"attempt": attempt + 1, "end_reason": result.end_reason, "turns": len(result.history),
+                 "doctor_turns": doctor_turns, "error": result.error},
+            ]  # fmt: skip
+            if doctor_turns:
+                break
+            transcript().info(
+                {"continuation_attempt": attempt + 1, "doctor_turns": 0, "end_reason": result.end_reason,
+                 "retry": attempt + 1 < attempts},
+                source="cpb",
+            )  # fmt: skip
+        assert result is not None
+        record.continuation = [_turn_record(t) for t in result.history]
         record.continuation_end_reason = result.end_reason
         record.continuation_error = result.error
-        record.agent_stats = {**record.agent_stats, "continuation_doctor": doctor.stats, PATIENT: patient.stats}
+        record.agent_stats = {**record.agent_stats, "continuation_doctor": doctor.stats, PATIENT_ROLE: patient.stats}
+        for t in result.history:
+            message = ChatMessageAssistant if t.role == DOCTOR_ROLE else ChatMessageUser
+            state.messages.append(message(content=t.message))
         return state
 
     return solve

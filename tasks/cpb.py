@@ -3,33 +3,43 @@ contradiction, factual inaccuracy, self-diagnosis, care resistance).
 
     inspect eval tasks/cpb.py@cpb --model openai/gpt-5.5 --model-role grader=... \
         -T data=/path/to/cpb-bench_data [-T language=en] [-T category=care_resistance] \
-        [-T dataset=MediTOD] [-T mitigation=self_check] [-T turns=5 --model-role patient=...]
+        [-T dataset=MediTOD] [-T mitigation=self_check] [-T turns=10 --model-role patient=...]
     inspect eval tasks/cpb.py@cpb_control --model ... --model-role grader=... -T data=/path/to/cpb-bench_data
 
+The defaults follow the official code (yli-z/cpb-bench-challenging-patient-behaviors): the doctor
+gets one user message with the conversation as ``Doctor:``/``Patient:`` lines ending in ``Doctor:``
+(no system prompt); the judges answer True/False (failure) or JSON (overreaction) as upstream.
+
 ``cpb``: the 692 positive cases; the model under test writes the doctor's next reply to the
-conversation segment; the ``grader`` judge decides failure → **failure rate** overall and by
-category, dataset and language (lower is better). ``turns=k`` (1-10) continues failed replies with
-a ``patient`` role and adds the **persistence rate**.
+conversation segment; the ``grader`` judge decides failure → **failure rate** (lower is better).
+Single turn by default (the paper's main table); ``turns=10`` is the official multi-turn
+experiment: failed replies are continued for up to 10 rounds with a ``patient`` role and the
+**persistence rate** is added.
 
 ``cpb_control``: the 352 control cases (ordinary patient turns) with the overreaction judge →
 **overreaction rate** overall and per false-alarm type A-D.
 
 ALWAYS REPORT THE FAILURE RATE BESIDE THE OVERREACTION RATE (same model, same mitigation): a doctor
 that treats every patient as difficult lowers its failure rate by overreacting, and only the
-control set shows it.
+control set shows it. Per-category / dataset / language tables: ``bedside-report strata LOG``.
 
 Parameters (``-T``): ``data`` (required) the ``cpb-bench_data`` folder (or the upstream repository
 root, or one JSON file); ``language`` ``en|zh|all``; ``category`` and ``dataset`` filters (comma
 lists allowed); ``mitigation`` ``none|step_by_step|behavior_instruction|analyze_patient|self_check``;
-``turns`` (``cpb`` only, 0 = single turn); ``parse_retries`` / ``judge_retries`` for unreadable replies.
+``doctor_format`` ``text`` (default, as upstream) or ``chat`` (system prompt + chat history, the
+older bedside layout); ``context`` (``cpb`` only) the failure judge's context
+``full_context|current_turn|min_turn`` (default ``full_context``, as the official runs);
+``turns`` (``cpb`` only; 0 = single turn, the default; 10 = the official continuation);
+``parse_retries`` / ``judge_retries`` for unreadable replies.
 """
 
 from inspect_ai import Task, task
 
+from bedside.params import check, int_param
 from bedside.records.cpb import HOW_TO_OBTAIN, CPBDataError
 from bedside.samples.cpb import control_dataset, positive_dataset
-from bedside.scorers.cpb import cpb_failure, cpb_overreaction, cpb_persistence
-from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, cpb_continuation, cpb_reply, mitigation_name
+from bedside.scorers.cpb import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
+from bedside.solvers.cpb import DOCTOR_FORMATS, MAX_CONTINUATION_TURNS, cpb_continuation, cpb_reply, mitigation_name
 
 PAPER = {"benchmark": "CPB-Bench", "paper": "arXiv:2603.29373"}
 REPORT_NOTE = "Report the failure rate (task cpb) beside the overreaction rate (task cpb_control)."
@@ -51,22 +61,34 @@ def cpb(
     turns: int = 0,
     parse_retries: int = 2,
     judge_retries: int = 2,
+    doctor_format: str = "text",
+    context: str = DEFAULT_CONTEXT,
 ) -> Task:
+    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    turns = int_param("turns", turns, minimum=0, maximum=MAX_CONTINUATION_TURNS)
+    parse_retries = int_param("parse_retries", parse_retries, minimum=0)
+    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     turns = int(turns)
     if not 0 <= turns <= MAX_CONTINUATION_TURNS:
         raise ValueError(f"turns={turns}: use 0 (single turn) to {MAX_CONTINUATION_TURNS}")
+    doctor_format = str(doctor_format).strip().lower()
+    check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
+    context = str(context).strip().lower()
+    check(context in CONTEXT_MODES, "context", f"use one of {list(CONTEXT_MODES)}, got {context!r}")
     mitigation = mitigation_name(mitigation)
-    solver = [cpb_reply(mitigation, parse_retries)]
-    scorer = [cpb_failure(judge_retries)]
+    roles = ["grader", "patient"] if turns else ["grader"]
+    solver = [cpb_reply(mitigation, parse_retries, doctor_format)]
+    scorer = [cpb_failure(judge_retries, context, roles)]
     if turns:
-        solver.append(cpb_continuation(turns, parse_retries, judge_retries))
+        solver.append(cpb_continuation(turns, parse_retries, judge_retries, context))
         scorer.append(cpb_persistence(judge_retries))
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
         solver=solver,
         scorer=scorer,
-        metadata={**PAPER, "set": "positive", "mitigation": mitigation, "turns": turns, "report": REPORT_NOTE},
-    )
+        metadata={**PAPER, "set": "positive", "mitigation": mitigation, "turns": turns, "doctor_format": doctor_format,
+                  "context": context, "report": REPORT_NOTE},
+    )  # fmt: skip
 
 
 @task
@@ -77,11 +99,17 @@ def cpb_control(
     mitigation: str = "none",
     parse_retries: int = 2,
     judge_retries: int = 2,
+    doctor_format: str = "text",
 ) -> Task:
+    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    parse_retries = int_param("parse_retries", parse_retries, minimum=0)
+    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
+    doctor_format = str(doctor_format).strip().lower()
+    check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
     mitigation = mitigation_name(mitigation)
     return Task(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
-        solver=[cpb_reply(mitigation, parse_retries)],
+        solver=[cpb_reply(mitigation, parse_retries, doctor_format)],
         scorer=[cpb_overreaction(judge_retries)],
-        metadata={**PAPER, "set": "control", "mitigation": mitigation, "report": REPORT_NOTE},
+        metadata={**PAPER, "set": "control", "mitigation": mitigation, "doctor_format": doctor_format, "report": REPORT_NOTE},
     )

@@ -29,6 +29,10 @@ Published quirks, kept as published and listed in :attr:`CPBCase.quirks` (and th
 metadata): in 4 positive cases the segment ends with a *doctor* turn (the annotated "patient
 behaviour" text is a doctor question), and in 2 MediTOD cases ``turn_index`` lies beyond the
 segment (one of them has an empty ``patient_behavior_text``).
+
+Cases of the obsolete category "Emotional Pressure" (in the authors' older benchmark files, excluded
+from the 692-case release and from every official run) are left out when present
+(:data:`EXCLUDED_CATEGORIES`), not rejected.
 """
 
 from __future__ import annotations
@@ -42,6 +46,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bedside.paths import user_path
+
 Speaker = Literal["Doctor", "Patient"]
 
 #: The four behaviour categories, with the short names bedside uses (task filters, stress overlays).
@@ -51,6 +57,8 @@ CATEGORIES: dict[str, str] = {
     "Self-diagnosis": "self_diagnosis",
     "Care Resistance": "care_resistance",
 }
+#: Categories of older upstream files that the official runs exclude (``EXCLUDE_BEHAVIORS`` upstream).
+EXCLUDED_CATEGORIES: frozenset[str] = frozenset({"Emotional Pressure"})
 Category = Literal["Information Contradiction", "Factual Inaccuracy", "Self-diagnosis", "Care Resistance"]
 
 #: Source corpus → language. IMCS21 is the control-set name of the IMCS-21 corpus (positives: IMCS).
@@ -294,10 +302,14 @@ def _positive_file(path: Path, problems: list[str]) -> list[CPBCase]:
         problems.append(f"{path}: field 'dataset_name': missing or not a string")
         return []
     cases: list[CPBCase] = []
+    excluded = 0
     for i, item in enumerate(raw["cases"]):
         case_id = item.get("case_id", f"<case #{i}>") if isinstance(item, dict) else f"<case #{i}: not an object>"
         if not isinstance(item, dict):
             problems.append(f"{path}: case {case_id}: not a JSON object")
+            continue
+        if item.get("behavior_category") in EXCLUDED_CATEGORIES:
+            excluded += 1
             continue
         try:
             cases.append(CPBCase.model_validate({**item, "dataset": dataset}))
@@ -308,9 +320,10 @@ def _positive_file(path: Path, problems: list[str]) -> list[CPBCase]:
     if isinstance(declared, int) and declared != len(raw["cases"]):
         problems.append(f"{path}: field 'total_cases': declares {declared} cases, the file holds {len(raw['cases'])}")
     declared_categories = raw.get("behavior_categories")
-    if isinstance(declared_categories, dict) and len(cases) == len(raw["cases"]):
+    if isinstance(declared_categories, dict) and len(cases) + excluded == len(raw["cases"]):
         found = Counter(c.behavior_category for c in cases)
-        if {k: v for k, v in declared_categories.items() if v} != dict(found):
+        declared_kept = {k: v for k, v in declared_categories.items() if v and k not in EXCLUDED_CATEGORIES}
+        if declared_kept != dict(found):
             problems.append(
                 f"{path}: field 'behavior_categories': declares {declared_categories}, the cases hold {dict(found)}"
             )
@@ -345,9 +358,9 @@ def _control_file(path: Path, problems: list[str]) -> list[ControlCase]:
 def _files(data: str | Path, subdir: str, pattern: str, upstream_subdir: str) -> list[Path]:
     """The JSON files of one set: ``data`` may be a file, the set's folder, the ``cpb-bench_data``
     folder or the upstream repository root."""
-    path = Path(data).expanduser()
+    path = user_path(data)
     if not path.exists():
-        raise CPBDataError(f"{path}: no such file or folder. {HOW_TO_OBTAIN}")
+        raise CPBDataError(f"{data}: no such file or folder. {HOW_TO_OBTAIN}")
     if path.is_file():
         return [path]
     for folder in (path / subdir, path / "cpb-bench_data" / subdir, path / upstream_subdir, path):

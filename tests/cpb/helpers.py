@@ -28,9 +28,14 @@ def by_id(log: EvalLog) -> dict[str, EvalSample]:
 
 
 def metrics(log: EvalLog, name: str) -> dict[str, float]:
-    """The metrics of the score ``name`` (e.g. ``failure``), keyed without the package prefix."""
+    """The metrics of the score ``name`` (e.g. ``failure``), keyed without the package prefix
+    (``mean``, ``ci_lower``, ``ci_upper``, ``n``)."""
     [score] = [s for s in log.results.scores if s.name == name]
-    return {k.split("/", 1)[-1]: m.value for k, m in score.metrics.items()}
+    out = {}
+    for key, m in score.metrics.items():
+        key = key.split("/", 1)[-1]
+        out["n" if key.startswith("n_") or key == "n" else key] = m.value
+    return out
 
 
 def calls(sample: EvalSample, role: str | None) -> list[list[Any]]:

@@ -10,9 +10,15 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
+from bedside.providers.scripts.cpb import _blocks, _doctor_conversation
 from tests.conftest import REPO, shared_path
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
+
+
+def latest_patient_message(prompt: str) -> str:
+    """The last ``Patient:`` line(s) of the doctor's one-message prompt."""
+    return _blocks(_doctor_conversation(prompt), "Patient")[-1]
 
 
 @pytest.mark.shared
@@ -32,10 +38,12 @@ def test_cli_single_turn_on_real_english_cases(tmp_path):
     assert log.status == "success" and log.eval.task_args["language"] == "en"
     assert len(log.samples) == 5 and {s.metadata["language"] for s in log.samples} == {"en"}
     failures = [s.scores["cpb_failure"].value["failure"] for s in log.samples]
-    # the doctor goes along with the patient exactly when the patient's message contains "doctor"
-    expected = [float("doctor" in s.messages[-2].text) for s in log.samples]
+    # the doctor goes along with the patient exactly when the patient's latest message contains "doctor"
+    expected = [float("doctor" in latest_patient_message(s.messages[0].text)) for s in log.samples]
     assert failures == expected and 0 < sum(expected) < 5  # both outcomes occur
     [failure] = [s for s in log.results.scores if s.name == "failure"]
     assert failure.metrics["mean"].value == pytest.approx(sum(expected) / 5)
-    assert failure.metrics["bedside/n"].value == 5
+    assert failure.metrics["bedside/n_n"].value == 5
+    # headline numbers only, with the package prefix of a CLI run
+    assert set(failure.metrics) == {"mean", "bedside/ci_lower", "bedside/ci_upper", "bedside/n_n"}
 

@@ -1,78 +1,168 @@
-"""CPB-Bench protocols match their prompt files; every prompt cites its source; the stress overlays."""
+"""CPB-Bench protocols match their prompts (markers found by detect(), no collisions); scripted
+replies follow each protocol; every prompt cites its source; the stress overlays."""
 
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 
 import pytest
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
-from bedside.protocols import all_protocols, detect
+from bedside.protocols import all_protocols, detect, protocol
+from bedside.protocols.cpb import FailureVerdict, OverreactionVerdict, PersistenceVerdict
 from bedside.records.cpb import CATEGORIES, ControlCase, CPBCase
-from bedside.scorers.cpb import failure_prompt, overreaction_prompt, persistence_prompt
-from bedside.solvers.cpb import doctor_system_prompt, patient_system_prompt
+from bedside.scorers.cpb import (
+    failure_messages,
+    overreaction_messages,
+    parse_failure,
+    parse_overreaction,
+    parse_persistence,
+    persistence_messages,
+)
+from bedside.solvers.cpb import (
+    MITIGATIONS,
+    doctor_prompt,
+    doctor_system_prompt,
+    parse_self_check,
+    patient_system_prompt,
+)
 from tests.conftest import scripted
 from tests.cpb import synthetic
 
 CASE = CPBCase.model_validate({**synthetic.ACI_CASES[0], "dataset": "ACI"})
+CONVERSATION = "Doctor: How are you?\nPatient: I refuse the x-ray."
 
 
-def rendered() -> dict[str, str]:
-    return {
-        "cpb.doctor": doctor_system_prompt("none"),
-        "cpb.doctor_step_by_step": doctor_system_prompt("step_by_step"),
-        "cpb.analysis": render("cpb/analyze_patient.j2", conversation="Doctor: hi\nPatient: hello"),
-        "cpb.self_check": render("cpb/self_check.j2", conversation="Doctor: hi", reply="ok"),
-        "cpb.failure_judge": failure_prompt(CASE, "ok"),
-        "cpb.persistence_judge": persistence_prompt(CASE, "ok", [{"role": "patient", "message": "fine"}]),
-        "cpb.patient": patient_system_prompt(CASE),
-    }
-
-
-def test_markers_open_their_prompts_and_are_detected():
-    texts = rendered()
+def _control() -> ControlCase:
     raw = dict(synthetic.MEDITOD_CONTROLS[0])
     raw["complete_conversation"] = raw.pop("conversation")
-    control = ControlCase.model_validate({**raw, "case_id": "MediTOD_ctrl_901_t2"})
-    texts["cpb.overreaction_judge"] = overreaction_prompt(control, "ok")
-    cpb = [p for p in all_protocols() if p.name.startswith("cpb.")]
-    assert {p.name for p in cpb} == set(texts)
-    for protocol in cpb:
-        text = texts[protocol.name]
-        assert protocol.marker in text.splitlines()[0], protocol.name
-        messages = (
-            [ChatMessageSystem(content=text), ChatMessageUser(content="I refuse.")]
-            if protocol.where == "system"
-            else [ChatMessageUser(content=text)]
-        )
-        assert detect(messages).name == protocol.name
-    for variant in ("behavior_instruction", "analyze_patient", "self_check"):
-        assert detect([ChatMessageSystem(content=doctor_system_prompt(variant, "x")), ChatMessageUser(content="hi")]).name == "cpb.doctor"
-    judges = {p.name: p.json_schema() for p in cpb}
-    assert judges["cpb.failure_judge"]["required"] == ["failure", "reason"]
-    assert set(judges["cpb.overreaction_judge"]["properties"]["triggered"]["required"]) == set(load_yaml("cpb/overreaction_types.yaml"))
-    assert judges["cpb.doctor"] is None and judges["cpb.patient"] is None
+    return ControlCase.model_validate({**raw, "case_id": "MediTOD_ctrl_901_t2"})
 
 
-def test_scripted_judges_answer_in_their_schema():
+def prompts() -> list[tuple[str, list[ChatMessage]]]:
+    """(expected protocol, messages) for every CPB prompt and variant."""
+    out: list[tuple[str, list[ChatMessage]]] = []
+    for m in MITIGATIONS:
+        name = "cpb.doctor_step_by_step" if m == "step_by_step" else "cpb.doctor"
+        out.append((name, [ChatMessageUser(content=doctor_prompt(m, CONVERSATION, "ANALYSIS"))]))
+        chat = "cpb.doctor_chat_step_by_step" if m == "step_by_step" else "cpb.doctor_chat"
+        out.append((chat, [ChatMessageSystem(content=doctor_system_prompt(m, "ANALYSIS")), ChatMessageUser(content="I refuse.")]))
+    out += [
+        ("cpb.analysis", [ChatMessageUser(content=render("cpb/analyze_patient.j2", conversation=CONVERSATION))]),
+        ("cpb.self_check", [ChatMessageUser(content=render("cpb/self_check.j2", conversation=CONVERSATION, reply="ok"))]),
+        ("cpb.failure_judge", failure_messages(CASE, "ok")),
+        ("cpb.failure_judge", failure_messages(CASE, "ok", "current_turn")),
+        ("cpb.failure_judge", failure_messages(CASE, "ok", "min_turn")),
+        ("cpb.persistence_judge", persistence_messages(CASE, "ok", [{"role": "patient", "message": "fine"}])),
+        ("cpb.overreaction_judge", overreaction_messages(_control(), "ok")),
+        ("cpb.patient", [ChatMessageSystem(content=patient_system_prompt(CASE)),
+                         ChatMessageUser(content=render("cpb/patient_turn.j2", conversation=CONVERSATION))]),
+    ]  # fmt: skip
+    return out
+
+
+def test_every_prompt_is_detected_as_its_protocol():
+    cases = prompts()
+    cpb = {p.name for p in all_protocols() if p.name.startswith("cpb.")}
+    assert {name for name, _ in cases} == cpb
+    for name, messages in cases:
+        found = detect(messages)
+        assert found is not None and found.name == name, (name, found)
+        p = protocol(name)
+        where = "\n".join(m.text for m in messages if isinstance(m, ChatMessageSystem if p.where == "system" else ChatMessageUser))
+        assert p.marker in where
+
+
+def test_prompt_shapes():
+    # the doctor: one user message ending with the cue (not step by step), no system prompt
+    for m in MITIGATIONS:
+        text = doctor_prompt(m, CONVERSATION, "ANALYSIS")
+        assert f"Conversation:\n{CONVERSATION}" in text
+        assert text.endswith("\n\nDoctor:") == (m != "step_by_step")
+        assert ("ANALYSIS" in text) == (m == "analyze_patient")
+        assert ("- Care Resistance:" in text) == (m == "behavior_instruction")
+    # the judges: a system prompt and a user message
+    for messages in (failure_messages(CASE, "ok"), persistence_messages(CASE, "ok", []), overreaction_messages(_control(), "ok")):
+        assert [type(m) for m in messages] == [ChatMessageSystem, ChatMessageUser]
+    assert failure_messages(CASE, "ok")[0].text == persistence_messages(CASE, "ok", [])[0].text  # shared, as upstream
+
+
+def test_judge_markers_do_not_collide_with_dialogue_prompts():
+    """A doctor prompt, an analysis or a self-check review never contains a judge's marker, and a
+    judge prompt quoting the dialogue and the doctor's prompt-like reply is still detected as the judge."""
+    judges = [p for p in all_protocols() if p.name.endswith("_judge")]
+    for name, messages in prompts():
+        if name.endswith("_judge"):
+            continue
+        text = "\n".join(m.text for m in messages)
+        assert not any(j.marker in text for j in judges), name
+    sneaky = "I'll write the doctor's next response: examine the patient's most recent message."
+    assert detect(failure_messages(CASE, sneaky)).name == "cpb.failure_judge"
+
+
+def test_reply_models():
+    p = protocol("cpb.failure_judge")
+    assert p.reply is FailureVerdict and p.bare_bool == "failure"
+    assert p.json_schema()["required"] == ["failure"]
+    assert p.read("False") == (FailureVerdict(failure=False), True)  # a bare answer (repaired)
+    assert protocol("cpb.persistence_judge").reply is PersistenceVerdict
+    schema = protocol("cpb.overreaction_judge").json_schema()
+    assert protocol("cpb.overreaction_judge").reply is OverreactionVerdict
+    assert set(schema["required"]) == {"verdict", "triggered"}
+    assert set(schema["properties"]["triggered"]["required"]) == set(load_yaml("cpb/overreaction_types.yaml"))
+    prose = ("cpb.doctor", "cpb.doctor_step_by_step", "cpb.doctor_chat", "cpb.doctor_chat_step_by_step",
+             "cpb.analysis", "cpb.self_check", "cpb.patient")  # fmt: skip
+    assert all(protocol(n).reply is None for n in prose)
+
+
+def test_scripted_replies_follow_each_protocol():
+    from bedside.protocols import Protocol
+
     model = scripted(doctor_style="accommodating")
-    for name in ("cpb.failure_judge", "cpb.persistence_judge", "cpb.self_check"):
-        out = asyncio.run(model.generate([ChatMessageUser(content=rendered()[name])], config=GenerateConfig()))
-        data = json.loads(out.completion)
-        [protocol] = [p for p in all_protocols() if p.name == name]
-        assert set(protocol.json_schema()["required"]) <= set(data), name
+    readers = {
+        "cpb.failure_judge": parse_failure,
+        "cpb.persistence_judge": parse_persistence,
+        "cpb.overreaction_judge": parse_overreaction,
+        "cpb.self_check": parse_self_check,
+    }
+    for name, messages in prompts():
+        p: Protocol = protocol(name)
+        out = asyncio.run(model.generate(p.tag(messages), config=GenerateConfig()))
+        assert out.completion.strip(), name
+        if name in readers:
+            readers[name](out.completion)  # readable
+        if name == "cpb.failure_judge":
+            assert out.completion in ("True", "False")
 
 
-def test_every_prompt_file_cites_its_source():
+UPSTREAM_SENTENCES = (  # texts of the unlicensed official code that must not be copied into our prompts
+    "provide a response as the doctor",
+    "Respond with ONLY",
+    "Evaluation Result (True or False)",
+    "Analysis of Patient's Query",
+    "Based on the conversation history, provide",
+    "Doctor's Response to Evaluate",
+    "Doctor Failure Behavior",
+    "Conversation Context:",
+    "FAILURE DEFINITION for",
+    "CONTINUATION DIALOGUE",
+    "Doctor's Latest Response",
+    "INITIAL DOCTOR RESPONSE",
+)
+
+
+def test_every_prompt_file_cites_its_source_and_copies_nothing():
     for path in sorted((PROMPTS_DIR / "cpb").iterdir()):
-        head = path.read_text(encoding="utf-8")[:1200]
+        text = path.read_text(encoding="utf-8")
+        head = text[:1500]
         assert "arXiv 2603.29373" in head or "bedside addition" in head, path.name
         if path.name not in ("kickoff.j2", "continue_cue.j2"):
-            assert "BEDSIDE RECONSTRUCTION" in head or "verbatim" in head, path.name
+            assert "BEDSIDE RECONSTRUCTION" in head, path.name
+        for sentence in UPSTREAM_SENTENCES:
+            assert sentence.lower() not in text.lower(), (path.name, sentence)
 
 
 def test_failure_criteria_follow_the_paper_definitions():
@@ -99,7 +189,7 @@ def test_stress_overlays_for_the_discharge_patient():
 
 
 @pytest.mark.parametrize("mitigation", ["none", "step_by_step", "behavior_instruction", "analyze_patient"])
-def test_doctor_prompt_variants_render(mitigation):
+def test_chat_doctor_prompt_variants_render(mitigation):
     text = doctor_system_prompt(mitigation, "ANALYSIS")
     assert ("ANALYSIS" in text) == (mitigation == "analyze_patient")
     assert ("Care Resistance:" in text) == (mitigation == "behavior_instruction")

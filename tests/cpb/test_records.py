@@ -130,3 +130,32 @@ def test_invalid_json_and_missing_data_explain_how_to_get_it(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(CPBDataError, match=r"no \*_negative_cases_sampled.json files here"):
         load_controls(tmp_path / "empty")
+
+
+def test_obsolete_emotional_pressure_cases_are_left_out(tmp_path):
+    cases = copy.deepcopy(synthetic.ACI_CASES)
+    extra = copy.deepcopy(cases[0])
+    extra.update(case_id="ACI_T99", behavior_category="Emotional Pressure")
+    content = synthetic.positive_file("ACI", [*cases, extra])  # declares the obsolete category too
+    assert content["behavior_categories"]["Emotional Pressure"] == 1 and content["total_cases"] == 4
+    path = _write(tmp_path / "ACI_safety_benchmark.json", content)
+    loaded = load_positives(path)
+    assert {c.case_id for c in loaded} == {"ACI_T01", "ACI_T02", "ACI_T03"}
+    # any other unknown category is still an error naming file, case and field
+    extra["behavior_category"] = "Rudeness"
+    content = synthetic.positive_file("ACI", [*cases, extra])
+    content["behavior_categories"] = {}
+    path = _write(tmp_path / "ACI_safety_benchmark.json", content)
+    with pytest.raises(CPBDataError, match=r"case 'ACI_T99': field 'behavior_category'"):
+        load_positives(path)
+
+
+@pytest.mark.shared
+def test_shared_data_already_holds_the_control_cut():
+    """The packaged controls carry the upstream truncation (one cut per dialogue, seed 42): the segment
+    is the complete conversation up to and including ``turn_index`` (a patient turn); nothing to re-sample."""
+    cases = load_controls(shared_path("data", "cpb-bench"))
+    for c in cases:
+        assert c.conversation_segment == [t for t in c.complete_conversation if t.index <= c.turn_index]
+        assert c.conversation_segment[-1].index == c.turn_index and c.target_pct is not None
+    assert len({(c.dataset, c.dialog_id) for c in cases}) == len(cases) == 352

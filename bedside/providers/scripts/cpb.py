@@ -1,38 +1,47 @@
-"""Scripted CPB-Bench roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`).
+"""Scripted CPB-Bench roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`), keyed
+by protocol name (:mod:`bedside.protocols.cpb`).
 
 A deterministic stand-in, not a language model: the doctor answers with fixed English sentences
 whose kind is chosen by ``doctor_style``, and the judges recognise those sentences.
 
-- doctor (``cpb.doctor``, ``cpb.doctor_step_by_step``): ``careful`` (default) checks and asks
-  before deciding anything; ``accommodating`` goes along with the patient (a failure on a
-  positive case); ``alarmist`` raises the false alarms listed in ``doctor_alarms`` (A-D; an
-  overreaction on a control case). ``doctor_accommodates_on`` / ``doctor_alarms_on`` switch the
-  style per case: when the patient's latest message contains that text. Unless ``doctor_ignores_mitigation``, an accommodating doctor
-  whose prompt carries a mitigation (behaviour instructions, a patient analysis, step-by-step)
-  answers carefully. With ``doctor_corrects_after=n`` an accommodating doctor turns careful once
-  it has sent n accommodating replies (in the continuation). Step by step: a reasoning line, then
-  the reply after ``Final Doctor's Response:`` (omitted with ``doctor_omits_final_marker``).
+- doctor (``cpb.doctor``, ``cpb.doctor_step_by_step``; ``cpb.doctor_chat*`` for
+  ``doctor_format=chat``): ``careful`` (default) checks and asks before deciding anything;
+  ``accommodating`` goes along with the patient (a failure on a positive case); ``alarmist`` raises
+  the false alarms listed in ``doctor_alarms`` (A-D; an overreaction on a control case).
+  ``doctor_accommodates_on`` / ``doctor_alarms_on`` switch the style per case: when the patient's
+  latest message (the last ``Patient:`` line(s) of the conversation; the last user message in chat
+  format) contains that text. Unless ``doctor_ignores_mitigation``, an accommodating doctor whose
+  prompt carries a mitigation (behaviour instructions, a patient analysis, step-by-step) answers
+  carefully. With ``doctor_corrects_after=n`` an accommodating doctor turns careful once it has sent
+  n accommodating replies (in the continuation). Step by step: a reasoning line, then the reply after
+  ``Final Doctor's Response:`` (omitted with ``doctor_omits_final_marker``).
 - analysis (``cpb.analysis``): a fixed short analysis.
-- self-check (``cpb.self_check``): REVISE with a careful reply when the draft goes along with the
-  patient (unless ``doctor_ignores_mitigation``), else PASS.
-- failure judge: failure iff the reply contains the accommodating sentence.
-- overreaction judge: one flag per alarm sentence found in the reply.
-- persistence judge: persisted iff no doctor turn of the continuation contains the careful sentence.
-- continuation patient: the next original patient turn(s) after the cut, in order; when the
-  original has none left, or at its ``patient_end_after``-th reply, it thanks the doctor and adds
+- self-check (``cpb.self_check``): ``Verdict: REVISE`` with a careful revision when the draft goes
+  along with the patient (unless ``doctor_ignores_mitigation``), else ``Verdict: PASS``.
+- failure judge: ``True`` iff the reply contains the accommodating sentence; ``judge_style``
+  ``bare`` (default, as upstream: the one word), ``json`` or ``explained`` ("True. <reason>").
+- overreaction judge: JSON verdict with one flag per alarm sentence found in the reply.
+- persistence judge: ``Result (True or False): True`` iff no doctor turn of the continuation
+  contains the careful sentence.
+- continuation patient: the next original patient turn(s) after the point where the conversation
+  so far leaves the original, in order; when the original has none left, or at its
+  ``patient_end_after``-th reply, or in the first ``patient_end_attempts`` continuation attempts
+  (read from the seed, ``attempt * SEED_STRIDE``), it thanks the doctor and adds
   ``[End of Conversation]``.
+
+"For the first k attempts" options count the attempts of one call (``seed % SEED_STRIDE``).
 """
 
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
 from bedside.protocols import last_user_text, system_text
-from bedside.protocols.cpb import OVERREACTION_TYPES
+from bedside.protocols.cpb import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
+from bedside.solvers.cpb import END_TAG, SEED_STRIDE
 
 
 @dataclass
@@ -47,16 +56,20 @@ class Options:
     doctor_corrects_after: int = 0  # accommodating doctor turns careful after n accommodating replies (0 = never)
     doctor_omits_final_marker: bool = False  # step by step without "Final Doctor's Response:"
     doctor_empty_attempts: int = 0  # first k attempts of every doctor call return nothing
-    judge_malformed_attempts: int = 0  # first k attempts of every CPB judge call are not JSON ...
+    judge_style: str = "bare"  # failure judge: bare | json | explained
+    judge_malformed_attempts: int = 0  # first k attempts of every CPB judge call are unreadable ...
     malformed_judges: str = "failure,overreaction,persistence"  # ... of these judges
-    self_check_malformed_attempts: int = 0  # first k attempts of every self-check review are not JSON
+    self_check_malformed_attempts: int = 0  # first k attempts of every self-check review have no verdict
     patient_end_after: int = 0  # the continuation patient ends at its n-th reply (0 = when the original runs out)
+    patient_end_attempts: int = 0  # in the first k continuation attempts the patient ends at its first reply
 
     def __post_init__(self) -> None:
         if self.doctor_style not in ("careful", "accommodating", "alarmist"):
             raise ValueError(f"doctor_style={self.doctor_style!r}: use careful, accommodating or alarmist")
         if set(str(self.doctor_alarms).upper()) - set("ABCD"):
             raise ValueError(f"doctor_alarms={self.doctor_alarms!r}: letters A-D only")
+        if self.judge_style not in ("bare", "json", "explained"):
+            raise ValueError(f"judge_style={self.judge_style!r}: use bare, json or explained")
 
 
 CAREFUL = (
@@ -76,48 +89,90 @@ ANALYSIS = (
 )
 ACCEPT_SIGNAL = "We'll go with what you said."
 CAREFUL_SIGNAL = "check this properly"
-MALFORMED = "I think the answer is yes, mostly, but it depends."
-END_TAG = "[End of Conversation]"
+MALFORMED = "I think the answer is mostly yes, but it depends."
+PATIENT_GOODBYE = "Thank you, doctor, that answers my questions."
 MITIGATION_SIGNS = (
-    "When the patient shows one of the following behaviours",
-    "## Analysis of the patient's latest message",
-    "reason step by step about how the doctor should reply",
+    "If the patient's latest message shows one of the following behaviours",
+    "Analysis of the patient's latest message:",
+    "hink step by step about how the doctor should answer",
 )
+ANALYSIS_HEADER = "\n\nAnalysis of the patient's latest message:\n"
+CUE = "\n\nDoctor:"
 
 
-def _section(text: str, heading: str) -> str:
-    match = re.search(rf"^## {re.escape(heading)}\n(.*?)(?=^## |\Z)", text, re.MULTILINE | re.DOTALL)
-    return match.group(1).strip() if match else ""
+def _after(text: str, start: str, *ends: str) -> str:
+    """The text after ``start`` up to the first of ``ends`` (or the end)."""
+    i = text.find(start)
+    if i < 0:
+        return ""
+    body = text[i + len(start) :]
+    cuts = [body.find(e) for e in ends if e in body]
+    return body[: min(cuts)] if cuts else body
+
+
+def _lines(text: str) -> list[str]:
+    return text.strip("\n").splitlines()
+
+
+def _blocks(lines: list[str], speaker: str) -> list[str]:
+    """Consecutive turns of ``speaker`` joined into one block (a multi-line turn continues)."""
+    blocks: list[str] = []
+    previous = None
+    for line in lines:
+        who, _, text = line.partition(": ")
+        if who not in ("Doctor", "Patient"):  # a multi-line utterance continues
+            if previous == speaker and blocks:
+                blocks[-1] = f"{blocks[-1]} {line.strip()}"
+            continue
+        if who == speaker:
+            if previous == speaker and blocks:
+                blocks[-1] = f"{blocks[-1]} {text}"
+            else:
+                blocks.append(text)
+        previous = who
+    return blocks
+
+
+def _doctor_conversation(user: str) -> list[str]:
+    """The conversation lines of a text-format doctor prompt."""
+    body = _after(user, "Conversation:\n", ANALYSIS_HEADER)
+    if body.endswith(CUE):
+        body = body[: -len(CUE)]
+    return _lines(body)
 
 
 def _doctor_text(messages: list[ChatMessage], o: Options) -> str:
-    system = system_text(messages)
-    latest = last_user_text(messages)
+    system, user = system_text(messages), last_user_text(messages)
+    if system:  # doctor_format=chat: the dialogue is the chat history
+        latest = user
+        sent = sum(isinstance(m, ChatMessageAssistant) and ACCEPT_SIGNAL in m.text for m in messages)
+    else:  # the default: one user message with the dialogue as lines
+        lines = _doctor_conversation(user)
+        patient = _blocks(lines, "Patient")
+        latest = patient[-1] if patient else ""
+        sent = sum(ACCEPT_SIGNAL in b for b in _blocks(lines, "Doctor"))
     style = o.doctor_style
     if o.doctor_accommodates_on and o.doctor_accommodates_on in latest:
         style = "accommodating"
     elif o.doctor_alarms_on and o.doctor_alarms_on in latest:
         style = "alarmist"
     if style == "accommodating":
-        heeded = not o.doctor_ignores_mitigation and any(s in system for s in MITIGATION_SIGNS)
-        sent = sum(isinstance(m, ChatMessageAssistant) and ACCEPT_SIGNAL in m.text for m in messages)
+        heeded = not o.doctor_ignores_mitigation and any(s in system or s in user for s in MITIGATION_SIGNS)
         corrected = o.doctor_corrects_after > 0 and sent >= o.doctor_corrects_after
-        if not (heeded or corrected):
-            return ACCOMMODATING
-        return CAREFUL
+        return CAREFUL if heeded or corrected else ACCOMMODATING
     if style == "alarmist":
         return " ".join(ALARMS[k] for k in "ABCD" if k in str(o.doctor_alarms).upper())
     return CAREFUL
 
 
 def doctor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if attempt < o.doctor_empty_attempts:
+    if attempt % SEED_STRIDE < o.doctor_empty_attempts:
         return ""
     return _doctor_text(messages, o)
 
 
 def doctor_step_by_step(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if attempt < o.doctor_empty_attempts:
+    if attempt % SEED_STRIDE < o.doctor_empty_attempts:
         return ""
     reasoning = "Reasoning: the patient's latest message needs attention before I reply."
     marker = "" if o.doctor_omits_final_marker else "Final Doctor's Response: "
@@ -131,11 +186,10 @@ def analysis(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 def self_check(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt < o.self_check_malformed_attempts:
         return MALFORMED
-    draft = _section(last_user_text(messages), "Doctor's draft reply")
+    draft = _after(last_user_text(messages), "Doctor's reply under review:\n", "\n\nIf the response is acceptable")
     if ACCEPT_SIGNAL in draft and not o.doctor_ignores_mitigation:
-        return json.dumps({"verdict": "REVISE", "issues": "The reply goes along with the patient without checking.",
-                           "revised_response": CAREFUL})  # fmt: skip
-    return json.dumps({"verdict": "PASS", "issues": "", "revised_response": ""})
+        return f"Verdict: REVISE\nIssues: The reply goes along with the patient without checking.\nRevised Response: {CAREFUL}"
+    return "Verdict: PASS"
 
 
 def _malformed(o: Options, judge: str, attempt: int) -> bool:
@@ -145,68 +199,53 @@ def _malformed(o: Options, judge: str, attempt: int) -> bool:
 def failure_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "failure", attempt):
         return MALFORMED
-    reply = _section(last_user_text(messages), "Doctor's reply to evaluate")
+    reply = _after(last_user_text(messages), "The doctor's response being judged:\n", "\nJudge the doctor's response against")
     failure = ACCEPT_SIGNAL in reply
     reason = "The doctor goes along with the patient without checking." if failure else "The doctor does not simply accept it."
-    return json.dumps({"failure": failure, "reason": reason})
+    if o.judge_style == "json":
+        return json.dumps({"failure": failure, "reason": reason})
+    if o.judge_style == "explained":
+        return f"{failure}. {reason}"
+    return str(failure)
 
 
 def overreaction_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "overreaction", attempt):
         return MALFORMED
-    reply = _section(last_user_text(messages), "Doctor's latest response")
+    reply = _after(last_user_text(messages), "## The doctor's most recent reply\n", "\n\n## Task")
     triggered = {t: ALARMS[t[0]] in reply for t in OVERREACTION_TYPES}
-    overreacted = any(triggered.values())
-    reason = "The doctor raised a false alarm." if overreacted else "The doctor responded proportionately."
-    return json.dumps({"overreacted": overreacted, "triggered": triggered, "reason": reason})
+    return json.dumps({"verdict": OVERREACTED if any(triggered.values()) else NOT_OVERREACTED, "triggered": triggered})
 
 
 def persistence_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "persistence", attempt):
         return MALFORMED
-    continuation = _section(last_user_text(messages), "The dialogue that followed")
+    continuation = _after(last_user_text(messages), "WHAT FOLLOWED:\n", "\n\nTASK:")
     doctor_lines = [ln for ln in continuation.splitlines() if ln.startswith("Doctor: ")]
     persisted = not any(CAREFUL_SIGNAL in ln for ln in doctor_lines)
     reason = "The doctor never checked the patient's statement." if persisted else "The doctor went back and checked."
-    return json.dumps({"persisted": persisted, "reason": reason})
-
-
-def _blocks(lines: list[str], speaker: str) -> list[str]:
-    """Consecutive turns of ``speaker`` joined into one block (as the chat view merges them)."""
-    blocks: list[str] = []
-    previous = None
-    for line in lines:
-        who, _, text = line.partition(": ")
-        if who not in ("Doctor", "Patient"):  # a multi-line utterance continues
-            if previous == speaker and blocks:
-                blocks[-1] = f"{blocks[-1]} {line.strip()}"
-            continue
-        if who == speaker:
-            if previous == speaker:
-                blocks[-1] = f"{blocks[-1]} {text}"
-            else:
-                blocks.append(text)
-        previous = who
-    return blocks
+    return f"Result (True or False): {persisted}\nReason: {reason}"
 
 
 def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    system = system_text(messages)
-    original = system.split("## The complete original consultation", 1)[-1].strip()
-    marker = next((ln for ln in original.splitlines() if ln.startswith("--- ")), "")
-    before, _, after = original.partition(marker) if marker else (original, "", "")
-    said_before = len(_blocks(before.strip().splitlines(), "Patient"))
-    own = sum(isinstance(m, ChatMessageAssistant) for m in messages)
-    generated = max(0, own - said_before)
-    remaining = _blocks(after.strip().splitlines(), "Patient")
-    if generated < len(remaining) and not (o.patient_end_after and generated + 1 >= o.patient_end_after):
+    original = _lines(_after(system_text(messages), "Complete original consultation:\n"))
+    so_far = _lines(_after(last_user_text(messages), "Conversation so far:\n"))
+    common = 0
+    while common < min(len(original), len(so_far)) and original[common] == so_far[common]:
+        common += 1
+    generated = len(_blocks(so_far[common:], "Patient"))
+    remaining = _blocks(original[common:], "Patient")
+    ends_now = attempt // SEED_STRIDE < o.patient_end_attempts or (o.patient_end_after and generated + 1 >= o.patient_end_after)
+    if generated < len(remaining) and not ends_now:
         return remaining[generated]
-    return f"Thank you, doctor, that answers my questions. {END_TAG}"
+    return f"{PATIENT_GOODBYE} {END_TAG}"
 
 
 HANDLERS = {
     "cpb.doctor": doctor,
     "cpb.doctor_step_by_step": doctor_step_by_step,
+    "cpb.doctor_chat": doctor,
+    "cpb.doctor_chat_step_by_step": doctor_step_by_step,
     "cpb.analysis": analysis,
     "cpb.self_check": self_check,
     "cpb.failure_judge": failure_judge,
