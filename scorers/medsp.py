@@ -1,34 +1,43 @@
-"""MedSP1000 evaluator and metrics (paper arXiv 2606.05112, Sections 2.1.3, 4 and 5.4).
+"""MedSP1000 evaluator and metrics (paper arXiv 2606.05112, Sections 2.1.3, 4 and 5.4), following the official
+frozen-rubric evaluator (MAGIC-AI4Med/MedSP1000, MIT licence: ``controller.py`` ``_build_evaluator_prompt``,
+``prompts.py`` ``build_evaluator_system_prompt_frozen_rubric``, ``src/analysis/compute_bench_5model.py``).
 
-The evaluator (role ``grader``, temperature 0, via :func:`bedside.scorers.judge.grader`) reads the
-scenario's evaluator packet, the frozen rubric and the full trajectory (every role's turns), and
-marks every rubric item ``met`` true/false with a short justification (``prompts/medsp/
-evaluator_*.j2``). A reply that is not readable JSON, or that does not judge every item exactly
-once, is retried with a fresh sample (:func:`bedside.scorers.judge.ask_judge`); if it stays
-unreadable the case is *unscored*: ``completion`` is NaN (Inspect counts it as unscored and leaves
-it out of every metric, never as 0), ``judge_unscored`` is 1 and ``items_unscored`` holds the
-number of items left unjudged.
+The evaluator (role ``grader``, temperature 0 via :func:`bedside.scorers.judge.grader`) sees the frozen rubric
+(system prompt) and, in the user message, the full transcript, the action log (each action with the
+environment's status and rationale) and the state summary of the encounter (:class:`bedside.solvers.medsp.SimState`).
+It never sees the evaluator packet. It marks each item true only on explicit evidence (its prompt), with one line
+of evidence per item (bedside prompts; the official format has none). By default the whole rubric is judged in
+one call, as in the official code; ``batch_size`` (``-T judge_batch_size``) splits long rubrics into several
+calls over the same trajectory.
 
-Metrics (each with n and a 95 % CI):
+Items the evaluator leaves out (or whose keys do not match the rubric): the official code drops them from the
+case's denominator. bedside does not: such a reply is *unreadable*, is retried with a fresh sample
+(``retries``), and if it stays unreadable the case is **unscored** (all rates NaN: left out of every metric,
+counted by Inspect as unscored, in ``judge_unscored`` and in ``items_unscored``), never scored on part of its
+rubric. A case whose encounter ended with ``error`` (a model failure; the official code crashes and has no
+result) is not evaluated: unscored, counted in ``erroneous``.
 
-- ``completion`` — the paper's primary metric: the case-level rubric completion rate, i.e. the
-  fraction of a case's items completed, averaged over cases (mean, t-interval, n cases), and per
-  specialty (``by`` ``specialty=<name>``: the mean of per-case rates, as the paper's Section 2.1.3
-  defines specialty-level rates);
-- ``rubric`` (on the same key) — ``micro``: all items pooled (Σ met / Σ items); ``PC`` … ``PROF``:
-  items pooled within each competency (paper 2.1.3: "competency-level rates aggregate rubric items
-  within each competency"); ``macro``: the mean of the competency rates (competencies without any
-  item are left out; ``macro k`` says how many were averaged). Their CIs treat the case as the
-  sampling unit: the pooled rates are ratio estimators, whose standard error is the delta-method
-  (linearisation) one, ``se² = Σ_i z_i² / (n (n − 1))`` with ``z_i = (m_i − R·s_i) / s̄`` (for the
-  macro, the average of the competencies' ``z``), and the interval is ``R ± t_{0.975, n−1} · se``.
-  With equal item counts per case the micro interval equals the t-interval of the per-case rates.
-  ``<rate> n`` is the number of cases, ``<rate> items`` the number of items. ``macro
-  specialty=<name>`` is the macro rate within one specialty (the paper's Figure 5).
+Score keys (Inspect shows for each its mean, one 95 % interval within [0, 1] and n; unscored cases are left out
+and n is 0 when every case is unscored):
 
-Other keys, each with mean, CI and n: ``judge_unscored`` (plus its ``total``), ``items_unscored``,
-``examinee_turns``, ``unsupported_actions``, ``erroneous`` (end reason ``error``) and
-``role_fallbacks`` (patient, environment or grader falling back to the model under test).
+- ``micro`` — all rubric items pooled (Σ met / Σ items over cases; the official ``micro``). The per-case value
+  is the case's completion ratio; the metric weights it by the case's item count (so epoch-averaged values
+  pool correctly). Interval: delta method of the ratio estimator with the case as unit, t quantile, clipped.
+- ``macro_scenario`` — the mean of the per-case completion ratios (the official ``macro``; the paper's
+  case-level completion rate). Interval: t, clipped (Wilson when every case rate is 0 or 1).
+- ``macro_competency`` — the mean of the six competencies' pooled rates (competencies without any item left
+  out; bedside's, not an official number). The per-case value is the mean of the case's own competency rates.
+  Interval: delta method, clipped. Computed from the cases' counts; with ``--epochs`` > 1 it is NaN unless
+  every epoch of a case gave the same verdicts (the counts of one epoch cannot stand for the others).
+- ``judge_unscored``, ``items_unscored`` (with their ``total``), ``erroneous``, ``scenario_complete`` (the
+  encounter ended because no state was left), ``examinee_turns``, ``unsupported_actions`` and
+  ``role_fallbacks`` (patient, environment or grader falling back to the model under test; names in the
+  metadata).
+
+Per-competency and per-specialty rates are not Inspect metrics: the score metadata holds each case's
+``counts`` (competency -> [met, judged]) and ``specialty`` (also in the sample metadata), from which
+``bedside-report strata`` computes them (per-specialty rates only for specialties with at least 5 cases;
+:func:`rubric_rates_from_counts` pools any group of cases).
 """
 
 from __future__ import annotations
@@ -43,80 +52,87 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import collect, store_as
 from scipy.stats import t as student_t
 
-from bedside.jsonreply import extract_json, json_bool
-from bedside.prompts import render
 from bedside.records.medsp import COMPETENCIES, RubricItem, Scenario
+from bedside.roles import fallback_roles
 from bedside.scorers.judge import UNSCORED, JudgeResult, ask_judge, grader
-from bedside.scorers.metrics import headline, strata, total
+from bedside.scorers.metrics import headline, total
 from bedside.scorers.rescore import rescorable
-from bedside.solvers.encounter import ERROR, Turn
-from bedside.solvers.medsp import MedSPStore, trajectory_text
+from bedside.solvers.encounter import ERROR
+from bedside.solvers.medsp import SCENARIO_COMPLETE, Evaluation, MedSPStore, PromptSet, SimState, load_prompt_set
 
-Counts = dict[str, list[int]]  # competency -> [met, scored]
+Counts = dict[str, list[int]]  # competency -> [met, judged]
+ROLES = ("patient", "environment", "grader")
 
 
 # ---------------------------------------------------------------------------------------------
-# the evaluator's reply
+# the evaluator
 
 
-def parse_judgement(text: str, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
-    """``{"items": [{"id", "met", "justification"}]}`` → id → {met, justification}. Raises
-    ``ValueError`` (→ retried) unless every rubric id is judged exactly once and nothing else."""
-    found = extract_json(text, dict)
-    if found is None:
-        raise ValueError("no JSON object in the reply")
-    entries = found.value.get("items")
-    if not isinstance(entries, list):
-        raise ValueError("'items' must be a list")
-    wanted = set(ids)
-    out: dict[str, dict[str, Any]] = {}
-    for entry in entries:
-        if not isinstance(entry, dict) or not isinstance(entry.get("id"), str):
-            raise ValueError(f"an item entry without a string 'id': {entry!r}"[:200])
-        item_id = entry["id"].strip()
-        if item_id not in wanted:
-            raise ValueError(f"unknown item id {item_id!r}")
-        if item_id in out:
-            raise ValueError(f"item {item_id} judged twice")
-        justification = entry.get("justification", "")
-        if not isinstance(justification, str):
-            raise ValueError(f"item {item_id}: 'justification' must be a string")
-        out[item_id] = {"met": json_bool(entry.get("met"), "met"), "justification": justification.strip()}
-    missing = [i for i in ids if i not in out]
-    if missing:
-        raise ValueError(f"{len(missing)} item(s) not judged: {missing[:10]}")
-    return out
-
-
-def evaluator_messages(scenario: Scenario, items: Sequence[RubricItem], history: Sequence[Turn]) -> list:
+def evaluator_messages(prompts: PromptSet, scenario: Scenario, items: Sequence[RubricItem], state: SimState) -> list:
+    """Frozen rubric (system) and transcript, action log and state summary (user); no evaluator packet."""
     return [
-        ChatMessageSystem(content=render("medsp/evaluator_system.j2")),
-        ChatMessageUser(
-            content=render(
-                "medsp/evaluator_user.j2",
-                packet=scenario.packet("evaluator").text(),
-                items=[i.model_dump() for i in items],
-                n_items=len(items),
-                trajectory=trajectory_text(history) or "(the encounter produced no turn)",
-            )
-        ),
+        ChatMessageSystem(content=prompts.evaluator_system(items)),
+        ChatMessageUser(content=prompts.evaluator_user(scenario.case_id, scenario.case_id, state)),
     ]
 
 
-def tally(items: Sequence[RubricItem], judged: dict[str, dict[str, Any]] | None) -> Counts:
+def batches(items: Sequence[RubricItem], batch_size: int) -> list[list[RubricItem]]:
+    """The whole rubric in one batch (``batch_size`` 0), else batches of ``batch_size`` items."""
+    if batch_size <= 0 or batch_size >= len(items):
+        return [list(items)]
+    return [list(items[i : i + batch_size]) for i in range(0, len(items), batch_size)]
+
+
+async def judge_rubric(
+    model: Model, prompts: PromptSet, scenario: Scenario, items: Sequence[RubricItem], state: SimState, retries: int, batch_size: int
+) -> JudgeResult[Evaluation]:
+    """Every item judged (one call per batch, each retried on its own). All or nothing: if any batch stays
+    unreadable the result has no value (the case is unscored)."""
+
+    async def one(batch: list[RubricItem]) -> JudgeResult[Evaluation]:
+        return await ask_judge(
+            model,
+            evaluator_messages(prompts, scenario, batch, state),
+            lambda text: prompts.read_evaluation(text, batch),
+            retries=retries,
+            protocol=prompts.evaluator_protocol(batch),
+        )
+
+    results = await collect(*(one(b) for b in batches(items, batch_size)))
+    merged = JudgeResult[Evaluation](value=Evaluation(verdicts={}), replies=[r for res in results for r in res.replies])
+    for res in results:
+        if not res.ok:
+            merged.value, merged.error = None, res.error
+            break
+        assert merged.value is not None and res.value is not None
+        merged.value.verdicts.update(res.value.verdicts)
+        merged.value.reasoning += res.value.reasoning
+        merged.value.notes += res.value.notes
+    return merged
+
+
+def tally(items: Sequence[RubricItem], verdicts: dict[str, dict[str, Any]] | None) -> Counts:
     counts: Counts = {c: [0, 0] for c in COMPETENCIES}
-    if judged is None:
+    if verdicts is None:
         return counts
     for item in items:
-        counts[item.competency][0] += int(judged[item.id]["met"])
+        counts[item.competency][0] += int(bool(verdicts[item.id]["met"]))
         counts[item.competency][1] += 1
     return counts
 
 
+def case_rates(counts: Counts) -> tuple[float, float]:
+    """(completion ratio, mean of the case's competency rates) of one case; NaN without items."""
+    met = sum(v[0] for v in counts.values())
+    judged = sum(v[1] for v in counts.values())
+    if not judged:
+        return UNSCORED, UNSCORED
+    per = [v[0] / v[1] for v in counts.values() if v[1]]
+    return met / judged, sum(per) / len(per)
+
+
 # ---------------------------------------------------------------------------------------------
 # metrics
-
-
 
 
 def _t(n: int) -> float:
@@ -124,31 +140,54 @@ def _t(n: int) -> float:
 
 
 def ratio_ci(residuals: Sequence[float], estimate: float) -> tuple[float, float]:
-    """``estimate ± t · se`` with ``se² = Σ z² / (n (n − 1))`` (delta method, case = unit)."""
+    """``estimate ± t · se`` with ``se² = Σ z² / (n (n − 1))`` (delta method, case = unit), clipped to
+    [0, 1]; NaN bounds below two cases."""
     n = len(residuals)
     if n < 2:
-        return estimate, estimate
+        return math.nan, math.nan
     se = math.sqrt(sum(z * z for z in residuals) / (n * (n - 1)))
     half = _t(n) * se
-    return estimate - half, estimate + half
+    return max(0.0, estimate - half), min(1.0, estimate + half)
+
+
+def micro_rate(rates: Sequence[float], sizes: Sequence[float]) -> dict[str, float]:
+    """Pooled item rate from case rates and item counts: Σ s r / Σ s, delta-method interval."""
+    pairs = [(r, s) for r, s in zip(rates, sizes) if s > 0 and r == r]
+    n = len(pairs)
+    if n == 0:
+        return {"mean": math.nan, "lower": math.nan, "upper": math.nan, "n": 0}
+    total_items = sum(s for _, s in pairs)
+    rate = sum(r * s for r, s in pairs) / total_items
+    s_bar = total_items / n
+    lo, hi = ratio_ci([s * (r - rate) / s_bar for r, s in pairs], rate)
+    return {"mean": rate, "lower": lo, "upper": hi, "n": n}
 
 
 def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
-    """Micro, per-competency and macro rates with CIs, from per-case [met, scored] counts."""
+    """Pooled rates of a group of cases from their counts: ``micro``, each competency (``PC`` ... with
+    ``<c> n`` cases holding it and ``<c> items``), ``macro_competency`` (with ``macro_competency k``
+    competencies averaged) and ``macro_scenario`` (mean of case ratios), each with ``lower``/``upper``
+    (95 %, clipped) — for reports over any stratum (e.g. a specialty)."""
     out: dict[str, float] = {}
     cases = [c for c in cases if sum(v[1] for v in c.values()) > 0]
     n = len(cases)
     if n == 0:
         return out
-    # micro
     m = [sum(v[0] for v in c.values()) for c in cases]
     s = [sum(v[1] for v in c.values()) for c in cases]
-    micro = sum(m) / sum(s)
-    s_bar = sum(s) / n
-    lo, hi = ratio_ci([(mi - micro * si) / s_bar for mi, si in zip(m, s)], micro)
-    out.update({"micro": micro, "micro lower": lo, "micro upper": hi, "micro n": float(n), "micro items": float(sum(s))})
-    # competencies
-    present: dict[str, tuple[float, float, list[float]]] = {}  # comp -> (rate, s_bar over all n, residual per case)
+    micro = micro_rate([mi / si for mi, si in zip(m, s)], s)
+    out.update({"micro": micro["mean"], "micro lower": micro["lower"], "micro upper": micro["upper"],
+                "micro n": float(n), "micro items": float(sum(s))})  # fmt: skip
+    ratios = [mi / si for mi, si in zip(m, s)]
+    mean_ratio = sum(ratios) / n
+    if n >= 2:
+        sd = math.sqrt(sum((r - mean_ratio) ** 2 for r in ratios) / (n - 1))
+        half = _t(n) * sd / math.sqrt(n)
+        lo, hi = max(0.0, mean_ratio - half), min(1.0, mean_ratio + half)
+    else:
+        lo = hi = math.nan
+    out.update({"macro_scenario": mean_ratio, "macro_scenario lower": lo, "macro_scenario upper": hi, "macro_scenario n": float(n)})
+    present: dict[str, tuple[float, float, list[float]]] = {}
     for comp in COMPETENCIES:
         mc = [c[comp][0] for c in cases]
         sc = [c[comp][1] for c in cases]
@@ -160,58 +199,36 @@ def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
         lo, hi = ratio_ci([(mc[i] - rate * sc[i]) / sc_bar for i in holders], rate)
         out.update({comp: rate, f"{comp} lower": lo, f"{comp} upper": hi, f"{comp} n": float(len(holders)), f"{comp} items": float(sum(sc))})
         present[comp] = (rate, sum(sc) / n, [(mc[i] - rate * sc[i]) for i in range(n)])
-    # macro: mean of the competency rates; linearised per case over all n cases
     k = len(present)
     macro = sum(rate for rate, _, _ in present.values()) / k
     z = [sum(res[i] / sbar for _, sbar, res in present.values()) / k for i in range(n)]
     lo, hi = ratio_ci(z, macro)
-    out.update({"macro": macro, "macro lower": lo, "macro upper": hi, "macro n": float(n), "macro k": float(k)})
+    out.update({"macro_competency": macro, "macro_competency lower": lo, "macro_competency upper": hi,
+                "macro_competency n": float(n), "macro_competency k": float(k)})  # fmt: skip
     return out
 
 
-@metric(name="rubric")
-def rubric_rates(group_by: str = "specialty") -> Metric:
-    """Pooled rubric completion rates (module docstring), read from each score's ``counts``; plus
-    the macro rate per value of the ``group_by`` sample-metadata key (``macro specialty=<name>``
-    with its ``lower``/``upper``/``n``: the paper's Figure 5 reports per-specialty macro rates)."""
+@metric(name="pooled")
+def pooled(kind: str = "micro") -> Metric:
+    """``mean`` (the pooled rate), 95 % ``lower``/``upper`` and ``n`` (cases) of ``micro`` or
+    ``macro_competency`` (module docstring)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        out = rubric_rates_from_counts([(s.score.metadata or {}).get("counts", {}) for s in scores])
-        groups: dict[str, list[Counts]] = {}
-        for s in scores:
-            key = str((s.sample_metadata or {}).get(group_by, "<missing>"))
-            groups.setdefault(key, []).append((s.score.metadata or {}).get("counts", {}))
-        for key in sorted(groups):
-            rates = rubric_rates_from_counts(groups[key])
-            if "macro" in rates:
-                label = f"macro {group_by}={key}"
-                out.update({label: rates["macro"], f"{label} lower": rates["macro lower"],
-                            f"{label} upper": rates["macro upper"], f"{label} n": rates["macro n"]})  # fmt: skip
-        return out
+        empty = {"mean": math.nan, "lower": math.nan, "upper": math.nan, "n": 0}
+        if kind == "micro":
+            sizes = [float((s.score.metadata or {}).get("items_judged", 0)) for s in scores]
+            return micro_rate([s.score.as_float() for s in scores], sizes)
+        counts = [(s.score.metadata or {}).get("counts") for s in scores]
+        if not scores or any(c is None for c in counts):
+            return {**empty, "n": len(scores)}
+        # with epochs, the metadata holds one epoch's counts: usable only if it matches the reduced value
+        if any(abs(case_rates(c)[1] - s.score.as_float()) > 1e-9 for c, s in zip(counts, scores)):
+            return {**empty, "n": len(scores)}
+        rates = rubric_rates_from_counts(counts)  # type: ignore[arg-type]
+        return {"mean": rates["macro_competency"], "lower": rates["macro_competency lower"],
+                "upper": rates["macro_competency upper"], "n": len(scores)}  # fmt: skip
 
     return compute
-
-
-async def judge_in_batches(
-    model: Model, scenario: Scenario, items: Sequence[RubricItem], history: Sequence[Turn], retries: int, batch_size: int
-) -> JudgeResult[dict[str, dict[str, Any]]]:
-    """All items judged, ``batch_size`` per call (each call retried on its own). The case stays
-    all-or-nothing: if any batch stays unreadable the result has no value (the case is unscored),
-    since a completion rate over part of the rubric would not be comparable."""
-    batches = [list(items[i : i + max(1, batch_size)]) for i in range(0, len(items), max(1, batch_size))]
-
-    async def one(batch: list[RubricItem]) -> JudgeResult[dict[str, dict[str, Any]]]:
-        ids = [i.id for i in batch]
-        return await ask_judge(model, evaluator_messages(scenario, batch, history), lambda text: parse_judgement(text, ids), retries=retries)
-
-    results = await collect(*(one(b) for b in batches))
-    merged = JudgeResult[dict[str, dict[str, Any]]](value={}, replies=[r for res in results for r in res.replies])
-    for res in results:
-        if not res.ok:
-            merged.value, merged.error = None, res.error
-            break
-        merged.value.update(res.value)  # type: ignore[union-attr]
-    return merged
 
 
 # ---------------------------------------------------------------------------------------------
@@ -220,65 +237,84 @@ async def judge_in_batches(
 
 @scorer(
     metrics={
-        "completion": headline() + [strata("specialty"), rubric_rates()],
-        "judge_unscored": headline() + [total()],
+        "micro": [pooled("micro")],
+        "macro_scenario": headline(binary=True),
+        "macro_competency": [pooled("macro_competency")],
+        "judge_unscored": headline(binary=True) + [total()],
         "items_unscored": headline() + [total()],
-        "*": headline(),
+        "erroneous": headline(binary=True),
+        "scenario_complete": headline(binary=True),
+        "examinee_turns": headline(),
+        "unsupported_actions": headline(),
+        "role_fallbacks": headline(),
     }
 )
-def medsp_rubric(retries: int = 2, batch_size: int = 40) -> Scorer:
-    """Judge every rubric item over the full trajectory (module docstring); rubrics longer than
-    ``batch_size`` items are judged in several calls (each sees the whole trajectory), so a long
-    rubric (the release has up to ~130 items) does not depend on one very long reply."""
+def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = None) -> Scorer:
+    """Judge every rubric item over the encounter (module docstring): the whole rubric in one evaluator
+    call by default (``batch_size`` 0), with the bedside prompts or, with ``prompts=PATH``, the official
+    frozen-rubric prompts from a clone of the official repository."""
+    prompt_set = load_prompt_set(prompts)
 
     async def score(state: TaskState, target: Target) -> Score:
         scenario = Scenario.model_validate(state.metadata["scenario_record"])
         record = store_as(MedSPStore)
-        history = [Turn.model_validate(t) for t in record.history]
+        sim = SimState.from_dict(record.sim_state) if record.sim_state else SimState()
         items = scenario.rubric.items()
-        model, fallback = grader()
-        fallbacks = [*record.role_fallbacks, *(["grader"] if fallback else [])]
+        fallbacks = fallback_roles(ROLES)
 
-        if items:
-            result = await judge_in_batches(model, scenario, items, history, retries, batch_size)
-        else:  # the dataset leaves such scenarios out; nothing to ask
+        result: JudgeResult[Evaluation]
+        if record.end_reason == ERROR:
+            result = JudgeResult(value=None, error=f"not evaluated: the encounter ended with an error ({record.error})")
+        elif not items:  # the dataset leaves such scenarios out; nothing to ask
             result = JudgeResult(value=None, error="the rubric has no item")
-        judged = result.value
-        counts = tally(items, judged)
+        else:
+            model, _ = grader()
+            result = await judge_rubric(model, prompt_set, scenario, items, sim, retries, batch_size)
+        verdicts = result.value.verdicts if result.value is not None else None
+        counts = tally(items, verdicts)
         met = sum(v[0] for v in counts.values())
-        scored = sum(v[1] for v in counts.values())
-        completion = met / scored if scored else UNSCORED
-        unscored = len(items) - scored
-        judgements = [
-            {**item.model_dump(), **(judged[item.id] if judged else {"met": None, "justification": None})} for item in items
-        ]
-        if judged is None:
+        judged = sum(v[1] for v in counts.values())
+        ratio, competency_mean = case_rates(counts)
+        judgements = [{**item.model_dump(), **(verdicts[item.id] if verdicts else {"met": None, "evidence": None})} for item in items]
+        if verdicts is None:
             explanation = f"UNSCORED: {result.error or 'no rubric item to judge'}"
         else:
             per_comp = ", ".join(f"{c} {v[0]}/{v[1]}" for c, v in counts.items() if v[1])
-            explanation = f"{met}/{scored} rubric items completed ({per_comp})"
+            explanation = f"{met}/{judged} rubric items completed ({per_comp})"
         explanation += f"; end reason {record.end_reason}" + (f" ({record.error})" if record.error else "")
-        explanation += f"; {record.examinee_turns} examinee turns"
+        explanation += f"; {record.examinee_turns} examinee turns; final state {sim.progress_index}:{sim.current_phase_id}"
         if fallbacks:
             explanation += f"; roles falling back to the model under test: {fallbacks}"
         return Score(
             value={
-                "completion": completion,
-                "judge_unscored": float(judged is None),
-                "items_unscored": float(unscored),
+                "micro": ratio,
+                "macro_scenario": ratio,
+                "macro_competency": competency_mean,
+                "judge_unscored": float(verdicts is None and record.end_reason != ERROR and bool(items)),
+                "items_unscored": float(len(items) - judged),
+                "erroneous": float(record.end_reason == ERROR),
+                "scenario_complete": float(record.end_reason == SCENARIO_COMPLETE),
                 "examinee_turns": float(record.examinee_turns),
                 "unsupported_actions": float(record.unsupported_actions),
-                "erroneous": float(record.end_reason == ERROR),
                 "role_fallbacks": float(len(fallbacks)),
             },
             answer=record.end_reason,
             explanation=explanation,
             metadata={
                 "counts": counts,
+                "items_judged": judged,
+                "competency_rates": {c: v[0] / v[1] for c, v in counts.items() if v[1]},
+                "specialty": state.metadata.get("specialty", "unspecified"),
                 "items": judgements,
+                "reasoning": result.value.reasoning if result.value is not None else [],
+                "evaluator_notes": result.value.notes if result.value is not None else [],
                 "judge_error": result.error,
                 "judge_replies": len(result.replies),
                 "end_reason": record.end_reason,
+                "final_state": {"progress_index": sim.progress_index, "state_label": sim.current_phase_id,
+                                "phase_history": sim.phase_history},  # fmt: skip
+                "action_statuses": record.action_statuses,
+                "prompts": prompt_set.name,
                 "role_fallbacks": fallbacks,
             },
         )

@@ -207,6 +207,7 @@ class ChatAgent:
     system_prompt: str
     policy: Policy = "observe"
     protocol: ReplyProtocol | None = None  # the reply format every call of this agent is tagged with
+    config: GenerateConfig = field(default_factory=GenerateConfig)  # e.g. a role's sampling temperature
     parse: Callable[[str], Reply] = plain_text
     kickoff: str | None = None  # user message placed first when the agent would open the chat
     sees: Callable[[Turn], bool] = lambda turn: True  # visibility of others' turns
@@ -245,15 +246,27 @@ class ChatAgent:
             chat.append(ChatMessageUser(content=self.kickoff))
         return chat
 
-    async def ask(self, messages: list[ChatMessage], attempt: int = 0, protocol: ReplyProtocol | None = None) -> Reply:
-        """Generate and parse; unreadable replies are retried with fresh samples, then raise.
-        ``protocol`` overrides the agent's own for this call (e.g. a comprehension question)."""
+    async def ask(
+        self,
+        messages: list[ChatMessage],
+        attempt: int = 0,
+        protocol: ReplyProtocol | None = None,
+        config: GenerateConfig | None = None,
+        parse: Callable[[str], Reply] | None = None,
+    ) -> Reply:
+        """Generate and parse; unreadable replies are retried with fresh samples (``seed``), then
+        raise. ``protocol``, ``config`` and ``parse`` override the agent's own for this call (e.g. a
+        comprehension question, a sampling temperature)."""
+        parse = parse or self.parse
         last_error = ""
         for parse_attempt in range(self.parse_retries + 1):
             self.stats["calls"] += 1
-            output = await generate_checked(self.model, messages, attempt_config(attempt + parse_attempt), protocol or self.protocol)
+            cfg = attempt_config(attempt + parse_attempt).merge(self.config)
+            if config is not None:
+                cfg = cfg.merge(config)
+            output = await generate_checked(self.model, messages, cfg, protocol or self.protocol)
             try:
-                reply = self.parse(output.completion)
+                reply = parse(output.completion)
             except ReplyParseError as ex:
                 self.stats["unparsed"] += 1
                 last_error = str(ex)

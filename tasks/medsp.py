@@ -8,16 +8,22 @@ frozen ACGME rubrics by an evaluator.
 Parameters (``-T``): ``data`` scenario folder ``<root>/<case_id>/<scenarioN>/<role>/`` (default: the
 synthetic demo set); ``rubrics`` separate rubric folder (``<case_id>_<scenarioN>.json``);
 ``subset`` ``q100`` (MedSP1000-Q100, from the release's ``subset.json``) or a subset file path;
-``max_turns`` examinee turns (12); ``scaling`` ``none`` | ``best_of_n`` | ``panel`` with ``n``
-samples (5) or ``panel_size`` specialists (5); ``parse_retries`` and ``judge_retries`` for
-unreadable replies; ``judge_batch_size`` rubric items per evaluator call (40).
+``max_turns`` examinee turns (12, all scenario states together); ``scaling`` ``none`` | ``single`` |
+``best_of_n`` | ``panel`` with ``n`` candidates (5; ``bon_selector`` ``self_critic`` or ``majority``) or
+``panel_size`` specialists (5) and ``panel_rounds`` voting rounds (1); ``prompts`` the path of a clone of
+the official MedSP1000 repository to use its prompt texts instead of bedside's wording; ``parse_retries``
+and ``judge_retries`` for unreadable replies; ``judge_batch_size`` rubric items per evaluator call (default:
+the whole rubric in one call, as in the official code; 1 or more splits long rubrics); ``structured_output`` requests JSON replies
+through Inspect's structured output.
 """
 
 from inspect_ai import Task, task
 
+from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.samples.medsp import medsp_dataset
 from bedside.scorers.medsp import medsp_rubric
-from bedside.solvers.medsp import medsp_encounter
+from bedside.solvers.medsp import SCALING, SELECTORS, OfficialPromptsError, load_prompt_set, medsp_encounter
+from bedside.solvers.setup import reply_format
 
 
 @task
@@ -29,16 +35,39 @@ def medsp(
     scaling: str = "none",
     n: int = 5,
     panel_size: int = 5,
+    panel_rounds: int = 1,
+    bon_selector: str = "self_critic",
+    prompts: str | None = None,
     parse_retries: int = 2,
     judge_retries: int = 2,
-    judge_batch_size: int = 40,
+    judge_batch_size: int | None = None,
+    structured_output: bool = False,
 ) -> Task:
+    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    max_turns = int_param("max_turns", max_turns, minimum=1)
+    n = int_param("n", n, minimum=1)
+    panel_size = int_param("panel_size", panel_size, minimum=1)
+    parse_retries = int_param("parse_retries", parse_retries, minimum=0)
+    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
+    if judge_batch_size is not None:  # None: the whole rubric in one evaluator call
+        judge_batch_size = int_param("judge_batch_size", judge_batch_size, minimum=1)
+    panel_rounds = int_param("panel_rounds", panel_rounds, minimum=0)
+    check(scaling in SCALING, "scaling", f"scaling={scaling!r}: choose one of {list(SCALING)}")
+    check(bon_selector in SELECTORS, "bon_selector", f"bon_selector={bon_selector!r}: choose one of {list(SELECTORS)}")
+    structured_output = bool_param("structured_output", structured_output)
+    try:
+        load_prompt_set(prompts)
+    except OfficialPromptsError as ex:
+        raise BadParameter("prompts", str(ex)) from ex
     dataset, report = medsp_dataset(data, rubrics=rubrics, subset=subset)
     return Task(
         dataset=dataset,
+        setup=reply_format(structured_output),
         solver=medsp_encounter(
-            max_turns=max_turns, scaling=scaling, n=n, panel_size=panel_size, parse_retries=parse_retries
+            max_turns=max_turns, scaling=scaling, n=n, panel_size=panel_size, panel_rounds=panel_rounds,
+            bon_selector=bon_selector, parse_retries=parse_retries, prompts=prompts,
         ),
-        scorer=[medsp_rubric(retries=judge_retries, batch_size=judge_batch_size)],
-        metadata={"benchmark": "MedSP1000", "paper": "arXiv:2606.05112", "data_report": report.model_dump()},
+        scorer=[medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts)],
+        metadata={"benchmark": "MedSP1000", "paper": "arXiv:2606.05112", "data_report": report.model_dump(),
+                  "prompts": load_prompt_set(prompts).name},
     )

@@ -26,8 +26,7 @@ TASKS = {"discharge": discharge, "medsp": medsp, "cpb": cpb, "cpb_control": cpb_
 #: Integer parameters of each task and their smallest allowed value.
 INT_PARAMS: dict[str, dict[str, int]] = {
     "discharge": {"min_turns": 0, "max_turns": 1, "max_retries": 0, "parse_retries": 0, "judge_retries": 0},
-    # judge_batch_size=0: the whole rubric in one evaluator call (the official code's way)
-    "medsp": {"max_turns": 1, "n": 1, "panel_size": 1, "parse_retries": 0, "judge_retries": 0, "judge_batch_size": 0,
+    "medsp": {"max_turns": 1, "n": 1, "panel_size": 1, "parse_retries": 0, "judge_retries": 0, "judge_batch_size": 1,
               "panel_rounds": 0},
     "cpb": {"turns": 0, "parse_retries": 0, "judge_retries": 0},
     "cpb_control": {"parse_retries": 0, "judge_retries": 0},
@@ -46,7 +45,8 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
         for name, minimum in params.items():
             cases.append((task_name, {name: minimum - 1}, name))
             cases.append((task_name, {name: str(minimum - 1)}, name))
-            cases += [(task_name, {name: value}, name) for value in NOT_INTS]
+            # judge_batch_size=None (the default) means the whole rubric in one evaluator call
+            cases += [(task_name, {name: value}, name) for value in NOT_INTS if not (name == "judge_batch_size" and value is None)]
     for task_name, names in BOOL_PARAMS.items():
         for name in names:
             cases += [(task_name, {name: value}, name) for value in NOT_BOOLS]
@@ -103,7 +103,7 @@ def test_medsp_good_values_pass():
     args = {"max_turns": "3", "n": "2", "panel_size": 2.0, "parse_retries": "0", "judge_retries": 0, "judge_batch_size": "10",
             "structured_output": "no"}  # fmt: skip
     assert isinstance(medsp(**args), Task)
-    assert isinstance(medsp(scaling="best_of_n", n=1, panel_size=1, judge_batch_size=0, max_turns=1), Task)
+    assert isinstance(medsp(scaling="best_of_n", n=1, panel_size=1, judge_batch_size=None, max_turns=1), Task)
 
 
 def test_cpb_good_values_pass(tmp_path):

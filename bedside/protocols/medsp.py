@@ -1,86 +1,353 @@
-"""MedSP1000 protocols (prompts in ``prompts/medsp/``): role markers and reply JSON schemas.
+"""MedSP1000 reply protocols (prompts in ``prompts/medsp/``): one pydantic model per reply.
 
-The MDT (multidisciplinary-team) specialist and integrator are declared before the examinee so
-that a prompt is matched by the most specific marker first (they embed the examinee's packet).
+The reply formats are those of the official code (MAGIC-AI4Med/MedSP1000, ``src/simulate``): the
+examinee's ``{"speak", "actions", "eos"}``, the SP's ``{"speak": [...], "actors_present": {...}}``, the
+environment controller's feedback, events, per-action assessments and scenario progress, the
+best-of-N selector's ``{"choice", "rationale"}`` and the panel's ``{"agree", "advice"}`` vote. Every
+model lists all its fields as required (that is what a grammar or structured output asks for) but
+reads replies as leniently as the official normalisation does (``agents.py``
+``normalize_examinee_payload`` and the SP/environment equivalents): a missing field takes its empty
+value, a bare string where a list is expected becomes a one-item list, booleans are read from
+``true``/``"yes"``/``1``. A reply with no JSON object at all is unreadable (retried by the caller).
+
+The evaluator's model depends on the rubric: :func:`evaluator_reply` builds it per call with exactly
+the call's item ids (bedside prompts); :func:`official_evaluator_reply` reads the official frozen-
+rubric format (items keyed by their verbatim text under their competency), used with ``prompts=PATH``.
+
+Markers are opening sentences of the bedside prompts; the system-message protocols (examinee, SP,
+environment, evaluator) carry theirs in the system prompt, the test-time scaling calls (which reuse
+the examinee's system prompt) in their user message.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import json
+import re
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from bedside.protocols import Protocol
 
-#: The examinee's turn (bedside issue 4): what it says, the actions it takes, end of session.
-EXAMINEE_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "speak": {"type": "string"},
-        "actions": {"type": "array", "items": {"type": "string"}},
-        "eos": {"type": "boolean"},
-    },
-    "required": ["speak", "actions", "eos"],
-}
+TRUE_WORDS = ("1", "true", "yes", "y")
+STATUSES = ("executed", "pending", "unsupported")
 
-PATIENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {"utterance": {"type": "string"}},
-    "required": ["utterance"],
-}
 
-#: The environment controller's in-world fields (paper Section 5.5.1) plus the out-of-world
-#: ``unsupported`` list (out-of-scope actions with a rationale) and ``should_end``.
-ENVIRONMENT_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "feedback": {"type": "string"},
-        "events": {"type": "array", "items": {"type": "string"}},
-        "patient_status": {"type": "string"},
-        "actors_present": {"type": "array", "items": {"type": "string"}},
-        "unsupported": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {"action": {"type": "string"}, "rationale": {"type": "string"}},
-                "required": ["action", "rationale"],
-            },
-        },
-        "should_end": {"type": "boolean"},
-    },
-    "required": ["feedback", "events", "patient_status", "actors_present", "unsupported", "should_end"],
-}
+def coerce_bool(value: Any) -> bool:
+    """The official ``_coerce_bool``: ``true``, non-zero numbers and ``"1"/"true"/"yes"/"y"``
+    (any case) are true; everything else (``None``, other strings) is false."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int | float):
+        return value != 0
+    if isinstance(value, str):
+        return value.strip().lower() in TRUE_WORDS
+    return False
 
-#: The evaluator's per-item judgement: met true/false with a short justification.
-EVALUATOR_SCHEMA: dict[str, Any] = {
-    "type": "object",
-    "properties": {
-        "items": {
-            "type": "array",
-            "items": {
-                "type": "object",
-                "properties": {
-                    "id": {"type": "string"},
-                    "met": {"type": "boolean"},
-                    "justification": {"type": "string"},
-                },
-                "required": ["id", "met", "justification"],
-            },
+
+def as_text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value).strip()
+
+
+def text_list(value: Any) -> list[str]:
+    """A list of non-empty stripped strings; a bare string is one item, ``None`` none."""
+    if value is None:
+        return []
+    items = value if isinstance(value, list) else [value]
+    return [t for t in (as_text(v) for v in items) if t]
+
+
+def actors(value: Any) -> dict[str, str]:
+    """``actors_present``: role title -> evidence. A list of titles is accepted (evidence empty)."""
+    if isinstance(value, dict):
+        return {as_text(k): as_text(v) for k, v in value.items() if as_text(k)}
+    return {t: "" for t in text_list(value)}
+
+
+# ---------------------------------------------------------------------------------------------
+# examinee (and the panel's integrator)
+
+
+class ExamineeReply(BaseModel):
+    """One examinee turn: what it says to the patient, its non-verbal actions, and ``eos`` = "everything
+    that should be done at the current state has been done" (the environment then advances the
+    scenario by one state or ends it; ``eos`` never ends the session by itself)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    speak: str
+    actions: list[str]
+    eos: bool
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, v: Any) -> Any:
+        v = v if isinstance(v, dict) else {}
+        return {"speak": as_text(v.get("speak")), "actions": text_list(v.get("actions")), "eos": coerce_bool(v.get("eos"))}
+
+
+# ---------------------------------------------------------------------------------------------
+# SP (patient side)
+
+#: ``RoleName: utterance`` (half- or full-width colon), as the official SP agent checks prefixes
+PREFIX = re.compile(r"^([^\s:：][^:：]{0,20})\s*[:：]\s*(.*)$", re.S)
+
+
+class PatientReply(BaseModel):
+    """The SP's turn: a list of utterances (the patient's without prefix, other patient-side roles'
+    as ``RoleName: utterance``) and the patient-side roles present, with evidence."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    speak: list[str]
+    actors_present: dict[str, str]
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, v: Any) -> Any:
+        v = v if isinstance(v, dict) else {}
+        return {"speak": text_list(v.get("speak")), "actors_present": actors(v.get("actors_present"))}
+
+    def prefix_warnings(self) -> list[str]:
+        """Prefixed utterances whose role is not in ``actors_present`` (recorded, never enforced,
+        as in the official code)."""
+        out = []
+        for line in self.speak:
+            m = PREFIX.match(line)
+            if m and m.group(1).strip() not in self.actors_present:
+                out.append(f"speaker {m.group(1).strip()!r} is not in actors_present")
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# environment controller
+
+
+class ActionAssessment(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    raw: str
+    interpreted_action: str
+    status: Literal["executed", "pending", "unsupported"]
+    rationale: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, v: Any) -> Any:
+        v = v if isinstance(v, dict) else {"raw": as_text(v)}
+        status = as_text(v.get("status", "unsupported")).lower()
+        return {
+            "raw": as_text(v.get("raw")),
+            "interpreted_action": as_text(v.get("interpreted_action")),
+            "status": status if status in STATUSES else "unsupported",
+            "rationale": as_text(v.get("rationale")),
         }
-    },
-    "required": ["items"],
-}
+
+
+class EnvironmentReply(BaseModel):
+    """The environment controller's turn. In-story fields (the examinee sees them): ``feedback``,
+    ``events``, ``patient_status``. Evaluation-side fields (never shown to the examinee):
+    ``action_assessments`` (status and rationale per action), ``actors_present`` (medical-team roles
+    on scene, with evidence), ``progress_index``/``state_label`` (the scenario state), ``should_end``
+    and ``completion_reason``. ``progress_index`` is None when the reply gave no usable integer (the
+    state is then kept); a negative one is read as 0."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    feedback: list[str]
+    events: list[str]
+    actors_present: dict[str, str]
+    action_assessments: list[ActionAssessment]
+    patient_status: str
+    progress_index: int | None
+    state_label: str
+    should_end: bool
+    completion_reason: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, v: Any) -> Any:
+        v = v if isinstance(v, dict) else {}
+        index = v.get("progress_index")
+        if isinstance(index, str) and index.strip().lstrip("-").isdigit():
+            index = int(index.strip())
+        if isinstance(index, bool) or not isinstance(index, int):
+            index = None
+        assessments = v.get("action_assessments")
+        return {
+            "feedback": text_list(v.get("feedback")),
+            "events": text_list(v.get("events")),
+            "actors_present": actors(v.get("actors_present")),
+            "action_assessments": assessments if isinstance(assessments, list) else [],
+            "patient_status": as_text(v.get("patient_status")),
+            "progress_index": None if index is None else max(0, index),
+            "state_label": as_text(v.get("state_label")),
+            "should_end": coerce_bool(v.get("should_end")),
+            "completion_reason": as_text(v.get("completion_reason")),
+        }
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluator
+
+
+def strict_bool(value: Any) -> Any:
+    """A rubric verdict: a JSON boolean, ``"true"``/``"false"``/``"yes"``/``"no"`` or 1/0; anything
+    else is left to pydantic, which rejects it (the reply is then unreadable and retried)."""
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "yes", "no"):
+        return value.strip().lower() in ("true", "yes")
+    if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+        return bool(value)
+    return value
+
+
+class ItemVerdict(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    met: bool
+    evidence: str = ""
+
+    @field_validator("met", mode="before")
+    @classmethod
+    def _met(cls, v: Any) -> Any:
+        return strict_bool(v)
+
+    @field_validator("evidence", mode="before")
+    @classmethod
+    def _evidence(cls, v: Any) -> Any:
+        return as_text(v)
+
+
+def _reasoning(v: Any) -> list[str]:
+    return text_list(v)
+
+
+class EvaluatorReply(BaseModel):
+    """The bedside evaluator's reply: brief reasoning and a verdict per rubric item id."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    reasoning: list[str] = Field(default_factory=list)
+    items: dict[str, ItemVerdict]
+
+    @field_validator("reasoning", mode="before")
+    @classmethod
+    def _r(cls, v: Any) -> Any:
+        return _reasoning(v)
+
+
+def evaluator_reply(ids: list[str]) -> type[BaseModel]:
+    """The evaluator's reply model for one call: ``items`` with exactly these ids (each required)."""
+    fields: dict[str, Any] = {i: (ItemVerdict, ...) for i in ids}
+    items = create_model("RubricItems", __config__=ConfigDict(extra="ignore"), **fields)
+    return create_model(
+        "RubricJudgement",
+        __base__=EvaluatorReply,
+        items=(items, ...),
+    )
+
+
+COMPETENCY_KEYS = ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")
+
+
+class OfficialEvaluatorReply(BaseModel):
+    """The official frozen-rubric evaluator's reply (``prompts=PATH``): ``reasoning`` and, per
+    competency, item text -> boolean, normalised as the official ``_normalize_evaluation_payload``
+    reads it (a non-object competency is empty; a value is true only for ``true``, 1 or
+    ``"1"/"true"/"yes"/"y"``)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    reasoning: list[str] = Field(default_factory=list)
+    PC: dict[str, bool] = Field(default_factory=dict)
+    MK: dict[str, bool] = Field(default_factory=dict)
+    SBP: dict[str, bool] = Field(default_factory=dict)
+    ICS: dict[str, bool] = Field(default_factory=dict)
+    PBLI: dict[str, bool] = Field(default_factory=dict)
+    PROF: dict[str, bool] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, v: Any) -> Any:
+        v = v if isinstance(v, dict) else {}
+        out: dict[str, Any] = {"reasoning": _reasoning(v.get("reasoning"))}
+        for c in COMPETENCY_KEYS:
+            block = v.get(c)
+            out[c] = {str(k): coerce_bool(x) for k, x in block.items()} if isinstance(block, dict) else {}
+        return out
+
+
+# ---------------------------------------------------------------------------------------------
+# test-time scaling
+
+
+class Selection(BaseModel):
+    """Best-of-N self-critic selector: the chosen candidate's 0-based index."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    choice: int
+    rationale: str = ""
+
+    @field_validator("choice", mode="before")
+    @classmethod
+    def _choice(cls, v: Any) -> Any:
+        if isinstance(v, str) and v.strip().lstrip("-").isdigit():
+            return int(v.strip())
+        return v
+
+    @field_validator("rationale", mode="before")
+    @classmethod
+    def _rationale(cls, v: Any) -> Any:
+        return as_text(v)
+
+
+class Vote(BaseModel):
+    """A panel specialist's vote on the integrator's proposal (a missing ``agree`` counts as agreeing,
+    as in the official code)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    agree: bool
+    advice: str
+
+    @model_validator(mode="before")
+    @classmethod
+    def _normalise(cls, v: Any) -> Any:
+        v = v if isinstance(v, dict) else {}
+        return {"agree": coerce_bool(v.get("agree", True)), "advice": as_text(v.get("advice"))}
+
+
+# ---------------------------------------------------------------------------------------------
+# protocols
 
 EXAMINEE_MARKER = "You are the clinician being assessed in a standardized-patient (SP) encounter"
 PATIENT_MARKER = "You are a standardized patient (SP) actor in a clinical teaching encounter"
 ENVIRONMENT_MARKER = "You are the environment controller of a standardized-patient simulation"
 EVALUATOR_MARKER = "You are the evaluator of a standardized-patient encounter"
-SPECIALIST_MARKER = "You are a specialist physician on a multidisciplinary team (MDT) advising"
-INTEGRATOR_MARKER = "You are the integrating clinician of a multidisciplinary team (MDT)"
+SELECTOR_MARKER = "You drafted several candidate replies for this turn"
+DOMAINS_MARKER = "Before the encounter starts, pick the medical specialties"
+SPECIALIST_MARKER = "You are consulted as a specialist on this turn"
+INTEGRATOR_MARKER = "Your specialist panel has advised on this turn"
+VOTE_MARKER = "A colleague proposes the next step below"
+
+EXAMINEE = Protocol("medsp.examinee", EXAMINEE_MARKER, "system", ExamineeReply, 512)
+PATIENT = Protocol("medsp.patient", PATIENT_MARKER, "system", PatientReply, 384)
+ENVIRONMENT = Protocol("medsp.environment", ENVIRONMENT_MARKER, "system", EnvironmentReply, 1024)
+EVALUATOR = Protocol("medsp.evaluator", EVALUATOR_MARKER, "system", EvaluatorReply, 4096)  # keyed per call
+BON_SELECTOR = Protocol("medsp.bon_selector", SELECTOR_MARKER, "user", Selection, 256)
+PANEL_DOMAINS = Protocol("medsp.panel_domains", DOMAINS_MARKER, "user", None, 96)
+PANEL_SPECIALIST = Protocol("medsp.panel_specialist", SPECIALIST_MARKER, "user", None, 384)
+PANEL_INTEGRATOR = Protocol("medsp.panel_integrator", INTEGRATOR_MARKER, "user", ExamineeReply, 512)
+PANEL_VOTE = Protocol("medsp.panel_vote", VOTE_MARKER, "user", Vote, 256)
 
 PROTOCOLS = (
-    Protocol("medsp.panel_specialist", SPECIALIST_MARKER, "system"),
-    Protocol("medsp.panel_integrator", INTEGRATOR_MARKER, "system", EXAMINEE_SCHEMA),
-    Protocol("medsp.examinee", EXAMINEE_MARKER, "system", EXAMINEE_SCHEMA),
-    Protocol("medsp.patient", PATIENT_MARKER, "system", PATIENT_SCHEMA),
-    Protocol("medsp.environment", ENVIRONMENT_MARKER, "system", ENVIRONMENT_SCHEMA),
-    Protocol("medsp.evaluator", EVALUATOR_MARKER, "system", EVALUATOR_SCHEMA),
+    BON_SELECTOR, PANEL_DOMAINS, PANEL_SPECIALIST, PANEL_INTEGRATOR, PANEL_VOTE,
+    EXAMINEE, PATIENT, ENVIRONMENT, EVALUATOR,
 )

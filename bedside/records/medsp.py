@@ -8,8 +8,15 @@ is split into four role packets (paper Section 4, "Role-specific packets"), one 
     <root>/<case_id>/<scenarioN>/environment_controller/  environment materials (results, timed events, team)
     <root>/<case_id>/<scenarioN>/evaluator/               scoring references (never shown to the other agents)
 
-Each folder holds text files (``.md``, ``.txt``, ``.json``, ``.yaml``/``.yml``; read recursively,
-in path order; other files are listed as skipped). The frozen rubric of a scenario is
+Each folder holds text files, read recursively in path order, as the official loader does
+(MAGIC-AI4Med/MedSP1000 ``case_loader.py``): suffixes ``.md``, ``.markdown``, ``.txt``, ``.json``,
+``.yaml``/``.yml``, ``.csv``, ``.html``, ``.xml`` or none; paths with a component starting with ``.``
+are ignored; other files are listed as skipped. Role folders may also carry the official loader's
+alternative names (``SP``/``sp`` for ``sp_actor``, ``environment`` for ``environment_controller``,
+and the Chinese names). A packet is shown to its agent as the official code compiles it
+(:meth:`RolePacket.text`): each file under a ``## <file name>`` header, struck-through Markdown
+(``~~text~~``, also across lines) removed, runs of blank lines collapsed and lines holding only a
+heading, bullet or number marker dropped (:func:`normalise_packet_text`). The frozen rubric of a scenario is
 ``<case_id>_<scenarioN>.json`` with the keys ``case_id``, ``scenario``, ``rubric_version`` and
 the six ACGME arrays ``PC``, ``MK``, ``SBP``, ``ICS``, ``PBLI``, ``PROF`` of verbatim item
 strings (paper 5.4; the official release also carries the authors' ``scenario_dir``). It is
@@ -23,7 +30,8 @@ by ``<root>/<case_id>/<scenarioN>/metadata.json``.
 Loader contract. Bad input never crashes the loader and is never dropped silently: every file or
 scenario that cannot be used is returned as an :class:`Unusable` entry naming the file, the
 record (``case_id/scenario``) and the field, with the reason (an empty rubric file, invalid JSON,
-a missing role folder, an empty packet file, a rubric whose ids do not match its file name, ...).
+a missing role folder, an empty packet file, a rubric whose ids do not match its file name, a folder
+that does not follow the ``<root>/<case_id>/<scenarioN>/<role>/`` layout, ...).
 Callers report them (the task logs a warning and writes them into the eval log). A rubric with
 zero items is valid (the release has 86) but cannot be scored; :func:`load_rubrics` lists them.
 """
@@ -51,7 +59,15 @@ COMPETENCY_NAMES: dict[str, str] = {
 }
 #: The four role packets (paper Section 4), as folder names of the official layout.
 ROLES: tuple[str, ...] = ("examinee", "sp_actor", "environment_controller", "evaluator")
-TEXT_SUFFIXES: tuple[str, ...] = (".md", ".txt", ".json", ".yaml", ".yml")
+#: Other folder names the official loader accepts for each role (``case_loader.ROLE_DIR_ALIASES``).
+ROLE_ALIASES: dict[str, tuple[str, ...]] = {
+    "examinee": ("examinee", "受试者"),
+    "sp_actor": ("sp_actor", "SP", "sp"),
+    "environment_controller": ("environment_controller", "environment", "环境控制"),
+    "evaluator": ("evaluator", "评估者"),
+}
+TEXT_SUFFIXES: tuple[str, ...] = (".md", ".markdown", ".txt", ".json", ".yaml", ".yml", ".csv", ".html", ".xml")
+LAYOUT = f"<root>/<case_id>/<scenarioN>/{{{','.join(ROLES)}}}/"
 SCENARIO_DIR = re.compile(r"^scenario\d+$")
 RUBRIC_FILE = re.compile(r"^(?P<case_id>.+)_(?P<scenario>scenario\d+)\.json$")
 METADATA_NAMES: tuple[str, ...] = ("metadata.json", "metadata.yaml", "metadata.yml")
@@ -221,9 +237,35 @@ def load_rubrics(folder: str | Path) -> RubricSet:
 # scenarios
 
 
+STRIKETHROUGH = re.compile(r"~~.*?~~", re.DOTALL)
+ORPHAN_MARKER = re.compile(r"#{1,6}|[-*+]|\d+\.")
+
+
+def normalise_packet_text(text: str) -> str:
+    """A packet file's text as the official code shows it to an agent (``sim_types``
+    ``strip_markdown_strikethrough``): struck-through Markdown (``~~text~~``, non-greedy, also across
+    lines) removed; leading blank lines dropped and runs of blank lines collapsed to one; lines left
+    holding only a heading, bullet or number marker (``##``, ``-``, ``3.``) dropped; trailing spaces of
+    each line removed. No other normalisation (no Unicode or inner-whitespace changes)."""
+    lines: list[str] = []
+    blank = False
+    for line in STRIKETHROUGH.sub("", text).splitlines():
+        stripped = line.strip()
+        if not stripped:
+            blank = bool(lines)
+            continue
+        if ORPHAN_MARKER.fullmatch(stripped):
+            continue
+        if blank:
+            lines.append("")
+            blank = False
+        lines.append(line.rstrip())
+    return "\n".join(lines).strip()
+
+
 class PacketFile(BaseModel):
     name: str  # path relative to the role folder
-    text: str
+    text: str  # as read (raw); agents see it normalised (RolePacket.text)
 
 
 class RolePacket(BaseModel):
@@ -232,12 +274,23 @@ class RolePacket(BaseModel):
     role: str
     files: list[PacketFile]
     skipped: list[str] = Field(default_factory=list)  # non-text files, not shown to any agent
+    folder: str = ""  # the folder's name (an official alternative name such as ``SP`` when used)
+
+    def compiled_text(self, strip_strikethrough: bool = True) -> str:
+        """All files in path order, each as ``## <file name>`` (the name only, not its folder), a
+        blank line and its text (:func:`normalise_packet_text` unless ``strip_strikethrough`` is
+        false), as the official ``RoleBundle.compiled_text`` assembles a packet."""
+        chunks = []
+        for f in self.files:
+            content = f.text.strip()
+            if strip_strikethrough:
+                content = normalise_packet_text(content)
+            chunks.append(f"## {Path(f.name).name}\n\n{content}\n")
+        return "\n".join(chunks).strip()
 
     def text(self) -> str:
-        """All files, each under a ``--- file: name ---`` header (a lone file has no header)."""
-        if len(self.files) == 1:
-            return self.files[0].text.strip()
-        return "\n\n".join(f"--- file: {f.name} ---\n{f.text.strip()}" for f in self.files)
+        """What the role's agent reads: :meth:`compiled_text` with the normalisation."""
+        return self.compiled_text(strip_strikethrough=True)
 
 
 class CaseMeta(BaseModel):
@@ -306,15 +359,26 @@ def _read_text_file(path: Path, record: str, field: str) -> tuple[str | None, Un
     return text, None
 
 
-def read_packet(folder: Path, role: str, record: str) -> tuple[RolePacket | None, list[Unusable]]:
-    if not folder.is_dir():
-        return None, [Unusable(path=str(folder), record=record, field=role, reason="role folder is missing")]
+def role_folder(scen_dir: Path, role: str) -> Path | None:
+    """The folder of ``role`` in a scenario folder, under its own or an official alternative name."""
+    return next((scen_dir / name for name in ROLE_ALIASES[role] if (scen_dir / name).is_dir()), None)
+
+
+def read_packet(folder: Path | None, role: str, record: str, scen_dir: Path | None = None) -> tuple[RolePacket | None, list[Unusable]]:
+    if folder is None or not folder.is_dir():
+        where = scen_dir if scen_dir is not None else folder
+        names = " or ".join(f"{n}/" for n in ROLE_ALIASES[role])
+        return None, [Unusable(path=str(where), record=record, field=role,
+                               reason=f"role folder is missing: expected {names} in this scenario folder ({LAYOUT})")]  # fmt: skip
     files: list[PacketFile] = []
     skipped: list[str] = []
     problems: list[Unusable] = []
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        name = path.relative_to(folder).as_posix()
-        if path.suffix.lower() not in TEXT_SUFFIXES or path.name.startswith("."):
+        rel = path.relative_to(folder)
+        name = rel.as_posix()
+        if any(part.startswith(".") for part in rel.parts):
+            continue  # hidden files and folders are ignored, as by the official loader
+        if path.suffix and path.suffix.lower() not in TEXT_SUFFIXES:
             skipped.append(name)
             continue
         text, problem = _read_text_file(path, record, f"{role}/{name}")
@@ -325,9 +389,9 @@ def read_packet(folder: Path, role: str, record: str) -> tuple[RolePacket | None
     if problems:
         return None, problems
     if not files:
-        reason = "no text file (.md/.txt/.json/.yaml)" + (f"; skipped {skipped}" if skipped else "")
+        reason = f"no text file ({'/'.join(TEXT_SUFFIXES)} or no suffix)" + (f"; skipped {skipped}" if skipped else "")
         return None, [Unusable(path=str(folder), record=record, field=role, reason=reason)]
-    return RolePacket(role=role, files=files, skipped=skipped), []
+    return RolePacket(role=role, files=files, skipped=skipped, folder=folder.name), []
 
 
 def _read_meta_file(folder: Path, record: str) -> tuple[dict[str, Any], list[Unusable]]:
@@ -352,11 +416,47 @@ def _rubric_candidates(root: Path, case_dir: Path, scen_dir: Path, rubric_folder
     return [scen_dir / name, case_dir / name, root / name]
 
 
+def _visible_dirs(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+
+
+def _looks_like_scenario(folder: Path) -> bool:
+    return any(role_folder(folder, role) is not None for role in ROLES)
+
+
 def scenario_dirs(root: Path) -> Iterable[tuple[Path, Path]]:
     """(case folder, scenario folder) pairs under ``root``, sorted."""
-    for case_dir in sorted(p for p in root.iterdir() if p.is_dir() and not p.name.startswith(".")):
-        for scen_dir in sorted(p for p in case_dir.iterdir() if p.is_dir() and SCENARIO_DIR.match(p.name)):
-            yield case_dir, scen_dir
+    for case_dir in _visible_dirs(root):
+        for scen_dir in _visible_dirs(case_dir):
+            if SCENARIO_DIR.match(scen_dir.name):
+                yield case_dir, scen_dir
+
+
+def layout_problems(root: Path) -> list[Unusable]:
+    """Folders under ``root`` that do not follow the layout ``<root>/<case_id>/<scenarioN>/<role>/``,
+    each named with what is wrong (scenario folders with a missing role folder are reported by
+    :func:`load_scenarios`). Hidden folders (``.git``, ...) are ignored."""
+    problems: list[Unusable] = []
+    for case_dir in _visible_dirs(root):
+        subdirs = _visible_dirs(case_dir)
+        scenarios = [d for d in subdirs if SCENARIO_DIR.match(d.name)]
+        if not scenarios:
+            if _looks_like_scenario(case_dir):
+                hint = (f"it holds role folders itself, so it looks like a scenario folder: pass the folder two "
+                        f"levels above it as data ({LAYOUT})")
+            elif any(SCENARIO_DIR.match(d.name) for d in _visible_dirs(root)) or _looks_like_scenario(root):
+                hint = f"the data folder itself looks like a case or scenario folder: pass its parent ({LAYOUT})"
+            else:
+                found = ", ".join(d.name + "/" for d in subdirs[:5]) or "no sub-folder"
+                hint = f"it holds {found}; expected one <scenarioN>/ folder per scenario ({LAYOUT})"
+            problems.append(Unusable(path=str(case_dir), record=case_dir.name, field="layout",
+                                     reason=f"case folder without any scenarioN folder: {hint}"))  # fmt: skip
+            continue
+        for other in subdirs:
+            if not SCENARIO_DIR.match(other.name):
+                problems.append(Unusable(path=str(other), record=f"{case_dir.name}/{other.name}", field="layout",
+                                         reason=f"folder name is not scenarioN (scenario1, scenario2, ...): not loaded ({LAYOUT})"))  # fmt: skip
+    return problems
 
 
 def load_scenarios(root: str | Path, rubrics: str | Path | None = None) -> ScenarioSet:
@@ -374,18 +474,18 @@ def load_scenarios(root: str | Path, rubrics: str | Path | None = None) -> Scena
     if rubric_set is not None:
         result.unusable.extend(rubric_set.unusable)
     pairs = list(scenario_dirs(root))
+    layout = layout_problems(root)
     if not pairs:
-        raise MedSPError(
-            f"{root}: no scenario folders found; expected <root>/<case_id>/<scenarioN>/"
-            f"{{{','.join(ROLES)}}}/ (paper Section 4 layout)"
-        )
+        listed = "".join(f"\n  {u}" for u in layout[:20])
+        raise MedSPError(f"{root}: no scenario folders found; expected {LAYOUT} (paper Section 4 layout){listed}")
+    result.unusable.extend(layout)
     used_rubrics: set[str] = set()
     for case_dir, scen_dir in pairs:
         record = f"{case_dir.name}/{scen_dir.name}"
         problems: list[Unusable] = []
         packets: dict[str, RolePacket] = {}
         for role in ROLES:
-            packet, found = read_packet(scen_dir / role, role, record)
+            packet, found = read_packet(role_folder(scen_dir, role), role, record, scen_dir)
             problems.extend(found)
             if packet is not None:
                 packets[role] = packet

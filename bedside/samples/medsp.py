@@ -27,7 +27,7 @@ from pathlib import Path
 from inspect_ai.dataset import MemoryDataset, Sample
 from pydantic import BaseModel, Field
 
-from bedside.paths import DATASETS_DIR
+from bedside.paths import DATASETS_DIR, user_path
 from bedside.records.medsp import MedSPError, Scenario, SubsetFile, load_scenarios, load_subset
 
 logger = logging.getLogger(__name__)
@@ -65,7 +65,7 @@ def find_subset_file(subset: str, data: Path, rubrics: Path | None) -> Path:
     """The file for ``subset`` (a known name such as ``q100``, or a path)."""
     name = SUBSETS.get(subset.lower())
     if name is None:
-        path = Path(subset)
+        path = user_path(subset)
         if not path.is_file():
             raise MedSPError(f"subset={subset!r}: not a known subset ({', '.join(SUBSETS)}) nor an existing subset file")
         return path
@@ -120,8 +120,8 @@ def medsp_dataset(
     """Usable scenarios of ``data`` (default: the shipped synthetic demo set) as samples, and the
     report of what was left out (module docstring). Raises :class:`MedSPError` when nothing is
     usable or the subset cannot be resolved."""
-    root = Path(data) if data else DEMO_DIR
-    rubric_folder = Path(rubrics) if rubrics else None
+    root = user_path(data) if data else DEMO_DIR
+    rubric_folder = user_path(rubrics) if rubrics else None
     loaded = load_scenarios(root, rubric_folder)
     report = DatasetReport(
         data=str(root),

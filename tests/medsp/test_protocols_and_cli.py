@@ -1,4 +1,4 @@
-"""MedSP protocols (markers in the prompt files, schemas), the scripted roles, and the CLI."""
+"""MedSP protocols (reply models, markers in the prompts), the scripted roles, and the CLI."""
 
 from __future__ import annotations
 
@@ -12,67 +12,107 @@ import pytest
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
-from bedside.prompts import render
 from bedside.protocols import all_protocols, detect
+from bedside.protocols.medsp import (
+    ENVIRONMENT,
+    EXAMINEE,
+    PATIENT,
+    EnvironmentReply,
+    ExamineeReply,
+    PatientReply,
+    evaluator_reply,
+)
 from bedside.providers.scripted import ScriptedEngine
 from bedside.records.medsp import load_scenarios
 from bedside.samples.medsp import DEMO_DIR
-from bedside.solvers.medsp import panel_personas, parse_environment, parse_examinee
+from bedside.solvers.encounter import ReplyParseError
+from bedside.solvers.medsp import BedsidePrompts, SimState, parse_environment, parse_examinee, parse_patient
 from tests.conftest import REPO, scripted
 
 SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "bedside_demo_anaphylaxis")
 INSPECT = str(Path(sys.executable).parent / "inspect")
+P = BedsidePrompts()
 
 
-def rendered() -> dict[str, str]:
-    persona = panel_personas(1, "Emergency medicine")[0]
+def prompts_as_sent() -> dict[str, list]:
+    """Each protocol's messages as bedside sends them (system prompt, last user message)."""
+    state = SimState(latest_environment_feedback=[P.first_feedback()], total_turns=1)
+    turn = P.examinee_turn("c", "c", state)
+    exam = P.examinee_system(SCENARIO)
+    overlay, consult = P.specialist("Toxicology", turn)
+    vote_overlay, vote = P.vote("Toxicology", {"speak": "Hello", "actions": ["Check glucose"], "eos": False})
+    candidates = [{"index": 0, "speak": "Hi", "actions": ["Check glucose"], "eos": False}]
+    items = SCENARIO.rubric.items()
     return {
-        "medsp.examinee": render("medsp/examinee.j2", packet=SCENARIO.examinee.text(), max_turns=12),
-        "medsp.patient": render("medsp/patient.j2", packet=SCENARIO.sp_actor.text()),
-        "medsp.environment": render("medsp/environment.j2", packet=SCENARIO.environment_controller.text()),
-        "medsp.evaluator": render("medsp/evaluator_system.j2"),
-        "medsp.panel_specialist": render("medsp/panel_specialist.j2", packet="p", max_turns=3, **persona),
-        "medsp.panel_integrator": render("medsp/panel_integrator.j2", packet="p", max_turns=3),
+        "medsp.examinee": [exam, turn],
+        "medsp.patient": [P.patient_system(SCENARIO), P.patient_turn("c", "c", state, "Hello")],
+        "medsp.environment": [P.environment_system(SCENARIO), P.environment_turn("c", "c", state, "Hello", ["x"], ["Hi"], True)],
+        "medsp.evaluator": [P.evaluator_system(items), P.evaluator_user("c", "c", state)],
+        "medsp.bon_selector": [exam, P.selector(turn, candidates)],
+        "medsp.panel_domains": [exam, P.domains(5)],
+        "medsp.panel_specialist": [f"{exam}\n\n{overlay}", consult],
+        "medsp.panel_integrator": [exam, P.integrator(turn, {"Toxicology": "Give charcoal."}, "")],
+        "medsp.panel_vote": [f"{exam}\n\n{vote_overlay}", vote],
     }
 
 
-def test_every_marker_is_in_its_prompt_and_detected():
-    prompts = rendered()
-    medsp = [p for p in all_protocols() if p.name.startswith("medsp.")]
-    assert {p.name for p in medsp} == set(prompts)
-    for protocol in medsp:
-        messages = [ChatMessageSystem(content=prompts[protocol.name]), ChatMessageUser(content="go")]
-        assert protocol.marker in prompts[protocol.name]
-        assert detect(messages).name == protocol.name
-    assert detect([ChatMessageSystem(content=prompts["medsp.examinee"])]).json_schema()["required"] == ["speak", "actions", "eos"]
+def test_every_marker_opens_its_prompt_and_is_detected():
+    sent = prompts_as_sent()
+    medsp = {p.name: p for p in all_protocols() if p.name.startswith("medsp.")}
+    assert set(medsp) == set(sent)
+    for name, (system, user) in sent.items():
+        protocol = medsp[name]
+        where = system if protocol.where == "system" else user
+        assert protocol.marker in where, name
+        # an opening sentence: the prompt (or, for user messages after a turn prompt, its own block) starts with it
+        assert any(line.startswith(protocol.marker) for line in where.splitlines()), name
+        assert detect([ChatMessageSystem(content=system), ChatMessageUser(content=user)]).name == name
 
 
-def test_environment_prompt_carries_the_controller_rules():
-    text = rendered()["medsp.environment"]
-    for rule in ("declarative", "Never recommend, hint or imply", "Never invent a team member",
-                 'goes only into "unsupported"', "actors_present"):
-        assert rule in text, rule
+def test_reply_models_are_required_in_the_schema_and_lenient_in_reading():
+    for protocol, fields in ((EXAMINEE, ["speak", "actions", "eos"]), (PATIENT, ["speak", "actors_present"]),
+                             (ENVIRONMENT, ["feedback", "events", "actors_present", "action_assessments", "patient_status",
+                                            "progress_index", "state_label", "should_end", "completion_reason"])):  # fmt: skip
+        assert protocol.json_schema()["required"] == fields
+    turn = ExamineeReply.model_validate({"speak": None, "actions": "Check glucose", "eos": "yes"})
+    assert turn == ExamineeReply(speak="", actions=["Check glucose"], eos=True)
+    assert ExamineeReply.model_validate({}) == ExamineeReply(speak="", actions=[], eos=False)  # an empty turn is a turn
+    assert ExamineeReply.model_validate({"speak": " Hi ", "actions": [" a ", "", 3], "eos": "maybe"}).actions == ["a", "3"]
+    sp = PatientReply.model_validate({"speak": "Just one line.", "actors_present": ["Patient"]})
+    assert sp.speak == ["Just one line."] and sp.actors_present == {"Patient": ""}
+    env = EnvironmentReply.model_validate({
+        "feedback": "BP 120/80.", "action_assessments": [{"raw": "a", "status": "EXECUTED"}, {"raw": "b", "status": "done"}, "c"],
+        "progress_index": "2", "should_end": "true",
+    })  # fmt: skip
+    assert env.feedback == ["BP 120/80."] and env.events == [] and env.progress_index == 2 and env.should_end
+    assert [a.status for a in env.action_assessments] == ["executed", "unsupported", "unsupported"]
+    assert EnvironmentReply.model_validate({"progress_index": -3}).progress_index == 0
+    assert EnvironmentReply.model_validate({"progress_index": "next"}).progress_index is None
+    # the evaluator's model for one call has exactly the call's items
+    model = evaluator_reply(["PC.1", "ICS.2"])
+    assert set(model.model_json_schema()["$defs"]["RubricItems"]["required"]) == {"PC.1", "ICS.2"}
+    with pytest.raises(ValueError, match="met"):
+        model.model_validate({"items": {"PC.1": {"met": "maybe"}, "ICS.2": {"met": True}}})
+
+
+def test_parsers_retry_replies_without_json():
+    assert parse_examinee('```json\n{"speak": "Hi", "actions": [], "eos": false}\n```').repaired
+    for parser in (parse_examinee, parse_patient, parse_environment):
+        with pytest.raises(ReplyParseError, match="unreadable"):
+            parser("I would check the vital signs first.")
+    sp = parse_patient('{"speak": ["Hello.", "Mother: He is scared."], "actors_present": {"Patient": "x"}}')
+    assert sp.message == "Hello.\nMother: He is scared." and sp.data["warnings"] == ["speaker 'Mother' is not in actors_present"]
 
 
 def test_scripted_roles_are_deterministic_and_parse():
-    prompts = rendered()
-    model = scripted()
-    env_open = [ChatMessageSystem(content=prompts["medsp.environment"]), ChatMessageUser(content=render("medsp/environment_kickoff.j2"))]
-    a = asyncio.run(model.generate(env_open, config=GenerateConfig())).completion
-    b = asyncio.run(scripted().generate(env_open, config=GenerateConfig())).completion
-    assert a == b and parse_environment(a).data["actors_present"] == ["Nurse"]
-    exam = [ChatMessageSystem(content=prompts["medsp.examinee"]), ChatMessageUser(content="[Environment: opening scene]")]
-    turn = parse_examinee(asyncio.run(model.generate(exam, config=GenerateConfig())).completion)
-    assert turn.data["actions"][0] == "Cardiac monitor, pulse oximetry and vital signs" and not turn.ends_session
-
-
-def test_examinee_parser_repairs_and_rejects():
-    assert parse_examinee('{"speak": "Hi", "actions": "Check glucose", "eos": "false"}').repaired
-    assert parse_examinee('{"speak": "", "actions": [], "eos": true}').ends_session
-    with pytest.raises(ValueError, match="says nothing"):
-        parse_examinee('{"speak": " ", "actions": [], "eos": false}')
-    with pytest.raises(ValueError, match="does not match the schema"):
-        parse_examinee('{"speak": "Hi", "actions": [{"x": 1}], "eos": false}')
+    sent = prompts_as_sent()
+    for name in ("medsp.examinee", "medsp.environment", "medsp.patient"):
+        messages = [ChatMessageSystem(content=sent[name][0]), ChatMessageUser(content=sent[name][1])]
+        a = ScriptedEngine().reply_for(name, messages)
+        assert a == ScriptedEngine().reply_for(name, messages)
+    exam = [ChatMessageSystem(content=sent["medsp.examinee"][0]), ChatMessageUser(content=sent["medsp.examinee"][1])]
+    turn = parse_examinee(asyncio.run(scripted().generate(EXAMINEE.tag(exam), config=GenerateConfig())).completion)
+    assert turn.data["actions"][0] == "Cardiac monitor, pulse oximetry and vital signs" and turn.data["eos"] is False
 
 
 def test_unknown_scripted_option_is_an_error():
@@ -83,12 +123,6 @@ def test_unknown_scripted_option_is_an_error():
 def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "INSPECT_LOG_DIR": str(tmp_path)}
     return subprocess.run([INSPECT, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
-
-
-def registered() -> bool:
-    import bedside._registry
-
-    return hasattr(bedside._registry, "medsp")
 
 
 def run_cli(target: str, tmp_path: Path) -> None:
@@ -106,7 +140,7 @@ def run_cli(target: str, tmp_path: Path) -> None:
     assert len(log.samples) == 1 and all(s.scores["medsp_rubric"].value["examinee_turns"] <= 3 for s in log.samples)
     assert all(len(t["data"]["best_of_n"]["candidates"]) == 2 for s in log.samples
                for t in s.store["MedSPStore:history"] if t["role"] == "examinee")
-    assert log.eval.metadata["data_report"]["scenarios"] == 7
+    assert log.eval.metadata["data_report"]["scenarios"] == 7 and log.eval.metadata["prompts"] == "bedside"
 
 
 def test_cli_by_path(tmp_path):
@@ -119,3 +153,11 @@ def test_cli_by_entry_point(tmp_path):
     if not hasattr(bedside._registry, "medsp"):
         pytest.skip("bedside/medsp is not registered yet: bedside/_registry.py needs `from bedside.tasks.medsp import medsp`")
     run_cli("bedside/medsp", tmp_path)
+
+
+def test_cli_rejects_a_bad_prompts_path_in_one_line(tmp_path):
+    proc = cli("eval", "tasks/medsp.py", "--model", "bedside/scripted", "-T", f"prompts={tmp_path}", "--limit", "1",
+               "--display", "plain", tmp_path=tmp_path)  # fmt: skip
+    assert proc.returncode != 0
+    out = " ".join((proc.stdout + proc.stderr).split())
+    assert "Bad parameter 'prompts'" in out and "not a clone of the official MedSP1000" in out and "Traceback" not in out

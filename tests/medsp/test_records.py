@@ -14,6 +14,7 @@ from bedside.records.medsp import (
     Rubric,
     load_rubrics,
     load_scenarios,
+    normalise_packet_text,
     read_rubric,
 )
 from bedside.samples.medsp import DEMO_DIR, medsp_dataset
@@ -122,12 +123,78 @@ def test_missing_role_folder_and_empty_packet_file_are_reported(demo_copy):
     assert len(loaded.scenarios) == 4
 
 
-def test_multi_file_packets_are_concatenated_in_path_order(demo_copy):
+def test_multi_file_packets_are_compiled_as_the_official_code_does(demo_copy):
     folder = demo_copy / ANA / "scenario1" / "examinee"
-    (folder / "appendix.txt").write_text("Appendix: triage ECG strip reads sinus tachycardia.")
+    (folder / "appendix.txt").write_text("Appendix: triage ECG strip reads sinus tachycardia.\n")
+    (folder / "notes").mkdir()
+    (folder / "notes" / "README").write_text("A file without suffix is read too.")  # no suffix: kept
+    (folder / "notes" / "table.csv").write_text("a,b\n1,2\n")
+    (folder / ".hidden.md").write_text("never shown")
+    (folder / "scan.pdf").write_bytes(b"%PDF")
     [ana] = [s for s in load_scenarios(demo_copy).scenarios if s.case_id == ANA]
     text = ana.examinee.text()
-    assert text.index("--- file: appendix.txt ---") < text.index("--- file: scenario.md ---")
+    # each file under "## <file name>" (name only, not its folder), in path order, blank line after the header
+    assert text.startswith("## appendix.txt\n\nAppendix: triage ECG")
+    assert text.index("## appendix.txt") < text.index("## README") < text.index("## table.csv") < text.index("## scenario.md")
+    assert "## notes/README" not in text and "A file without suffix is read too." in text
+    assert "never shown" not in text and ana.examinee.skipped == ["scan.pdf"]
+
+
+def test_strikethrough_and_marker_lines_are_removed_from_packets():
+    text = "# Title\n\n\n\nKeep this.\n~~Struck on one line.~~ Tail kept.\n~~Struck\nacross\nlines~~\n-\n##\n3.\n  indented kept   \n\n\nEnd"
+    # the struck lines leave an empty line (one blank kept); the orphan markers "-", "##", "3." are dropped
+    assert normalise_packet_text(text) == "# Title\n\nKeep this.\n Tail kept.\n\n  indented kept\n\nEnd"
+    assert normalise_packet_text("\n\n~~all gone~~\n\n") == ""
+    # the demo packets carry struck-through text that no agent sees; the raw files keep it
+    scenarios = {s.case_id: s for s in load_scenarios(DEMO_DIR).scenarios}
+    back = scenarios["bedside_demo_back_pain"].examinee
+    assert "~~Triage note (superseded)" in back.files[0].text and "kidney stone" not in back.text()
+    env = scenarios[ANA].environment_controller
+    assert "skin prick test" in env.files[0].text and "skin prick" not in env.text() and "~~" not in env.text()
+    assert env.compiled_text(strip_strikethrough=False).count("~~") == 2
+
+
+def test_role_folders_under_the_official_alternative_names(demo_copy):
+    scen = demo_copy / ANA / "scenario1"
+    (scen / "sp_actor").rename(scen / "SP")
+    (scen / "environment_controller").rename(scen / "environment")
+    [ana] = [s for s in load_scenarios(demo_copy).scenarios if s.case_id == ANA]
+    assert ana.sp_actor.folder == "SP" and ana.environment_controller.folder == "environment"
+    assert "Dana Reyes" in ana.sp_actor.text()
+
+
+def test_folders_that_do_not_match_the_layout_are_reported_by_name(demo_copy, tmp_path):
+    (demo_copy / "stray_case").mkdir()
+    (demo_copy / "stray_case" / "notes").mkdir()
+    (demo_copy / ANA / "scenario_2").mkdir()  # not scenarioN
+    (demo_copy / ".git").mkdir()  # hidden: ignored
+    loaded = load_scenarios(demo_copy)
+    assert len(loaded.scenarios) == 7
+    by_path = {u.path: u for u in loaded.unusable}
+    stray = by_path[str(demo_copy / "stray_case")]
+    assert stray.field == "layout" and "case folder without any scenarioN folder" in stray.reason
+    assert "notes/" in stray.reason and "<root>/<case_id>/<scenarioN>/" in stray.reason
+    odd = by_path[str(demo_copy / ANA / "scenario_2")]
+    assert odd.record == f"{ANA}/scenario_2" and "is not scenarioN" in odd.reason
+    assert not any(".git" in u.path for u in loaded.unusable)
+    # the dataset reports them (warnings, eval log) and still runs the rest
+    dataset, report = medsp_dataset(demo_copy)
+    assert len(dataset) == 7 and any("stray_case" in u for u in report.unusable)
+    # a data folder one level too deep (a case folder) or two (a scenario folder): a clear error
+    with pytest.raises(MedSPError, match="no scenario folders found") as err:
+        load_scenarios(demo_copy / ANA)
+    assert "looks like a scenario folder" in str(err.value) and "scenario1" in str(err.value)
+    with pytest.raises(MedSPError, match="no scenario folders found") as err:
+        load_scenarios(demo_copy / ANA / "scenario1")
+    assert "looks like a case or scenario folder" in str(err.value)
+
+
+def test_missing_role_folder_names_the_folder_and_what_is_missing(demo_copy):
+    shutil.rmtree(demo_copy / ANA / "scenario1" / "evaluator")
+    loaded = load_scenarios(demo_copy)
+    [problem] = [u for u in loaded.unusable if u.record == f"{ANA}/scenario1"]
+    assert problem.path == str(demo_copy / ANA / "scenario1") and problem.field == "evaluator"
+    assert "role folder is missing: expected evaluator/ or 评估者/" in problem.reason
 
 
 def test_rubrics_from_a_separate_folder(demo_copy, tmp_path):

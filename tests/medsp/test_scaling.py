@@ -1,19 +1,78 @@
-"""Test-time scaling (paper 2.6): best-of-N with a self-consistency choice, and an MDT panel."""
+"""Test-time scaling as in the official ``test_time.py``: best-of-N with a self-critic selector, and the
+specialist panel ("medagents")."""
 
 from __future__ import annotations
 
 import json
 
-from bedside.protocols import detect
-from bedside.solvers.medsp import panel_personas, self_consistency
-from tests.conftest import model_inputs, scripted
-from tests.medsp.helpers import ANAPHYLAXIS, run_one, store, text_of
+from bedside.protocols import tag_of
+from bedside.solvers.medsp import parse_domains, self_consistency
+from tests.conftest import scripted
+from tests.medsp.helpers import ANAPHYLAXIS, calls, roles, run_one, store, text_of, turns_of
 
 WAIT = ["Wait and observe"]
 
 
-def examinee_turns(sample):
-    return [t["data"] for t in store(sample)["history"] if t["role"] == "examinee"]
+def protocol_of(event) -> str:
+    return tag_of(event.input).name
+
+
+def test_best_of_n_samples_n_candidates_and_the_examinee_model_selects(tmp_path, anaphylaxis_run):
+    # n=3, parse_retries=2: candidates use seeds 0, 3, 6; the one with seed 3 (candidate 1) deviates
+    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_examinee_deviant_seeds=[3]), scaling="best_of_n", n=3)
+    exam = turns_of(sample, "examinee")
+    events = calls(sample, role=None)
+    # per turn: 3 candidates at temperature 0.8, then one selector call at 0, by the examinee model
+    assert [protocol_of(e) for e in events] == (["medsp.examinee"] * 3 + ["medsp.bon_selector"]) * len(exam)
+    assert {e.config.temperature for e in events if protocol_of(e) == "medsp.examinee"} == {0.8}
+    assert {e.config.temperature for e in events if protocol_of(e) == "medsp.bon_selector"} == {0.0}
+    assert {e.config.seed for e in events if protocol_of(e) == "medsp.examinee"} == {None, 3, 6}
+    # SP and environment run at temperature 0 in a scaled run
+    assert {e.config.temperature for e in sample.events if e.event == "model" and e.role in ("patient", "environment")} == {0.0}
+    selectors = [e for e in events if protocol_of(e) == "medsp.bon_selector"]
+    for k, (data, sel) in enumerate(zip(exam, selectors)):
+        # the selector sees the examinee's system prompt and this turn's prompt with the candidates: no history
+        assert len(sel.input) == 2 and sel.input[0].text == sample.messages[0].text
+        assert sel.input[1].text.startswith(data["prompt"])
+        assert "[Candidate 1]\n  speak: Let's just wait" in sel.input[1].text
+        bon = data["best_of_n"]
+        assert bon["n"] == 3 and len(bon["candidates"]) == 3 and bon["candidates"][1]["actions"] == WAIT
+        assert bon["selector"] == "self_critic" and bon["choice"] == 0 and bon["chosen"] == 0 and bon["fallback"] is None
+        assert bon["rationale"] and data["actions"] == bon["candidates"][0]["actions"]
+    # only the chosen reply enters the examinee's chat: the same trajectory as an unscaled run here
+    _, plain = anaphylaxis_run
+    assert [t["actions"] for t in exam] == [t["actions"] for t in turns_of(plain, "examinee")]
+    assert "Wait and observe" not in text_of(sample.messages)
+
+
+def test_best_of_n_commits_the_selected_candidate(tmp_path):
+    _, sample = run_one(
+        tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_examinee_deviant_seeds=[3], medsp_selector_choice=1), scaling="best_of_n", n=3
+    )
+    first = turns_of(sample, "examinee")[0]
+    assert first["actions"] == WAIT and first["best_of_n"]["chosen"] == 1
+    assert json.loads(sample.messages[2].text)["actions"] == WAIT  # the chosen raw reply is the committed one
+    assert turns_of(sample, "environment")[0]["action_log"][0]["raw"] == "Wait and observe"
+
+
+def test_best_of_n_selector_falls_back_to_candidate_0(tmp_path):
+    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_selector_choice=7), scaling="best_of_n", n=2)
+    bon = turns_of(sample, "examinee")[0]["best_of_n"]
+    assert bon["chosen"] == 0 and bon["choice"] == 7 and bon["fallback"] == "choice 7 out of range 0..1"
+    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_selector_malformed_attempts=3), scaling="best_of_n", n=2)
+    bon = turns_of(sample, "examinee")[0]["best_of_n"]
+    assert bon["chosen"] == 0 and bon["fallback"].startswith("selector failed: examinee: no readable reply after 3 tries")
+    infos = [e.data for e in sample.events if e.event == "info" and e.source == "medsp_scaling"]
+    assert infos and infos[0]["best_of_n"]["fallback"].startswith("selector failed")
+
+
+def test_best_of_n_majority_option_keeps_the_earlier_self_consistency_vote(tmp_path):
+    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_examinee_deviant_seeds=[3, 6]), scaling="best_of_n",
+                        n=3, bon_selector="majority")  # fmt: skip
+    assert calls(sample, "medsp.bon_selector") == []
+    first = turns_of(sample, "examinee")[0]
+    assert all(tag_of(e.input) is not None for e in calls(sample))  # every model call carries its protocol tag
+    assert first["actions"] == WAIT and first["best_of_n"]["selector"] == "majority" and first["best_of_n"]["chosen"] in (1, 2)
 
 
 def test_self_consistency_majority_vote():
@@ -23,77 +82,79 @@ def test_self_consistency_majority_vote():
     chosen, votes = self_consistency([c, a, b])
     assert chosen in (1, 2) and sorted(votes.values()) == [1, 2]  # actions compared normalised, order-free
     assert self_consistency([c, a])[0] == 0  # a tie goes to the first sampled group
-    # within the winning group: the speech agreeing most with the others
-    d = {"speak": "Check the monitor now please.", "actions": a["actions"], "eos": False}
-    e = {"speak": "Something unrelated entirely.", "actions": a["actions"], "eos": False}
-    assert self_consistency([e, a, d])[0] in (1, 2)
 
 
-def test_best_of_n_samples_n_candidates_and_keeps_the_majority(tmp_path, anaphylaxis_run):
-    # with n=3 and parse_retries=2 the candidates use seeds 0, 3, 6; the one with seed 3 deviates
-    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_examinee_deviant_seeds=[3]), scaling="best_of_n", n=3)
-    turns = examinee_turns(sample)
-    assert len(model_inputs(sample, None)) == 3 * len(turns)
-    for data in turns:
-        bon = data["best_of_n"]
-        assert bon["n"] == 3 and len(bon["candidates"]) == 3 and sorted(bon["votes"].values()) == [1, 2]
-        assert data["actions"] != WAIT and bon["candidates"][bon["chosen"]]["actions"] == data["actions"]
-    assert store(sample)["end_reason"] == "environment_end"
-    # the same trajectory as without scaling, since the majority is the default behaviour
-    _, plain = anaphylaxis_run
-    assert [t["actions"] for t in turns] == [t["actions"] for t in examinee_turns(plain)]
-
-
-def test_best_of_n_follows_the_majority_even_against_the_first_sample(tmp_path):
-    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_examinee_deviant_seeds=[3, 6]), scaling="best_of_n", n=3)
-    first = examinee_turns(sample)[0]
-    assert first["actions"] == WAIT and first["best_of_n"]["chosen"] in (1, 2)
-    env = store(sample)["history"][3]["data"]
-    assert env["unsupported"][0]["action"] == "Wait and observe"
-
-
-def test_panel_specialists_advise_and_the_integrator_decides(tmp_path):
+def test_panel_chooses_specialties_once_then_opinions_integration_and_a_vote(tmp_path):
     _, sample = run_one(tmp_path, ANAPHYLAXIS, scaling="panel", panel_size=3)
-    turns = examinee_turns(sample)
-    calls = model_inputs(sample, None)
-    kinds = [detect(c).name for c in calls]
-    assert kinds.count("medsp.panel_specialist") == 3 * len(turns)
-    assert kinds.count("medsp.panel_integrator") == len(turns) and "medsp.examinee" not in kinds
-    specialist_calls = [c for c in calls if detect(c).name == "medsp.panel_specialist"]
-    specialties = [c[0].text.split("Your specialty is ", 1)[1].split(";", 1)[0] for c in specialist_calls[:3]]
-    assert sorted(specialties) == sorted(["Emergency medicine", "Critical Care", "Internal medicine"])  # case's own first
-    for data in turns:
-        assert [a["specialty"] for a in data["panel"]] == ["Emergency medicine", "Critical Care", "Internal medicine"]
-    # every specialist's advice reaches the integrator of that turn
-    integrator_calls = [c for c in calls if detect(c).name == "medsp.panel_integrator"]
-    for call, data in zip(integrator_calls, turns):
-        handed = call[-1].text
-        assert "[MDT advice for this turn]" in handed
-        assert all(a["text"] in handed for a in data["panel"])
-    # the integrator's turn drives the encounter
-    assert json.loads(sample.messages[2].text)["actions"] == turns[0]["actions"]
-    assert store(sample)["end_reason"] == "environment_end"
-    assert store(sample)["agent_stats"]["examinee"]["panel_calls"] == 3 * len(turns)
+    rec = store(sample)
+    exam = turns_of(sample, "examinee")
+    events = calls(sample, role=None)
+    kinds = [protocol_of(e) for e in events]
+    assert all(tag_of(e.input) is not None for e in calls(sample))  # every model call carries its protocol tag
+    # once per case, before the first turn, by the examinee model at temperature 0
+    assert kinds[0] == "medsp.panel_domains" and kinds.count("medsp.panel_domains") == 1
+    assert events[0].config.temperature == 0.0 and len(events[0].input) == 2
+    assert rec["panel_domains"] == ["Emergency Medicine", "Critical Care", "Internal Medicine"]
+    # per turn: 3 opinions (0.8), one integration (0), 3 votes (0); everyone agrees: no revision
+    per_turn = ["medsp.panel_specialist"] * 3 + ["medsp.panel_integrator"] + ["medsp.panel_vote"] * 3
+    assert kinds[1:] == per_turn * len(exam) and "medsp.examinee" not in kinds
+    temps = {k: {e.config.temperature for e in events if protocol_of(e) == k} for k in set(kinds)}
+    assert temps["medsp.panel_specialist"] == {0.8} and temps["medsp.panel_integrator"] == {0.0} and temps["medsp.panel_vote"] == {0.0}
+    system = sample.messages[0].text
+    for k, data in enumerate(exam):
+        turn_events = events[1 + k * 7 : 1 + (k + 1) * 7]
+        specialists, integrator, votes = turn_events[:3], turn_events[3], turn_events[4:]
+        consulted = set()
+        for e in specialists:  # (concurrent calls: any order)
+            # examinee system prompt plus a specialist overlay; this turn's prompt; no history
+            assert len(e.input) == 2 and e.input[0].text.startswith(system)
+            consulted |= {d for d in rec["panel_domains"] if d in e.input[0].text[len(system):]}
+            assert e.input[1].text.startswith(data["prompt"])
+        assert consulted == set(rec["panel_domains"])
+        # the integrator is the examinee model with its full chat, plus the opinions
+        assert len(integrator.input) == 1 + 2 * k + 1
+        assert all(op in integrator.input[-1].text for op in data["panel"]["opinions"].values())
+        for e in votes:  # the proposal only: no turn prompt, no history
+            assert len(e.input) == 2 and data["prompt"] not in e.input[1].text and data["speak"] in e.input[1].text
+        assert data["panel"]["consensus"][0]["advice"] == {} and len(data["panel"]["syntheses"]) == 1
+    # the examinee's chat holds the clean turn prompts, not the integration prompts
+    assert [m.text for m in sample.messages[1::2]] == [d["prompt"] for d in exam]
+    assert "Your specialist panel has advised" not in text_of(sample.messages)
 
 
-def test_panel_personas_put_the_case_specialty_first():
-    assert [p["specialty"] for p in panel_personas(5, "Pediatrics")] == [
-        "Pediatrics", "Emergency medicine", "Critical Care", "Internal medicine", "Primary care",
+def test_panel_disagreement_with_advice_triggers_one_revision(tmp_path):
+    examinee = scripted(medsp_panel_disagree="Critical Care", medsp_panel_advice_action="Repeat vital signs")
+    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=examinee, scaling="panel", panel_size=3)
+    exam = turns_of(sample, "examinee")
+    kinds = [protocol_of(e) for e in calls(sample, role=None)]
+    per_turn = ["medsp.panel_specialist"] * 3 + ["medsp.panel_integrator"] + ["medsp.panel_vote"] * 3 + ["medsp.panel_integrator"]
+    assert kinds[1:] == per_turn * len(exam)  # one voting round, then the revised integration is final
+    first = exam[0]["panel"]
+    assert first["consensus"][0]["votes"] == {"Emergency Medicine": True, "Critical Care": False, "Internal Medicine": True}
+    assert first["consensus"][0]["advice"] == {"Critical Care": "Also: Repeat vital signs"}
+    assert "Repeat vital signs" not in first["syntheses"][0]["actions"] and "Repeat vital signs" in exam[0]["actions"]
+    revised = [e for e in calls(sample, "medsp.panel_integrator")][1]
+    assert "(Critical Care) Also: Repeat vital signs" in revised.input[-1].text
+    # panel_rounds=0: no vote at all
+    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=examinee, scaling="panel", panel_size=2, panel_rounds=0)
+    assert calls(sample, "medsp.panel_vote") == [] and "Repeat vital signs" not in turns_of(sample, "examinee")[0]["actions"]
+
+
+def test_panel_specialties_are_parsed_and_padded_as_upstream(tmp_path):
+    assert parse_domains("Specialties: Emergency Medicine | Toxicology | emergency medicine", 4) == [
+        "Emergency Medicine", "Toxicology", "General Medicine 3", "General Medicine 4",
     ]
-    assert panel_personas(2, "Dermatology")[0] == {"specialty": "Dermatology", "focus": "the core problems of Dermatology in this case"}
-    assert [p["specialty"] for p in panel_personas(2, None)] == ["Emergency medicine", "Critical Care"]
-    specialist_prompt = model_free_prompt()
-    assert "Dermatology" in specialist_prompt
+    assert parse_domains("1. Cardiology, 2. Nephrology; - Surgery\nPediatrics", 3) == ["Cardiology", "Nephrology", "Surgery"]
+    assert parse_domains("", 2) == ["General Medicine", "General Medicine 2"]
+    _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_panel_domains="Toxicology,toxicology"),
+                        scaling="panel", panel_size=3, max_turns=1)  # fmt: skip
+    assert store(sample)["panel_domains"] == ["Toxicology", "General Medicine 2", "General Medicine 3"]
+    assert store(sample)["panel_domain_selection"]["reply"] == "Specialties: Toxicology | toxicology"
 
 
-def model_free_prompt() -> str:
-    from bedside.prompts import render
-
-    return render("medsp/panel_specialist.j2", packet="p", max_turns=3, **panel_personas(1, "Dermatology")[0])
-
-
-def test_scaling_via_cli_parameters_reaches_the_solver(tmp_path):
-    log, sample = run_one(tmp_path, ANAPHYLAXIS, scaling="best_of_n", n=2)
-    assert log.eval.task_args["scaling"] == "best_of_n" and store(sample)["scaling"] == "best_of_n"
-    assert all(len(t["best_of_n"]["candidates"]) == 2 for t in examinee_turns(sample))
-    assert text_of(model_inputs(sample, None)[0]) == text_of(model_inputs(sample, None)[1])  # same view, new seed
+def test_single_is_the_unscaled_turn_at_temperature_0(tmp_path, anaphylaxis_run):
+    _, sample = run_one(tmp_path, ANAPHYLAXIS, scaling="single", role_models=roles())
+    assert {e.config.temperature for e in sample.events if e.event == "model" and e.role != "grader"} == {0.0}
+    _, plain = anaphylaxis_run
+    assert {e.config.temperature for e in plain.events if e.event == "model" and e.role in (None, "patient", "environment")} == {None}
+    assert [t["actions"] for t in turns_of(sample, "examinee")] == [t["actions"] for t in turns_of(plain, "examinee")]

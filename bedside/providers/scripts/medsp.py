@@ -1,21 +1,28 @@
-"""Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`).
+"""Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`), keyed by protocol.
 
 Every reply is grounded in the packet text found in the prompt (between the ``=== NAME ===`` and
-``=== END OF NAME ===`` lines of ``prompts/medsp/*.j2``) and is deterministic:
+``=== END OF NAME ===`` lines of ``prompts/medsp/*.j2``; with other prompts, e.g. the official ones, the whole
+system prompt is read) and is deterministic. The demo set's conventions are described in
+``datasets/medsp/demo/README.md``.
 
-- examinee (and the MDT integrator): greets, asks history questions, orders the items of its
-  packet's resource list (``## Available resources`` or any heading with resources/actions/orders)
-  a few per turn, then explains and ends (``eos``) on its last planned turn;
-- patient: answers from its script: the opening statement first, then the ``- topic: answer``
-  facts whose words overlap the clinician's question most ("I'm not sure." when none does);
+- examinee (and the panel's integrator): greets, asks history questions, orders the items of its packet's
+  resource list (``## Available resources``) a few per turn, then explains and says ``eos`` on its last
+  planned turn; in every later state it repeats the vital signs and says ``eos`` again. The integrator also
+  adds the actions the panel's revision advice names (``Also: <action>``);
+- SP: answers from its script: the opening statement first, then the ``- topic: answer`` facts whose words
+  overlap the clinician's words most ("I'm not sure." when none does), as a list of utterances; a person of
+  ``## Patient-side people present`` marked ``(answers for the patient)`` speaks, prefixed with the role;
 - environment: resolves each action declaratively against its materials' ``## Action results``
-  (``- **key / synonym**: result (status: ...)``, ``[ends encounter]`` after the keys), calls a
-  ``## Team available on request`` member when named, reports everything else as unsupported,
-  and fires ``## Timed events`` (``- **T+k**`` or ``- **T+k unless <action>**``) when due;
-- MDT specialist: prose advice naming the packet resources not ordered yet;
-- evaluator: marks each rubric item met when at least half of its content words occur in what
-  the examinee said or did in the trajectory (keyword overlap), with the matched words as the
-  justification.
+  (``- **key / synonym**: result (status: ...)``; ``[ends encounter]`` or ``[pending]`` after the keys) with a
+  status per action (executed / pending / unsupported), calls a ``## Team available on request`` member when
+  named, fires ``## Timed events`` (``- **T+k**`` or ``- **T+k unless <action>**``) when due, and on ``eos``
+  moves to the next of its ``## Scenario states`` (``- **label**: what is observed (status: ...)``) or, when
+  none is left, sets ``should_end``;
+- panel: specialties as one line; a specialist's prose recommendation; votes that agree (unless told
+  otherwise); the best-of-N selector picks the first candidate of the largest group of identical turns;
+- evaluator: marks each rubric item met when at least half of its content words occur in what the examinee
+  said or did (keyword overlap), with the matched words as evidence; answers in the bedside format (items by
+  id) or, when the rubric is listed by text per competency (official prompts), in the official format.
 
 ``Options`` switch on faults and behaviours for tests (all prefixed ``medsp_``).
 """
@@ -38,26 +45,46 @@ class Options:
     """Behaviour switches for tests (all off by default)."""
 
     # examinee (turn numbers count the examinee's own turns, 1-based)
-    medsp_examinee_plan: int = 4  # planned turns; the last one ends the encounter (eos)
-    medsp_examinee_never_end: bool = False  # keep asking, never set eos (reaches the turn cap)
+    medsp_examinee_plan: int = 4  # planned turns of the first state; the last one says eos
+    medsp_examinee_never_end: bool = False  # never say eos (reaches the turn cap)
     medsp_examinee_extra_action: str = ""  # added to the first turn (e.g. an out-of-scope action)
-    medsp_examinee_prose_turns: list[int] = field(default_factory=list)  # reply in prose at these turns
+    medsp_examinee_prose_turns: list[int] = field(default_factory=list)  # first try of these turns in prose
     medsp_examinee_malformed_attempts: int = 0  # first k attempts of every turn are truncated JSON
     medsp_examinee_deviant_seeds: list[int] = field(default_factory=list)  # samples with these seeds deviate
+    # best-of-N selector and panel
+    medsp_selector_choice: int = -1  # >= 0: always choose this index (out of range tests the fallback)
+    medsp_selector_malformed_attempts: int = 0
+    medsp_panel_domains: list[str] = field(default_factory=list)  # the specialties named (default list if empty)
+    medsp_panel_disagree: str = ""  # this specialty disagrees with every proposal, advising an extra action
+    medsp_panel_advice_action: str = "Repeat vital signs"
+    # SP
+    medsp_patient_stray_speaker: bool = False  # add a line by a patient-side role that is not present
     # environment
     medsp_env_malformed_attempts: int = 0  # first k attempts of every call are prose (no JSON)
     medsp_env_end_turn: int = 0  # should_end once this many examinee turns are resolved (0 = never forced)
+    medsp_env_advance_turn: int = 0  # move to the next state at this turn even without eos (0 = never)
+    medsp_env_unnamed_assessments: bool = False  # assessments without "raw" (mapped by order)
+    medsp_env_drop_last_assessment: bool = False  # no assessment for the turn's last action
     # evaluator
     medsp_evaluator_malformed_attempts: int = 0  # first k attempts are prose (no JSON)
     medsp_evaluator_missing_item_attempts: int = 0  # first k attempts omit the last rubric item
 
     def __post_init__(self) -> None:  # "-M medsp_examinee_deviant_seeds=3,6" arrives as a string or int
-        if not isinstance(self.medsp_examinee_deviant_seeds, list):
-            self.medsp_examinee_deviant_seeds = [int(v) for v in str(self.medsp_examinee_deviant_seeds).split(",") if v.strip()]
-        for name in ("medsp_examinee_plan", "medsp_examinee_malformed_attempts", "medsp_env_malformed_attempts",
-                     "medsp_env_end_turn", "medsp_evaluator_malformed_attempts", "medsp_evaluator_missing_item_attempts"):
+        for name in ("medsp_examinee_deviant_seeds", "medsp_examinee_prose_turns"):
+            value = getattr(self, name)
+            if not isinstance(value, list):
+                setattr(self, name, [int(v) for v in str(value).split(",") if v.strip()])
+        if not isinstance(self.medsp_panel_domains, list):
+            self.medsp_panel_domains = [v.strip() for v in str(self.medsp_panel_domains).split(",") if v.strip()]
+        self.medsp_panel_domains = [str(v) for v in self.medsp_panel_domains]
+        for name in ("medsp_examinee_plan", "medsp_examinee_malformed_attempts", "medsp_selector_choice",
+                     "medsp_selector_malformed_attempts", "medsp_env_malformed_attempts", "medsp_env_end_turn",
+                     "medsp_env_advance_turn", "medsp_evaluator_malformed_attempts",
+                     "medsp_evaluator_missing_item_attempts"):  # fmt: skip
             setattr(self, name, int(getattr(self, name)))
-        self.medsp_examinee_never_end = str(self.medsp_examinee_never_end).lower() in ("1", "true", "yes")
+        for name in ("medsp_examinee_never_end", "medsp_patient_stray_speaker", "medsp_env_unnamed_assessments",
+                     "medsp_env_drop_last_assessment"):  # fmt: skip
+            setattr(self, name, str(getattr(self, name)).lower() in ("1", "true", "yes"))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,6 +103,11 @@ STOPWORDS = frozenset(
 def between(text: str, name: str) -> str:
     m = re.search(rf"^=== {re.escape(name)} ===\n(.*?)\n=== END OF {re.escape(name)} ===$", text, re.S | re.M)
     return m.group(1) if m else ""
+
+
+def packet_of(messages: list[ChatMessage], name: str) -> str:
+    system = system_text(messages)
+    return between(system, name) or system
 
 
 def sections(packet: str) -> dict[str, str]:
@@ -121,8 +153,42 @@ def user_texts(messages: list[ChatMessage]) -> list[str]:
     return [m.text for m in messages if isinstance(m, ChatMessageUser)]
 
 
+def own_replies(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    out = []
+    for text in assistant_texts(messages):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def json_values(text: str) -> list[Any]:
+    """Every JSON array or object that starts a line of ``text``, in order."""
+    decoder = json.JSONDecoder()
+    out, pos = [], 0
+    for m in re.finditer(r"^[\[{]", text, re.M):
+        if m.start() < pos:
+            continue
+        try:
+            value, end = decoder.raw_decode(text, m.start())
+        except json.JSONDecodeError:
+            continue
+        out.append(value)
+        pos = end
+    return out
+
+
+def said_to_patient(text: str) -> str:
+    """The clinician's words in an SP or environment request (bedside or official wording)."""
+    m = re.search(r"said to the patient(?: this turn)?:\n(.*?)(?:\n\n|\Z)", text, re.S)
+    return m.group(1).strip() if m else ""
+
+
 # ---------------------------------------------------------------------------------------------
-# examinee (and MDT integrator)
+# examinee (and panel integrator)
 
 QUESTIONS = (
     "Do you have any allergies, and which medications do you take?",
@@ -130,6 +196,7 @@ QUESTIONS = (
     "What worries you most about this, and what do you understand about what is going on?",
     "Is there anything else you would like to tell me?",
 )
+REASSESS = ("Let me check how you are doing now and go over what happens next.", ["Repeat vital signs"])
 
 
 def resources(packet: str) -> list[str]:
@@ -138,7 +205,7 @@ def resources(packet: str) -> list[str]:
 
 
 def plan(packet: str, turns: int) -> list[tuple[str, list[str], bool]]:
-    """The scripted examinee's turns: (speech, actions, eos)."""
+    """The scripted examinee's turns in the first state: (speech, actions, eos)."""
     items = resources(packet)
     turns = max(1, turns)
     ordering_turns = max(1, turns - 1)
@@ -166,53 +233,93 @@ def plan(packet: str, turns: int) -> list[tuple[str, list[str], bool]]:
     return out
 
 
-def examinee(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    packet = between(system_text(messages), "SCENARIO PACKET")
+def examinee_turn(messages: list[ChatMessage], attempt: int, o: Options) -> dict[str, Any]:
+    packet = packet_of(messages, "SCENARIO PACKET")
+    previous = own_replies(messages)
     k = len(assistant_texts(messages)) + 1
-    if attempt < o.medsp_examinee_malformed_attempts:
-        return '{"speak": "Hello, I'
-    steps = plan(packet, o.medsp_examinee_plan)
-    if k <= len(steps):
-        speak, actions, eos = steps[k - 1]
+    if any(p.get("eos") is True for p in previous):  # a later state: reassess and close it
+        speak, actions, eos = REASSESS[0], list(REASSESS[1]), True
     else:
-        speak, actions, eos = QUESTIONS[-1], [], True
+        steps = plan(packet, o.medsp_examinee_plan)
+        speak, actions, eos = steps[k - 1] if k <= len(steps) else (QUESTIONS[-1], [], True)
     if o.medsp_examinee_never_end:
         eos = False
     if k == 1 and o.medsp_examinee_extra_action:
         actions = [*actions, o.medsp_examinee_extra_action]
     if attempt in o.medsp_examinee_deviant_seeds:
         speak, actions, eos = "Let's just wait a little and see how things go.", ["Wait and observe"], False
-    if k in o.medsp_examinee_prose_turns:
-        return speak
-    return json.dumps({"speak": speak, "actions": actions, "eos": eos}, ensure_ascii=False)
+    return {"speak": speak, "actions": list(actions), "eos": eos, "k": k}
 
 
-def specialist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    system = system_text(messages)
-    packet = between(system, "SCENARIO PACKET")
-    specialty = re.search(r"Your specialty is (.+?); your focus", system)
-    done = set()
-    for text in assistant_texts(messages):
-        try:
-            done |= {a for a in json.loads(text).get("actions", [])}
-        except (json.JSONDecodeError, AttributeError):
-            continue
-    pending = [r for r in resources(packet) if r not in done][:2]
-    name = specialty.group(1) if specialty else "specialist"
-    if not pending:
-        return f"- {name}: the planned work-up is done; explain the plan to the patient and close the encounter."
-    return f"- {name}: next, " + "; then ".join(pending) + "."
+def examinee(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if attempt < o.medsp_examinee_malformed_attempts:
+        return '{"speak": "Hello, I'
+    turn = examinee_turn(messages, attempt, o)
+    if turn["k"] in o.medsp_examinee_prose_turns and attempt == 0:
+        return turn["speak"]
+    return json.dumps({f: turn[f] for f in ("speak", "actions", "eos")}, ensure_ascii=False)
+
+
+def integrator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    turn = examinee_turn(messages, attempt, o)
+    advised = re.findall(r"Also: (.+?)\s*$", last_user_text(messages), re.M)
+    actions = turn["actions"] + [a for a in advised if a not in turn["actions"]]
+    return json.dumps({"speak": turn["speak"], "actions": actions, "eos": turn["eos"]}, ensure_ascii=False)
 
 
 # ---------------------------------------------------------------------------------------------
-# patient
+# test-time scaling
+
+DOMAINS = ("Emergency Medicine", "Critical Care", "Internal Medicine", "Clinical Pharmacology", "Nursing", "Pediatrics", "Surgery")
+CANDIDATE = re.compile(r"^\[Candidate (\d+)\]\n\s*speak: (.*)\n\s*actions: (.*)\n\s*eos: (\w+)", re.M)
+
+
+def selector(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if attempt < o.medsp_selector_malformed_attempts:
+        return "Candidate two looks best to me."
+    found = CANDIDATE.findall(last_user_text(messages))
+    keys = [(actions.strip(), eos.strip().lower()) for _, _, actions, eos in found]
+    if o.medsp_selector_choice >= 0:
+        choice = o.medsp_selector_choice
+    else:
+        best = max((keys.count(k) for k in keys), default=0)
+        choice = next((int(found[i][0]) for i, k in enumerate(keys) if keys.count(k) == best), 0)
+    return json.dumps({"choice": choice, "rationale": "It matches the plan most candidates agree on."})
+
+
+def domains(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    m = re.search(r"\b(\d+)\b", last_user_text(messages))
+    k = int(m.group(1)) if m else 5
+    names = o.medsp_panel_domains or list(DOMAINS[:k])
+    return "Specialties: " + " | ".join(names)
+
+
+def specialist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    domain = re.findall(r"specialist in ([^.,]+)", system_text(messages))
+    name = domain[-1].strip() if domain else "the specialty"
+    items = resources(packet_of(messages, "SCENARIO PACKET"))
+    step = items[0].lower() if items else "a focused reassessment"
+    return f"From the {name} perspective, the key next step is {step}, explained to the patient in plain words."
+
+
+def vote(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    domain = re.findall(r"specialist in ([^.,]+)", system_text(messages))
+    name = domain[-1].strip() if domain else ""
+    if o.medsp_panel_disagree and name.lower() == o.medsp_panel_disagree.lower():
+        return json.dumps({"agree": False, "advice": f"Also: {o.medsp_panel_advice_action}"})
+    return json.dumps({"agree": True, "advice": ""})
+
+
+# ---------------------------------------------------------------------------------------------
+# SP
 
 FACT_LINE = re.compile(r"^([^:]{2,60}):\s*(.+)$")
+PROXY = "(answers for the patient)"
 
 
 def facts(script: str) -> list[tuple[str, str]]:
     out = []
-    for line in bullets(script):
+    for line in bullets(section(script, "facts") or script):
         m = FACT_LINE.match(line)
         if m:
             out.append((m.group(1).strip(), m.group(2).strip()))
@@ -224,10 +331,25 @@ def opening_statement(script: str) -> str:
     return body.strip().strip('"').strip() if body else "Hello."
 
 
+def patient_side(script: str) -> tuple[dict[str, str], str | None]:
+    """(actors present, the role answering for the patient or None) from ``## Patient-side people present``."""
+    present = {"Patient": "The patient is present from the start."}
+    proxy = None
+    for line in bullets(section(script, "patient-side")):
+        m = FACT_LINE.match(line)
+        if not m:
+            continue
+        role, evidence = m.group(1).strip(), m.group(2).strip()
+        if PROXY in evidence:
+            proxy = role
+            evidence = evidence.replace(PROXY, "").strip()
+        present[role] = evidence
+    return present, proxy
+
+
 def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    script = between(system_text(messages), "SP SCRIPT")
-    heard = last_user_text(messages)
-    speech = " ".join(m.group(1) for m in re.finditer(r"^\[Clinician\] (.*)$", heard, re.M))
+    script = packet_of(messages, "SP SCRIPT")
+    speech = said_to_patient(last_user_text(messages))
     n = len(assistant_texts(messages)) + 1
     asked = stems(speech)
     scored = []
@@ -242,14 +364,19 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         utterance = " ".join(best)
     else:
         utterance = "I'm not sure."
-    return json.dumps({"utterance": utterance}, ensure_ascii=False)
+    present, proxy = patient_side(script)
+    speak = [f"{proxy}: {utterance}"] if proxy else [utterance]
+    if o.medsp_patient_stray_speaker:
+        speak.append("Neighbour: I just came to see if everyone is all right.")
+    return json.dumps({"speak": speak, "actors_present": present}, ensure_ascii=False)
 
 
 # ---------------------------------------------------------------------------------------------
 # environment controller
 
-RESULT_LINE = re.compile(r"^\*\*(?P<keys>.+?)\*\*\s*(?P<ends>\[ends encounter\])?\s*:\s*(?P<text>.+)$", re.I)
+RESULT_LINE = re.compile(r"^\*\*(?P<keys>.+?)\*\*\s*(?P<tags>(?:\[[a-z ]+\]\s*)*):\s*(?P<text>.+)$", re.I)
 TIMED_LINE = re.compile(r"^\*\*T\+(?P<k>\d+)(?:\s+unless\s+(?P<unless>.+?))?\*\*\s*:\s*(?P<text>.+)$", re.I)
+STATE_LINE = re.compile(r"^\*\*(?P<label>[a-z0-9_]+)\*\*\s*:\s*(?P<text>.+)$", re.I)
 STATUS = re.compile(r"\s*\(status:\s*(?P<status>.+?)\)\s*$", re.I)
 
 
@@ -259,6 +386,7 @@ class Outcome:
     text: str
     status: str | None
     ends: bool
+    pending: bool
 
 
 def _split_status(text: str) -> tuple[str, str | None]:
@@ -273,7 +401,8 @@ def action_results(materials: str) -> list[Outcome]:
         if m:
             text, status = _split_status(m.group("text"))
             keys = [k.strip().lower() for k in m.group("keys").split("/") if k.strip()]
-            out.append(Outcome(keys=keys, text=text, status=status, ends=bool(m.group("ends"))))
+            tags = m.group("tags").lower()
+            out.append(Outcome(keys=keys, text=text, status=status, ends="ends encounter" in tags, pending="pending" in tags))
     return out
 
 
@@ -287,68 +416,75 @@ def timed_events(materials: str) -> list[tuple[int, str | None, str, str | None]
     return out
 
 
+def scenario_states(materials: str) -> list[tuple[str, str, str | None]]:
+    """(label, what is observed on entering it, patient status) of ``## Scenario states``, in order; one
+    ``initial_assessment`` state when the materials list none."""
+    out = []
+    for line in bullets(section(materials, "scenario state")):
+        m = STATE_LINE.match(line)
+        if m:
+            text, status = _split_status(m.group("text"))
+            out.append((m.group("label"), text, status))
+    return out or [("initial_assessment", "", None)]
+
+
 def mentions(text: str, phrase: str) -> bool:
     return re.search(r"\b" + re.escape(phrase.lower()), text.lower()) is not None
 
 
-def examinee_blocks(text: str) -> list[tuple[int, str, list[str]]]:
-    """(turn, speech, actions) of every ``[Examinee turn k]`` block in a message."""
-    out = []
-    pattern = r"^\[Examinee turn (\d+)\]\nSays: ((?:.|\n)*?)\n(Actions: \(none\)|Actions:\n((?:- .*\n?)*))"
-    for m in re.finditer(pattern, text, re.M):
-        actions = [a[2:].strip() for a in (m.group(4) or "").splitlines() if a.startswith("- ")]
-        out.append((int(m.group(1)), m.group(2), actions))
-    return out
+def turn_actions(text: str) -> list[str]:
+    """The clinician's actions: the last JSON list of strings in the request."""
+    lists = [v for v in json_values(text) if isinstance(v, list) and all(isinstance(x, str) for x in v)]
+    return lists[-1] if lists else []
 
 
 def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt < o.medsp_env_malformed_attempts:
         return "The nurse nods and waits."
-    materials = between(system_text(messages), "ENVIRONMENT MATERIALS")
-    previous: list[dict[str, Any]] = []
-    for text in assistant_texts(messages):
-        try:
-            previous.append(json.loads(text))
-        except json.JSONDecodeError:
-            continue
-    blocks = [b for text in user_texts(messages) for b in examinee_blocks(text)]
+    materials = packet_of(messages, "ENVIRONMENT MATERIALS")
+    previous = own_replies(messages)
+    request = last_user_text(messages)
+    k = len(assistant_texts(messages)) + 1
+    eos = "eos=true" in request.lower()
+    actions = turn_actions(request)
+    speech = said_to_patient(request)
+    states = scenario_states(materials)
+    last = previous[-1] if previous else {}
+    index = int(last.get("progress_index", 0) or 0)
+    label = last.get("state_label") or states[min(index, len(states) - 1)][0]
     on_request = bullets(section(materials, "available on request"))
-    if not blocks:  # opening scene
-        return json.dumps(
-            {
-                "feedback": section(materials, "opening scene") or "The scene is set.",
-                "events": [],
-                "patient_status": section(materials, "initial patient status", "initial status"),
-                "actors_present": bullets(section(materials, "present at start")),
-                "unsupported": [],
-                "should_end": False,
-            },
-            ensure_ascii=False,
-        )
-    k, speech, actions = blocks[-1]
-    outcomes = action_results(materials)
-    actors = list(previous[-1].get("actors_present", [])) if previous else []
-    status = previous[-1].get("patient_status", "") if previous else ""
+    if last:
+        actors = dict(last.get("actors_present") or {})
+    else:
+        actors = {r: "Listed as present at the start in the materials." for r in bullets(section(materials, "present at start"))}
+    status = last.get("patient_status") or section(materials, "initial patient status", "initial status")
     feedback: list[str] = []
-    unsupported: list[dict[str, str]] = []
+    assessments: list[dict[str, str]] = []
     ends = False
     for action in actions:
-        outcome = next((oc for oc in outcomes if any(mentions(action, key) for key in oc.keys)), None)
+        outcome = next((oc for oc in action_results(materials) if any(mentions(action, key) for key in oc.keys)), None)
         role = next((r for r in on_request if mentions(action, r.split("(")[0].strip())), None)
         if outcome is not None:
             feedback.append(outcome.text)
             status = outcome.status or status
             ends = ends or outcome.ends
-        elif role is None:
-            unsupported.append({"action": action, "rationale": "This action is not available in this simulation."})
+            state = "pending" if outcome.pending else "executed"
+            assessments.append({"raw": action, "interpreted_action": outcome.keys[0], "status": state,
+                                "rationale": f"Listed under action results ({outcome.keys[0]})."})  # fmt: skip
+        elif role is not None:
+            assessments.append({"raw": action, "interpreted_action": f"call {role}", "status": "executed",
+                                "rationale": f"{role} is available on request."})  # fmt: skip
+        else:
+            assessments.append({"raw": action, "interpreted_action": action.lower(), "status": "unsupported",
+                                "rationale": "Not among this scenario's action results."})  # fmt: skip
         if role is not None and role not in actors:
-            actors.append(role)
-            feedback.append(f"{role} joins the team at the bedside.")
+            actors[role] = "Called by the clinician; listed as available on request."
+            feedback.append(f"{role}: I'm here. How can I help?")
     for role in on_request:  # named in speech ("Nurse, ..." / "can we call the pharmacist")
         if role not in actors and mentions(speech, role.split("(")[0].strip()):
-            actors.append(role)
-            feedback.append(f"{role} joins the team at the bedside.")
-    all_actions = [a for _, _, acts in blocks for a in acts]
+            actors[role] = "Called by the clinician; listed as available on request."
+            feedback.append(f"{role}: I'm here. How can I help?")
+    all_actions = [a for p in messages if isinstance(p, ChatMessageUser) for a in turn_actions(p.text)]
     reported = {e for p in previous for e in p.get("events", [])}
     events: list[str] = []
     for due, unless, text, new_status in timed_events(materials):
@@ -358,15 +494,33 @@ def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
             continue
         events.append(text)
         status = new_status or status
-    should_end = ends or bool(o.medsp_env_end_turn and k >= o.medsp_env_end_turn)
+    should_end, reason = ends, "The handover point of the scenario was reached." if ends else ""
+    if eos or (o.medsp_env_advance_turn and k == o.medsp_env_advance_turn):
+        if index + 1 < len(states):
+            index += 1
+            label, text, new_status = states[index]
+            if text:
+                feedback.append(text)
+            status = new_status or status
+        elif eos:
+            should_end, reason = True, f"No scenario state after {label}."
+    if o.medsp_env_end_turn and k >= o.medsp_env_end_turn:
+        should_end, reason = True, reason or "The scenario's end point was reached."
+    if o.medsp_env_drop_last_assessment and assessments:
+        assessments = assessments[:-1]
+    if o.medsp_env_unnamed_assessments:
+        assessments = [{**a, "raw": ""} for a in assessments]
     return json.dumps(
         {
-            "feedback": " ".join(feedback) or "No new findings.",
+            "feedback": feedback or ["No new findings."],
             "events": events,
-            "patient_status": status,
             "actors_present": actors,
-            "unsupported": unsupported,
+            "action_assessments": assessments,
+            "patient_status": status,
+            "progress_index": index,
+            "state_label": label,
             "should_end": should_end,
+            "completion_reason": reason,
         },
         ensure_ascii=False,
     )
@@ -376,39 +530,60 @@ def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 # evaluator
 
 ITEM_LINE = re.compile(r"^- \[([A-Z]+\.\d+)\] (.+)$", re.M)
+OFFICIAL_BLOCK = re.compile(r"^(PC|MK|SBP|ICS|PBLI|PROF):\n((?:- .*(?:\n|$))*)", re.M)
 
 
-def examinee_contributions(trajectory: str) -> str:
-    """Everything the examinee said or did, from the evaluator's trajectory text."""
-    out = []
-    for block in re.split(r"\n\s*\n", trajectory):
-        if re.match(r"^\[T\d+ · examinee\]", block):
-            out.append(block.split("\n", 1)[1] if "\n" in block else "")
-    return "\n".join(out)
+def examinee_contributions(request: str) -> str:
+    """Everything the examinee said or did, from the transcript (the first JSON list of role entries)."""
+    for value in json_values(request):
+        if isinstance(value, list) and value and all(isinstance(e, dict) and "role" in e for e in value):
+            parts = []
+            for entry in value:
+                if entry["role"] in ("examinee", "examinee_actions"):
+                    content = entry.get("content")
+                    parts.append(" ".join(content) if isinstance(content, list) else str(content or ""))
+            return "\n".join(parts)
+    return ""
 
 
 def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt < o.medsp_evaluator_malformed_attempts:
         return "Overall the examinee did well; most items are met."
-    request = last_user_text(messages)
-    items = ITEM_LINE.findall(request)
-    did = stems(examinee_contributions(between(request, "TRAJECTORY")))
-    judged = []
-    for item_id, text in items:
+    system = system_text(messages)
+    did = stems(examinee_contributions(last_user_text(messages)))
+
+    def judge(text: str) -> tuple[bool, str]:
         need = stems(text)
         hit = sorted(need & did)
         met = bool(need) and len(hit) * 2 >= len(need)
-        why = f"examinee's speech or actions match: {', '.join(hit)}" if met else "no matching examinee statement or action"
-        judged.append({"id": item_id, "met": met, "justification": why})
-    if attempt < o.medsp_evaluator_missing_item_attempts and judged:
-        judged = judged[:-1]
-    return json.dumps({"items": judged}, ensure_ascii=False)
+        return met, (f"The examinee's words or actions match: {', '.join(hit)}." if met else "No matching statement or action.")
+
+    items = ITEM_LINE.findall(system)
+    drop = attempt < o.medsp_evaluator_missing_item_attempts
+    if items:
+        judged = {item_id: dict(zip(("met", "evidence"), judge(text))) for item_id, text in items}
+        if drop:
+            judged.pop(items[-1][0])
+        return json.dumps({"reasoning": ["Keyword overlap with the examinee's words and actions."], "items": judged}, ensure_ascii=False)
+    official: dict[str, Any] = {"reasoning": ["Keyword overlap with the examinee's words and actions."]}
+    last_key = None
+    for comp, body in OFFICIAL_BLOCK.findall(system):
+        official[comp] = {}
+        for text in bullets(body):
+            official[comp][text] = judge(text)[0]
+            last_key = (comp, text)
+    if drop and last_key:
+        official[last_key[0]].pop(last_key[1])
+    return json.dumps(official, ensure_ascii=False)
 
 
 HANDLERS = {
     "medsp.examinee": examinee,
-    "medsp.panel_integrator": examinee,
+    "medsp.panel_integrator": integrator,
     "medsp.panel_specialist": specialist,
+    "medsp.panel_domains": domains,
+    "medsp.panel_vote": vote,
+    "medsp.bon_selector": selector,
     "medsp.patient": patient,
     "medsp.environment": environment,
     "medsp.evaluator": evaluator,
