@@ -44,7 +44,13 @@ demo: $(VENV)/.installed-local
 	@echo "    $(BIN)/inspect view --log-dir $(LOGS)"
 	@echo "(then browse to http://127.0.0.1:7575)"
 
-test: $(VENV)/.installed
+# Headless browser for the report's render check (tests/reporting/test_report_e2e.py; skipped if
+# absent). Installed from Debian's packages where we are root; the leading '-' keeps `make test`
+# working on machines without root.
+/usr/bin/chromium:
+	-apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
+
+test: $(VENV)/.installed | /usr/bin/chromium
 	$(BIN)/python -m pytest -n 2
 
 test-local: $(VENV)/.installed-local

@@ -15,6 +15,10 @@ from collections.abc import Sequence
 #: modules that register sub-commands, in the order of ``bedside --help``
 COMMANDS: tuple[str, ...] = (
     "bedside.report",  # strata, audit, delta
+    "bedside.reporting.build",  # report
+    "bedside.reporting.agreement",  # agreement
+    "bedside.reporting.compare",  # compare
+    "bedside.mimic.build",  # build-cases
 )
 
 

@@ -1,0 +1,243 @@
+"""``bedside agreement --annotations FILE.csv LOG...``: LLM judge vs physicians, and physician vs
+physician (DischargeBench paper, Table 5).
+
+**Annotation CSV** (UTF-8, header row; lines starting with ``#`` are comments), one rating per row:
+
+==============  ===========================================================================
+``case_id``     the sample id in the log (the DischargeBench case id)
+``annotator``   who rated (any name: ``phys_a``, ``phys_b``, …)
+``item``        a score key: ``naturalness``, ``responsiveness``, ``clarity``,
+                ``clinical_relevance`` (1–5 Likert); a Topic Checklist question id ``Q1``,
+                ``Q2.1``, … (``yes``/``no``, also ``1``/``0``, ``true``/``false``); a
+                comprehension item ``q1`` … ``q6`` (``correct`` / ``partially correct`` /
+                ``incorrect``, or ``1`` / ``0.5`` / ``0``); any other numeric score key of the
+                log (e.g. ``tcs``, ``comprehension``: continuous, Spearman only)
+``value``       the rating
+``model``       optional: the model under test (label or model name), needed only when the
+                same case id is in several logs
+``epoch``       optional (default 1)
+==============  ===========================================================================
+
+**Statistics**, per axis, each with n (rated pairs): Cohen's κ
+(:func:`sklearn.metrics.cohen_kappa_score`) — quadratic-weighted for the 1–5 Likert axes,
+unweighted for the yes/no checklist items (pooled over the case's questions into the ``tcs``
+axis), and **linear**-weighted for the three-level comprehension grades (incorrect < partially
+correct < correct, pooled over q1…q6 into the ``comprehension`` axis; ``--comprehension-weights
+quadratic`` to change it) — plus Spearman's ρ (:func:`scipy.stats.spearmanr`) and the share of exact
+agreement. Continuous items get ρ only.
+
+- *judge vs physician*: every physician rating paired with the judge's value for the same case and
+  item (from the log: the score values, and the checklist answers in the ``topic_checklist`` score
+  metadata), pooled over cases and physicians;
+- *physician vs physician*: for every pair of physicians, the (case, item) both rated, pooled over
+  the pairs of physicians (with two physicians: their shared cases).
+
+``--by-item`` adds one row per checklist question and comprehension item.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import math
+import re
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+from scipy.stats import spearmanr
+
+from bedside.reporting.load import LoadedLog, load
+
+LIKERT = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
+COMPREHENSION_ITEMS = ("q1", "q2", "q3", "q4", "q5", "q6")
+CHECKLIST_ID = re.compile(r"^Q\d+(\.\d+)?$")
+YES_NO = {"yes": 1, "no": 0, "true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0, "y": 1, "n": 0}
+GRADES = {"correct": 2, "partially correct": 1, "partially_correct": 1, "partial": 1, "incorrect": 0,
+          "1": 2, "1.0": 2, "0.5": 1, "0": 0, "0.0": 0}
+REQUIRED = ("case_id", "annotator", "item", "value")
+
+
+@dataclass(frozen=True)
+class Axis:
+    """How an item is compared: its axis name, kind and κ weighting (None: unweighted)."""
+
+    name: str
+    kind: str  # likert | binary | ordinal3 | continuous
+    weights: str | None
+    labels: tuple | None
+
+
+def normalise_item(item: str) -> str:
+    text = str(item).strip()
+    if re.match(r"^[qQ]\d+([._\-]\d+)?$", text) and (text[0] == "Q" or re.search(r"[._\-]", text)):
+        return re.sub(r"[_\-]", ".", text.upper())  # checklist ids: "q2_1", "Q2-1" -> "Q2.1"
+    return text.lower() if text.lower() in (*LIKERT, *COMPREHENSION_ITEMS) else text
+
+
+def axis_of(item: str, comprehension_weights: str = "linear") -> Axis:
+    if item in LIKERT:
+        return Axis(item, "likert", "quadratic", (1, 2, 3, 4, 5))
+    if CHECKLIST_ID.match(item):
+        return Axis("tcs", "binary", None, (0, 1))
+    if item in COMPREHENSION_ITEMS:
+        return Axis("comprehension", "ordinal3", comprehension_weights, (0, 1, 2))
+    return Axis(item, "continuous", None, None)
+
+
+def code(value: object, axis: Axis) -> float:
+    """A rating as the number the statistics use (NaN if blank); ``ValueError`` if not on the scale."""
+    if value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == "":
+        return math.nan
+    text = str(value).strip().lower()
+    if axis.kind == "likert":
+        number = float(text)
+        if number not in axis.labels:
+            raise ValueError(f"{axis.name}: {value!r} is not a 1-5 rating")
+        return number
+    if axis.kind == "binary":
+        if text not in YES_NO:
+            raise ValueError(f"checklist item: {value!r} is not yes/no")
+        return float(YES_NO[text])
+    if axis.kind == "ordinal3":
+        if text not in GRADES:
+            raise ValueError(f"comprehension item: {value!r} is not correct / partially correct / incorrect")
+        return float(GRADES[text])
+    return float(text)
+
+
+def read_annotations(path: str) -> pd.DataFrame:
+    frame = pd.read_csv(path, comment="#", dtype=str, skipinitialspace=True)
+    frame.columns = [c.strip() for c in frame.columns]
+    missing = [c for c in REQUIRED if c not in frame.columns]
+    if missing:
+        raise ValueError(f"{path}: missing column(s) {missing}; expected {', '.join(REQUIRED)} (optional model, epoch)")
+    frame["case_id"] = frame["case_id"].str.strip()
+    frame["annotator"] = frame["annotator"].str.strip()
+    frame["item"] = frame["item"].map(normalise_item)
+    frame["epoch"] = frame["epoch"].astype(int) if "epoch" in frame else 1
+    if "model" not in frame:
+        frame["model"] = None
+    duplicated = frame.duplicated(["case_id", "annotator", "item", "model", "epoch"], keep=False)
+    if duplicated.any():
+        first = frame[duplicated].iloc[0]
+        raise ValueError(f"{path}: {first['annotator']} rated {first['item']} of case {first['case_id']} more than once")
+    return frame
+
+
+def judge_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
+    """The judge's value for every (model, case, epoch, item): score values (Likert axes,
+    comprehension items, any numeric key) and the checklist answers of ``topic_checklist``."""
+    rows = []
+    for item in logs:
+        for sample in item.log.samples or []:
+            base = {"label": item.label, "model_name": item.log.eval.model, "case_id": str(sample.id), "epoch": sample.epoch}
+            for scorer, score in (sample.scores or {}).items():
+                values = score.value if isinstance(score.value, dict) else {scorer: score.value}
+                for key, value in values.items():
+                    if isinstance(value, int | float) and not isinstance(value, bool):
+                        rows.append({**base, "item": key, "judge": float(value)})
+                answers = (score.metadata or {}).get("answers") if scorer == "topic_checklist" else None
+                for qid, answer in (answers or {}).items():
+                    rows.append({**base, "item": normalise_item(qid), "judge": float(bool(answer))})
+    return pd.DataFrame(rows, columns=["label", "model_name", "case_id", "epoch", "item", "judge"])
+
+
+def attach_judge(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
+    """Each annotation with the judge's value for the same case and item (NaN if the judge has none)."""
+    out = []
+    for _, row in annotations.iterrows():
+        match = judge[(judge["case_id"] == row["case_id"]) & (judge["epoch"] == row["epoch"]) & (judge["item"] == row["item"])]
+        if row["model"] is not None and row["model"] == row["model"]:
+            match = match[(match["label"] == row["model"]) | (match["model_name"] == row["model"])]
+        labels = match["label"].unique()
+        if len(labels) > 1:
+            raise ValueError(f"case {row['case_id']} is in several logs ({', '.join(labels)}): add a 'model' column "
+                             "to the annotations")
+        out.append(float(match["judge"].iloc[0]) if len(match) else math.nan)
+    return annotations.assign(judge=out)
+
+
+def statistics(a: Sequence[float], b: Sequence[float], axis: Axis) -> dict[str, float]:
+    """κ (if categorical), Spearman's ρ, exact agreement and n of paired ratings."""
+    from sklearn.metrics import cohen_kappa_score  # scikit-learn: only for this command
+
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    keep = ~(np.isnan(x) | np.isnan(y))
+    x, y = x[keep], y[keep]
+    out = {"n": int(len(x)), "kappa": math.nan, "rho": math.nan, "rho_p": math.nan, "exact_agreement": math.nan}
+    if len(x) == 0:
+        return out
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input: NaN, reported as such
+        if axis.kind != "continuous":
+            out["kappa"] = float(cohen_kappa_score(x.astype(int), y.astype(int), labels=list(axis.labels), weights=axis.weights))
+            out["exact_agreement"] = float(np.mean(x == y))
+        if len(x) >= 2:
+            rho = spearmanr(x, y)
+            out["rho"], out["rho_p"] = float(rho.statistic), float(rho.pvalue)
+    return out
+
+
+def agreement_table(annotations: pd.DataFrame, judge: pd.DataFrame, comprehension_weights: str = "linear",
+                    by_item: bool = False) -> pd.DataFrame:
+    """One row per (axis[, item], comparison): n, κ (and its weighting), ρ, exact agreement."""
+    rated = attach_judge(annotations, judge)
+    rated["axis"] = [axis_of(i, comprehension_weights) for i in rated["item"]]
+    rated["physician"] = [code(v, a) for v, a in zip(rated["value"], rated["axis"])]
+    rated["judge"] = [code(v, a) if v == v and a.kind == "ordinal3" else v for v, a in zip(rated["judge"], rated["axis"])]
+    rated["axis_name"] = [a.name for a in rated["axis"]]
+    groups: list[tuple[str, str, pd.DataFrame]] = [(name, "all", part) for name, part in rated.groupby("axis_name", sort=False)]
+    if by_item:
+        groups += [(part["axis_name"].iloc[0], item, part) for item, part in rated.groupby("item", sort=False)
+                   if part["axis"].iloc[0].kind in ("binary", "ordinal3")]
+    rows = []
+    annotators = sorted(rated["annotator"].unique())
+    for name, item, part in groups:
+        axis = part["axis"].iloc[0]
+        weights = axis.weights or ("none" if axis.kind != "continuous" else "")
+        judged = statistics(part["judge"], part["physician"], axis)
+        rows.append({"axis": name, "item": item, "comparison": "judge vs physician", "kappa_weights": weights, **judged})
+        first, second = [], []
+        for a, b in itertools.combinations(annotators, 2):
+            left = part[part["annotator"] == a].set_index(["case_id", "epoch", "item", "model"], drop=False)
+            right = part[part["annotator"] == b].set_index(["case_id", "epoch", "item", "model"], drop=False)
+            shared = left.index.intersection(right.index)
+            first += left.loc[shared, "physician"].tolist()
+            second += right.loc[shared, "physician"].tolist()
+        rows.append({"axis": name, "item": item, "comparison": "physician vs physician", "kappa_weights": weights,
+                     **statistics(first, second, axis)})
+    return pd.DataFrame(rows, columns=["axis", "item", "comparison", "n", "kappa", "kappa_weights", "rho", "rho_p",
+                                       "exact_agreement"])
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        annotations = read_annotations(args.annotations)
+        table = agreement_table(annotations, judge_values(load(args.logs)), args.comprehension_weights, args.by_item)
+    except (ValueError, FileNotFoundError) as error:
+        print(f"bedside agreement: {error}")
+        return 2
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False))
+    unmatched = table.loc[(table["comparison"] == "judge vs physician") & (table["n"] == 0), "axis"].tolist()
+    if unmatched:
+        print(f"note: no judge value for axis/axes {unmatched} (case ids or items not in the logs?)")
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """The ``agreement`` sub-command (module docstring)."""
+    parser = sub.add_parser("agreement", help="judge-physician and physician-physician agreement (kappa, Spearman, n)",
+                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs (or directories) holding the judged cases")
+    parser.add_argument("--annotations", required=True, metavar="FILE.csv", help="physician annotations (format above)")
+    parser.add_argument("--comprehension-weights", choices=("linear", "quadratic"), default="linear",
+                        help="kappa weighting of the three comprehension grades (default linear)")
+    parser.add_argument("--by-item", action="store_true", help="also one row per checklist question and comprehension item")
+    parser.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
+    parser.set_defaults(func=run)

@@ -1,0 +1,149 @@
+"""Reading eval logs into tidy pandas frames (one row per sample × score key).
+
+Logs are read with :func:`inspect_ai.log.read_eval_log`; a directory is expanded with
+:func:`inspect_ai.log.list_eval_logs` (``.eval`` and ``.json``, recursively). Each log gets a
+*label*: the model under test, plus the task arguments that change what is measured
+(``behavior`` for DischargeBench stress overlays, ``mitigation`` / ``scaling`` for CPB-Bench and
+MedSP1000) when they are not the default. Logs with the same label (e.g. shards of one run) are
+pooled.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+
+from bedside.report import SKIP_KEYS, STRATA
+
+#: benchmark of a log, from its task name
+BENCHMARKS = ("discharge", "medsp", "cpb")
+#: the persona axes of DischargeBench (paper Appendix A.2), in the order of the paper
+PERSONA_AXES = ("personality", "education_level", "health_literacy", "recall_level")
+#: task arguments that make two runs of the same model measure different things
+VARIANT_ARGS = ("behavior", "mitigation", "scaling", "turns")
+#: what the model under test is called in each benchmark (its model events carry no role)
+SUBJECT_ROLE = {"discharge": "educator", "medsp": "examinee", "cpb": "doctor"}
+NEUTRAL = (None, "none", "", 0, "0")
+
+
+@dataclass
+class LoadedLog:
+    path: str
+    log: EvalLog
+    label: str
+    benchmark: str
+
+
+def expand(paths: Iterable[str]) -> list[str]:
+    """Files given, and the logs found (recursively) in directories given, in a stable order."""
+    out: list[str] = []
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            found = sorted(info.name.removeprefix("file://") for info in list_eval_logs(str(path)))
+            if not found:
+                raise FileNotFoundError(f"{p}: no eval log (.eval or .json) in this directory")
+            out.extend(found)
+        elif path.exists():
+            out.append(str(path))
+        else:
+            raise FileNotFoundError(f"{p}: no such file or directory")
+    return out
+
+
+def benchmark_of(log: EvalLog) -> str:
+    task = log.eval.task.split("/")[-1]
+    for name in BENCHMARKS:
+        if task.startswith(name):
+            return name
+    return task
+
+
+def label_of(log: EvalLog) -> str:
+    """The model under test and any non-default variant argument (module docstring)."""
+    args = log.eval.task_args or {}
+    variants = [f"{k}={args[k]}" for k in VARIANT_ARGS if args.get(k) not in NEUTRAL]
+    return log.eval.model + (f" ({', '.join(variants)})" if variants else "")
+
+
+def load(paths: Sequence[str]) -> list[LoadedLog]:
+    out = []
+    for path in expand(paths):
+        log = read_eval_log(path)
+        if log.status != "success":
+            print(f"warning: {path} has status {log.status!r}; reporting the samples it holds", flush=True)
+        out.append(LoadedLog(path=path, log=log, label=label_of(log), benchmark=benchmark_of(log)))
+    disambiguate(out)
+    return out
+
+
+def disambiguate(logs: list[LoadedLog]) -> None:
+    """Logs with the same label are pooled (shards of one run) unless they hold the same (sample id,
+    epoch): then they are separate runs (e.g. a baseline and a candidate of the same model), and each
+    label gets the log's folder name (``model [baseline]``), or its file name if the folders agree."""
+    groups: dict[tuple[str, str], list[LoadedLog]] = {}
+    for item in logs:
+        groups.setdefault((item.benchmark, item.label), []).append(item)
+    for members in groups.values():
+        keys = [{(str(s.id), s.epoch) for s in m.log.samples or []} for m in members]
+        if len(members) < 2 or not any(a & b for i, a in enumerate(keys) for b in keys[i + 1:]):
+            continue
+        folders = [Path(m.path).parent.name for m in members]
+        names = folders if len(set(folders)) == len(folders) else [Path(m.path).name for m in members]
+        for member, name in zip(members, names):
+            member.label = f"{member.label} [{name}]"
+
+
+def _flat(value: object) -> bool:
+    return isinstance(value, str | int | float | bool) and not (isinstance(value, float) and math.isnan(value))
+
+
+def sample_meta(sample) -> dict[str, object]:
+    """The strata of a sample: sample metadata, else score metadata (e.g. the end reason)."""
+    meta: dict[str, object] = {}
+    for score in (sample.scores or {}).values():
+        for key, value in (score.metadata or {}).items():
+            if key in STRATA and _flat(value):
+                meta.setdefault(key, value)
+    for key, value in (sample.metadata or {}).items():
+        if key in STRATA and _flat(value):
+            meta[key] = value
+    outcome = (sample.scores or {}).get("encounter_outcome")
+    if outcome is not None and outcome.answer:
+        meta.setdefault("end_reason", outcome.answer)
+    return meta
+
+
+def scores_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:
+    """One row per (log, sample id, epoch, scorer, key): the float value (NaN = unscored) and the
+    sample's strata as columns (:data:`bedside.report.STRATA`)."""
+    rows = []
+    for item in logs:
+        for sample in item.log.samples or []:
+            meta = sample_meta(sample)
+            for scorer, score in (sample.scores or {}).items():
+                values = score.value if isinstance(score.value, dict) else {scorer: score.value}
+                for key, value in values.items():
+                    if key in SKIP_KEYS or isinstance(value, str) or value is None:
+                        continue
+                    rows.append({"label": item.label, "benchmark": item.benchmark, "log": item.path,
+                                 "id": str(sample.id), "epoch": sample.epoch, "scorer": scorer, "key": key,
+                                 "value": float(value), **{k: str(v) for k, v in meta.items()}})
+    columns = ["label", "benchmark", "log", "id", "epoch", "scorer", "key", "value", *STRATA]
+    frame = pd.DataFrame(rows)
+    for column in columns:
+        if column not in frame:
+            frame[column] = pd.Series(dtype=object if column in STRATA else float)
+    return frame[columns]
+
+
+def per_case(frame: pd.DataFrame, by: Sequence[str] = ()) -> pd.DataFrame:
+    """Epochs reduced to one value per case (their mean, NaN epochs left out), as Inspect reduces
+    epochs before computing metrics: one row per (label, id, scorer, key, *by)."""
+    keys = ["label", "id", "scorer", "key", *by]
+    return frame.groupby(keys, dropna=False, sort=False)["value"].mean().reset_index()

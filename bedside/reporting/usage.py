@@ -1,0 +1,123 @@
+"""Token usage and cost per case and per role.
+
+Inspect records every model call as a ``ModelEvent`` with the ``role`` it was made for (``None`` for
+the model under test: the educator, examinee or doctor) and the provider's ``output.usage``; the
+log's ``stats.role_usage`` holds the per-role totals. Tokens here are summed from the events, so
+that they can be split per case; calls served from Inspect's local generation cache
+(``event.cache == "read"``) are counted as ``cached_calls`` but neither in the tokens nor in the
+cost, exactly as Inspect leaves them out of ``stats.role_usage`` / ``stats.model_usage``.
+
+Cost = tokens × the price table's prices (:data:`DEFAULT_PRICES`, a user-editable YAML file whose
+shipped prices are EXAMPLES; ``bedside report --prices FILE.yaml``).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import math
+from collections.abc import Sequence
+from importlib import resources
+from pathlib import Path
+
+import pandas as pd
+import yaml
+
+from bedside.reporting.load import SUBJECT_ROLE, LoadedLog
+
+TOKEN_FIELDS = ("input_tokens", "output_tokens", "input_tokens_cache_read", "input_tokens_cache_write",
+                "reasoning_tokens", "total_tokens")
+#: price of each token field (cache prices default to the input price)
+PRICE_FIELDS = {"input_tokens": "input", "output_tokens": "output",
+                "input_tokens_cache_read": "input_cache_read", "input_tokens_cache_write": "input_cache_write"}
+
+
+def default_prices_path() -> Path:
+    return Path(str(resources.files("bedside.reporting").joinpath("prices.yaml")))
+
+
+def load_prices(path: str | Path | None = None) -> dict:
+    path = Path(path) if path else default_prices_path()
+    data = yaml.safe_load(path.read_text()) or {}
+    if not isinstance(data.get("models", {}), dict):
+        raise ValueError(f"{path}: 'models' must map model names to prices")
+    for name, price in (data.get("models") or {}).items():
+        if not isinstance(price, dict) or not {"input", "output"} <= set(price):
+            raise ValueError(f"{path}: model {name!r} needs 'input' and 'output' prices")
+    data.setdefault("per_tokens", 1_000_000)
+    data.setdefault("currency", "")
+    data["source"] = str(path)
+    return data
+
+
+def price_of(model: str, prices: dict) -> dict | None:
+    table = prices.get("models") or {}
+    if model in table:
+        return table[model]
+    for pattern, price in table.items():
+        if fnmatch.fnmatchcase(model, pattern):
+            return price
+    return None
+
+
+def cost(row: dict, price: dict | None, per_tokens: float) -> float:
+    if price is None:
+        return math.nan
+    total = 0.0
+    for field, name in PRICE_FIELDS.items():
+        rate = price.get(name, price["input"] if name.startswith("input") else None)
+        total += float(row.get(field) or 0) * float(rate or 0)
+    return total / float(per_tokens)
+
+
+def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
+    """One row per (model label, case, epoch, role, model serving the role): calls, cached calls,
+    tokens and cost."""
+    rows: dict[tuple, dict] = {}
+    for item in logs:
+        subject = SUBJECT_ROLE.get(item.benchmark, "model under test")
+        for sample in item.log.samples or []:
+            for event in sample.events or []:
+                if event.event != "model":
+                    continue
+                role = event.role or subject
+                key = (item.label, str(sample.id), sample.epoch, role, event.model)
+                row = rows.setdefault(key, {"model": item.label, "id": key[1], "epoch": key[2], "role": role,
+                                            "role_model": event.model, "calls": 0, "cached_calls": 0,
+                                            **{f: 0 for f in TOKEN_FIELDS}})
+                row["calls"] += 1
+                if event.cache == "read":
+                    row["cached_calls"] += 1
+                    continue
+                usage = event.output.usage if event.output is not None else None
+                if usage is None:
+                    continue
+                for field in TOKEN_FIELDS:
+                    row[field] += int(getattr(usage, field, None) or 0)
+    frame = pd.DataFrame(list(rows.values()),
+                         columns=["model", "id", "epoch", "role", "role_model", "calls", "cached_calls", *TOKEN_FIELDS])
+    frame["cost"] = [cost(r, price_of(r["role_model"], prices), prices["per_tokens"]) for r in frame.to_dict("records")]
+    return frame
+
+
+def usage_by_role(by_case: pd.DataFrame) -> pd.DataFrame:
+    """Per (model label, role, model serving it): cases, calls, tokens, total cost and cost per case."""
+    sums = ["calls", "cached_calls", *TOKEN_FIELDS]
+    grouped = by_case.groupby(["model", "role", "role_model"], sort=True)
+    out = grouped[sums].sum()
+    out.insert(0, "cases", grouped.size())
+    # min_count=1: a role whose model has no price gets no cost, not 0
+    out["cost"] = grouped["cost"].sum(min_count=1)
+    out["cost_per_case"] = out["cost"] / out["cases"]
+    return out.reset_index()
+
+
+def cost_per_case(by_case: pd.DataFrame) -> pd.DataFrame:
+    """Total tokens and cost of each case (all roles)."""
+    grouped = by_case.groupby(["model", "id", "epoch"], sort=True)
+    out = grouped[["calls", "input_tokens", "output_tokens", "total_tokens"]].sum()
+    out["cost"] = grouped["cost"].sum(min_count=1)
+    return out.reset_index()
+
+
+def unpriced(by_case: pd.DataFrame) -> list[str]:
+    return sorted(set(by_case.loc[by_case["cost"].isna(), "role_model"]))
