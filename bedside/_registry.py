@@ -13,3 +13,4 @@ def bedside():  # type: ignore[no-untyped-def]
 from bedside.tasks.discharge import discharge  # noqa: E402,F401
 from bedside.tasks.medsp import medsp  # noqa: E402,F401
 from bedside.tasks.cpb import cpb, cpb_control  # noqa: E402,F401
+from bedside.tasks.build_discharge_cases import build_discharge_cases  # noqa: E402,F401

@@ -6,8 +6,9 @@
 
 ``strata``: every score key's mean, 95 % CI and n per value of each stratum (DischargeBench: ICD
 chapter, the persona axes, end reason; CPB-Bench: category, dataset, language; MedSP1000:
-specialty, reported only for specialties with at least 5 scored cases). Inspect itself shows only
-the headline numbers. The interval is Wilson's for 0/1 outcomes and Student's t otherwise
+specialty, reported only for specialties with at least 5 scored cases; MedSP's item-pooled
+``micro`` and ``macro_competency`` are pooled per specialty by ``bedside report`` instead). Inspect
+itself shows only the headline numbers. The interval is Wilson's for 0/1 outcomes and Student's t otherwise
 (:func:`bedside.scorers.metrics.interval_bounds`, the same as the headline); unscored samples are
 left out of n.
 
@@ -45,6 +46,9 @@ STRATA = (
 )
 #: fewest scored cases a stratum needs to be reported (MedSP1000: per-specialty rates need 5)
 MIN_N = {"specialty": 5}
+#: MedSP1000 rates pooled over items (ratio estimators): a mean of per-case values would be wrong, so
+#: ``strata`` leaves them out; ``bedside report`` pools them per specialty from each case's counts
+POOLED_KEYS = {"micro", "macro_competency"}
 
 
 def score_table(log: EvalLog) -> pd.DataFrame:
@@ -70,7 +74,7 @@ def strata_table(log: EvalLog, keys: Sequence[str] = STRATA) -> pd.DataFrame:
             values = score.value if isinstance(score.value, dict) else {scorer: score.value}
             meta = {**(score.metadata or {}), **(sample.metadata or {})}
             for key, value in values.items():
-                if key in SKIP_KEYS or isinstance(value, bool | str) or value is None:
+                if key in SKIP_KEYS or key in POOLED_KEYS or isinstance(value, bool | str) or value is None:
                     continue
                 for stratum in keys:
                     if stratum in meta and isinstance(meta[stratum], str | int | float):

@@ -14,8 +14,6 @@ Inspect metrics: ``bedside-report strata LOG`` computes them from the log (:mod:
 from __future__ import annotations
 
 import math
-from collections import defaultdict
-
 from inspect_ai.scorer import Metric, SampleScore, mean, metric
 from scipy.stats import binomtest
 from scipy.stats import t as student_t
@@ -75,38 +73,6 @@ def interval(binary: bool = False) -> Metric:
 
 def headline(binary: bool = False) -> list[Metric]:
     return [mean(), interval(binary=binary), n()]
-
-
-def group_value(score: SampleScore, key: str) -> object:
-    """The sample's value for ``key``: from the sample metadata, else from the score's metadata
-    (for facts known only after the solver ran, such as the encounter's end reason)."""
-    if score.sample_metadata and key in score.sample_metadata:
-        return score.sample_metadata[key]
-    return (score.score.metadata or {}).get(key, "<missing>")
-
-
-@metric(name="by")
-def strata(*keys: str, binary: bool = False) -> Metric:
-    """DEPRECATED (being moved to ``bedside-report strata``)."""
-    interval_ = interval(binary=binary)
-
-    def compute(scores: list[SampleScore]) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for key in keys:
-            groups: dict[str, list[SampleScore]] = defaultdict(list)
-            for s in scores:
-                groups[str(group_value(s, key))].append(s)
-            for value in sorted(groups):
-                group = groups[value]
-                label = f"{key}={value}"
-                out[label] = float(sum(s.score.as_float() for s in group) / len(group))
-                bounds = interval_(group)
-                out[f"{label} lower"] = float(bounds["lower"])  # type: ignore[index]
-                out[f"{label} upper"] = float(bounds["upper"])  # type: ignore[index]
-                out[f"{label} n"] = float(len(group))
-        return out
-
-    return compute
 
 
 @metric(name="total")

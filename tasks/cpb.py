@@ -30,15 +30,17 @@ lists allowed); ``mitigation`` ``none|step_by_step|behavior_instruction|analyze_
 older bedside layout); ``context`` (``cpb`` only) the failure judge's context
 ``full_context|current_turn|min_turn`` (default ``full_context``, as the official runs);
 ``turns`` (``cpb`` only; 0 = single turn, the default; 10 = the official continuation);
-``parse_retries`` / ``judge_retries`` for unreadable replies.
+``parse_retries`` / ``judge_retries`` for unreadable replies; ``structured_output`` requests the
+judges' JSON replies through Inspect's ``ResponseSchema``.
 """
 
 from inspect_ai import Task, task
 
-from bedside.params import check, int_param
+from bedside.params import bool_param, check, int_param
 from bedside.records.cpb import HOW_TO_OBTAIN, CPBDataError
 from bedside.samples.cpb import control_dataset, positive_dataset
 from bedside.scorers.cpb import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
+from bedside.solvers.setup import reply_format
 from bedside.solvers.cpb import DOCTOR_FORMATS, MAX_CONTINUATION_TURNS, cpb_continuation, cpb_reply, mitigation_name
 
 PAPER = {"benchmark": "CPB-Bench", "paper": "arXiv:2603.29373"}
@@ -63,14 +65,13 @@ def cpb(
     judge_retries: int = 2,
     doctor_format: str = "text",
     context: str = DEFAULT_CONTEXT,
+    structured_output: bool = False,
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
     turns = int_param("turns", turns, minimum=0, maximum=MAX_CONTINUATION_TURNS)
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
-    turns = int(turns)
-    if not 0 <= turns <= MAX_CONTINUATION_TURNS:
-        raise ValueError(f"turns={turns}: use 0 (single turn) to {MAX_CONTINUATION_TURNS}")
+    structured_output = bool_param("structured_output", structured_output)
     doctor_format = str(doctor_format).strip().lower()
     check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
     context = str(context).strip().lower()
@@ -84,6 +85,7 @@ def cpb(
         scorer.append(cpb_persistence(judge_retries))
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
+        setup=reply_format(structured_output),
         solver=solver,
         scorer=scorer,
         metadata={**PAPER, "set": "positive", "mitigation": mitigation, "turns": turns, "doctor_format": doctor_format,
@@ -100,15 +102,18 @@ def cpb_control(
     parse_retries: int = 2,
     judge_retries: int = 2,
     doctor_format: str = "text",
+    structured_output: bool = False,
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
+    structured_output = bool_param("structured_output", structured_output)
     doctor_format = str(doctor_format).strip().lower()
     check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
     mitigation = mitigation_name(mitigation)
     return Task(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
+        setup=reply_format(structured_output),
         solver=[cpb_reply(mitigation, parse_retries, doctor_format)],
         scorer=[cpb_overreaction(judge_retries)],
         metadata={**PAPER, "set": "control", "mitigation": mitigation, "doctor_format": doctor_format, "report": REPORT_NOTE},
