@@ -83,3 +83,20 @@ def test_structured_output_requests_the_reply_schema(tmp_path):
     plain = run(discharge(), roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()},
                 log_dir=tmp_path / "plain", limit=1)
     assert all(e.config.response_schema is None for e in plain.samples[0].events if e.event == "model")
+
+
+def test_structured_output_in_medsp_and_cpb(tmp_path):
+    """Every task takes -T structured_output: the JSON calls carry their reply model's schema."""
+    from bedside.tasks.cpb import cpb_control
+    from bedside.tasks.medsp import medsp
+    from tests.cpb import synthetic
+
+    grader_roles = {"patient": scripted(), "environment": scripted(), "grader": scripted()}
+    log = run(medsp(structured_output=True), roles=grader_roles, log_dir=tmp_path / "m", limit=1)
+    schemas = {e.role: e.config.response_schema for e in log.samples[0].events if e.event == "model"}
+    assert schemas["environment"] is not None and schemas["grader"] is not None and schemas["patient"] is not None
+    data = synthetic.write_data(tmp_path / "cpb")
+    log = run(cpb_control(data=str(data), structured_output=True), roles={"grader": scripted()}, log_dir=tmp_path / "c", limit=2)
+    judge = [e for e in log.samples[0].events if e.event == "model" and e.role == "grader"]
+    assert judge and all(e.config.response_schema is not None for e in judge)
+    assert log.samples[0].scores["cpb_overreaction"].value["unscored"] == 0
