@@ -53,6 +53,37 @@ def extract_json(text: str, want: type = dict) -> JsonReply | None:
     return None
 
 
+def extract_json_all(text: str, want: type = dict) -> list[JsonReply]:
+    """Every top-level JSON value of type ``want`` in ``text``, in order (a value nested inside
+    another is not listed). A reply that is exactly one JSON value gives that value, not repaired."""
+    stripped = text.strip()
+    try:
+        value = json.loads(stripped)
+        if isinstance(value, want):
+            return [JsonReply(value, repaired=False)]
+    except json.JSONDecodeError:
+        pass
+    fence = _FENCE.match(stripped)
+    if fence:
+        stripped = fence.group(1)
+    opener = "{" if want is dict else "["
+    decoder = json.JSONDecoder(strict=False)
+    found: list[JsonReply] = []
+    start = stripped.find(opener)
+    while start != -1:
+        try:
+            value, end = decoder.raw_decode(stripped, start)
+        except json.JSONDecodeError:
+            start = stripped.find(opener, start + 1)
+            continue
+        if isinstance(value, want):
+            found.append(JsonReply(value, repaired=True))
+            start = stripped.find(opener, end)
+        else:
+            start = stripped.find(opener, start + 1)
+    return found
+
+
 def json_bool(value: Any, name: str = "value") -> bool:
     """A JSON boolean as models write it: ``true``/``false`` or the strings ``"true"``/``"false"``
     (any case, surrounding spaces). Anything else raises ``ValueError`` (an unreadable reply)."""

@@ -47,22 +47,62 @@ by the environment): to run several servers one after another in one process, bu
 with ``get_model("openai-api/loopback/<role>", memoize=False)`` (``tests/loopback_helpers.py``), or
 a memoized model would keep calling the first server's port.
 
-Every request passes through :meth:`LoopbackServer._intercept` before it is answered: the one place
-where fault injection (HTTP errors, rate limits, timeouts) is to be added.
+Every request passes through :meth:`LoopbackServer._intercept` before it is answered (a hook for
+subclasses: the scale benchmark sets its per-request delay there), then through the server's fault
+plan.
+
+Fault injection (``LoopbackServer(faults=[...])``, ``--fault SPEC``): each :class:`Fault` rule gives a
+matching request (by model name and/or protocol) one of its ``kinds`` with probability ``rate``:
+
+================== ==========================================================================
+``http_500``       HTTP 500 with an OpenAI ``server_error`` body (clients retry)
+``http_503``       HTTP 503 "overloaded" (clients retry)
+``rate_limit``     HTTP 429 ``rate_limit_exceeded`` with ``Retry-After`` / ``retry-after-ms``
+                   (``retry_after`` seconds; the ``openai`` client honours it, Inspect's own
+                   backoff does not read it)
+``timeout``        the server stalls ``hang`` seconds, then drops the connection (set the
+                   client's ``timeout``/``attempt_timeout`` below ``hang``)
+``reset``          the TCP connection is reset (``SO_LINGER`` 0 + abort) without any reply
+``truncated``      HTTP 200 whose body is cut in half (``Content-Length`` of the whole), then
+                   the connection is closed
+``not_json``       HTTP 200, a well-formed completion whose content is prose, not JSON
+``missing_fields`` HTTP 200, the scripted JSON reply with its first key removed (``{}`` when it
+                   had one key): JSON that misses a required field
+``context_length`` HTTP 400 with OpenAI's ``context_length_exceeded`` error body (Inspect's
+                   ``openai-api`` provider turns it into ``stop_reason="model_length"``)
+================== ==========================================================================
+
+``context_limit`` (estimated prompt tokens) answers every longer prompt with the
+``context_length`` fault, so an encounter hits it mid-session as its history grows. The draw is
+deterministic given ``fault_seed``: it hashes the seed, the rule, the request (model, protocol,
+seed, message texts) and how many times that same request arrived before, so a retry of a faulted
+request gets a fresh draw and the faulted requests do not depend on the order in which concurrent
+requests arrive. Counters: ``faults`` (per kind), ``fault_routes`` (per model, protocol, kind),
+``requests`` (every request that reached the handler), ``calls``/``routes`` (requests answered with
+HTTP 200, content faults included); ``open_connections`` / ``peak_connections``. ``GET /stats``
+returns them as JSON, and ``request_log=PATH`` (``--request-log``) appends one JSON line per
+request (number, time, model, protocol, outcome, request key), flushed at once, so the counts
+survive a crash of the client (or of the server).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
+import math
 import random
+import socket
+import struct
 import threading
 import time
 import uuid
 from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import IO, Any
 
 from aiohttp import web
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
@@ -78,6 +118,24 @@ UNKNOWN_REPLY = "The bedside loopback server has no script for this prompt (it o
 UNKNOWN = "<unknown>"
 #: models listed by ``GET /v1/models`` (any other name is accepted too)
 MODELS = ("educator", "patient", "monitor", "grader", "environment", "examinee", "doctor")
+
+# -- fault kinds (module docstring) ------------------------------------------------------------
+HTTP_500 = "http_500"
+HTTP_503 = "http_503"
+RATE_LIMIT = "rate_limit"
+TIMEOUT = "timeout"
+RESET = "reset"
+TRUNCATED = "truncated"
+NOT_JSON = "not_json"
+MISSING_FIELDS = "missing_fields"
+CONTEXT_LENGTH = "context_length"
+#: faults a client retries (no usable reply reached it)
+TRANSPORT_FAULTS = (HTTP_500, HTTP_503, RATE_LIMIT, TIMEOUT, RESET, TRUNCATED)
+#: faults answered with HTTP 200 and a reply the caller cannot read
+CONTENT_FAULTS = (NOT_JSON, MISSING_FIELDS)
+FAULT_KINDS = (*TRANSPORT_FAULTS, *CONTENT_FAULTS, CONTEXT_LENGTH)
+#: what a ``not_json`` fault answers
+NOT_JSON_REPLY = "I have looked at this carefully and everything seems fine to me."
 
 
 def estimate_tokens(text: str) -> int:
@@ -126,6 +184,94 @@ def protocol_from_schema_name(response_format: Any) -> str | None:
     return name.replace("_", ".", 1)
 
 
+def _names(value: str | Iterable[str] | None) -> frozenset[str]:
+    if value is None:
+        return frozenset()
+    if isinstance(value, str):
+        value = value.split(",")
+    return frozenset(v.strip() for v in value if v and v.strip())
+
+
+@dataclass(frozen=True, init=False)
+class Fault:
+    """One fault rule: a request of one of ``models`` (empty: any model name) and one of
+    ``protocols`` (empty: any, unrecognised prompts included) gets one of ``kinds`` (drawn uniformly)
+    with probability ``rate``. Rules are tried in order; the first that fires wins."""
+
+    kinds: tuple[str, ...]
+    rate: float
+    models: frozenset[str]
+    protocols: frozenset[str]
+
+    def __init__(
+        self,
+        kinds: str | Iterable[str],
+        rate: float = 1.0,
+        models: str | Iterable[str] | None = None,
+        protocols: str | Iterable[str] | None = None,
+    ) -> None:
+        kinds = tuple(dict.fromkeys(k.strip() for k in (kinds.split(",") if isinstance(kinds, str) else kinds) if k.strip()))
+        unknown = [k for k in kinds if k not in FAULT_KINDS]
+        if not kinds or unknown:
+            raise ValueError(f"unknown fault kind(s) {unknown or kinds!r}; known: {list(FAULT_KINDS)}")
+        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= float(rate) <= 1.0:
+            raise ValueError(f"a fault rate must be a number in [0, 1], got {rate!r}")
+        object.__setattr__(self, "kinds", kinds)
+        object.__setattr__(self, "rate", float(rate))
+        object.__setattr__(self, "models", _names(models))
+        object.__setattr__(self, "protocols", _names(protocols))
+
+    @classmethod
+    def parse(cls, spec: str) -> Fault:
+        """``KINDS[:RATE[:MODELS[:PROTOCOLS]]]``, each list comma-separated; an empty field means
+        "any". E.g. ``http_500,reset:0.1``, ``not_json:1::discharge.monitor``,
+        ``rate_limit:0.5:grader``."""
+        parts = spec.split(":")
+        if len(parts) > 4 or not parts[0].strip():
+            raise ValueError(f"expected KINDS[:RATE[:MODELS[:PROTOCOLS]]], got {spec!r}")
+        try:
+            rate = float(parts[1]) if len(parts) > 1 and parts[1].strip() else 1.0
+        except ValueError:
+            raise ValueError(f"bad rate {parts[1]!r} in fault spec {spec!r}") from None
+        return cls(parts[0], rate, parts[2] if len(parts) > 2 else None, parts[3] if len(parts) > 3 else None)
+
+    def matches(self, request: Request) -> bool:
+        return (not self.models or request.model in self.models) and (
+            not self.protocols or (request.protocol or UNKNOWN) in self.protocols
+        )
+
+
+def request_key(request: Request) -> bytes:
+    """What identifies a request for the fault draw: model, protocol, seed and message texts."""
+    h = hashlib.sha256(f"{request.model}|{request.protocol}|{request.seed}|".encode())
+    for m in request.messages:
+        h.update(m.text.encode("utf-8", "surrogatepass"))
+        h.update(b"\x00")
+    return h.digest()
+
+
+def _unit(*parts: bytes) -> tuple[float, int]:
+    """(uniform [0, 1), a 64-bit integer) drawn from ``parts``."""
+    digest = hashlib.blake2b(b"|".join(parts), digest_size=16).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64, int.from_bytes(digest[8:], "big")
+
+
+def spoil(kind: str, text: str) -> str:
+    """The reply of a content fault: prose (``not_json``), or the JSON reply without its first key."""
+    if kind == NOT_JSON:
+        return NOT_JSON_REPLY
+    from bedside.jsonreply import extract_json
+
+    first, second = (list, dict) if text.lstrip().startswith("[") else (dict, list)
+    found = extract_json(text, first) or extract_json(text, second)
+    value = found.value if found is not None else {}
+
+    def drop_first(obj: Any) -> Any:
+        return {k: v for i, (k, v) in enumerate(obj.items()) if i > 0} if isinstance(obj, dict) else obj
+
+    return json.dumps([drop_first(v) for v in value] if isinstance(value, list) else drop_first(value), ensure_ascii=False)
+
+
 @dataclass
 class Request:
     """One chat-completions request as the handler sees it (what fault injection can act on)."""
@@ -144,7 +290,9 @@ class LoopbackServer:
 
     Use as a context manager (or :meth:`start` / :meth:`stop`). ``port=0`` picks a free port;
     ``latency`` and ``jitter`` (seconds) delay each reply by ``latency ± U(0, jitter)`` (never
-    negative); ``options`` are ``bedside/scripted`` behaviour options for every role.
+    negative); ``options`` are ``bedside/scripted`` behaviour options for every role. ``faults``
+    (:class:`Fault` rules or their ``parse`` specs), ``fault_seed``, ``hang``, ``retry_after``,
+    ``context_limit`` and ``request_log``: fault injection and the request log (module docstring).
     """
 
     def __init__(
@@ -154,16 +302,35 @@ class LoopbackServer:
         jitter: float = 0.0,
         options: dict[str, Any] | None = None,
         host: str = "127.0.0.1",
+        faults: Sequence[Fault | str] = (),
+        fault_seed: int = 0,
+        hang: float = 5.0,
+        retry_after: float = 1.0,
+        context_limit: int | None = None,
+        request_log: str | Path | None = None,
     ) -> None:
         if latency < 0 or jitter < 0:
             raise ValueError("latency and jitter must be >= 0")
+        if hang < 0 or retry_after < 0:
+            raise ValueError("hang and retry_after must be >= 0")
+        if context_limit is not None and context_limit < 1:
+            raise ValueError("context_limit must be at least 1 (estimated tokens)")
         self.host, self.port = host, port
         self.latency, self.jitter = latency, jitter
         self.options = dict(options or {})
         self.engine = ScriptedEngine(**self.options)  # validates the options before the server starts
+        self.fault_rules: tuple[Fault, ...] = tuple(f if isinstance(f, Fault) else Fault.parse(f) for f in faults)
+        self.fault_seed, self.hang, self.retry_after = int(fault_seed), float(hang), float(retry_after)
+        self.context_limit = context_limit
+        self.request_log = Path(request_log) if request_log is not None else None
         self.calls: Counter[str] = Counter()  # requests answered, per protocol name (UNKNOWN: none)
         self.routes: Counter[tuple[str, str]] = Counter()  # requests per (model name, protocol)
         self.found_by: Counter[str] = Counter()  # "response_format", "marker" or UNKNOWN, per request
+        self.faults: Counter[str] = Counter()  # faults injected, per kind
+        self.fault_routes: Counter[tuple[str, str, str]] = Counter()  # per (model name, protocol, kind)
+        self.peak_connections = 0
+        self._seen: Counter[bytes] = Counter()  # arrivals per request key (the fault draw's counter)
+        self._log_file: IO[str] | None = None
         self._lock = threading.Lock()
         self._number = 0
         self._random = random.Random(0)
@@ -204,6 +371,9 @@ class LoopbackServer:
             finally:
                 loop.run_until_complete(self._runner.cleanup() if self._runner else asyncio.sleep(0))
                 loop.close()
+                if self._log_file is not None:
+                    self._log_file.close()
+                    self._log_file = None
 
         self._thread = threading.Thread(target=run, name="bedside-loopback", daemon=True)
         self._thread.start()
@@ -228,21 +398,54 @@ class LoopbackServer:
         self.stop()
 
     def reset(self) -> None:
-        """Forget the call counters."""
+        """Forget the call and fault counters (the request numbering and the fault draws go on)."""
         with self._lock:
             self.calls.clear()
             self.routes.clear()
             self.found_by.clear()
+            self.faults.clear()
+            self.fault_routes.clear()
 
     @property
     def total_calls(self) -> int:
         with self._lock:
             return sum(self.calls.values())
 
+    @property
+    def requests(self) -> int:
+        """Requests that reached the chat-completions handler (answered, faulted or refused)."""
+        with self._lock:
+            return self._number
+
+    @property
+    def open_connections(self) -> int:
+        """HTTP connections open right now (0 when the server is not running)."""
+        server = self._runner.server if self._runner is not None else None
+        return len(server.connections) if server is not None else 0
+
+    def stats(self) -> dict[str, Any]:
+        """The counters as JSON-ready data (what ``GET /stats`` returns)."""
+        with self._lock:
+            return {
+                "requests": self._number,
+                "answered": sum(self.calls.values()),
+                "calls": dict(self.calls),
+                "routes": [{"model": m, "protocol": p, "n": n} for (m, p), n in sorted(self.routes.items())],
+                "faults": dict(self.faults),
+                "fault_routes": [
+                    {"model": m, "protocol": p, "kind": k, "n": n} for (m, p, k), n in sorted(self.fault_routes.items())
+                ],
+                "open_connections": self.open_connections,
+                "peak_connections": self.peak_connections,
+            }
+
     async def _serve(self) -> None:
+        if self.request_log is not None:
+            self._log_file = self.request_log.open("a", encoding="utf-8", buffering=1)
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._list_models)
+        app.router.add_get("/stats", self._stats)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -255,7 +458,11 @@ class LoopbackServer:
         data = [{"id": m, "object": "model", "created": created, "owned_by": "bedside"} for m in MODELS]
         return web.json_response({"object": "list", "data": data})
 
+    async def _stats(self, request: web.Request) -> web.Response:
+        return web.json_response(self.stats())
+
     async def _chat_completions(self, http: web.Request) -> web.StreamResponse:
+        self._count_connection()
         try:
             body = await http.json()
             if not isinstance(body, dict) or not isinstance(body.get("messages"), list):
@@ -266,14 +473,25 @@ class LoopbackServer:
 
         intercepted = await self._intercept(request)
         if intercepted is not None:
+            self._log(request, "intercepted")
             return intercepted
 
+        kind = self._draw_fault(request)
+        if kind in TRANSPORT_FAULTS or kind == CONTEXT_LENGTH:
+            self._record_fault(request, kind)
+            return await self._inject(http, request, kind)
         await asyncio.sleep(self._delay())
         try:
             text, finish = self._answer(request)
         except Exception as ex:  # a script that cannot answer this prompt: deterministic, so a 400
             # (which clients do not retry) rather than a 500 (which they retry for minutes)
+            self._log(request, "script_error")
             return _error(400, f"the scripted {request.protocol} reply failed: {ex!r}", "loopback_script_error")
+        if kind is not None:  # a content fault: answered, with a reply the caller cannot read
+            text = spoil(kind, text)
+            self._record_fault(request, kind)
+        else:
+            self._log(request, "answered")
         with self._lock:
             self.calls[request.protocol or UNKNOWN] += 1
             self.routes[request.model, request.protocol or UNKNOWN] += 1
@@ -304,9 +522,82 @@ class LoopbackServer:
         )
 
     async def _intercept(self, request: Request) -> web.StreamResponse | None:
-        """The one place for fault injection: a response here (an HTTP error, a rate limit) replaces
-        the answer, and a delay here stands in for a timeout. None: answer normally."""
+        """A hook for subclasses, called first for every request: a response here replaces the
+        answer (and skips the fault plan). None: go on (fault plan, then the answer)."""
         return None
+
+    # -- faults ---------------------------------------------------------------------------------
+    def _draw_fault(self, request: Request) -> str | None:
+        """The fault this request gets (module docstring), or None."""
+        if self.context_limit is not None and _prompt_tokens(request) > self.context_limit:
+            return CONTEXT_LENGTH
+        if not self.fault_rules:
+            return None
+        key = request_key(request)
+        with self._lock:
+            occurrence = self._seen[key]
+            self._seen[key] += 1
+        for i, rule in enumerate(self.fault_rules):
+            if not rule.rate or not rule.matches(request):
+                continue
+            u, n = _unit(str(self.fault_seed).encode(), str(i).encode(), str(occurrence).encode(), key)
+            if u < rule.rate:
+                return rule.kinds[n % len(rule.kinds)]
+        return None
+
+    def _record_fault(self, request: Request, kind: str) -> None:
+        with self._lock:
+            self.faults[kind] += 1
+            self.fault_routes[request.model, request.protocol or UNKNOWN, kind] += 1
+        self._log(request, kind)
+
+    async def _inject(self, http: web.Request, request: Request, kind: str) -> web.StreamResponse:
+        if kind == CONTEXT_LENGTH:
+            tokens = _prompt_tokens(request)
+            limit = self.context_limit or max(1, tokens - 1)
+            message = (
+                f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
+                f"{tokens} tokens. Please reduce the length of the messages."
+            )
+            return _error(400, message, "invalid_request_error", code="context_length_exceeded", param="messages")
+        if kind == TIMEOUT:
+            await asyncio.sleep(self.hang)
+            return _drop(http, reset=False)
+        await asyncio.sleep(self._delay())
+        if kind == HTTP_500:
+            return _error(500, "The server had an error while processing your request.", "server_error")
+        if kind == HTTP_503:
+            return _error(503, "The server is overloaded, please try again later.", "server_error", code="overloaded")
+        if kind == RATE_LIMIT:
+            response = _error(429, "Rate limit reached for requests.", "requests", code="rate_limit_exceeded")
+            response.headers["Retry-After"] = str(math.ceil(self.retry_after))
+            response.headers["retry-after-ms"] = str(int(self.retry_after * 1000))
+            return response
+        if kind == RESET:
+            return _drop(http, reset=True)
+        # TRUNCATED: a 200 that announces the whole completion and sends half of it
+        payload = json.dumps(self._completion(request, UNKNOWN_REPLY, "stop")).encode()
+        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        response.content_length = len(payload)
+        await response.prepare(http)
+        await response.write(payload[: len(payload) // 2])
+        return _drop(http, reset=False)
+
+    def _count_connection(self) -> None:
+        open_now = self.open_connections
+        if open_now > self.peak_connections:
+            self.peak_connections = open_now
+
+    def _log(self, request: Request, outcome: str) -> None:
+        if self._log_file is None:
+            return
+        line = json.dumps({
+            "n": request.number, "t": round(time.time(), 3), "model": request.model,
+            "protocol": request.protocol or UNKNOWN, "outcome": outcome, "key": request_key(request).hex()[:16],
+        })  # fmt: skip
+        with self._lock:
+            if self._log_file is not None:
+                self._log_file.write(line + "\n")
 
     def _delay(self) -> float:
         if not self.jitter:
@@ -367,8 +658,40 @@ class LoopbackServer:
         return response
 
 
-def _error(status: int, message: str, kind: str) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": kind, "param": None, "code": None}}, status=status)
+def _error(status: int, message: str, kind: str, code: str | None = None, param: str | None = None) -> web.Response:
+    return web.json_response({"error": {"message": message, "type": kind, "param": param, "code": code}}, status=status)
+
+
+def _prompt_tokens(request: Request) -> int:
+    return sum(len(m.text) for m in request.messages) // 4 + 1
+
+
+class _Dropped(web.StreamResponse):
+    """What a handler returns after it closed the connection itself: nothing more is written."""
+
+    async def prepare(self, request: web.BaseRequest) -> None:  # type: ignore[override]
+        return None
+
+    async def write_eof(self, data: bytes = b"") -> None:
+        return None
+
+
+def _drop(http: web.Request, reset: bool) -> web.StreamResponse:
+    """Close the request's connection: a TCP reset (``SO_LINGER`` 0, abort) or a plain close after
+    what was written so far."""
+    transport = http.transport
+    if transport is not None:
+        if reset:
+            sock = transport.get_extra_info("socket")
+            if sock is not None:
+                try:
+                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                except OSError:
+                    pass
+            transport.abort()
+        else:
+            transport.close()
+    return _Dropped()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,6 +708,13 @@ def _option(text: str) -> tuple[str, Any]:
         return key, value
 
 
+def _fault(text: str) -> Fault:
+    try:
+        return Fault.parse(text)
+    except ValueError as ex:
+        raise argparse.ArgumentTypeError(str(ex)) from None
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
         prog="python -m bedside.loopback",
@@ -397,8 +727,24 @@ def main(argv: list[str] | None = None) -> None:
         "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
         help="a bedside/scripted behaviour option for every role (repeatable)",
     )  # fmt: skip
+    parser.add_argument(
+        "--fault", type=_fault, action="append", default=[], metavar="KINDS[:RATE[:MODELS[:PROTOCOLS]]]",
+        help=f"a fault rule (repeatable), e.g. http_500,reset:0.1 or not_json:1::discharge.monitor; kinds: {', '.join(FAULT_KINDS)}",
+    )  # fmt: skip
+    parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws (default 0)")
+    parser.add_argument("--hang", type=float, default=5.0, help="seconds a 'timeout' fault stalls (default 5)")
+    parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds of a 429 (default 1)")
+    parser.add_argument("--context-limit", type=int, default=None, help="estimated prompt tokens above which a 400 context_length_exceeded is returned")
+    parser.add_argument("--request-log", default=None, metavar="FILE", help="append one JSON line per request to FILE")
     args = parser.parse_args(argv)
-    server = LoopbackServer(port=args.port, latency=args.latency, jitter=args.jitter, options=dict(args.option))
+    try:
+        server = LoopbackServer(
+            port=args.port, latency=args.latency, jitter=args.jitter, options=dict(args.option),
+            faults=args.fault, fault_seed=args.fault_seed, hang=args.hang, retry_after=args.retry_after,
+            context_limit=args.context_limit, request_log=args.request_log,
+        )  # fmt: skip
+    except ValueError as ex:
+        parser.error(str(ex))
     with server:
         print(f"bedside loopback server: {server.base_url}", flush=True)
         print("point Inspect's openai-api provider at it with:", flush=True)
@@ -410,6 +756,10 @@ def main(argv: list[str] | None = None) -> None:
             "--model-role grader=openai-api/loopback/grader",
             flush=True,
         )
+        print(f"counters: GET http://{server.host}:{server.port}/stats", flush=True)
+        for rule in server.fault_rules:
+            print(f"fault: {','.join(rule.kinds)} at rate {rule.rate} (models: {sorted(rule.models) or 'any'}, "
+                  f"protocols: {sorted(rule.protocols) or 'any'}; seed {server.fault_seed})", flush=True)  # fmt: skip
         print("Ctrl-C to stop.", flush=True)
         try:
             while True:
@@ -418,6 +768,8 @@ def main(argv: list[str] | None = None) -> None:
             pass
         finally:
             print(f"served {server.total_calls} requests: {dict(server.calls)}", flush=True)
+            if server.faults:
+                print(f"faults injected: {dict(server.faults)}", flush=True)
 
 
 if __name__ == "__main__":

@@ -23,10 +23,25 @@ def role_is_bound(role: str) -> bool:
     return role in model_roles()
 
 
+#: per-attempt limits Inspect gives only to the model under test; a role model that sets none of its
+#: own inherits the eval's (``--attempt-timeout``), so a stalled patient, monitor or judge call is cut
+#: off like the educator's instead of waiting for the provider's own timeout
+INHERITED = ("attempt_timeout",)
+
+
 def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, bool]:
     """The model bound to ``role`` and whether it fell back to the model under test."""
+    from inspect_ai.model._generate_config import active_generate_config
+
     bound = role_is_bound(role)
-    model = get_model(role=role, config=config) if config is not None else get_model(role=role)
+    model = get_model(role=role)
+    eval_config = active_generate_config()
+    inherit = {k: getattr(eval_config, k) for k in INHERITED
+               if getattr(eval_config, k) is not None and getattr(model.config, k) is None}  # fmt: skip
+    if inherit:
+        config = GenerateConfig(**inherit).merge(config) if config is not None else GenerateConfig(**inherit)
+    if config is not None:
+        model = get_model(role=role, config=config)
     if not bound:
         message = (
             f"model role '{role}' is not bound: falling back to the model under test "

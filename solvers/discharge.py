@@ -29,7 +29,15 @@ from bedside.prompts import load_yaml, render
 from bedside.records.discharge import DischargeCase
 from bedside.roles import role_model
 from bedside.protocols.discharge import COMPREHENSION, EDUCATOR, PATIENT
-from bedside.solvers.encounter import ChatAgent, GenerationError, Turn, parse_utterance, run_encounter, utterance_json
+from bedside.solvers.encounter import (
+    SYSTEM_FAILURES,
+    ChatAgent,
+    GenerationError,
+    Turn,
+    parse_utterance,
+    run_encounter,
+    utterance_json,
+)
 from bedside.solvers.monitor import EducationMonitor
 
 
@@ -165,7 +173,7 @@ def discharge_encounter(
         record.soft_corrections = result.soft_corrections
         state.metadata["end_reason"] = result.end_reason
 
-        if result.history:
+        if result.history and result.end_reason not in SYSTEM_FAILURES:  # a failed session is not scored
             record.comprehension = await ask_comprehension(patient, result.history)
         record.agent_stats = {"educator": educator.stats, "patient": patient.stats, "monitor": monitor.stats}
 

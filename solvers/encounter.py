@@ -176,6 +176,20 @@ PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
 )
 
 
+def describe_failure(ex: BaseException) -> str:
+    """A provider failure as one readable line. When Inspect's retries run out, tenacity raises a
+    ``RetryError`` whose text is only a future's repr; report the last attempt's own error (status
+    and message from the provider) and how many attempts were made."""
+    from tenacity import RetryError
+
+    if isinstance(ex, RetryError):
+        last = ex.last_attempt
+        cause = last.exception() if last is not None and last.failed else None
+        if cause is not None:
+            return f"{type(cause).__name__} after {last.attempt_number} attempt(s): {cause}"
+    return f"{type(ex).__name__}: {ex}"
+
+
 async def generate_checked(
     model: Model, messages: list[ChatMessage], config: GenerateConfig, protocol: ReplyProtocol | None = None
 ) -> ModelOutput:
@@ -190,7 +204,7 @@ async def generate_checked(
     except (LimitExceededError, *PROGRAMMING_ERRORS):
         raise
     except Exception as ex:  # provider/API failure (after Inspect's own retries): the encounter's error
-        raise GenerationError(f"{type(ex).__name__}: {ex}") from ex
+        raise GenerationError(describe_failure(ex)) from ex
     if output.stop_reason == "model_length":
         raise GenerationError("context window exceeded (stop_reason=model_length)")
     if output.error:

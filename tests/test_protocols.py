@@ -42,6 +42,9 @@ def test_monitor_recorded_only_fields_never_make_a_verdict_unreadable():
     assert v.issue == "none" and v.action == "none" and v.reasoning == ""
     with pytest.raises(ValueError, match="verdict"):
         MONITOR.parse('{"verdict": "MAYBE"}')  # what Algorithm 1 acts on must be readable
+    # ... while the schema (a local model's grammar, structured output) still offers only the paper's values
+    props = MONITOR.json_schema()["properties"]
+    assert "role_drift" in props["issue"]["enum"] and "hard_stop" in props["action"]["enum"]
     with pytest.raises(ValueError, match="severity"):
         MONITOR.parse('{"verdict": "FAIL", "severity": "catastrophic"}')
 

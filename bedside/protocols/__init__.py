@@ -35,7 +35,7 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Ge
 from inspect_ai.util import json_schema, store
 from pydantic import BaseModel, ValidationError
 
-from bedside.jsonreply import extract_json
+from bedside.jsonreply import extract_json_all
 
 TAG = "bedside_protocol"
 STRUCTURED_KEY = "bedside:structured_output"
@@ -70,21 +70,26 @@ class Protocol:
     def read(self, text: str) -> tuple[Any, bool]:
         """(validated reply model, repaired) — ``repaired`` when the JSON had to be dug out of the
         text or a bare boolean was accepted. ``ValueError`` (caught and retried by callers) if the
-        reply is unusable."""
+        reply is unusable. When a reply holds several JSON values (a model quoting text it was shown,
+        then answering), the last one that validates is the reply: a quote never outranks the
+        model's own answer."""
         if self.reply is None:
             raise TypeError(f"{self.name} is a prose protocol")
-        found = extract_json(text, self.root)
-        if found is None and self.root is not dict:
-            found = extract_json(text, dict)
-        if found is None:
+        found = extract_json_all(text, self.root)
+        if not found and self.root is not dict:
+            found = extract_json_all(text, dict)
+        if not found:
             bare = bare_boolean(text) if self.bare_bool is not None else None
             if bare is not None:
                 return self.reply.model_validate({self.bare_bool: bare}), True
             raise ValueError(f"no JSON object in the reply: {text[:200]!r}")
-        try:
-            return self.reply.model_validate(found.value), found.repaired
-        except ValidationError as ex:
-            raise ValueError(validation_message(ex)) from ex
+        problem: ValidationError | None = None
+        for candidate in reversed(found):
+            try:
+                return self.reply.model_validate(candidate.value), candidate.repaired or len(found) > 1
+            except ValidationError as ex:
+                problem = problem or ex
+        raise ValueError(validation_message(problem)) from problem
 
     def parse(self, text: str) -> Any:
         """The validated reply model (see :meth:`read`)."""

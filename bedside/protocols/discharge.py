@@ -48,11 +48,13 @@ class Verdict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     verdict: Literal["PASS", "WARN", "FAIL"]
-    issue: str = "none"
+    # recorded-only fields: the schema (grammar, structured output) still offers the paper's values,
+    # the parser accepts anything
+    issue: str = Field(default="none", json_schema_extra={"enum": list(ISSUES)})
     severity: Literal["minor", "moderate", "severe"] | None = None
-    action: str = "none"
+    action: str = Field(default="none", json_schema_extra={"enum": list(ACTIONS)})
     correction_instruction: str | None = None
-    prompt_faithfulness: str = "n/a"
+    prompt_faithfulness: str = Field(default="n/a", json_schema_extra={"enum": list(FAITHFULNESS)})
     faithfulness_note: str | None = None
     reasoning: str = ""
     session_complete: bool = False

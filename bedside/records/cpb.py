@@ -24,6 +24,20 @@ IMCS21 and MedDG are Chinese.
 
 Loader contract (as for DischargeBench): everything is validated before any model call; every bad
 record is reported with file, case id and field, and one bad record rejects the load.
+:class:`CPBDataError` is an Inspect ``PrerequisiteError`` (via :class:`~bedside.params.SetupError`):
+``inspect eval`` prints the report without a Python traceback.
+
+Bad data, rejected with file, case id (or ``record #i``) and field: a file that is empty, not JSON
+or truncated (line and column), or not UTF-8 (line and byte offset; case and field when the rest of
+the file still parses); a record that is not an object; missing or mistyped fields (a category or a
+turn given as a list, a ``turn_index`` that is no integer, ...); unknown behaviour categories or
+source datasets; empty dialogues; duplicate case ids (within or across files, both files named);
+declared counts that disagree with the cases. A UTF-8 byte-order mark is accepted.
+
+Legitimately odd data, accepted as published: the quirks below; an empty utterance inside a
+dialogue (passed on as an empty turn); texts of any length (no cap: a 1 MB utterance is loaded as
+is, and a doctor model whose context it overflows gets no reply, which the scorers count as
+``no_reply``).
 
 Published quirks, kept as published and listed in :attr:`CPBCase.quirks` (and the sample
 metadata): in 4 positive cases the segment ends with a *doctor* turn (the annotated "patient
@@ -46,6 +60,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bedside.params import SetupError
 from bedside.paths import user_path
 
 Speaker = Literal["Doctor", "Patient"]
@@ -79,8 +94,9 @@ HOW_TO_OBTAIN = (
 )
 
 
-class CPBDataError(ValueError):
-    """CPB-Bench data that cannot be used; the message names file, case id and field."""
+class CPBDataError(SetupError):
+    """CPB-Bench data that cannot be used; the message names file, case id and field. A
+    ``PrerequisiteError`` and a ``ValueError``: the ``inspect eval`` CLI prints it without a traceback."""
 
 
 class DialogueTurn(BaseModel):
@@ -274,13 +290,56 @@ def _errors(ex: ValidationError) -> list[tuple[str, str]]:
 
 def _read_json(path: Path, problems: list[str]) -> Any:
     try:
-        with path.open(encoding="utf-8") as f:
-            return json.load(f)
+        data = path.read_bytes()
+    except OSError as e:
+        problems.append(f"{path}: cannot be read ({e.strerror or e})")
+        return None
+    if not data.strip():
+        problems.append(f"{path}: empty file (expected JSON)")
+        return None
+    try:
+        return json.loads(data.decode("utf-8-sig"))
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        problems.append(
+            f"{path}: {_undecodable_where(data)}not valid UTF-8 (byte 0x{data[e.start]:02x} at line {line}, "
+            f"byte offset {e.start} of the file)"
+        )
     except json.JSONDecodeError as e:
         problems.append(f"{path}: not valid JSON ({e.msg} at line {e.lineno}, column {e.colno})")
-    except UnicodeDecodeError as e:
-        problems.append(f"{path}: not UTF-8 text ({e.reason})")
     return None
+
+
+def _undecodable_where(data: bytes) -> str:
+    """``case 'x': field 'f': `` (or ``record #i``) of the first record holding a byte that is not
+    UTF-8, when the rest of the file still parses as JSON; else empty."""
+    try:
+        raw = json.loads(data.decode("utf-8-sig", "replace"))
+    except ValueError:
+        return ""
+    records = raw.get("cases") if isinstance(raw, dict) else raw
+    for i, item in enumerate(records if isinstance(records, list) else []):
+        fields = _paths_containing(item, "\ufffd")
+        if fields:
+            name = f"case {item['case_id']!r}" if isinstance(item, dict) and "case_id" in item else f"record #{i}"
+            return f"{name}: field {fields[0]!r}: "
+    return ""
+
+
+def _paths_containing(value: Any, text: str, prefix: str = "") -> list[str]:
+    """Dotted paths of the keys or string values within ``value`` that contain ``text``."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if text in key:
+                found.append(f"{prefix}{key}")
+            found += _paths_containing(item, text, f"{prefix}{key}.")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += _paths_containing(item, text, f"{prefix}{i}.")
+    elif isinstance(value, str) and text in value:
+        found.append(prefix.rstrip("."))
+    return found
 
 
 def _reject(what: str, problems: list[str]) -> None:
@@ -308,7 +367,8 @@ def _positive_file(path: Path, problems: list[str]) -> list[CPBCase]:
         if not isinstance(item, dict):
             problems.append(f"{path}: case {case_id}: not a JSON object")
             continue
-        if item.get("behavior_category") in EXCLUDED_CATEGORIES:
+        category = item.get("behavior_category")
+        if isinstance(category, str) and category in EXCLUDED_CATEGORIES:  # (a list would be unhashable)
             excluded += 1
             continue
         try:
@@ -372,24 +432,25 @@ def _files(data: str | Path, subdir: str, pattern: str, upstream_subdir: str) ->
     )
 
 
-def _check_unique(cases: list[Any], problems: list[str], where: dict[str, Path]) -> None:
-    seen: set[str] = set()
-    for c in cases:
+def _check_unique(cases: list[Any], problems: list[str], files: list[Path]) -> None:
+    seen: dict[str, Path] = {}
+    for c, f in zip(cases, files):
         if c.case_id in seen:
-            problems.append(f"{where[c.case_id]}: case {c.case_id!r}: field 'case_id': duplicate")
-        seen.add(c.case_id)
+            also = "" if seen[c.case_id] == f else f" (also in {seen[c.case_id]})"
+            problems.append(f"{f}: case {c.case_id!r}: field 'case_id': duplicate{also}")
+        seen.setdefault(c.case_id, f)
 
 
 def _load(data: str | Path, folder: str, pattern: str, upstream: str, read: Any, label: str) -> list[Any]:
     """Every case of one kind under ``data`` (see :func:`_files`), validated whole."""
     problems: list[str] = []
     cases: list[Any] = []
-    where: dict[str, Path] = {}
+    files: list[Path] = []  # the file of each case
     for f in _files(data, folder, pattern, upstream):
         found = read(f, problems)
-        where.update({c.case_id: f for c in found})
+        files += [f] * len(found)
         cases.extend(found)
-    _check_unique(cases, problems, where)
+    _check_unique(cases, problems, files)
     _reject(f"CPB-Bench {label} cases in {data}", problems)
     if not cases:
         raise CPBDataError(f"{data}: no {label} cases")

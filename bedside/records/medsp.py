@@ -34,6 +34,16 @@ a missing role folder, an empty packet file, a rubric whose ids do not match its
 that does not follow the ``<root>/<case_id>/<scenarioN>/<role>/`` layout, ...).
 Callers report them (the task logs a warning and writes them into the eval log). A rubric with
 zero items is valid (the release has 86) but cannot be scored; :func:`load_rubrics` lists them.
+
+Bad data, reported as :class:`Unusable` (the scenario is left out, the others run): empty files
+(rubric, packet or metadata), truncated or invalid JSON/YAML (line and column), bytes that are not
+UTF-8 (line and byte offset), rubrics with missing or mistyped fields, empty or repeated items, or
+ids that disagree with the file name, metadata that is not a mapping or has mistyped fields. Nothing
+usable at all (or no such folder) raises :class:`MedSPError`, a ``PrerequisiteError``: ``inspect
+eval`` prints it without a Python traceback. Legitimately odd data, accepted: rubrics without any
+item (listed, not scored), files of any length (a 1 MB packet file is passed to its agent as is; a
+model whose context it overflows ends the encounter with ``error``), non-text files in a role folder
+(listed as skipped), case ids that are any folder name (unique by construction).
 """
 
 from __future__ import annotations
@@ -46,6 +56,8 @@ from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from bedside.params import SetupError
 
 #: The six ACGME core competencies, in the rubric files' order (paper 5.4).
 COMPETENCIES: tuple[str, ...] = ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")
@@ -73,8 +85,14 @@ RUBRIC_FILE = re.compile(r"^(?P<case_id>.+)_(?P<scenario>scenario\d+)\.json$")
 METADATA_NAMES: tuple[str, ...] = ("metadata.json", "metadata.yaml", "metadata.yml")
 
 
-class MedSPError(ValueError):
-    """MedSP data that cannot be used at all (nothing loadable, a bad subset file, ...)."""
+class MedSPError(SetupError):
+    """MedSP data that cannot be used at all (nothing loadable, a bad subset file, ...). A
+    ``PrerequisiteError`` and a ``ValueError``: the ``inspect eval`` CLI prints it without a traceback."""
+
+
+def _not_utf8(data: bytes, ex: UnicodeDecodeError) -> str:
+    line = data[: ex.start].count(b"\n") + 1
+    return f"not UTF-8 text (byte 0x{data[ex.start]:02x} at line {line}, byte offset {ex.start})"
 
 
 class Unusable(BaseModel):
@@ -176,7 +194,7 @@ def read_rubric(path: str | Path) -> tuple[Rubric | None, list[Unusable]]:
     try:
         raw = json.loads(raw_bytes.decode("utf-8"))
     except UnicodeDecodeError as ex:
-        return None, [Unusable(path=str(path), record=record, reason=f"not UTF-8 text ({ex.reason})")]
+        return None, [Unusable(path=str(path), record=record, reason=_not_utf8(raw_bytes, ex))]
     except json.JSONDecodeError as ex:
         return None, [Unusable(path=str(path), record=record, reason=f"not valid JSON ({ex.msg} at line {ex.lineno} column {ex.colno})")]
     if not isinstance(raw, dict):
@@ -346,7 +364,7 @@ def _read_text_file(path: Path, record: str, field: str) -> tuple[str | None, Un
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as ex:
-        return None, Unusable(path=str(path), record=record, field=field, reason=f"not UTF-8 text ({ex.reason})")
+        return None, Unusable(path=str(path), record=record, field=field, reason=_not_utf8(data, ex))
     suffix = path.suffix.lower()
     try:
         if suffix == ".json":

@@ -1,0 +1,103 @@
+"""Crash and resume (issue #11): ``inspect eval`` is killed with SIGKILL mid-run, ``inspect
+eval-retry LOG`` completes it, re-using the samples that had finished. The loopback server runs in
+its own process and logs every request to a file, so its counts survive the crash and prove that
+the retry called the models for the unfinished samples only.
+
+Everything a user types: two ``inspect`` command lines against ``python -m bedside.loopback``. The
+task is DischargeBench with its judge scorers that need no embedding model, written to a task file
+in the test's folder (``eval-retry`` reloads a task from its file). ``XDG_DATA_HOME`` points
+Inspect's sample buffer (what ``eval-retry`` recovers a crashed log from) into the test's folder.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections import Counter
+from pathlib import Path
+
+from inspect_ai.log import read_eval_log
+
+from tests.reliability.helpers import LOOPBACK, ServerProcess, event_request_key, model_events, replicate_discharge
+
+INSPECT = str(Path(sys.executable).parent / "inspect")
+N = 10
+
+TASK_FILE = '''
+from inspect_ai import task, task_with
+
+from bedside.scorers.conversation_quality import conversation_quality
+from bedside.scorers.encounter_outcome import encounter_outcome
+from bedside.scorers.topic_checklist import topic_checklist
+from bedside.tasks.discharge import discharge
+
+
+@task
+def discharge_lean(data: str, min_turns: int = 4, max_turns: int = 8):
+    base = discharge(data=data, min_turns=min_turns, max_turns=max_turns, cache_references=False)
+    return task_with(base, scorer=[encounter_outcome(), conversation_quality(), topic_checklist()])
+'''
+
+
+def test_killed_eval_is_completed_by_eval_retry(tmp_path):
+    data = replicate_discharge(N, tmp_path / "cases.jsonl", prefix="crash")
+    (tmp_path / "lean_task.py").write_text(TASK_FILE)
+    logs = tmp_path / "logs"
+    with ServerProcess(request_log=tmp_path / "requests.jsonl") as server:
+        env = {**os.environ, **server.env, "XDG_DATA_HOME": str(tmp_path / "xdg-data"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
+        roles = [arg for role in ("patient", "monitor", "grader") for arg in ("--model-role", f"{role}={LOOPBACK}/{role}")]
+        command = [INSPECT, "eval", "lean_task.py", "-T", f"data={data}", "--model", f"{LOOPBACK}/educator", *roles,
+                   "--max-samples", "2", "--log-buffer", "1", "--log-dir", str(logs), "--display", "none"]  # fmt: skip
+        proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 240
+            while time.monotonic() < deadline and proc.poll() is None:
+                # a sample's last judge call answered: it has finished (or is being written)
+                judged = sum(1 for x in server.log_lines() if x["protocol"] == "discharge.judge_checklist")
+                if judged >= 3:
+                    break
+                time.sleep(0.1)
+            assert proc.poll() is None, f"the eval ended before it could be killed: {proc.stdout.read()[-2000:]!r}"
+            time.sleep(0.5)
+            proc.send_signal(signal.SIGKILL)
+        finally:
+            proc.kill()
+            proc.wait(timeout=30)
+            proc.stdout.close()
+        before = len(server.log_lines())
+
+        [crashed_file] = logs.glob("*.eval")
+        crashed = read_eval_log(str(crashed_file))
+        assert crashed.status == "started"  # killed: no final status was written
+        finished = {s.id: s.uuid for s in crashed.samples or []}
+        assert 1 <= len(finished) < N, finished
+
+        retry = subprocess.run([INSPECT, "eval-retry", str(crashed_file), "--log-dir", str(logs), "--display", "none"],
+                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        assert retry.returncode == 0, retry.stdout[-2000:] + retry.stderr[-3000:]
+        lines = server.log_lines()
+
+    [final_file] = [f for f in logs.glob("*.eval") if f != crashed_file]
+    final = read_eval_log(str(final_file), resolve_attachments=True)
+    assert final.status == "success" and final.results is not None and final.results.completed_samples == N
+    samples = final.samples or []
+    assert sorted(s.id for s in samples) == [f"crash-{i:03d}" for i in range(1, N + 1)]
+    assert all(s.error is None and s.scores and s.scores["encounter_outcome"].answer for s in samples)
+    # the finished samples were re-used as they were (same uuid), the others run again
+    assert {s.id: s.uuid for s in samples if s.id in finished} == finished
+    rerun = [s for s in samples if s.id not in finished]
+    # the retry's requests are exactly the model calls of the re-run samples (no fault, no cache:
+    # one request per call), each answered
+    after = lines[before:]
+    assert len(after) == sum(len(model_events(s)) for s in rerun)
+    assert all(x["outcome"] == "answered" for x in lines)
+    # request by request: the retry sent the requests of the re-run samples, and none of a re-used
+    # sample (whose requests all went out in the first run)
+    keys = {s.id: [event_request_key(e) for e in model_events(s)] for s in samples}
+    retried = Counter(x["key"] for x in after)
+    assert retried == Counter(k for s in rerun for k in keys[s.id])
+    first = {x["key"] for x in lines[:before]}
+    assert all(k in first and k not in retried for sid in finished for k in keys[sid])
