@@ -41,3 +41,24 @@ def test_metrics_are_rebuilt_from_the_log(tmp_path):
         for key, value in values.items():
             assert after[name][key] == pytest.approx(value, nan_ok=True), (name, key)
     assert not math.isnan(after["tcs"]["mean"])
+
+
+def test_medsp_and_cpb_metrics_are_rebuilt_from_the_log(tmp_path):
+    from bedside.tasks.cpb import cpb
+    from bedside.tasks.medsp import medsp
+    from tests.cpb import synthetic
+
+    data = str(synthetic.write_data(tmp_path / "cpb"))
+    runs = [
+        run(medsp(), roles={"patient": scripted(), "environment": scripted(), "grader": scripted()}, log_dir=tmp_path / "m", limit=2),
+        run(cpb(data=data), roles={"grader": scripted()}, log_dir=tmp_path / "c", limit=3, epochs=2),
+    ]
+    for log in runs:
+        before = {(s.scorer, s.name): {k: m.value for k, m in s.metrics.items()} for s in log.results.scores}
+        rebuilt = copy.deepcopy(log)
+        recompute_metrics(rebuilt)
+        after = {(s.scorer, s.name): {k: m.value for k, m in s.metrics.items()} for s in rebuilt.results.scores}
+        assert before.keys() == after.keys() and before
+        for name, values in before.items():
+            for key, value in values.items():
+                assert after[name][key] == pytest.approx(value, nan_ok=True), (log.eval.task, name, key)
