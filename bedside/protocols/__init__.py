@@ -24,6 +24,7 @@ external model would, with :func:`detect`. Tests check that every marker occurs 
 
 from __future__ import annotations
 
+import copy
 import importlib
 import pkgutil
 import re
@@ -65,7 +66,7 @@ class Protocol:
         """The reply's JSON schema with every ``$ref`` inlined (None for prose)."""
         if self.reply is None:
             return None
-        return json_schema(self.reply).model_dump(exclude_none=True)
+        return copy.deepcopy(_schema(self.reply))
 
     def read(self, text: str) -> tuple[Any, bool]:
         """(validated reply model, repaired) — ``repaired`` when the JSON had to be dug out of the
@@ -116,6 +117,12 @@ class Protocol:
 
 
 _BARE = re.compile(r"^\W*(true|false|yes|no)\W*$", re.IGNORECASE)
+
+
+@lru_cache(maxsize=512)
+def _schema(reply: type[BaseModel]) -> dict[str, Any]:
+    """Built once per reply model (every model call is tagged with its schema)."""
+    return json_schema(reply).model_dump(exclude_none=True)
 
 
 def bare_boolean(text: str) -> bool | None:
