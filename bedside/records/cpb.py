@@ -62,6 +62,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from bedside.params import SetupError
 from bedside.paths import user_path
+from bedside.records import paths_containing
 
 Speaker = Literal["Doctor", "Patient"]
 
@@ -319,27 +320,11 @@ def _undecodable_where(data: bytes) -> str:
         return ""
     records = raw.get("cases") if isinstance(raw, dict) else raw
     for i, item in enumerate(records if isinstance(records, list) else []):
-        fields = _paths_containing(item, "\ufffd")
+        fields = paths_containing(item, "\ufffd")
         if fields:
             name = f"case {item['case_id']!r}" if isinstance(item, dict) and "case_id" in item else f"record #{i}"
             return f"{name}: field {fields[0]!r}: "
     return ""
-
-
-def _paths_containing(value: Any, text: str, prefix: str = "") -> list[str]:
-    """Dotted paths of the keys or string values within ``value`` that contain ``text``."""
-    found: list[str] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if text in key:
-                found.append(f"{prefix}{key}")
-            found += _paths_containing(item, text, f"{prefix}{key}.")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found += _paths_containing(item, text, f"{prefix}{i}.")
-    elif isinstance(value, str) and text in value:
-        found.append(prefix.rstrip("."))
-    return found
 
 
 def _reject(what: str, problems: list[str]) -> None:

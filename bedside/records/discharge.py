@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from bedside.params import SetupError
+from bedside.records import paths_containing
 
 Personality = Literal["neutral", "anxious", "distrustful", "high_conscientiousness", "minimiser"]
 EducationLevel = Literal["elementary", "high_school", "college"]
@@ -233,24 +234,8 @@ def _undecodable_where(data: bytes) -> str:
     if not isinstance(raw, dict):
         return ""
     case_id = raw.get("case_id", "<no case_id>")
-    fields = _paths_containing(raw, "\ufffd")
+    fields = paths_containing(raw, "\ufffd")
     return f"case {case_id!r}: " + (f"field {fields[0]!r}: " if fields else "")
-
-
-def _paths_containing(value: Any, text: str, prefix: str = "") -> list[str]:
-    """Dotted paths of the keys or string values within ``value`` that contain ``text``."""
-    found: list[str] = []
-    if isinstance(value, dict):
-        for key, item in value.items():
-            if text in key:
-                found.append(f"{prefix}{key}")
-            found += _paths_containing(item, text, f"{prefix}{key}.")
-    elif isinstance(value, list):
-        for i, item in enumerate(value):
-            found += _paths_containing(item, text, f"{prefix}{i}.")
-    elif isinstance(value, str) and text in value:
-        found.append(prefix.rstrip("."))
-    return found
 
 
 def load_cases(path: str | Path) -> list[DischargeCase]:
