@@ -24,7 +24,6 @@ external model would, with :func:`detect`. Tests check that every marker occurs 
 
 from __future__ import annotations
 
-import copy
 import importlib
 import pkgutil
 import re
@@ -63,10 +62,11 @@ class Protocol:
         return replace(self, reply=reply)
 
     def json_schema(self) -> dict[str, Any] | None:
-        """The reply's JSON schema with every ``$ref`` inlined (None for prose)."""
+        """The reply's JSON schema with every ``$ref`` inlined (None for prose). Built once per reply
+        model and shared by every call's tag: read it, never mutate it (copy first)."""
         if self.reply is None:
             return None
-        return copy.deepcopy(_schema(self.reply))
+        return _schema(self.reply)
 
     def read(self, text: str) -> tuple[Any, bool]:
         """(validated reply model, repaired) — ``repaired`` when the JSON had to be dug out of the
@@ -110,7 +110,7 @@ class Protocol:
         """Structured output (Inspect's ``ResponseSchema``) when the task asked for it."""
         if self.reply is None or not structured_output():
             return GenerateConfig()
-        schema = json_schema(self.reply)
+        schema = _response_schema(self.reply)
         return GenerateConfig(
             response_schema=ResponseSchema(name=re.sub(r"[^A-Za-z0-9_-]", "_", self.name)[:64], json_schema=schema)
         )
@@ -120,9 +120,15 @@ _BARE = re.compile(r"^\W*(true|false|yes|no)\W*$", re.IGNORECASE)
 
 
 @lru_cache(maxsize=512)
+def _response_schema(reply: type[BaseModel]) -> Any:
+    """Inspect's ``JSONSchema`` of a reply model, built once per model."""
+    return json_schema(reply)
+
+
+@lru_cache(maxsize=512)
 def _schema(reply: type[BaseModel]) -> dict[str, Any]:
     """Built once per reply model (every model call is tagged with its schema)."""
-    return json_schema(reply).model_dump(exclude_none=True)
+    return _response_schema(reply).model_dump(exclude_none=True)
 
 
 def bare_boolean(text: str) -> bool | None:

@@ -7,6 +7,8 @@ ids, the comprehension items being graded), the call site builds the model for t
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
@@ -144,7 +146,13 @@ class Grade(BaseModel):
 
 
 def keyed(name: str, ids: list[str], item: type[BaseModel]) -> type[BaseModel]:
-    """A reply model with exactly these keys, each an ``item`` (unknown keys are ignored)."""
+    """A reply model with exactly these keys, each an ``item`` (unknown keys are ignored). Built
+    once per (name, keys, item): a new class per call would also miss the protocol schema cache."""
+    return _keyed(name, tuple(ids), item)
+
+
+@lru_cache(maxsize=1024)
+def _keyed(name: str, ids: tuple[str, ...], item: type[BaseModel]) -> type[BaseModel]:
     fields: dict[str, Any] = {i: (item, ...) for i in ids}
     return create_model(name, __config__=ConfigDict(extra="ignore"), **fields)
 
