@@ -116,8 +116,10 @@ def discharge_encounter(
     max_turns: int = 100,
     max_retries: int = 2,
     parse_retries: int = 2,
+    monitor_layout: str = "paper",
 ):
-    """Simulate one discharge-education session and ask the comprehension questions."""
+    """Simulate one discharge-education session and ask the comprehension questions.
+    ``monitor_layout``: see :class:`~bedside.solvers.monitor.EducationMonitor`."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         case = DischargeCase.model_validate(state.metadata["case"])
@@ -149,7 +151,7 @@ def discharge_encounter(
             render_own=utterance_json,
             parse_retries=parse_retries,
         )
-        monitor = EducationMonitor(monitor_model, parse_retries=parse_retries)
+        monitor = EducationMonitor(monitor_model, parse_retries=parse_retries, layout=monitor_layout)
 
         state.messages = educator.messages([])
 

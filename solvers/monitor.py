@@ -7,6 +7,13 @@ produced it (the faithfulness ground truth, paper A.3.1). Its JSON verdict is va
 readable); an unreadable verdict is repaired when possible, otherwise retried with a fresh sample
 (``parse_retries`` times), and then counted as *unparsed*: the encounter ends with
 ``system_failure`` (paper Section 3.4: JSON-decoding errors are system-level failures).
+
+``layout``: ``"paper"`` (default) renders Figure 6 as published, the agent's system prompt after
+the conversation history; ``"prefix_cache"`` (``-T monitor_layout=prefix_cache``, a bedside option)
+puts the same section first, so that consecutive monitor calls for the same speaker share the agent
+prompt (for educator turns, the discharge note) and the history as a prompt prefix that a serving
+engine's prefix cache re-uses (``tests/test_prefix_stability.py``). Same words, different order:
+results under it are not the paper's protocol, and the log records the layout.
 """
 
 from __future__ import annotations
@@ -23,8 +30,15 @@ from bedside.solvers.encounter import Turn, attempt_config, generate_checked
 class EducationMonitor:
     """The EMA as an encounter supervisor."""
 
-    def __init__(self, model: Model, parse_retries: int = 2, show_agent_prompt: bool = True) -> None:
+    LAYOUTS = ("paper", "prefix_cache")
+
+    def __init__(
+        self, model: Model, parse_retries: int = 2, show_agent_prompt: bool = True, layout: str = "paper"
+    ) -> None:
+        if layout not in self.LAYOUTS:
+            raise ValueError(f"monitor layout must be one of {self.LAYOUTS}, got {layout!r}")
         self.model = model
+        self.layout = layout
         self.parse_retries = parse_retries
         self.show_agent_prompt = show_agent_prompt
         self.system = render("discharge/monitor_system.j2")
@@ -46,6 +60,7 @@ class EducationMonitor:
             current_role=role,
             current_message=message,
             agent_prompt=agent_prompt if self.show_agent_prompt else "",
+            prefix_first=self.layout == "prefix_cache",
         )
 
     async def evaluate(

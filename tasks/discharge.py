@@ -12,7 +12,9 @@ fix a persona stratum; ``behavior`` (``none`` | ``contradiction`` | ``false_beli
 behaviours (a bedside extension; compare with ``behavior=none`` via ``bedside-report delta``);
 ``persona_assignment`` ``random`` (per-case seeded draw, default) or ``balanced`` (every trait value
 equally often; :mod:`bedside.persona`); ``structured_output`` requests JSON replies through Inspect's
-``ResponseSchema`` (for API models that support it);
+``ResponseSchema`` (for API models that support it); ``monitor_layout`` ``paper`` (Figure 6 as
+published, default) or ``prefix_cache`` (the agent prompt before the history, same words: a
+serving engine's prefix cache then re-uses the note across monitor calls; not the paper's layout);
 ``min_turns`` (10), ``max_turns`` (100), ``max_retries`` (2) as in the
 paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unreadable judge
 replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
@@ -32,6 +34,7 @@ from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.factual_consistency import factual_consistency
 from bedside.scorers.topic_checklist import topic_checklist
 from bedside.solvers.discharge import behavior_overlay, discharge_encounter
+from bedside.solvers.monitor import EducationMonitor
 from bedside.solvers.setup import reply_format
 
 
@@ -52,6 +55,7 @@ def discharge(
     cache_references: bool = True,
     persona_assignment: str = "random",
     structured_output: bool = False,
+    monitor_layout: str = "paper",
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
     min_turns = int_param("min_turns", min_turns, minimum=0)
@@ -62,6 +66,8 @@ def discharge(
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     cache_references = bool_param("cache_references", cache_references)
     structured_output = bool_param("structured_output", structured_output)
+    check(monitor_layout in EducationMonitor.LAYOUTS, "monitor_layout",
+          f"use one of {list(EducationMonitor.LAYOUTS)}, got monitor_layout={monitor_layout!r}")  # fmt: skip
     overrides = {
         "personality": personality,
         "education_level": education_level,
@@ -73,7 +79,8 @@ def discharge(
         dataset=discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment),
         setup=reply_format(structured_output),
         solver=discharge_encounter(
-            min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries
+            min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries,
+            monitor_layout=monitor_layout,
         ),
         scorer=[
             encounter_outcome(),
@@ -82,5 +89,5 @@ def discharge(
             comprehension(judge_retries=judge_retries, cache_references=cache_references),
             factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
         ],
-        metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827"},
+        metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827", "monitor_layout": monitor_layout},
     )

@@ -57,6 +57,7 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
         ("cpb", {"turns": 11}, "turns"),
         ("cpb", {"turns": "99"}, "turns"),
         ("discharge", {"persona_assignment": "stratified"}, "persona_assignment"),
+        ("discharge", {"monitor_layout": "cached"}, "monitor_layout"),
     ]
     return cases
 

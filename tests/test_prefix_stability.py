@@ -137,3 +137,40 @@ def test_monitor_prefix_is_the_system_prompt_and_history_but_not_the_note(tmp_pa
     assert any(note in m[1].text for m in monitor), "the educator's prompt (with the note) reaches the monitor"
     print(f"monitor: {shared / total:.0%} of the characters of calls 2..{len(monitor)} lie in the prefix shared with "
           f"the previous call; {(total - shared) / (len(monitor) - 1):.0f} characters per call are prefilled again")  # fmt: skip
+
+
+def test_monitor_prefix_cache_layout_keeps_the_note_in_the_shared_prefix(tmp_path):
+    """``-T monitor_layout=prefix_cache``: the agent prompt section comes first, so each monitor call
+    extends the previous call for the same speaker up to the end of that call's history, and the
+    note (in the educator's prompt) is in the prefix shared with the previous educator-turn call."""
+    task = discharge(min_turns=10, max_turns=30, cache_references=False, monitor_layout="prefix_cache")
+    log = run(task, roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()}, log_dir=tmp_path, limit=1)
+    [sample] = log.samples
+    note = load_cases(DEMO_CASES)[0].discharge_note
+    monitor = calls(sample, "monitor", {"discharge.monitor"})
+    assert len(monitor) >= 10
+
+    def speaker(request: list[Any]) -> str:
+        return request[1].text.split("## Prompt Given to ", 1)[1].split(" Agent", 1)[0]
+
+    def through_history(request: list[Any]) -> str:
+        # the rendered call up to the end of its conversation history (what the next call re-uses)
+        text = render(request)
+        return text[: text.index("## Agent Response (Turn to Evaluate)")].rstrip("\n")
+
+    assert all(m[1].text.startswith("## Prompt Given to ") for m in monitor)
+    shared, total, educator_pairs = 0, 0, 0
+    for i, nxt in enumerate(monitor):
+        earlier = [m for m in monitor[:i] if speaker(m) == speaker(nxt)]
+        if not earlier or "(No prior turns" in earlier[-1][1].text:
+            continue
+        prev = earlier[-1]
+        assert render(nxt).startswith(through_history(prev)), f"monitor call {i} does not extend the previous {speaker(nxt)} call"
+        shared += common_prefix(render(prev), render(nxt))
+        total += len(render(nxt))
+        if speaker(nxt) == "educator":
+            educator_pairs += 1
+            assert render(nxt).index(note) + len(note) <= common_prefix(render(prev), render(nxt))
+    assert educator_pairs >= 3
+    print(f"monitor (prefix_cache layout): {shared / total:.0%} of the characters lie in the prefix shared with the "
+          f"previous call for the same speaker")  # fmt: skip
