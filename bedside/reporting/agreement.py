@@ -24,7 +24,12 @@ unweighted for the yes/no checklist items (pooled over the case's questions into
 axis), and **linear**-weighted for the three-level comprehension grades (incorrect < partially
 correct < correct, pooled over q1…q6 into the ``comprehension`` axis; ``--comprehension-weights
 quadratic`` to change it) — plus Spearman's ρ (:func:`scipy.stats.spearmanr`) and the share of exact
-agreement. Continuous items get ρ only.
+agreement. Continuous items get ρ only. κ and ρ come with a 95 % confidence interval from a
+bootstrap over **cases** (:func:`scipy.stats.bootstrap`, percentile method, 1,000 resamples, seed
+0; pooled rows only, not the ``--by-item`` rows): a resample draws cases with replacement and keeps all their rated pairs, because the pairs of
+one case (its checklist questions, its six comprehension items, several physicians) are not
+independent. The interval is NaN when fewer than 2 cases are rated or when a resample's statistic
+is undefined (e.g. every rating the same).
 
 - *judge vs physician*: every physician rating paired with the judge's value for the same case and
   item (from the log: the score values, and the checklist answers in the ``topic_checklist`` score
@@ -47,7 +52,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.stats import spearmanr
+from scipy.stats import bootstrap, spearmanr
 
 from bedside.reporting.load import LoadedLog, load
 
@@ -160,24 +165,85 @@ def attach_judge(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame
     return annotations.assign(judge=out)
 
 
-def statistics(a: Sequence[float], b: Sequence[float], axis: Axis) -> dict[str, float]:
-    """κ (if categorical), Spearman's ρ, exact agreement and n of paired ratings."""
+def _kappa(x: np.ndarray, y: np.ndarray, axis: Axis) -> float:
     from sklearn.metrics import cohen_kappa_score  # scikit-learn: only for this command
 
+    return float(cohen_kappa_score(x.astype(int), y.astype(int), labels=list(axis.labels), weights=axis.weights))
+
+
+def _rho(x: np.ndarray, y: np.ndarray) -> float:
+    return float(spearmanr(x, y).statistic) if len(x) >= 2 else math.nan
+
+
+def kappa_from_counts(counts: np.ndarray, weights: str | None) -> np.ndarray:
+    """Cohen's κ of confusion matrices ``counts`` (..., L, L), batched: scikit-learn's formula
+    (:func:`sklearn.metrics.cohen_kappa_score`: 1 − Σ w·O / Σ w·E) for many bootstrap resamples
+    at once (one sklearn call per resample would cost ~1 ms; tests check it equals sklearn's)."""
+    size = counts.shape[-1]
+    i, j = np.indices((size, size))
+    w = {None: (i != j).astype(float), "linear": np.abs(i - j).astype(float), "quadratic": ((i - j) ** 2).astype(float)}[weights]
+    rows, cols = counts.sum(axis=-1), counts.sum(axis=-2)
+    expected = rows[..., :, None] * cols[..., None, :] / counts.sum(axis=(-2, -1))[..., None, None]
+    with np.errstate(all="ignore"):
+        return 1.0 - (w * counts).sum(axis=(-2, -1)) / (w * expected).sum(axis=(-2, -1))
+
+
+def case_interval(x: np.ndarray, y: np.ndarray, cases: np.ndarray, stat: str, axis: Axis,
+                  resamples: int = 1000) -> tuple[float, float]:
+    """95 % percentile bootstrap interval of κ or ρ (``stat``) resampling whole cases (module docstring)."""
+    labels, index = np.unique(cases, return_inverse=True)
+    if len(labels) < 2:
+        return math.nan, math.nan
+    if stat == "kappa":
+        # per-case confusion matrices; a resample's matrix is the sum over its drawn cases
+        codes = {v: k for k, v in enumerate(axis.labels)}
+        per_case = np.zeros((len(labels), len(codes), len(codes)))
+        np.add.at(per_case, (index, [codes[int(v)] for v in x], [codes[int(v)] for v in y]), 1)
+
+        def statistic(drawn: np.ndarray, axis: int = -1) -> np.ndarray:
+            return kappa_from_counts(per_case[drawn].sum(axis=-3), weights)
+
+        weights, vectorized = axis.weights, True
+    else:
+        members = [np.flatnonzero(index == k) for k in range(len(labels))]
+
+        def statistic(drawn: np.ndarray) -> float:  # type: ignore[misc]
+            rows = np.concatenate([members[int(k)] for k in drawn])
+            return _rho(x[rows], y[rows])
+
+        vectorized = False
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # degenerate resamples: NaN interval, reported as such
+        result = bootstrap((np.arange(len(labels)),), statistic, vectorized=vectorized, n_resamples=resamples,
+                           method="percentile", confidence_level=0.95, random_state=0)
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else (math.nan, math.nan)
+
+
+def statistics(a: Sequence[float], b: Sequence[float], axis: Axis, cases: Sequence[object] | None = None) -> dict[str, float]:
+    """κ (if categorical), Spearman's ρ, exact agreement and n of paired ratings; with ``cases``
+    (the case of each pair), 95 % case-bootstrap intervals of κ and ρ."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     keep = ~(np.isnan(x) | np.isnan(y))
     x, y = x[keep], y[keep]
-    out = {"n": int(len(x)), "kappa": math.nan, "rho": math.nan, "rho_p": math.nan, "exact_agreement": math.nan}
+    groups = np.asarray([str(c) for c in cases], dtype=object)[keep] if cases is not None else None
+    out = {"n": int(len(x)), "n_cases": int(len(set(groups))) if groups is not None else math.nan,
+           "kappa": math.nan, "kappa_low": math.nan, "kappa_high": math.nan,
+           "rho": math.nan, "rho_low": math.nan, "rho_high": math.nan, "rho_p": math.nan, "exact_agreement": math.nan}
     if len(x) == 0:
         return out
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # constant input: NaN, reported as such
         if axis.kind != "continuous":
-            out["kappa"] = float(cohen_kappa_score(x.astype(int), y.astype(int), labels=list(axis.labels), weights=axis.weights))
+            out["kappa"] = _kappa(x, y, axis)
             out["exact_agreement"] = float(np.mean(x == y))
+            if groups is not None and math.isfinite(out["kappa"]):
+                out["kappa_low"], out["kappa_high"] = case_interval(x, y, groups, "kappa", axis)
         if len(x) >= 2:
             rho = spearmanr(x, y)
             out["rho"], out["rho_p"] = float(rho.statistic), float(rho.pvalue)
+            if groups is not None and math.isfinite(out["rho"]):
+                out["rho_low"], out["rho_high"] = case_interval(x, y, groups, "rho", axis)
     return out
 
 
@@ -198,19 +264,25 @@ def agreement_table(annotations: pd.DataFrame, judge: pd.DataFrame, comprehensio
     for name, item, part in groups:
         axis = part["axis"].iloc[0]
         weights = axis.weights or ("none" if axis.kind != "continuous" else "")
-        judged = statistics(part["judge"], part["physician"], axis)
+        judged = statistics(part["judge"], part["physician"], axis, cases=case_keys(part) if item == "all" else None)
         rows.append({"axis": name, "item": item, "comparison": "judge vs physician", "kappa_weights": weights, **judged})
-        first, second = [], []
+        first, second, shared_cases = [], [], []
         for a, b in itertools.combinations(annotators, 2):
             left = part[part["annotator"] == a].set_index(["case_id", "epoch", "item", "model"], drop=False)
             right = part[part["annotator"] == b].set_index(["case_id", "epoch", "item", "model"], drop=False)
             shared = left.index.intersection(right.index)
             first += left.loc[shared, "physician"].tolist()
             second += right.loc[shared, "physician"].tolist()
+            shared_cases += case_keys(left.loc[shared])
         rows.append({"axis": name, "item": item, "comparison": "physician vs physician", "kappa_weights": weights,
-                     **statistics(first, second, axis)})
-    return pd.DataFrame(rows, columns=["axis", "item", "comparison", "n", "kappa", "kappa_weights", "rho", "rho_p",
-                                       "exact_agreement"])
+                     **statistics(first, second, axis, cases=shared_cases if item == "all" else None)})
+    return pd.DataFrame(rows, columns=["axis", "item", "comparison", "n", "n_cases", "kappa", "kappa_low", "kappa_high",
+                                       "kappa_weights", "rho", "rho_low", "rho_high", "rho_p", "exact_agreement"])
+
+
+def case_keys(part: pd.DataFrame) -> list[str]:
+    """The case of each rating (a case is a sample: model, case id and epoch)."""
+    return [f"{m}|{c}|{e}" for m, c, e in zip(part["model"], part["case_id"], part["epoch"])]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 
+import numpy as np
 import pandas as pd
 import pytest
 from inspect_ai.scorer import Score
@@ -157,3 +158,45 @@ def test_bad_annotations_are_reported(tmp_path, log_path, capsys):
     bad.write_text("case,annotator,item,value\n")
     assert main(["agreement", "--annotations", str(bad), log_path]) == 2
     assert "missing column" in capsys.readouterr().out
+
+
+def test_intervals_bracket_the_estimates_and_count_cases(table):
+    judged = table[(table["item"] == "all") & (table["comparison"] == "judge vs physician")].set_index("axis")
+    assert judged.loc["naturalness", "n_cases"] == 6  # 10 ratings of 6 cases (4 rated by both physicians)
+    for axis in [*LIKERT, "tcs", "comprehension"]:
+        row = judged.loc[axis]
+        for stat in ("kappa", "rho"):
+            if np.isfinite(row[f"{stat}_low"]):
+                assert row[f"{stat}_low"] <= row[stat] + 1e-12 <= row[f"{stat}_high"] + 2e-12, (axis, stat)
+    assert np.isfinite(judged.loc["tcs", "kappa_low"]) and judged.loc["tcs", "kappa_low"] < judged.loc["tcs", "kappa_high"]
+
+
+def test_bootstrap_resamples_cases_not_rating_pairs():
+    from bedside.reporting.agreement import Axis, statistics
+
+    axis = Axis("clarity", "likert", "quadratic", (1, 2, 3, 4, 5))
+    rng = np.random.default_rng(1)
+    x = rng.integers(1, 6, 12)
+    y = np.clip(x + rng.integers(-1, 2, 12), 1, 5)
+    cases = [f"c{i}" for i in range(12)]
+    once = statistics(x, y, axis, cases=cases)
+    # every case rated three times over (e.g. three items of one case): the same 12 cases, so the
+    # same interval; treating the 36 pairs as independent cases would narrow it
+    thrice = statistics(np.tile(x, 3), np.tile(y, 3), axis, cases=cases * 3)
+    as_pairs = statistics(np.tile(x, 3), np.tile(y, 3), axis, cases=[f"p{i}" for i in range(36)])
+    assert thrice["kappa"] == pytest.approx(once["kappa"]) and thrice["n_cases"] == 12 and thrice["n"] == 36
+    assert (thrice["kappa_low"], thrice["kappa_high"]) == pytest.approx((once["kappa_low"], once["kappa_high"]))
+    assert as_pairs["kappa_high"] - as_pairs["kappa_low"] < 0.8 * (once["kappa_high"] - once["kappa_low"])
+
+
+@pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
+def test_batched_kappa_equals_sklearn(weights):
+    from bedside.reporting.agreement import kappa_from_counts
+
+    rng = np.random.default_rng(7)
+    for _ in range(20):
+        x, y = rng.integers(0, 5, 25), rng.integers(0, 5, 25)
+        counts = np.zeros((5, 5))
+        np.add.at(counts, (x, y), 1)
+        assert kappa_from_counts(counts[None], weights)[0] == pytest.approx(
+            cohen_kappa_score(x, y, labels=list(range(5)), weights=weights))
