@@ -57,7 +57,7 @@ test-local: $(VENV)/.installed-local
 	$(BIN)/python -m pytest -m local_llm
 
 # Issue #12 scale benchmark: full-size runs through openai-api against the loopback server, then
-# bench/RESULTS.md (about 75 minutes on 2 cores; quicker: make bench BENCH_ARGS="--n 96 --small-n 48").
+# bench/RESULTS.md (about 80 minutes on 2 cores; quicker: make bench BENCH_ARGS="--n 96 --small-n 48").
 bench: $(VENV)/.installed
 	-$(BIN)/python -m pip install --quiet py-spy
 	$(BIN)/python bench/scale.py all $(BENCH_ARGS)

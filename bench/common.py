@@ -427,6 +427,7 @@ def analyse_log(
     out["role_usage"] = {k: v.model_dump(exclude_none=True) for k, v in (stats.role_usage or {}).items()}
     out["model_usage"] = {k: v.model_dump(exclude_none=True) for k, v in (stats.model_usage or {}).items()}
     out["status"] = header.status
+    out["task"] = header.eval.task
     return out
 
 

@@ -85,6 +85,12 @@ def prepare_data(bench: str, n: int, data: str | None) -> str:
     raise ValueError(bench)
 
 
+def embed_threads() -> int:
+    from bedside.scorers import text_metrics
+
+    return text_metrics.embed_threads() if hasattr(text_metrics, "embed_threads") else 0
+
+
 def preload() -> dict[str, float]:
     """The one-time loads of the deterministic metrics (timed; done before the timed eval)."""
     from bedside.scorers import text_metrics
@@ -99,6 +105,19 @@ def preload() -> dict[str, float]:
     text_metrics.rouge_l([("warm up", "warm up")])
     out["textstat_rouge_s"] = time.perf_counter() - t
     return out
+
+
+def disable_case_cache() -> None:
+    """The state before the CPB case cache (``solvers/cpb.py load_case``), for a paired before/after
+    in one process: every solver and scorer entry validates the case record again. (The earlier
+    schema-cache comparison, ``--patch-schema-cache``, is in core since; its runs keep their label.)"""
+    from bedside.solvers import cpb
+
+    class Forgetful(dict):
+        def __setitem__(self, key: Any, value: Any) -> None:
+            pass
+
+    cpb._CASES = Forgetful()
 
 
 class PySpy:
@@ -136,12 +155,15 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
     loads = preload() if args.score else {}
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="bedside-bench-logs-")
     tasks = tasks_for(args.bench, data, args)
+    if args.no_case_cache:
+        disable_case_cache()
     lanes = args.lanes
     result: dict[str, Any] = {
         "step": "run", "bench": args.bench, "argv": sys.argv[1:], "n": args.n, "latency": args.latency,
         "jitter": args.jitter, "lanes": lanes, "max_connections": args.max_connections or 6 * lanes,
         "log_realtime": args.log_realtime, "score_display": args.score_display, "score": args.score, "warmup": args.warmup, "educator": args.educator,
-        "one_time_loads_s": loads, "machine": common.machine(),
+        "one_time_loads_s": loads, "machine": common.machine(), "no_case_cache": args.no_case_cache,
+        "embed_threads": embed_threads(),
     }  # fmt: skip
     with common.loopback_process(args.latency, args.jitter, port=args.port) as (base_url, server):
 
@@ -307,6 +329,8 @@ def step_all(args: argparse.Namespace) -> None:
         ("a_small_lean", ["run", "--bench", "discharge", "--n", str(small), *lat, "--no-log-realtime", "--no-score-display"]),
         ("a_sweep_half", ["run", "--bench", "discharge", "--n", str(small), *sweep, "--lanes", str(max(1, lanes // 2))]),
         ("a_sweep_double", ["run", "--bench", "discharge", "--n", str(small), *sweep, "--lanes", str(lanes * 2)]),
+        ("a_lean_half", ["run", "--bench", "discharge", "--n", str(small), *sweep, "--lanes", str(max(1, lanes // 2)),
+                         "--no-log-realtime", "--no-score-display"]),
     ]
     steps += [
         # (d) a second educator on the same cases, same grader endpoint and cache
@@ -367,6 +391,8 @@ def main() -> None:
     run.add_argument("--no-log-realtime", dest="log_realtime", action="store_false")
     run.add_argument("--no-score-display", dest="score_display", action="store_false",
                      help="Inspect's --no-score-display: no running metrics while samples complete")
+    run.add_argument("--no-case-cache", action="store_true",
+                     help="validate CPB case records on every solver/scorer entry (the state before the cache)")
     run.add_argument("--profile")
     run.add_argument("--inputs", help="write the factual-consistency answer pairs and educator texts here")
     run.add_argument("--log-dir")
