@@ -88,7 +88,7 @@ def prepare_data(bench: str, n: int, data: str | None) -> str:
 def embed_threads() -> int:
     from bedside.scorers import text_metrics
 
-    return text_metrics.embed_threads() if hasattr(text_metrics, "embed_threads") else 0
+    return text_metrics.embed_threads()
 
 
 def preload() -> dict[str, float]:
@@ -105,19 +105,6 @@ def preload() -> dict[str, float]:
     text_metrics.rouge_l([("warm up", "warm up")])
     out["textstat_rouge_s"] = time.perf_counter() - t
     return out
-
-
-def disable_case_cache() -> None:
-    """The state before the CPB case cache (``solvers/cpb.py load_case``), for a paired before/after
-    in one process: every solver and scorer entry validates the case record again. (The earlier
-    schema-cache comparison, ``--patch-schema-cache``, is in core since; its runs keep their label.)"""
-    from bedside.solvers import cpb
-
-    class Forgetful(dict):
-        def __setitem__(self, key: Any, value: Any) -> None:
-            pass
-
-    cpb._CASES = Forgetful()
 
 
 class PySpy:
@@ -155,14 +142,12 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
     loads = preload() if args.score else {}
     log_dir = args.log_dir or tempfile.mkdtemp(prefix="bedside-bench-logs-")
     tasks = tasks_for(args.bench, data, args)
-    if args.no_case_cache:
-        disable_case_cache()
     lanes = args.lanes
     result: dict[str, Any] = {
         "step": "run", "bench": args.bench, "argv": sys.argv[1:], "n": args.n, "latency": args.latency,
         "jitter": args.jitter, "lanes": lanes, "max_connections": args.max_connections or 6 * lanes,
         "log_realtime": args.log_realtime, "score_display": args.score_display, "score": args.score, "warmup": args.warmup, "educator": args.educator,
-        "one_time_loads_s": loads, "machine": common.machine(), "no_case_cache": args.no_case_cache,
+        "one_time_loads_s": loads, "machine": common.machine(),
         "embed_threads": embed_threads(),
     }  # fmt: skip
     with common.loopback_process(args.latency, args.jitter, port=args.port) as (base_url, server):
@@ -391,8 +376,6 @@ def main() -> None:
     run.add_argument("--no-log-realtime", dest="log_realtime", action="store_false")
     run.add_argument("--no-score-display", dest="score_display", action="store_false",
                      help="Inspect's --no-score-display: no running metrics while samples complete")
-    run.add_argument("--no-case-cache", action="store_true",
-                     help="validate CPB case records on every solver/scorer entry (the state before the cache)")
     run.add_argument("--profile")
     run.add_argument("--inputs", help="write the factual-consistency answer pairs and educator texts here")
     run.add_argument("--log-dir")

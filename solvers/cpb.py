@@ -163,22 +163,9 @@ def transcript_text(turns: Sequence[Turn], sep: str = "\n") -> str:
     return sep.join(f"{_ROLE_LABEL.get(t.role, t.role)}: {t.message}" for t in turns)
 
 
-#: validated cases by the identity of their metadata dict (the solver and the scorers of a sample
-#: read the same dict; validating it again on every entry was 3.4 % of a CPB run's CPU)
-_CASES: dict[int, tuple[dict[str, Any], CPBCase | ControlCase]] = {}
-
-
 def load_case(metadata: dict[str, Any]) -> CPBCase | ControlCase:
-    raw = metadata["case"]
-    known = _CASES.get(id(raw))
-    if known is not None and known[0] is raw:
-        return known[1]
     model = CPBCase if metadata.get("kind") == "positive" else ControlCase
-    case = model.model_validate(raw)
-    if len(_CASES) >= 4096:
-        _CASES.clear()
-    _CASES[id(raw)] = (raw, case)
-    return case
+    return model.model_validate(metadata["case"])
 
 
 _DOCTOR_LABEL = re.compile(r"^\s*(?:\*\*)?(?:doctor|医生)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)

@@ -26,9 +26,9 @@ correct < correct, pooled over q1…q6 into the ``comprehension`` axis; ``--comp
 quadratic`` to change it) — plus Spearman's ρ (:func:`scipy.stats.spearmanr`) and the share of exact
 agreement. Continuous items get ρ only. κ and ρ come with a 95 % confidence interval from a
 bootstrap over **cases** (:func:`scipy.stats.bootstrap`, percentile method, 1,000 resamples, seed
-0; pooled rows only, not the ``--by-item`` rows): a resample draws cases with replacement and keeps all their rated pairs, because the pairs of
-one case (its checklist questions, its six comprehension items, several physicians) are not
-independent. The interval is NaN when fewer than 2 cases are rated or when a resample's statistic
+0; pooled rows only, not the ``--by-item`` rows): a resample draws cases with replacement and
+keeps all their rated pairs, because the pairs of one case (its checklist questions, its six
+comprehension items, several physicians) are not independent. The interval is NaN when fewer than 2 cases are rated or when a resample's statistic
 is undefined (e.g. every rating the same).
 
 - *judge vs physician*: every physician rating paired with the judge's value for the same case and
@@ -200,10 +200,11 @@ def case_interval(x: np.ndarray, y: np.ndarray, cases: np.ndarray, stat: str, ax
         per_case = np.zeros((len(labels), len(codes), len(codes)))
         np.add.at(per_case, (index, [codes[int(v)] for v in x], [codes[int(v)] for v in y]), 1)
 
-        def statistic(drawn: np.ndarray, axis: int = -1) -> np.ndarray:
+        weights, vectorized = axis.weights, True
+
+        def statistic(drawn: np.ndarray, axis: int = -1) -> np.ndarray:  # drawn: (resamples, cases)
             return kappa_from_counts(per_case[drawn].sum(axis=-3), weights)
 
-        weights, vectorized = axis.weights, True
     else:
         members = [np.flatnonzero(index == k) for k in range(len(labels))]
 
