@@ -76,19 +76,22 @@ local: $(VENV)/.installed-local-$(LLAMA_KEY)
 
 # --- the two commands of the README ---------------------------------------------------------
 # The demo: DischargeBench on a real offline LLM (SmolLM2-135M via llama.cpp) for every role
-# (educator, patient, monitor, judge), one case, a session capped at 8 turns, all four judge
-# scorers: about 5 minutes on 2 CPU cores after the first build.
+# (educator, patient, monitor, judge): one case, a short session (2-4 turns), every scorer. The
+# monitor uses -T monitor_layout=prefix_cache (the paper's words, the note before the history) so
+# that llama.cpp re-uses the note across monitor calls. The wheel build runs beside the main install.
 demo:
-	@$(MAKE) --no-print-directory -j2 $(VENV)/.installed $(LLAMA_WHEEL_DIR)/.built
-	@$(MAKE) --no-print-directory local
+	@start=$$(date +%s); \
+	$(MAKE) --no-print-directory -j2 $(VENV)/.installed $(LLAMA_WHEEL_DIR)/.built && \
+	$(MAKE) --no-print-directory local && \
+	ready=$$(date +%s) && \
 	$(BIN)/inspect eval tasks/discharge.py --model bedside/local \
 	    --model-role patient=bedside/local --model-role monitor=bedside/local \
 	    --model-role grader=bedside/local \
-	    --limit 1 -T min_turns=4 -T max_turns=8 --log-dir $(LOGS) --display plain
-	@echo
-	@echo "Done. Open the transcript with:"
-	@echo "    $(BIN)/inspect view --log-dir $(LOGS)"
-	@echo "(then browse to http://127.0.0.1:7575)"
+	    --limit 1 -T min_turns=2 -T max_turns=4 -T monitor_layout=prefix_cache --log-dir $(LOGS) --display plain && \
+	end=$$(date +%s) && \
+	echo && echo "Done in $$(( (end - start + 30) / 60 )) min (set-up $$((ready - start)) s, eval $$((end - ready)) s). Open the transcript with:" && \
+	echo "    $(BIN)/inspect view --log-dir $(LOGS)" && \
+	echo "(then browse to http://127.0.0.1:7575)"
 
 # Headless browser for the report's render check (tests/reporting/test_report_e2e.py; skipped if
 # absent). Installed from Debian's packages where we are root; the leading '-' keeps `make test`
