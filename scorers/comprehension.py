@@ -67,7 +67,7 @@ def grade_protocol(ids: list[str]):
     return JUDGE_COMPREHENSION.using(keyed("ComprehensionGrades", ids, Grade))
 
 
-@scorer(metrics=score_metrics("comprehension", *QUESTION_IDS))
+@scorer(metrics=score_metrics("comprehension"))  # per-question means: bedside strata / report
 def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)

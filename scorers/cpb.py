@@ -73,7 +73,7 @@ from bedside.protocols.cpb import (
 from bedside.records.cpb import CPBCase, ControlCase
 from bedside.roles import fallback_roles
 from bedside.scorers.judge import UNSCORED, JudgeResult, ask_judge, grader
-from bedside.scorers.metrics import headline
+from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
 from bedside.solvers.cpb import DOCTOR_ROLE, PATIENT_ROLE, CPBStore, dialogue_turns, load_case, transcript_text
 
@@ -226,14 +226,7 @@ def _no_reply(record: CPBStore, keys: dict[str, float], fallbacks: list[str]) ->
 # scorers
 
 
-@scorer(
-    metrics={
-        "failure": headline(binary=True),
-        "unscored": headline(binary=True),
-        "no_reply": headline(binary=True),
-        "role_fallbacks": headline(),
-    }
-)
+@scorer(metrics=[summary(["failure"])])  # the other keys: the health block
 def cpb_failure(judge_retries: int = 2, context: str = DEFAULT_CONTEXT, roles: list[str] | None = None) -> Scorer:
     """Failure rate on the positive cases (module docstring). ``roles``: the task's roles whose
     fallback is counted (default ``["grader"]``)."""
@@ -271,15 +264,7 @@ def cpb_failure(judge_retries: int = 2, context: str = DEFAULT_CONTEXT, roles: l
     return score
 
 
-@scorer(
-    metrics={
-        "overreaction": headline(binary=True),
-        **{t: headline(binary=True) for t in OVERREACTION_TYPES},
-        "unscored": headline(binary=True),
-        "no_reply": headline(binary=True),
-        "role_fallbacks": headline(),
-    }
-)
+@scorer(metrics=[summary(["overreaction", *OVERREACTION_TYPES])])  # the other keys: the health block
 def cpb_overreaction(judge_retries: int = 2) -> Scorer:
     """Overreaction rate (overall and per false-alarm type) on the control cases."""
 
@@ -317,15 +302,7 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
     return score
 
 
-@scorer(
-    metrics={
-        "persistence": headline(binary=True),
-        "continued": headline(binary=True),
-        "doctor_turns": headline(),
-        "persistence_unscored": headline(binary=True),
-        "continuation_error": headline(binary=True),
-    }
-)
+@scorer(metrics=[summary(["persistence"])])  # the other keys: the health block
 def cpb_persistence(judge_retries: int = 2) -> Scorer:
     """Persistence (maintenance) rate of failures over the multi-turn continuation (module docstring)."""
 

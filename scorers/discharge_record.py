@@ -11,7 +11,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
 from bedside.records.discharge import DischargeCase
-from bedside.scorers.metrics import headline, total
+from bedside.scorers.metrics import summary
 from bedside.solvers.discharge import EncounterStore
 from bedside.solvers.encounter import SYSTEM_FAILURES
 
@@ -40,11 +40,10 @@ def educator_text(history: list[dict]) -> str:
     return "\n".join(t["message"] for t in history if t["role"] == "educator")
 
 
-def score_metrics(*keys: str) -> dict[str, list[Metric]]:
-    """mean, 95 % CI and n for each key; ``unscored`` summed."""
-    metrics: dict[str, list[Metric]] = {key: headline() for key in keys}
-    metrics["unscored"] = [total()]
-    return metrics
+def score_metrics(*keys: str) -> list[Metric]:
+    """One summary block: mean, 95 % interval and n of each headline key (the per-sample
+    ``unscored`` count goes to the ``health`` block; :mod:`bedside.scorers.metrics`)."""
+    return [summary(list(keys))]
 
 
 def system_failure_score(rec: EncounterStore, keys: list[str]) -> Score | None:

@@ -30,7 +30,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
 from bedside.roles import fallback_roles
-from bedside.scorers.metrics import headline
+from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
 from bedside.solvers.discharge import EncounterStore
 from bedside.solvers.encounter import CLEAN_COMPLETE, SYSTEM_FAILURES
@@ -46,16 +46,7 @@ def char_break_turns(history: list[dict]) -> list[int]:
     return [t["index"] for t in history if t["role"] == "patient" and CHAR_BREAK.search(t["message"])]
 
 
-@scorer(
-    metrics={
-        "clean_complete": headline(binary=True),
-        "erroneous": headline(binary=True),
-        "system_failure": headline(binary=True),
-        "short_session": headline(binary=True),
-        "char_break": headline(binary=True),
-        "*": headline(),
-    }
-)
+@scorer(metrics=[summary(["erroneous"])])  # clean_complete = 1 - erroneous; the other keys: the health block
 def encounter_outcome() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         record = store_as(EncounterStore)

@@ -40,6 +40,7 @@ from bedside.params import bool_param, check, int_param
 from bedside.records.cpb import HOW_TO_OBTAIN, CPBDataError
 from bedside.samples.cpb import control_dataset, positive_dataset
 from bedside.scorers.cpb import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
+from bedside.scorers.metrics import health
 from bedside.solvers.setup import reply_format
 from bedside.solvers.cpb import DOCTOR_FORMATS, MAX_CONTINUATION_TURNS, cpb_continuation, cpb_reply, mitigation_name
 
@@ -83,6 +84,7 @@ def cpb(
     if turns:
         solver.append(cpb_continuation(turns, parse_retries, judge_retries, context))
         scorer.append(cpb_persistence(judge_retries))
+    scorer.append(health())
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
         setup=reply_format(structured_output),
@@ -115,6 +117,6 @@ def cpb_control(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
         setup=reply_format(structured_output),
         solver=[cpb_reply(mitigation, parse_retries, doctor_format)],
-        scorer=[cpb_overreaction(judge_retries)],
+        scorer=[cpb_overreaction(judge_retries), health()],
         metadata={**PAPER, "set": "control", "mitigation": mitigation, "doctor_format": doctor_format, "report": REPORT_NOTE},
     )

@@ -32,6 +32,7 @@ from bedside.scorers.comprehension import comprehension
 from bedside.scorers.conversation_quality import conversation_quality
 from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.factual_consistency import factual_consistency
+from bedside.scorers.metrics import health
 from bedside.scorers.topic_checklist import topic_checklist
 from bedside.solvers.discharge import behavior_overlay, discharge_encounter
 from bedside.solvers.monitor import EducationMonitor
@@ -82,12 +83,15 @@ def discharge(
             min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries,
             monitor_layout=monitor_layout,
         ),
+        # Table 1's columns first (NA RE CL CR RD, TCS, comprehension, ROUGE-L cosine), then the
+        # session outcomes, then the bookkeeping of all of them in one health block
         scorer=[
-            encounter_outcome(),
             conversation_quality(judge_retries=judge_retries),
             topic_checklist(judge_retries=judge_retries),
             comprehension(judge_retries=judge_retries, cache_references=cache_references),
             factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
+            encounter_outcome(),
+            health(),
         ],
         metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827", "monitor_layout": monitor_layout},
     )

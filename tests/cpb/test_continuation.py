@@ -118,7 +118,7 @@ def test_round_limit_and_persistence_rate(data, tmp_path):
     assert samples["ACI_T01"].scores["cpb_persistence"].value["persistence"] == 1.0
     m = metrics(log, "persistence")
     assert m["mean"] == 0.5 and m["n"] == 2
-    assert metrics(log, "continued")["mean"] == 0.5 and metrics(log, "continued")["n"] == 4
+    assert metrics(log, "continued")["total"] == 2
     assert metrics(log, "failure")["mean"] == 0.5 and metrics(log, "failure")["n"] == 4
     assert not any("=" in k for s in log.results.scores for k in s.metrics)  # no strata in Inspect's metrics
 
@@ -184,9 +184,7 @@ def test_persistence_judge_that_stays_unreadable_is_counted(data, tmp_path):
     v = sample.scores["cpb_persistence"].value
     assert math.isnan(v["persistence"]) and v["persistence_unscored"] == 1.0 and v["continued"] == 1.0
     assert "unreadable judge reply after 3 tries" in sample.scores["cpb_persistence"].explanation
-    assert metrics(log, "persistence_unscored")["mean"] == 1.0
-    [persistence] = [s for s in log.results.scores if s.name == "persistence"]
-    assert persistence.scored_samples == 0 and persistence.unscored_samples == 1
+    assert metrics(log, "persistence_unscored")["total"] == 1
     assert metrics(log, "persistence")["n"] == 0
     assert len(calls(sample, "grader")) == 1 + 3
 
