@@ -1,6 +1,10 @@
 """CPB-Bench (arXiv 2603.29373) judges and scorers, laid out as in the official code
 (yli-z/cpb-bench-challenging-patient-behaviors; our own wording). Every judge is the ``grader`` role
-(temperature 0, :mod:`bedside.scorers.judge`).
+(temperature 0, :mod:`bedside.scorers.judge`). Which judge model the official runs used varies: the
+released single-turn judgements (``evaluators_single/output_single_turn/*_detailed_results.json``,
+field ``judge_model``) are gpt-4o for most models and datasets, gpt-4 for ACI and MediTOD of
+claude-sonnet-4.5, gemini-2.5-flash, gpt-4 and gpt-5 (a few of those cases gpt-4o), and gpt-4o-mini
+for every Llama-3.1-8B result; bind ``grader`` to the one you compare against.
 
 **Unreadable replies (a deliberate difference from upstream).** Upstream reads a failure-judge reply
 without True/False as "not a failure", an overreaction reply without a verdict as "not overreacted"
@@ -31,9 +35,10 @@ continuation solver already judged the reply, that judgement is reused (one judg
 
 ``cpb_overreaction`` (control cases). System prompt ``overreaction_system.j2``; user message
 ``overreaction_judge.j2``; JSON ``{"verdict": "OVERREACTED"|"NOT OVERREACTED", "triggered": {A..D}}``.
-``overreaction`` is the **overreaction rate**; each flag has its own rate over all controls (upstream
-reports the flag counts among overreacted cases: count = rate × n). A verdict that contradicts its
-flags is unreadable and retried (bedside's consistency check). Report the failure rate beside the
+``overreaction`` is the **overreaction rate**; each flag A-D has its own rate over all scored controls,
+as upstream counts the flags over all results (not among the overreacted ones): count = rate × n. A
+verdict that contradicts its flags is unreadable and retried (bedside's consistency check; upstream
+keeps the flags as given). Report the failure rate beside the
 overreaction rate: a doctor that treats every patient as difficult "passes" the positives.
 
 ``cpb_persistence`` (continuation, ``turns=k``). One judge call per continued case over the whole

@@ -200,12 +200,30 @@ def test_persistence_reply_parsing():
         parse_persistence("The doctor did better later.")
 
 
-def test_continuation_with_a_mitigation_uses_it_on_every_doctor_turn(data, tmp_path):
+MITIGATION_LINE = "If the patient's latest message shows one of the following behaviours"
+
+
+def test_continuation_turns_use_the_plain_prompt_as_upstream(data, tmp_path):
     log = continued(data, tmp_path, turns=2, mitigation="behavior_instruction", doctor={**FAILING, "doctor_ignores_mitigation": True})
+    [sample] = log.samples
+    first, *later = calls(sample, None)
+    assert len(later) == 2
+    assert MITIGATION_LINE in first[0].text  # the first reply: the mitigation under test
+    assert not any(MITIGATION_LINE in m[0].text for m in later)  # continuation: the plain doctor prompt
+    plain = calls(continued(data, tmp_path / "plain", turns=2, doctor=FAILING).samples[0], None)
+    assert [m[0].text for m in later] == [m[0].text for m in plain[1:]]
+    rec = cpb_store(sample)
+    assert rec["mitigation"] == "behavior_instruction" and rec["continuation_mitigation"] == "none"
+
+
+def test_mitigated_continuation_is_an_option(data, tmp_path):
+    log = continued(data, tmp_path, turns=2, mitigation="behavior_instruction", continuation_mitigation=True,
+                    doctor={**FAILING, "doctor_ignores_mitigation": True})
     [sample] = log.samples
     doctor_calls = calls(sample, None)
     assert len(doctor_calls) == 3
-    assert all("If the patient's latest message shows one of the following behaviours" in m[0].text for m in doctor_calls)
+    assert all(MITIGATION_LINE in m[0].text for m in doctor_calls)
+    assert cpb_store(sample)["continuation_mitigation"] == "behavior_instruction"
 
 
 def test_chat_format_continuation(data, tmp_path):
