@@ -307,7 +307,7 @@ def test_data_parameter_is_required_and_explained():
 def test_bad_parameters_fail_before_any_model_call(data):
     with pytest.raises(BadParameter, match="'turns': must be at most 10"):
         cpb(data=data, turns=11)
-    with pytest.raises(ValueError, match="mitigation='magic'.*step_by_step"):
+    with pytest.raises(BadParameter, match="'mitigation': use one of .*step_by_step.*got mitigation='magic'"):
         cpb(data=data, mitigation="magic")
     with pytest.raises(BadParameter, match="'doctor_format'.*'text', 'chat'"):
         cpb(data=data, doctor_format="xml")
