@@ -84,6 +84,7 @@ SCALES: dict[str, Scale] = {
     "turns": COUNT, "discarded_turns": COUNT, "soft_corrections": COUNT, "monitor_unparsed": COUNT,
     "patient_repaired": COUNT, "role_fallbacks": COUNT, "unscored": COUNT, "items_unscored": COUNT,
     "examinee_turns": COUNT, "unsupported_actions": COUNT, "doctor_turns": COUNT, "na_questions": COUNT,
+    "na_comprehension": COUNT, "na_factual": COUNT,
 }  # fmt: skip
 
 

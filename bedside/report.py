@@ -148,16 +148,21 @@ def label(log: EvalLog) -> str:
     return f"{log.eval.task} behavior={behavior} ({log.eval.model})"
 
 
+def _own(table: pd.DataFrame) -> pd.DataFrame:
+    """Without the health block's copies of other scorers' keys."""
+    return table[~table["scorer"].isin(DERIVED_SCORERS)]
+
+
 def delta_report(baseline_path: str, other_paths: Sequence[str]) -> pd.DataFrame:
     baseline = read_eval_log(baseline_path)
-    base_table = score_table(baseline)
+    base_table = _own(score_table(baseline))
     frames = []
     for path in other_paths:
         other = read_eval_log(path)
         shared = set(base_table["id"]) & set(score_table(other)["id"])
         if not shared:
             raise ValueError(f"{path} and {baseline_path} share no sample ids: deltas need the same cases")
-        frame = paired_delta(base_table, score_table(other))
+        frame = paired_delta(base_table, _own(score_table(other)))
         frame.insert(0, "comparison", f"{label(other)} vs {label(baseline)}")
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)

@@ -40,6 +40,25 @@ def educator_text(history: list[dict]) -> str:
     return "\n".join(t["message"] for t in history if t["role"] == "educator")
 
 
+#: what the judge answers when the source does not say (Figures 10 and 12: "not applicable")
+NOT_APPLICABLE = ("not applicable", "n/a")
+
+
+def is_not_applicable(answer: str | None) -> bool:
+    """A judge answer meaning "the source does not say": "not applicable" (Figures 10 and 12) or
+    "N/A", in any case, with surrounding quotes, brackets or a full stop; a list of such answers too.
+
+    bedside's rule (the paper is silent): a comprehension or factual-consistency question whose
+    *reference* (the answer read from the discharge note) is not applicable is left out of the
+    session's score and counted (``na_questions``): the note holds nothing to teach or check there,
+    so neither "I don't know" (graded incorrect) nor two matching "not applicable" answers (ROUGE-L
+    and cosine 1.0) would say anything about the educator."""
+    if answer is None:
+        return False
+    parts = [p.strip(" \t\n\"'`[]().;:") for p in str(answer).split(";")]
+    return bool(parts) and all(p.lower() in NOT_APPLICABLE for p in parts)
+
+
 def score_metrics(*keys: str) -> list[Metric]:
     """One summary block: mean, 95 % interval and n of each headline key (the per-sample
     ``unscored`` count goes to the ``health`` block; :mod:`bedside.scorers.metrics`)."""

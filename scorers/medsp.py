@@ -229,7 +229,7 @@ def rubric_rates() -> Metric:
             columns["macro"] = (rates["macro"], ci, len(scored))
         else:
             columns["macro"] = (math.nan, None, len(scored))
-        columns["scenario_mean"] = (sum(scenario) / len(scenario) if scenario else math.nan,
+        columns["scenario_mean"] = (float(np.mean(scenario)) if scenario else math.nan,
                                     mean_interval(scenario, UNIT), len(scenario))
         return summary_rows(columns)
 

@@ -25,6 +25,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
@@ -78,7 +80,7 @@ def summary(keys: list[str]) -> Metric:
         columns = {}
         for key in keys:
             values = key_values(scores, key)
-            mean = sum(values) / len(values) if values else math.nan
+            mean = float(np.mean(values)) if values else math.nan  # as Inspect's mean(): same digits
             columns[label(key)] = (mean, mean_interval(values, scale_of(key)), len(values))
         return summary_rows(columns)
 
@@ -99,7 +101,8 @@ HEALTH: dict[str, tuple[str, str]] = {
     "judge_unscored": ("max", "count"),
     "items_unscored": ("max", "count"),
     "persistence_unscored": ("max", "count"),
-    "na_questions": ("max", "count"),
+    "na_comprehension": ("max", "count"),
+    "na_factual": ("max", "count"),
     "role_fallbacks": ("max", "count"),
     "monitor_unparsed": ("max", "count"),
     "patient_repaired": ("max", "count"),
@@ -116,8 +119,10 @@ HEALTH: dict[str, tuple[str, str]] = {
     "doctor_turns": ("max", "mean"),
 }
 #: score keys whose name differs in the health block (MedSP's ``erroneous`` is a failed run, not
-#: DischargeBench's erroneous session)
-HEALTH_RENAME = {("medsp_rubric", "erroneous"): "erroneous_run"}
+#: DischargeBench's erroneous session; each DischargeBench scorer counts its own not-applicable questions)
+HEALTH_RENAME = {("medsp_rubric", "erroneous"): "erroneous_run",
+                 ("comprehension", "na_questions"): "na_comprehension",  # questions left out as not applicable
+                 ("factual_consistency", "na_questions"): "na_factual"}
 
 
 def gather_health(scores: dict[str, Score]) -> dict[str, float]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
+from bedside.samples.discharge import DEMO_CASES
 from bedside.scorers.comprehension import comprehension_score, parse_grades
 from bedside.scorers.factual_consistency import parse_answers
 from bedside.scorers.text_metrics import cosine, readability, rouge_l
@@ -247,3 +249,46 @@ def test_unreadable_reference_is_never_cached(tmp_path, monkeypatch):
     assert not any(cache == "read" and completion == "" for cache, completion in second_calls)  # ... never re-used
     assert any(cache == "read" and completion for cache, completion in second_calls)  # readable ones are
     assert first.samples[0].scores["comprehension"].value["unscored"] == 0
+
+
+# --- "not applicable" references (bedside's rule; README fidelity table) -------------------------
+
+def test_not_applicable_answers_are_recognised():
+    from bedside.scorers.discharge_record import is_not_applicable
+
+    for text in ("not applicable", "Not applicable.", '"not applicable"', "N/A", "not applicable; not applicable"):
+        assert is_not_applicable(text), text
+    for text in ("Aspirin 81 mg", "not applicable; aspirin", "", None, "Applicable only if fever"):
+        assert not is_not_applicable(text), text
+
+
+def test_comprehension_mean_leaves_not_applicable_questions_out():
+    from bedside.scorers.comprehension import comprehension_score
+
+    items = {"q1": 1.0, "q2": 0.5, "q3": 0.0, "q4": float("nan"), "q5": 1.0, "q6": 1.0}
+    assert comprehension_score(items, {"q4"}) == pytest.approx(3.5 / 5)
+    assert math.isnan(comprehension_score(items))  # q4 unscored (a model failure): the session is unscored
+    assert math.isnan(comprehension_score({"q1": float("nan")}, {"q1"}))  # nothing applicable: nothing measured
+
+
+def test_a_question_the_note_does_not_answer_is_left_out_of_both_scores_and_counted(tmp_path):
+    record = json.loads(DEMO_CASES.read_text().splitlines()[0])
+    note = record["discharge_note"]
+    record["discharge_note"] = note[: note.index("Followup Instructions:")]  # no follow-up section
+    data = tmp_path / "cases.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    log = run(discharge(data=str(data)), roles=roles(), log_dir=tmp_path / "logs")
+    [sample] = log.samples
+    comp, fc = sample.scores["comprehension"], sample.scores["factual_consistency"]
+    # q4 (follow-up): the reference read from the note is "not applicable"
+    assert comp.metadata["references"]["q4"] == "not applicable" and comp.metadata["not_applicable"] == ["q4"]
+    assert math.isnan(comp.value["q4"]) and comp.value["na_questions"] == 1 and comp.value["unscored"] == 0
+    graded = [comp.value[q] for q in ("q1", "q2", "q3", "q5", "q6")]
+    assert comp.value["comprehension"] == pytest.approx(sum(graded) / 5)
+    assert "q4: not applicable" in comp.explanation
+    assert fc.metadata["not_applicable"] == ["q4"] and fc.value["na_questions"] == 1
+    assert fc.metadata["rouge_l_per_question"][3] is None and fc.metadata["cosine_per_question"][3] is None
+    kept = [r for r in fc.metadata["rouge_l_per_question"] if r is not None]
+    assert len(kept) == 5 and fc.value["rouge_l"] == pytest.approx(sum(kept) / 5)
+    health = sample.scores["health"].value
+    assert health["na_comprehension"] == 1 and health["na_factual"] == 1 and health["unscored"] == 0
