@@ -177,7 +177,7 @@ def run_strata(args: argparse.Namespace) -> int:
         frames.append(frame)
     table = pd.concat(frames, ignore_index=True)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False))
+        print(table.to_string(index=False, na_rep="–"))  # "–": no interval (n < 2)
     if args.csv:
         table.to_csv(args.csv, index=False)
     return 0
@@ -197,7 +197,7 @@ def run_delta(args: argparse.Namespace) -> int:
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
         for comparison, group in table.groupby("comparison", sort=False):
             print(comparison)
-            print(group.drop(columns="comparison").to_string(index=False))
+            print(group.drop(columns="comparison").to_string(index=False, na_rep="–"))
             print()
     if args.csv:
         table.to_csv(args.csv, index=False)

@@ -56,10 +56,10 @@ def encounter_outcome() -> Scorer:
         breaks = char_break_turns(record.history)
         fallbacks = fallback_roles(ROLES)
         return Score(
-            value={
-                "system_failure": float(system),
-                "clean_complete": NAN if system else float(clean),
+            value={  # the headline first (inspect view lists the keys in this order)
                 "erroneous": NAN if system else float(not clean),
+                "clean_complete": NAN if system else float(clean),
+                "system_failure": float(system),
                 "short_session": float(len(record.history) <= SHORT_SESSION_TURNS) if clean else NAN,
                 "char_break": float(bool(breaks)) if clean else NAN,
                 "turns": float(len(record.history)),

@@ -135,8 +135,9 @@ def markdown(results: Sequence[Result], baseline: str, candidate: str, resamples
     ]
     for r in results:
         excluded = f" ({r.excluded} unscored left out)" if r.excluded else ""
+        interval = f" [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}]" if r.ci_lower == r.ci_lower else " (no interval: n < 2)"
         lines.append(f"| `{r.metric}` | {r.direction} | {r.n}{excluded} | {r.baseline:.4f} | {r.candidate:.4f} | "
-                     f"{r.difference:+.4f} [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}] | {r.drop:+.4f} | {r.max_drop:g} | "
+                     f"{r.difference:+.4f}{interval} | {r.drop:+.4f} | {r.max_drop:g} | "
                      f"{ICON[r.verdict]} {r.verdict} |")
     return "\n".join(lines) + "\n"
 
