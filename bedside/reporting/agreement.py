@@ -373,7 +373,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"bedside agreement: {error}")
         return 2
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False))
+        print(table.to_string(index=False, na_rep="–"))  # "–": not defined (e.g. no interval below 2 cases)
     print(WEIGHTS_NOTE.format(comprehension=args.comprehension_weights))
     unmatched = table.loc[(table["comparison"] == "judge vs physician") & (table["n"] == 0), "axis"].tolist()
     if unmatched:
