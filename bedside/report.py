@@ -7,10 +7,11 @@
 ``strata``: every score key's mean, 95 % CI and n per value of each stratum (DischargeBench: ICD
 chapter, the persona axes, end reason; CPB-Bench: category, dataset, language; MedSP1000:
 specialty, reported only for specialties with at least 5 scored cases; MedSP's item-pooled
-``micro`` and ``macro_competency`` are pooled per specialty by ``bedside report`` instead). Inspect
-itself shows only the headline numbers. The interval is Wilson's for 0/1 outcomes and Student's t otherwise
-(:func:`bedside.scorers.metrics.interval_bounds`, the same as the headline); unscored samples are
-left out of n.
+``micro`` and ``macro`` are pooled per specialty by ``bedside report`` instead). Inspect
+itself shows only the headline numbers. The interval follows bedside's one rule, chosen by each
+score key's declared scale (:mod:`bedside.intervals`: Wilson for rates declared binary, otherwise a
+percentile bootstrap of the mean; none below n = 2), the same as the headline; unscored samples
+are left out of n. The ``health`` scorer's copies of other scorers' bookkeeping are left out.
 
 ``audit``: DischargeBench's clean-complete audit (paper Appendix A.7.2): among clean-complete
 sessions, the short ones (≤ 15 turns), the short ones with a Topic Checklist score below 0.5, and
@@ -20,7 +21,8 @@ those in which the Virtual Patient broke character, with counts and case ids.
 (``-T behavior=care_resistance``) versus ``behavior=none``.
 For every numeric score key (``tcs``, ``comprehension``, ``naturalness``, ...) and every other log,
 samples are paired by sample id and epoch; the delta is ``other - baseline`` per pair; the report
-gives the mean delta, its 95 % paired t-interval, n pairs, and how many pairs were left out because
+gives the mean delta, its 95 % interval (bedside's rule applied to the per-pair deltas: percentile
+bootstrap, :mod:`bedside.intervals`), n pairs, and how many pairs were left out because
 one side was unscored (NaN). Deltas are computed only on the same cases, never across different
 case sets.
 """
@@ -34,10 +36,13 @@ from collections.abc import Sequence
 
 import pandas as pd
 from inspect_ai.log import EvalLog, read_eval_log
-from scipy import stats
+
+from bedside.intervals import scale_of, summarise
 
 #: score keys that are bookkeeping, not outcomes
 SKIP_KEYS = {"unscored"}
+#: scorers whose keys copy other scorers' (the health block): left out of per-stratum tables
+DERIVED_SCORERS = {"health"}
 
 #: the strata each benchmark's results are broken down by (sample metadata, else score metadata)
 STRATA = (
@@ -48,7 +53,7 @@ STRATA = (
 MIN_N = {"specialty": 5}
 #: MedSP1000 rates pooled over items (ratio estimators): a mean of per-case values would be wrong, so
 #: ``strata`` leaves them out; ``bedside report`` pools them per specialty from each case's counts
-POOLED_KEYS = {"micro", "macro_competency"}
+POOLED_KEYS = {"micro", "macro"}
 
 
 def score_table(log: EvalLog) -> pd.DataFrame:
@@ -66,11 +71,11 @@ def score_table(log: EvalLog) -> pd.DataFrame:
 
 def strata_table(log: EvalLog, keys: Sequence[str] = STRATA) -> pd.DataFrame:
     """mean, 95 % CI and n of every score key per value of each stratum key present in the log."""
-    from bedside.scorers.metrics import interval_bounds
-
     rows = []
     for sample in log.samples or []:
         for scorer, score in (sample.scores or {}).items():
+            if scorer in DERIVED_SCORERS:
+                continue
             values = score.value if isinstance(score.value, dict) else {scorer: score.value}
             meta = {**(score.metadata or {}), **(sample.metadata or {})}
             for key, value in values.items():
@@ -86,11 +91,8 @@ def strata_table(log: EvalLog, keys: Sequence[str] = STRATA) -> pd.DataFrame:
         values = [v for v in part["value"] if v == v]
         if len(values) < MIN_N.get(stratum, 1):
             continue
-        binary = all(v in (0.0, 1.0) for v in values)
-        bounds = interval_bounds(values, binary=binary) if values else {"lower": math.nan, "upper": math.nan}
-        out.append({"stratum": stratum, "group": group, "scorer": scorer, "key": key,
-                    "mean": sum(values) / len(values) if values else math.nan,
-                    "ci_lower": bounds["lower"], "ci_upper": bounds["upper"], "n": len(values),
+        row = summarise(values, scale_of(key))
+        out.append({"stratum": stratum, "group": group, "scorer": scorer, "key": key, **row,
                     "unscored": len(part) - len(values)})
     return pd.DataFrame(out, columns=["stratum", "group", "scorer", "key", "mean", "ci_lower", "ci_upper", "n", "unscored"])
 
@@ -129,17 +131,12 @@ def paired_delta(baseline: pd.DataFrame, other: pd.DataFrame) -> pd.DataFrame:
         valid = group.dropna(subset=["value_base", "value_other"])
         deltas = valid["value_other"] - valid["value_base"]
         n = len(deltas)
-        mean = float(deltas.mean()) if n else math.nan
-        if n >= 2:
-            sem = float(deltas.std(ddof=1)) / math.sqrt(n)
-            half = float(stats.t.ppf(0.975, n - 1)) * sem
-        else:
-            half = math.nan
+        row = summarise(deltas.tolist())  # a difference: no declared scale; the bootstrap stays in its range
         out.append({
             "scorer": scorer, "key": key,
             "baseline": float(valid["value_base"].mean()) if n else math.nan,
             "other": float(valid["value_other"].mean()) if n else math.nan,
-            "delta": mean, "ci_lower": mean - half, "ci_upper": mean + half,
+            "delta": row["mean"], "ci_lower": row["ci_lower"], "ci_upper": row["ci_upper"],
             "n": n, "excluded_unscored": len(group) - n,
         })
     return pd.DataFrame(out)
@@ -151,16 +148,21 @@ def label(log: EvalLog) -> str:
     return f"{log.eval.task} behavior={behavior} ({log.eval.model})"
 
 
+def _own(table: pd.DataFrame) -> pd.DataFrame:
+    """Without the health block's copies of other scorers' keys."""
+    return table[~table["scorer"].isin(DERIVED_SCORERS)]
+
+
 def delta_report(baseline_path: str, other_paths: Sequence[str]) -> pd.DataFrame:
     baseline = read_eval_log(baseline_path)
-    base_table = score_table(baseline)
+    base_table = _own(score_table(baseline))
     frames = []
     for path in other_paths:
         other = read_eval_log(path)
         shared = set(base_table["id"]) & set(score_table(other)["id"])
         if not shared:
             raise ValueError(f"{path} and {baseline_path} share no sample ids: deltas need the same cases")
-        frame = paired_delta(base_table, score_table(other))
+        frame = paired_delta(base_table, _own(score_table(other)))
         frame.insert(0, "comparison", f"{label(other)} vs {label(baseline)}")
         frames.append(frame)
     return pd.concat(frames, ignore_index=True)
@@ -175,7 +177,7 @@ def run_strata(args: argparse.Namespace) -> int:
         frames.append(frame)
     table = pd.concat(frames, ignore_index=True)
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False))
+        print(table.to_string(index=False, na_rep="–"))  # "–": no interval (n < 2)
     if args.csv:
         table.to_csv(args.csv, index=False)
     return 0
@@ -195,7 +197,7 @@ def run_delta(args: argparse.Namespace) -> int:
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
         for comparison, group in table.groupby("comparison", sort=False):
             print(comparison)
-            print(group.drop(columns="comparison").to_string(index=False))
+            print(group.drop(columns="comparison").to_string(index=False, na_rep="–"))
             print()
     if args.csv:
         table.to_csv(args.csv, index=False)

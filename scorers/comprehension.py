@@ -10,10 +10,15 @@
 The six items are graded in one judge call; if that reply stays unreadable after its retries, each
 item is graded in a call of its own (so one bad item does not lose the other five).
 
-Score = mean over the six questions (the paper's definition). An item whose reference, answer or
-grade could not be obtained (a model failure, not a patient who did not know) is unscored and
-counted, not scored 0; the session's comprehension score is then unscored too (a mean over fewer
-questions would not be comparable), while the graded items keep their per-question scores.
+Score = mean over the six questions (the paper's definition), with one rule the paper does not
+state (bedside's choice, README fidelity table): a question whose **reference is "not applicable"**
+(the note does not say) is not graded and is left out of the mean (its ``q<i>`` is NaN), counted in
+``na_questions`` — otherwise the patient's "I don't know" would be graded incorrect for something the
+educator could not teach. An item whose reference, answer or grade could not be obtained (a model
+failure, not a patient who did not know) is unscored and counted, not scored 0; the session's
+comprehension score is then unscored too (a mean over fewer questions would not be comparable),
+while the graded items keep their per-question scores. If every reference is not applicable the
+score is NaN (nothing to measure).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from bedside.jsonreply import extract_json
 from bedside.prompts import render
 from bedside.protocols.discharge import JUDGE_COMPREHENSION, JUDGE_REFERENCE, Grade, keyed
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import case, record, score_metrics, system_failure_score
+from bedside.scorers.discharge_record import case, is_not_applicable, record, score_metrics, system_failure_score
 from bedside.scorers.judge import REFERENCE_CACHE, UNSCORED, ask_judge, grader
 from bedside.solvers.discharge import comprehension_questions
 
@@ -55,9 +60,10 @@ def parse_grades(text: str, ids: list[str]) -> dict[str, tuple[float, str]]:
     return grades
 
 
-def comprehension_score(item_scores: dict[str, float]) -> float:
-    """Mean over all the questions; NaN (unscored) unless every question was graded."""
-    values = list(item_scores.values())
+def comprehension_score(item_scores: dict[str, float], not_applicable: set[str] | frozenset[str] = frozenset()) -> float:
+    """Mean over the questions with an applicable reference; NaN (unscored) unless every one of
+    them was graded, or when none is applicable."""
+    values = [v for k, v in item_scores.items() if k not in not_applicable]
     if not values or any(v != v for v in values):
         return UNSCORED
     return sum(values) / len(values)
@@ -67,16 +73,18 @@ def grade_protocol(ids: list[str]):
     return JUDGE_COMPREHENSION.using(keyed("ComprehensionGrades", ids, Grade))
 
 
-@scorer(metrics=score_metrics("comprehension", *QUESTION_IDS))
+@scorer(metrics=score_metrics("comprehension"))  # per-question means: bedside strata / report
 def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
         if (excluded := system_failure_score(rec, ["comprehension", *QUESTION_IDS])) is not None:
+            excluded.value["na_questions"] = UNSCORED  # type: ignore[index]
             return excluded
         questions = comprehension_questions()
         empty = {"comprehension": UNSCORED, **{q["id"]: UNSCORED for q in questions}}
         if not rec.history or not rec.comprehension:
-            return Score(value={**empty, "unscored": float(len(questions))}, explanation="no dialogue / no answers",
+            return Score(value={**empty, "unscored": float(len(questions)), "na_questions": UNSCORED},
+                         explanation="no dialogue / no answers",
                          metadata={"end_reason": rec.end_reason})
         judge, fallback = grader()
         references = await collect(*(
@@ -91,13 +99,14 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
             for q in questions
         ))
         answers = {a["id"]: a.get("answer") for a in rec.comprehension}
+        not_applicable = {q["id"] for q, ref in zip(questions, references) if ref.ok and is_not_applicable(ref.value)}
         items = [
             {"id": q["id"], "question": q["text"], "reference": ref.value, "answer": answers.get(q["id"])}
             for q, ref in zip(questions, references)
-            if ref.ok and answers.get(q["id"])
+            if ref.ok and answers.get(q["id"]) and q["id"] not in not_applicable
         ]
         problems = {q["id"]: (ref.error or "no patient answer (model failure)") for q, ref in zip(questions, references)
-                    if not (ref.ok and answers.get(q["id"]))}
+                    if not (ref.ok and answers.get(q["id"])) and q["id"] not in not_applicable}
         grades: dict[str, tuple[float, str]] = {}
         grade_error, grading = None, "batched"
         if items:
@@ -123,16 +132,23 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                         grades[item["id"]] = single.value[item["id"]]
                     else:
                         problems[item["id"]] = f"grading: {single.error}"
-        value = {q["id"]: grades[q["id"]][0] if q["id"] in grades else UNSCORED for q in questions}
-        value["comprehension"] = comprehension_score(value)
-        value["unscored"] = float(sum(v != v for k, v in value.items() if k != "comprehension"))
+        items_value = {q["id"]: grades[q["id"]][0] if q["id"] in grades else UNSCORED for q in questions}
+        value = {"comprehension": comprehension_score(items_value, not_applicable), **items_value,
+                 "unscored": float(sum(v != v for k, v in items_value.items() if k not in not_applicable)),
+                 "na_questions": float(len(not_applicable))}
+
+        def line(qid: str) -> str:
+            if qid in not_applicable:
+                return f"{qid}: not applicable (the note does not say): left out"
+            if qid in grades:
+                return f"{qid}: {grades[qid][0]:g} - {grades[qid][1]}"
+            return f"{qid}: unscored ({problems.get(qid)})"
+
         return Score(
             value=value,
-            explanation="\n".join(
-                f"{q['id']}: {grades[q['id']][0]:g} - {grades[q['id']][1]}" if q["id"] in grades else f"{q['id']}: unscored ({problems.get(q['id'])})"
-                for q in questions
-            ),
+            explanation="\n".join(line(q["id"]) for q in questions),
             metadata={"references": {q["id"]: r.value for q, r in zip(questions, references)},
+                      "not_applicable": sorted(not_applicable),
                       "answers": answers, "problems": problems, "grade_error": grade_error, "grading": grading,
                       "grader_fallback": fallback, "end_reason": rec.end_reason},
         )

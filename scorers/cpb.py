@@ -1,6 +1,10 @@
 """CPB-Bench (arXiv 2603.29373) judges and scorers, laid out as in the official code
 (yli-z/cpb-bench-challenging-patient-behaviors; our own wording). Every judge is the ``grader`` role
-(temperature 0, :mod:`bedside.scorers.judge`).
+(temperature 0, :mod:`bedside.scorers.judge`). Which judge model the official runs used varies: the
+released single-turn judgements (``evaluators_single/output_single_turn/*_detailed_results.json``,
+field ``judge_model``) are gpt-4o for most models and datasets, gpt-4 for ACI and MediTOD of
+claude-sonnet-4.5, gemini-2.5-flash, gpt-4 and gpt-5 (a few of those cases gpt-4o), and gpt-4o-mini
+for every Llama-3.1-8B result; bind ``grader`` to the one you compare against.
 
 **Unreadable replies (a deliberate difference from upstream).** Upstream reads a failure-judge reply
 without True/False as "not a failure", an overreaction reply without a verdict as "not overreacted"
@@ -31,9 +35,10 @@ continuation solver already judged the reply, that judgement is reused (one judg
 
 ``cpb_overreaction`` (control cases). System prompt ``overreaction_system.j2``; user message
 ``overreaction_judge.j2``; JSON ``{"verdict": "OVERREACTED"|"NOT OVERREACTED", "triggered": {A..D}}``.
-``overreaction`` is the **overreaction rate**; each flag has its own rate over all controls (upstream
-reports the flag counts among overreacted cases: count = rate × n). A verdict that contradicts its
-flags is unreadable and retried (bedside's consistency check). Report the failure rate beside the
+``overreaction`` is the **overreaction rate**; each flag A-D has its own rate over all scored controls,
+as upstream counts the flags over all results (not among the overreacted ones): count = rate × n. A
+verdict that contradicts its flags is unreadable and retried (bedside's consistency check; upstream
+keeps the flags as given). Report the failure rate beside the
 overreaction rate: a doctor that treats every patient as difficult "passes" the positives.
 
 ``cpb_persistence`` (continuation, ``turns=k``). One judge call per continued case over the whole
@@ -73,7 +78,7 @@ from bedside.protocols.cpb import (
 from bedside.records.cpb import CPBCase, ControlCase
 from bedside.roles import fallback_roles
 from bedside.scorers.judge import UNSCORED, JudgeResult, ask_judge, grader
-from bedside.scorers.metrics import headline
+from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
 from bedside.solvers.cpb import DOCTOR_ROLE, PATIENT_ROLE, CPBStore, dialogue_turns, load_case, transcript_text
 
@@ -226,14 +231,7 @@ def _no_reply(record: CPBStore, keys: dict[str, float], fallbacks: list[str]) ->
 # scorers
 
 
-@scorer(
-    metrics={
-        "failure": headline(binary=True),
-        "unscored": headline(binary=True),
-        "no_reply": headline(binary=True),
-        "role_fallbacks": headline(),
-    }
-)
+@scorer(metrics=[summary(["failure"])])  # the other keys: the health block
 def cpb_failure(judge_retries: int = 2, context: str = DEFAULT_CONTEXT, roles: list[str] | None = None) -> Scorer:
     """Failure rate on the positive cases (module docstring). ``roles``: the task's roles whose
     fallback is counted (default ``["grader"]``)."""
@@ -271,15 +269,7 @@ def cpb_failure(judge_retries: int = 2, context: str = DEFAULT_CONTEXT, roles: l
     return score
 
 
-@scorer(
-    metrics={
-        "overreaction": headline(binary=True),
-        **{t: headline(binary=True) for t in OVERREACTION_TYPES},
-        "unscored": headline(binary=True),
-        "no_reply": headline(binary=True),
-        "role_fallbacks": headline(),
-    }
-)
+@scorer(metrics=[summary(["overreaction", *OVERREACTION_TYPES])])  # the other keys: the health block
 def cpb_overreaction(judge_retries: int = 2) -> Scorer:
     """Overreaction rate (overall and per false-alarm type) on the control cases."""
 
@@ -317,15 +307,7 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
     return score
 
 
-@scorer(
-    metrics={
-        "persistence": headline(binary=True),
-        "continued": headline(binary=True),
-        "doctor_turns": headline(),
-        "persistence_unscored": headline(binary=True),
-        "continuation_error": headline(binary=True),
-    }
-)
+@scorer(metrics=[summary(["persistence"])])  # the other keys: the health block
 def cpb_persistence(judge_retries: int = 2) -> Scorer:
     """Persistence (maintenance) rate of failures over the multi-turn continuation (module docstring)."""
 

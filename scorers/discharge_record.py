@@ -11,7 +11,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
 from bedside.records.discharge import DischargeCase
-from bedside.scorers.metrics import headline, total
+from bedside.scorers.metrics import summary
 from bedside.solvers.discharge import EncounterStore
 from bedside.solvers.encounter import SYSTEM_FAILURES
 
@@ -40,11 +40,29 @@ def educator_text(history: list[dict]) -> str:
     return "\n".join(t["message"] for t in history if t["role"] == "educator")
 
 
-def score_metrics(*keys: str) -> dict[str, list[Metric]]:
-    """mean, 95 % CI and n for each key; ``unscored`` summed."""
-    metrics: dict[str, list[Metric]] = {key: headline() for key in keys}
-    metrics["unscored"] = [total()]
-    return metrics
+#: what the judge answers when the source does not say (Figures 10 and 12: "not applicable")
+NOT_APPLICABLE = ("not applicable", "n/a")
+
+
+def is_not_applicable(answer: str | None) -> bool:
+    """A judge answer meaning "the source does not say": "not applicable" (Figures 10 and 12) or
+    "N/A", in any case, with surrounding quotes, brackets or a full stop; a list of such answers too.
+
+    bedside's rule (the paper is silent): a comprehension or factual-consistency question whose
+    *reference* (the answer read from the discharge note) is not applicable is left out of the
+    session's score and counted (``na_questions``): the note holds nothing to teach or check there,
+    so neither "I don't know" (graded incorrect) nor two matching "not applicable" answers (ROUGE-L
+    and cosine 1.0) would say anything about the educator."""
+    if answer is None:
+        return False
+    parts = [p.strip(" \t\n\"'`[]().;:") for p in str(answer).split(";")]
+    return bool(parts) and all(p.lower() in NOT_APPLICABLE for p in parts)
+
+
+def score_metrics(*keys: str) -> list[Metric]:
+    """One summary block: mean, 95 % interval and n of each headline key (the per-sample
+    ``unscored`` count goes to the ``health`` block; :mod:`bedside.scorers.metrics`)."""
+    return [summary(list(keys))]
 
 
 def system_failure_score(rec: EncounterStore, keys: list[str]) -> Score | None:

@@ -30,7 +30,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
 from bedside.roles import fallback_roles
-from bedside.scorers.metrics import headline
+from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
 from bedside.solvers.discharge import EncounterStore
 from bedside.solvers.encounter import CLEAN_COMPLETE, SYSTEM_FAILURES
@@ -46,16 +46,7 @@ def char_break_turns(history: list[dict]) -> list[int]:
     return [t["index"] for t in history if t["role"] == "patient" and CHAR_BREAK.search(t["message"])]
 
 
-@scorer(
-    metrics={
-        "clean_complete": headline(binary=True),
-        "erroneous": headline(binary=True),
-        "system_failure": headline(binary=True),
-        "short_session": headline(binary=True),
-        "char_break": headline(binary=True),
-        "*": headline(),
-    }
-)
+@scorer(metrics=[summary(["erroneous"])])  # clean_complete = 1 - erroneous; the other keys: the health block
 def encounter_outcome() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         record = store_as(EncounterStore)
@@ -65,10 +56,10 @@ def encounter_outcome() -> Scorer:
         breaks = char_break_turns(record.history)
         fallbacks = fallback_roles(ROLES)
         return Score(
-            value={
-                "system_failure": float(system),
-                "clean_complete": NAN if system else float(clean),
+            value={  # the headline first (inspect view lists the keys in this order)
                 "erroneous": NAN if system else float(not clean),
+                "clean_complete": NAN if system else float(clean),
+                "system_failure": float(system),
                 "short_session": float(len(record.history) <= SHORT_SESSION_TURNS) if clean else NAN,
                 "char_break": float(bool(breaks)) if clean else NAN,
                 "turns": float(len(record.history)),

@@ -2,8 +2,16 @@
 
 The judge answers the six questions twice: from the discharge note (cached, it does not depend on
 the model under test) and from the dialogue. ROUGE-L F-measure and the cosine similarity of
-all-MiniLM-L6-v2 embeddings are computed for each question's pair of answers and averaged over the
-six questions. List answers are joined with "; ". Both metrics run off the event loop.
+all-MiniLM-L6-v2 embeddings are computed for each question's pair of answers (paired by position: the
+note's q1 with the dialogue's q1, ...) and averaged over the questions. List answers are joined with
+"; ". Both metrics run off the event loop.
+
+"Not applicable" (bedside's rule; the paper is silent): a question whose note-side answer (the
+reference) is not applicable (:func:`bedside.scorers.discharge_record.is_not_applicable`) is left
+out of both means and counted in ``na_questions``; two matching "not applicable" answers would
+otherwise score 1.0 on both metrics for a topic the note never mentions. A dialogue-side "not
+applicable" against an applicable reference stays in (the dialogue missed what the note says). If
+every reference is not applicable, both scores are NaN (nothing to compare).
 """
 
 from __future__ import annotations
@@ -15,7 +23,8 @@ from inspect_ai.util import collect
 from bedside.prompts import render
 from bedside.protocols.discharge import JUDGE_FACTUAL, FactualAnswers
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import case, conversation_lines, record, score_metrics, system_failure_score
+from bedside.scorers.discharge_record import (case, conversation_lines, is_not_applicable, record, score_metrics,
+                                              system_failure_score)
 from bedside.scorers.judge import REFERENCE_CACHE, UNSCORED, ask_judge, grader
 from bedside.scorers.text_metrics import cosine_async, rouge_l_async
 
@@ -33,8 +42,9 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
         if (excluded := system_failure_score(rec, ["rouge_l", "cosine"])) is not None:
+            excluded.value["na_questions"] = UNSCORED  # type: ignore[index]
             return excluded
-        empty = {"rouge_l": UNSCORED, "cosine": UNSCORED, "unscored": 2.0}
+        empty = {"rouge_l": UNSCORED, "cosine": UNSCORED, "unscored": 2.0, "na_questions": UNSCORED}
         if not rec.history:
             return Score(value=empty, explanation="no dialogue", metadata={"end_reason": rec.end_reason})
         judge, fallback = grader()
@@ -50,13 +60,26 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
                 "end_reason": rec.end_reason}
         if not (note_side.ok and dialogue_side.ok):
             return Score(value=empty, explanation=f"unscored: {meta['judge_error']}", metadata=meta)
-        pairs = list(zip(note_side.value, dialogue_side.value))
+        all_pairs = list(zip(note_side.value, dialogue_side.value))
+        applicable = [i for i, (reference, _) in enumerate(all_pairs) if not is_not_applicable(reference)]
+        pairs = [all_pairs[i] for i in applicable]
         rouge = await rouge_l_async(pairs)
         cos = await cosine_async(pairs)
-        meta |= {"rouge_l_per_question": rouge, "cosine_per_question": cos}
+        per_rouge: list[float | None] = [None] * len(all_pairs)
+        per_cos: list[float | None] = [None] * len(all_pairs)
+        for i, r, c in zip(applicable, rouge, cos):
+            per_rouge[i], per_cos[i] = r, c
+        not_applicable = [f"q{i + 1}" for i in range(len(all_pairs)) if i not in applicable]
+        meta |= {"rouge_l_per_question": per_rouge, "cosine_per_question": per_cos, "not_applicable": not_applicable}
         return Score(
-            value={"rouge_l": sum(rouge) / len(rouge), "cosine": sum(cos) / len(cos), "unscored": 0.0},
-            explanation="\n".join(f"q{i + 1}: ROUGE-L {r:.3f}, cosine {c:.3f}" for i, (r, c) in enumerate(zip(rouge, cos))),
+            value={"rouge_l": sum(rouge) / len(rouge) if rouge else UNSCORED,
+                   "cosine": sum(cos) / len(cos) if cos else UNSCORED,
+                   "unscored": 0.0, "na_questions": float(len(not_applicable))},
+            explanation="\n".join(
+                f"q{i + 1}: ROUGE-L {r:.3f}, cosine {c:.3f}" if r is not None
+                else f"q{i + 1}: not applicable in the note: left out"
+                for i, (r, c) in enumerate(zip(per_rouge, per_cos))
+            ),
             metadata=meta,
         )
 

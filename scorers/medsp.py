@@ -17,22 +17,25 @@ counted by Inspect as unscored, in ``judge_unscored`` and in ``items_unscored``)
 rubric. A case whose encounter ended with ``error`` (a model failure; the official code crashes and has no
 result) is not evaluated: unscored, counted in ``erroneous``.
 
-Score keys (Inspect shows for each its mean, one 95 % interval within [0, 1] and n; unscored cases are left out
-and n is 0 when every case is unscored):
+Score keys. The headline block (Inspect's summary, :func:`rubric_rates`) shows ``micro``, ``macro`` and
+``scenario_mean``, each with its 95 % interval (bedside's interval rule, :mod:`bedside.intervals`) and n;
+unscored cases are left out and n is 0 when every case is unscored:
 
-- ``micro`` — all rubric items pooled (Σ met / Σ items over cases; the official ``micro``). The per-case value
-  is the case's completion ratio; the metric weights it by the case's item count (so epoch-averaged values
-  pool correctly). Interval: delta method of the ratio estimator with the case as unit, t quantile, clipped.
-- ``macro_scenario`` — the mean of the per-case completion ratios (the official ``macro``; the paper's
-  case-level completion rate). Interval: t, clipped (Wilson when every case rate is 0 or 1).
-- ``macro_competency`` — the mean of the six competencies' pooled rates (competencies without any item left
-  out; bedside's, not an official number). The per-case value is the mean of the case's own competency rates.
-  Interval: delta method, clipped. Computed from the cases' counts; with ``--epochs`` > 1 it is NaN unless
-  every epoch of a case gave the same verdicts (the counts of one epoch cannot stand for the others).
-- ``judge_unscored``, ``items_unscored`` (with their ``total``), ``erroneous``, ``scenario_complete`` (the
-  encounter ended because no state was left), ``examinee_turns``, ``unsupported_actions`` and
-  ``role_fallbacks`` (patient, environment or grader falling back to the model under test; names in the
-  metadata).
+- ``micro`` — all rubric items pooled (Σ met / Σ items over cases; the paper's and the official ``micro``).
+  The per-case value is the case's completion ratio; the metric weights it by the case's item count (so
+  epoch-averaged values pool correctly). Interval: percentile bootstrap over cases.
+- ``macro`` — **the paper's macro** (Section 2.2: "Macro weights the six competencies equally"): the mean of
+  the six competencies' pooled rates (competencies without any item left out). The per-case value is the
+  mean of the case's own competency rates. Interval: percentile bootstrap over cases. Computed from the
+  cases' counts; with ``--epochs`` > 1 it is NaN unless every epoch of a case gave the same verdicts (the
+  counts of one epoch cannot stand for the others).
+- ``scenario_mean`` — the mean of the per-case completion ratios: what the official analysis script
+  (``compute_bench_5model.py``) prints as its "macro" column ("mean of per-scenario ratios"), which is not
+  the paper's macro. Interval: the mean's rule (percentile bootstrap; [0, 1] scale).
+- bookkeeping, shown in the ``health`` block: ``judge_unscored``, ``items_unscored``, ``erroneous`` (a failed
+  run; ``erroneous_run`` in the health block), ``scenario_complete`` (the encounter ended because no state
+  was left), ``examinee_turns``, ``unsupported_actions`` and ``role_fallbacks`` (patient, environment or
+  grader falling back to the model under test; names in the metadata).
 
 Per-competency and per-specialty rates are not Inspect metrics: the score metadata holds each case's
 ``counts`` (competency -> [met, judged]) and ``specialty`` (also in the sample metadata), from which
@@ -50,12 +53,13 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect, store_as
-from scipy.stats import t as student_t
+import numpy as np
 
 from bedside.records.medsp import COMPETENCIES, RubricItem, Scenario
 from bedside.roles import fallback_roles
 from bedside.scorers.judge import UNSCORED, JudgeResult, ask_judge, grader
-from bedside.scorers.metrics import headline, total
+from bedside.intervals import UNIT, case_bootstrap, mean_interval
+from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable
 from bedside.solvers.encounter import ERROR
 from bedside.solvers.medsp import SCENARIO_COMPLETE, Evaluation, MedSPStore, PromptSet, SimState, load_prompt_set
@@ -135,120 +139,117 @@ def case_rates(counts: Counts) -> tuple[float, float]:
 # metrics
 
 
-def _t(n: int) -> float:
-    return float(student_t.ppf(0.975, n - 1))
+def _per_case(cases: Sequence[Counts]) -> tuple[np.ndarray, np.ndarray]:
+    """(met, judged) per case × competency (in :data:`COMPETENCIES` order)."""
+    met = np.array([[c[comp][0] for comp in COMPETENCIES] for c in cases], dtype=float)
+    judged = np.array([[c[comp][1] for comp in COMPETENCIES] for c in cases], dtype=float)
+    return met, judged
 
 
-def ratio_ci(residuals: Sequence[float], estimate: float) -> tuple[float, float]:
-    """``estimate ± t · se`` with ``se² = Σ z² / (n (n − 1))`` (delta method, case = unit), clipped to
-    [0, 1]; NaN bounds below two cases."""
-    n = len(residuals)
-    if n < 2:
-        return math.nan, math.nan
-    se = math.sqrt(sum(z * z for z in residuals) / (n * (n - 1)))
-    half = _t(n) * se
-    return max(0.0, estimate - half), min(1.0, estimate + half)
+def _ratio(met: np.ndarray, judged: np.ndarray) -> np.ndarray:
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return met / judged
 
 
 def micro_rate(rates: Sequence[float], sizes: Sequence[float]) -> dict[str, float]:
-    """Pooled item rate from case rates and item counts: Σ s r / Σ s, delta-method interval."""
+    """Pooled item rate from case rates and item counts: Σ s r / Σ s, with the case-bootstrap
+    interval (:func:`bedside.intervals.case_bootstrap`); no interval (NaN) below two cases."""
     pairs = [(r, s) for r, s in zip(rates, sizes) if s > 0 and r == r]
     n = len(pairs)
     if n == 0:
         return {"mean": math.nan, "lower": math.nan, "upper": math.nan, "n": 0}
-    total_items = sum(s for _, s in pairs)
-    rate = sum(r * s for r, s in pairs) / total_items
-    s_bar = total_items / n
-    lo, hi = ratio_ci([s * (r - rate) / s_bar for r, s in pairs], rate)
-    return {"mean": rate, "lower": lo, "upper": hi, "n": n}
+    met = np.array([r * s for r, s in pairs])
+    size = np.array([s for _, s in pairs])
+    ci = case_bootstrap(n, lambda idx: _ratio(met[idx].sum(-1), size[idx].sum(-1)), UNIT)
+    return {"mean": float(met.sum() / size.sum()), "lower": ci[0] if ci else math.nan,
+            "upper": ci[1] if ci else math.nan, "n": n}
 
 
 def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
-    """Pooled rates of a group of cases from their counts: ``micro``, each competency (``PC`` ... with
-    ``<c> n`` cases holding it and ``<c> items``), ``macro_competency`` (with ``macro_competency k``
-    competencies averaged) and ``macro_scenario`` (mean of case ratios), each with ``lower``/``upper``
-    (95 %, clipped) — for reports over any stratum (e.g. a specialty)."""
+    """Pooled rates of a group of cases from their counts: ``micro`` (all items pooled), each
+    competency (``PC`` ... pooled over its items, with ``<c> n`` cases holding it and ``<c> items``),
+    ``macro`` (the paper's: the six competencies weighted equally, with ``macro k`` competencies
+    averaged) and ``scenario_mean`` (the mean of the case completion ratios), each with
+    ``lower``/``upper`` (95 %; bedside's interval rule, :mod:`bedside.intervals`: case bootstrap for
+    the pooled rates, the mean's rule for ``scenario_mean``) — for reports over any stratum."""
     out: dict[str, float] = {}
     cases = [c for c in cases if sum(v[1] for v in c.values()) > 0]
     n = len(cases)
     if n == 0:
         return out
-    m = [sum(v[0] for v in c.values()) for c in cases]
-    s = [sum(v[1] for v in c.values()) for c in cases]
-    micro = micro_rate([mi / si for mi, si in zip(m, s)], s)
-    out.update({"micro": micro["mean"], "micro lower": micro["lower"], "micro upper": micro["upper"],
-                "micro n": float(n), "micro items": float(sum(s))})  # fmt: skip
-    ratios = [mi / si for mi, si in zip(m, s)]
-    mean_ratio = sum(ratios) / n
-    if n >= 2:
-        sd = math.sqrt(sum((r - mean_ratio) ** 2 for r in ratios) / (n - 1))
-        half = _t(n) * sd / math.sqrt(n)
-        lo, hi = max(0.0, mean_ratio - half), min(1.0, mean_ratio + half)
-    else:
-        lo = hi = math.nan
-    out.update({"macro_scenario": mean_ratio, "macro_scenario lower": lo, "macro_scenario upper": hi, "macro_scenario n": float(n)})
-    present: dict[str, tuple[float, float, list[float]]] = {}
-    for comp in COMPETENCIES:
-        mc = [c[comp][0] for c in cases]
-        sc = [c[comp][1] for c in cases]
-        if sum(sc) == 0:
-            continue
-        rate = sum(mc) / sum(sc)
-        holders = [i for i, x in enumerate(sc) if x > 0]
-        sc_bar = sum(sc) / len(holders)
-        lo, hi = ratio_ci([(mc[i] - rate * sc[i]) / sc_bar for i in holders], rate)
-        out.update({comp: rate, f"{comp} lower": lo, f"{comp} upper": hi, f"{comp} n": float(len(holders)), f"{comp} items": float(sum(sc))})
-        present[comp] = (rate, sum(sc) / n, [(mc[i] - rate * sc[i]) for i in range(n)])
-    k = len(present)
-    macro = sum(rate for rate, _, _ in present.values()) / k
-    z = [sum(res[i] / sbar for _, sbar, res in present.values()) / k for i in range(n)]
-    lo, hi = ratio_ci(z, macro)
-    out.update({"macro_competency": macro, "macro_competency lower": lo, "macro_competency upper": hi,
-                "macro_competency n": float(n), "macro_competency k": float(k)})  # fmt: skip
+    met, judged = _per_case(cases)
+    case_met, case_items = met.sum(1), judged.sum(1)
+
+    def add(name: str, value: float, ci: tuple[float, float] | None, count: int, **extra: float) -> None:
+        out.update({name: value, f"{name} lower": ci[0] if ci else math.nan, f"{name} upper": ci[1] if ci else math.nan,
+                    f"{name} n": float(count), **{f"{name} {k}": v for k, v in extra.items()}})  # fmt: skip
+
+    add("micro", float(case_met.sum() / case_items.sum()),
+        case_bootstrap(n, lambda idx: _ratio(case_met[idx].sum(-1), case_items[idx].sum(-1)), UNIT), n,
+        items=float(case_items.sum()))
+    present = [i for i, _ in enumerate(COMPETENCIES) if judged[:, i].sum() > 0]
+    for i in present:
+        holders = judged[:, i] > 0
+        m_i, s_i = met[holders, i], judged[holders, i]
+        add(COMPETENCIES[i], float(m_i.sum() / s_i.sum()),
+            case_bootstrap(len(m_i), lambda idx, m=m_i, s=s_i: _ratio(m[idx].sum(-1), s[idx].sum(-1)), UNIT),
+            len(m_i), items=float(s_i.sum()))
+
+    def macro(idx: np.ndarray) -> np.ndarray:
+        rates = np.stack([_ratio(met[idx, i].sum(-1), judged[idx, i].sum(-1)) for i in present], axis=-1)
+        with np.errstate(invalid="ignore"):
+            return np.nanmean(rates, axis=-1) if rates.ndim > 1 else rates
+
+    point = float(np.mean([met[:, i].sum() / judged[:, i].sum() for i in present]))
+    add("macro", point, case_bootstrap(n, macro, UNIT), n, k=float(len(present)))
+    ratios = case_met / case_items
+    add("scenario_mean", float(ratios.mean()), mean_interval(ratios, UNIT), n)
     return out
 
 
-@metric(name="pooled")
-def pooled(kind: str = "micro") -> Metric:
-    """``mean`` (the pooled rate), 95 % ``lower``/``upper`` and ``n`` (cases) of ``micro`` or
-    ``macro_competency`` (module docstring)."""
+@metric(name="rubric_rates")
+def rubric_rates() -> Metric:
+    """The MedSP1000 block: ``micro``, ``macro`` (competency-equal, the paper's) and
+    ``scenario_mean``, each with its 95 % interval rows, and ``n`` cases (module docstring)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        empty = {"mean": math.nan, "lower": math.nan, "upper": math.nan, "n": 0}
-        if kind == "micro":
-            sizes = [float((s.score.metadata or {}).get("items_judged", 0)) for s in scores]
-            return micro_rate([s.score.as_float() for s in scores], sizes)
+        micro = micro_rate(key_values_or_nan(scores, "micro"),
+                           [float((s.score.metadata or {}).get("items_judged", 0)) for s in scores])
+        scenario = key_values(scores, "scenario_mean")
+        columns = {"micro": (micro["mean"], None if micro["lower"] != micro["lower"] else (micro["lower"], micro["upper"]),
+                             int(micro["n"]))}
         counts = [(s.score.metadata or {}).get("counts") for s in scores]
-        if not scores or any(c is None for c in counts):
-            return {**empty, "n": len(scores)}
-        # with epochs, the metadata holds one epoch's counts: usable only if it matches the reduced value
-        if any(abs(case_rates(c)[1] - s.score.as_float()) > 1e-9 for c, s in zip(counts, scores)):
-            return {**empty, "n": len(scores)}
-        rates = rubric_rates_from_counts(counts)  # type: ignore[arg-type]
-        return {"mean": rates["macro_competency"], "lower": rates["macro_competency lower"],
-                "upper": rates["macro_competency upper"], "n": len(scores)}  # fmt: skip
+        macro_values = key_values_or_nan(scores, "macro")
+        scored = [(c, v) for c, v in zip(counts, macro_values) if v == v]
+        # with epochs, the metadata holds one epoch's counts: usable only if they give the reduced value
+        usable = scored and all(c is not None and abs(case_rates(c)[1] - v) <= 1e-9 for c, v in scored)
+        if usable:
+            rates = rubric_rates_from_counts([c for c, _ in scored])
+            ci = None if rates["macro lower"] != rates["macro lower"] else (rates["macro lower"], rates["macro upper"])
+            columns["macro"] = (rates["macro"], ci, len(scored))
+        else:
+            columns["macro"] = (math.nan, None, len(scored))
+        columns["scenario_mean"] = (float(np.mean(scenario)) if scenario else math.nan,
+                                    mean_interval(scenario, UNIT), len(scenario))
+        return summary_rows(columns)
 
     return compute
+
+
+def key_values_or_nan(scores: Sequence[SampleScore], key: str) -> list[float]:
+    """``key`` of every sample score, NaN where it is unscored (keeps the alignment with metadata)."""
+    out = []
+    for s in scores:
+        v = s.score.value.get(key) if isinstance(s.score.value, dict) else None
+        out.append(float(v) if isinstance(v, int | float) and not isinstance(v, bool) else math.nan)
+    return out
 
 
 # ---------------------------------------------------------------------------------------------
 # the scorer
 
 
-@scorer(
-    metrics={
-        "micro": [pooled("micro")],
-        "macro_scenario": headline(binary=True),
-        "macro_competency": [pooled("macro_competency")],
-        "judge_unscored": headline(binary=True) + [total()],
-        "items_unscored": headline() + [total()],
-        "erroneous": headline(binary=True),
-        "scenario_complete": headline(binary=True),
-        "examinee_turns": headline(),
-        "unsupported_actions": headline(),
-        "role_fallbacks": headline(),
-    }
-)
+@scorer(metrics=[rubric_rates()])  # the other keys: the health block
 def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = None) -> Scorer:
     """Judge every rubric item over the encounter (module docstring): the whole rubric in one evaluator
     call by default (``batch_size`` 0), with the bedside prompts or, with ``prompts=PATH``, the official
@@ -288,8 +289,8 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
         return Score(
             value={
                 "micro": ratio,
-                "macro_scenario": ratio,
-                "macro_competency": competency_mean,
+                "macro": competency_mean,
+                "scenario_mean": ratio,
                 "judge_unscored": float(verdicts is None and record.end_reason != ERROR and bool(items)),
                 "items_unscored": float(len(items) - judged),
                 "erroneous": float(record.end_reason == ERROR),

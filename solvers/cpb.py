@@ -38,7 +38,9 @@ human-confirmed failures). One round = a ``patient`` turn, then a doctor turn. T
 ``patient_turn.j2``: the conversation so far as one user message; temperature 0.7 as upstream's
 client default, overridable by binding the role with its own ``temperature``) may end with
 ``[End of Conversation]``, which ends the continuation without a doctor reply. The doctor gets the
-same prompt as for the first reply, with the whole conversation so far (stateless, as upstream).
+plain doctor prompt (no mitigation: upstream never applies one to continuation turns) with the whole
+conversation so far (stateless, as upstream); ``mitigate=True`` (``-T continuation_mitigation=true``,
+a bedside extension) gives every continuation turn the first reply's mitigation instead.
 An attempt in which the doctor never spoke again (the patient ended at once, or a model failed) is
 re-run from scratch, up to 3 attempts in all; the last attempt is kept. Each retry uses fresh seeds
 (``attempt * SEED_STRIDE``).
@@ -142,6 +144,7 @@ class CPBStore(StoreModel):
     continuation_end_reason: str | None = None
     continuation_error: str | None = None
     continuation_skipped: str | None = None
+    continuation_mitigation: str | None = None  # the doctor's mitigation in the continuation turns
     agent_stats: dict[str, dict[str, int]] = Field(default_factory=dict)
 
 
@@ -443,8 +446,10 @@ def cpb_continuation(
     judge_retries: int = 2,
     context: str = "full_context",
     attempts: int = CONTINUATION_ATTEMPTS,
+    mitigate: bool = False,
 ):
-    """Continue a failed first reply for up to ``turns`` rounds (module docstring)."""
+    """Continue a failed first reply for up to ``turns`` rounds (module docstring): continuation turns
+    use the plain doctor prompt, as upstream, unless ``mitigate`` (then the first reply's mitigation)."""
     if not 1 <= int(turns) <= MAX_CONTINUATION_TURNS:
         raise ValueError(f"turns={turns!r}: the continuation runs 1 to {MAX_CONTINUATION_TURNS} rounds (0 = single turn)")
     turns = int(turns)
@@ -473,7 +478,8 @@ def cpb_continuation(
             *dialogue_turns(case.conversation_segment),
             Turn(index=len(case.conversation_segment), role=DOCTOR_ROLE, message=record.reply, data={"source": "first_reply"}),
         ]
-        doctor = make_doctor(case, record.mitigation, parse_retries, record.doctor_format, prefix=prefix)
+        record.continuation_mitigation = record.mitigation if mitigate else "none"
+        doctor = make_doctor(case, record.continuation_mitigation, parse_retries, record.doctor_format, prefix=prefix)
         patient = CPBPatient(
             role=PATIENT_ROLE,
             model=patient_model,

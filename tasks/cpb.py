@@ -30,21 +30,33 @@ lists allowed); ``mitigation`` ``none|step_by_step|behavior_instruction|analyze_
 older bedside layout); ``context`` (``cpb`` only) the failure judge's context
 ``full_context|current_turn|min_turn`` (default ``full_context``, as the official runs);
 ``turns`` (``cpb`` only; 0 = single turn, the default; 10 = the official continuation);
+``continuation_mitigation`` (``cpb`` only; default false: continuation turns use the plain doctor
+prompt, as upstream; true: they use ``mitigation`` too, a bedside extension);
 ``parse_retries`` / ``judge_retries`` for unreadable replies; ``structured_output`` requests the
 judges' JSON replies through Inspect's ``ResponseSchema``.
 """
 
 from inspect_ai import Task, task
 
-from bedside.params import bool_param, check, int_param
+from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.records.cpb import HOW_TO_OBTAIN, CPBDataError
 from bedside.samples.cpb import control_dataset, positive_dataset
 from bedside.scorers.cpb import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
+from bedside.scorers.metrics import health
 from bedside.solvers.setup import reply_format
-from bedside.solvers.cpb import DOCTOR_FORMATS, MAX_CONTINUATION_TURNS, cpb_continuation, cpb_reply, mitigation_name
+from bedside.solvers.cpb import DOCTOR_FORMATS, MAX_CONTINUATION_TURNS, MITIGATIONS, cpb_continuation, cpb_reply, mitigation_name
 
 PAPER = {"benchmark": "CPB-Bench", "paper": "arXiv:2603.29373"}
 REPORT_NOTE = "Report the failure rate (task cpb) beside the overreaction rate (task cpb_control)."
+
+
+def _mitigation(value: object) -> str:
+    """``-T mitigation=`` normalised, or a one-line :class:`BadParameter` (no traceback)."""
+    try:
+        return mitigation_name(value if value is None else str(value))
+    except ValueError:
+        raise BadParameter("mitigation", f"use one of {', '.join(MITIGATIONS)} (or an alias, e.g. cot, "
+                                         f"instruction, eval_patient, self_eval), got mitigation={value!r}") from None
 
 
 def _require(data: str | None) -> str:
@@ -66,9 +78,11 @@ def cpb(
     doctor_format: str = "text",
     context: str = DEFAULT_CONTEXT,
     structured_output: bool = False,
+    continuation_mitigation: bool = False,
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
     turns = int_param("turns", turns, minimum=0, maximum=MAX_CONTINUATION_TURNS)
+    continuation_mitigation = bool_param("continuation_mitigation", continuation_mitigation)
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     structured_output = bool_param("structured_output", structured_output)
@@ -76,20 +90,21 @@ def cpb(
     check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
     context = str(context).strip().lower()
     check(context in CONTEXT_MODES, "context", f"use one of {list(CONTEXT_MODES)}, got {context!r}")
-    mitigation = mitigation_name(mitigation)
+    mitigation = _mitigation(mitigation)
     roles = ["grader", "patient"] if turns else ["grader"]
     solver = [cpb_reply(mitigation, parse_retries, doctor_format)]
     scorer = [cpb_failure(judge_retries, context, roles)]
     if turns:
-        solver.append(cpb_continuation(turns, parse_retries, judge_retries, context))
+        solver.append(cpb_continuation(turns, parse_retries, judge_retries, context, mitigate=continuation_mitigation))
         scorer.append(cpb_persistence(judge_retries))
+    scorer.append(health())
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
         setup=reply_format(structured_output),
         solver=solver,
         scorer=scorer,
         metadata={**PAPER, "set": "positive", "mitigation": mitigation, "turns": turns, "doctor_format": doctor_format,
-                  "context": context, "report": REPORT_NOTE},
+                  "context": context, "continuation_mitigation": continuation_mitigation, "report": REPORT_NOTE},
     )  # fmt: skip
 
 
@@ -110,11 +125,11 @@ def cpb_control(
     structured_output = bool_param("structured_output", structured_output)
     doctor_format = str(doctor_format).strip().lower()
     check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
-    mitigation = mitigation_name(mitigation)
+    mitigation = _mitigation(mitigation)
     return Task(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
         setup=reply_format(structured_output),
         solver=[cpb_reply(mitigation, parse_retries, doctor_format)],
-        scorer=[cpb_overreaction(judge_retries)],
+        scorer=[cpb_overreaction(judge_retries), health()],
         metadata={**PAPER, "set": "control", "mitigation": mitigation, "doctor_format": doctor_format, "report": REPORT_NOTE},
     )

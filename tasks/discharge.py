@@ -26,12 +26,14 @@ existing log with another judge: ``inspect score LOG --model-role grader=<model>
 
 from inspect_ai import Task, task
 
+from bedside.context_window import warn_oversized_notes
 from bedside.params import bool_param, check, int_param
 from bedside.samples.discharge import discharge_dataset
 from bedside.scorers.comprehension import comprehension
 from bedside.scorers.conversation_quality import conversation_quality
-from bedside.scorers.encounter_outcome import encounter_outcome
+from bedside.scorers.encounter_outcome import ROLES, encounter_outcome
 from bedside.scorers.factual_consistency import factual_consistency
+from bedside.scorers.metrics import health
 from bedside.scorers.topic_checklist import topic_checklist
 from bedside.solvers.discharge import behavior_overlay, discharge_encounter
 from bedside.solvers.monitor import EducationMonitor
@@ -58,6 +60,7 @@ def discharge(
     monitor_layout: str = "paper",
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    seed = int_param("seed", seed)
     min_turns = int_param("min_turns", min_turns, minimum=0)
     max_turns = int_param("max_turns", max_turns, minimum=1)
     check(min_turns <= max_turns, "min_turns", f"must not exceed max_turns={max_turns}, got min_turns={min_turns}")
@@ -75,19 +78,25 @@ def discharge(
         "recall_level": recall_level,
     }
     behavior_overlay(behavior)  # validates the name before anything runs
+    dataset = discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment)
+    # a note that cannot fit a bound model's context window: one warning line each, before any call
+    warn_oversized_notes(((str(s.id), s.metadata["case"]["discharge_note"]) for s in dataset), ROLES)
     return Task(
-        dataset=discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment),
+        dataset=dataset,
         setup=reply_format(structured_output),
         solver=discharge_encounter(
             min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries,
             monitor_layout=monitor_layout,
         ),
+        # Table 1's columns first (NA RE CL CR RD, TCS, comprehension, ROUGE-L cosine), then the
+        # session outcomes, then the bookkeeping of all of them in one health block
         scorer=[
-            encounter_outcome(),
             conversation_quality(judge_retries=judge_retries),
             topic_checklist(judge_retries=judge_retries),
             comprehension(judge_retries=judge_retries, cache_references=cache_references),
             factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
+            encounter_outcome(),
+            health(),
         ],
         metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827", "monitor_layout": monitor_layout},
     )

@@ -21,6 +21,7 @@ from inspect_ai import Task, task
 
 from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.samples.medsp import medsp_dataset
+from bedside.scorers.metrics import health
 from bedside.scorers.medsp import medsp_rubric
 from bedside.solvers.medsp import SCALING, SELECTORS, OfficialPromptsError, load_prompt_set, medsp_encounter
 from bedside.solvers.setup import reply_format
@@ -67,7 +68,7 @@ def medsp(
             max_turns=max_turns, scaling=scaling, n=n, panel_size=panel_size, panel_rounds=panel_rounds,
             bon_selector=bon_selector, parse_retries=parse_retries, prompts=prompts,
         ),
-        scorer=[medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts)],
+        scorer=[medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts), health()],
         metadata={"benchmark": "MedSP1000", "paper": "arXiv:2606.05112", "data_report": report.model_dump(),
                   "prompts": load_prompt_set(prompts).name},
     )

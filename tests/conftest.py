@@ -60,9 +60,24 @@ def shared_path(*parts: str) -> Path:
 
 
 def metrics_of(log: EvalLog, name: str, scorer: str | None = None) -> dict[str, float]:
-    """Metric values of one score key, with Inspect's package prefix ("bedside/") removed: Inspect
-    prefixes a package's metric names when the task is loaded from the CLI, not from Python."""
+    """Inspect's summary numbers of one score key (:mod:`bedside.scorers.metrics`): ``mean``,
+    ``ci_lower`` / ``ci_upper`` (NaN when the block shows no interval) and ``n`` from the key's
+    headline block; or ``total`` (a count) / ``mean`` from the ``health`` block."""
+    from bedside.scorers.metrics import label
+
+    row = label(name)
     for s in log.results.scores:
-        if s.name == name and (scorer is None or s.scorer == scorer):
-            return {k.removeprefix("bedside/"): m.value for k, m in s.metrics.items()}
+        if scorer is not None and s.scorer != scorer:
+            continue
+        values = {k: m.value for k, m in s.metrics.items()}
+        if s.name == "health" and scorer != "health" or s.scorer == "health":
+            if name in values:
+                return {"total": values[name]}
+            if f"{name} (mean)" in values:
+                return {"mean": values[f"{name} (mean)"]}
+            continue
+        if row in values:
+            return {"mean": values[row], "ci_lower": values.get(f"{row} lower", float("nan")),
+                    "ci_upper": values.get(f"{row} upper", float("nan")),
+                    "n": values.get(f"{row} n", values.get("n"))}
     raise KeyError(name)

@@ -1,54 +1,118 @@
-"""Shared metrics: t-interval for scales, Wilson interval for 0/1 rates (t clipped to [0, 1] for
-epoch-averaged rates), n that is 0 rather than NaN."""
+"""bedside's one interval rule (:mod:`bedside.intervals`) and the summary / health blocks Inspect shows
+(:mod:`bedside.scorers.metrics`)."""
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 from inspect_ai._eval.task.results import empty_metric_value
 from inspect_ai.scorer import SampleScore, Score
 from scipy import stats
 
-from bedside.scorers.metrics import headline, interval_bounds, n, wilson_bounds
+from bedside.intervals import (BINARY, LIKERT, SCALES, UNBOUNDED, UNIT, case_bootstrap, mean_interval, scale_of,
+                               summarise, wilson)
+from bedside.scorers.metrics import gather_health, health_counts, summary
 
 
-def scores(values, **meta):
-    return [SampleScore(score=Score(value=v), sample_id=i, sample_metadata={k: m[i] for k, m in meta.items()})
-            for i, v in enumerate(values)]
+def scores(values):
+    return [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(values)]
 
 
-def test_wilson_matches_scipy_and_stays_in_unit_interval():
-    b = wilson_bounds([1.0, 0.0, 0.0, 0.0, 0.0])
-    ref = stats.binomtest(1, 5).proportion_ci(confidence_level=0.95, method="wilson")
-    assert b == {"lower": pytest.approx(ref.low), "upper": pytest.approx(ref.high)}
-    all_zero = wilson_bounds([0.0] * 6)
-    assert all_zero["lower"] == pytest.approx(0.0, abs=1e-12) and 0 < all_zero["upper"] < 0.5
-    with pytest.raises(ValueError, match="0/1"):
-        wilson_bounds([0.5, 1.0])
+def test_wilson_only_for_scales_declared_binary():
+    ref = stats.binomtest(2, 3).proportion_ci(confidence_level=0.95, method="wilson")
+    assert mean_interval([1.0, 0.0, 1.0], BINARY) == pytest.approx((ref.low, ref.high))
+    assert scale_of("failure").binary and scale_of("cpb_failure/failure").binary
+    # a comprehension item (0, 0.5 or 1) whose values happen to be 0/1 is not a binary rate: bootstrap
+    assert not scale_of("q1").binary
+    low, high = mean_interval([1.0, 0.0, 1.0], scale_of("q1"))
+    assert (low, high) != pytest.approx((ref.low, ref.high)) and 0.0 <= low <= high <= 1.0
+    # every value 1 on a [0, 1] scale: the bootstrap sees no spread (declared binary: Wilson's real width)
+    assert mean_interval([1.0, 1.0, 1.0], scale_of("q1")) == (1.0, 1.0)
+    assert mean_interval([1.0, 1.0, 1.0], BINARY)[0] == pytest.approx(wilson(3, 3)[0]) and wilson(3, 3)[0] < 0.5
 
 
-def test_headline_intervals():
-    mean_, t_ci, count = headline()
-    xs = [3.0, 4.0, 5.0, 4.0]
-    ss = scores(xs)
-    half = stats.t.ppf(0.975, 3) * stats.sem(xs)
-    assert mean_(ss) == 4.0 and count(ss) == {"n": 4}
-    assert t_ci(ss) == {"lower": pytest.approx(4 - half), "upper": pytest.approx(4 + half)}
-    _, w_ci, _ = headline(binary=True)
-    assert w_ci(scores([1.0, 0.0, 1.0])) == wilson_bounds([1.0, 0.0, 1.0])
+def test_no_interval_below_two_values():
+    for scale in (BINARY, UNIT, LIKERT, UNBOUNDED):
+        assert mean_interval([], scale) is None and mean_interval([1.0], scale) is None
+        assert mean_interval([float("nan"), 1.0], scale) is None  # NaN = unscored, left out
+    row = summarise([4.0])
+    assert row["mean"] == 4.0 and row["n"] == 1 and math.isnan(row["ci_lower"]) and math.isnan(row["ci_upper"])
 
 
-def test_rate_averaged_over_epochs_gets_a_clipped_t_interval():
+@pytest.mark.parametrize("key", ["clarity", "comprehension", "q1", "tcs", "rouge_l", "cosine", "failure", "micro"])
+def test_intervals_stay_inside_the_declared_scale_for_small_skewed_samples(key):
+    scale = scale_of(key)
+    rng = np.random.default_rng(1)
+    for n in (2, 3, 4, 7):
+        for _ in range(25):
+            if scale.binary:
+                values = rng.integers(0, 2, n).astype(float)
+            else:
+                # mostly at the top of the scale, like the issue's clarity 4.667 over n = 3
+                values = np.where(rng.random(n) < 0.8, scale.upper, rng.uniform(scale.lower, scale.upper, n))
+            low, high = mean_interval(values, scale)
+            assert scale.lower <= low <= values.mean() <= high <= scale.upper, (values, low, high)
+
+
+def test_the_issue_examples_are_now_bounded():
+    assert mean_interval([5.0, 5.0, 4.0], LIKERT)[1] <= 5.0  # was 4.667 [3.232, 6.101]
+    assert mean_interval([1.0, 1.0, 0.833], UNIT)[1] <= 1.0  # was 0.944 [0.705, 1.183]
+    assert mean_interval([0.0, 0.5, 1.0, 1.0], UNIT)[0] >= 0.0  # was 0.625 [-0.137, 1.387]
+    assert mean_interval([0.0, 0.0, 1.0, 0.0, 0.0, 0.0], scale_of("unsupported_actions"))[0] >= 0.0  # was [-0.262, ...]
+
+
+def test_epoch_averaged_binary_rate_gets_the_bootstrap_inside_unit_interval():
     values = [0.5, 1.0, 1.0, 1.0]  # --epochs 2: one sample's outcomes were 0 and 1
-    _, w_ci, _ = headline(binary=True)
-    bounds = w_ci(scores(values))
-    ref = stats.t.interval(0.95, 3, loc=sum(values) / 4, scale=stats.sem(values))
-    assert bounds["lower"] == pytest.approx(ref[0]) and bounds["upper"] == 1.0 < ref[1]  # clipped, not raised
-    assert interval_bounds([1.0, 0.0], binary=True) == wilson_bounds([1.0, 0.0])
+    low, high = mean_interval(values, BINARY)
+    assert 0.5 <= low < high <= 1.0
 
 
-def test_n_is_zero_not_nan_when_every_sample_is_unscored():
-    assert empty_metric_value(n()) == {"n": 0}  # what Inspect reports for a key with no scored sample
-    lower = interval_bounds([], binary=True)["lower"]
-    assert math.isnan(lower)
+def test_bootstrap_is_deterministic_and_percentile():
+    values = [3.0, 4.0, 5.0, 4.0, 2.0]
+    first = mean_interval(values, LIKERT)
+    assert first == mean_interval(values, LIKERT)
+    ref = stats.bootstrap((np.array(values),), np.mean, n_resamples=2000, method="percentile",
+                          rng=np.random.default_rng(0)).confidence_interval
+    assert first == pytest.approx((ref.low, ref.high))
+
+
+def test_case_bootstrap_of_a_ratio_of_sums():
+    met, items = np.array([3.0, 1.0, 2.0]), np.array([4.0, 4.0, 3.0])
+    low, high = case_bootstrap(3, lambda idx: met[idx].sum(-1) / items[idx].sum(-1), UNIT)
+    assert 0.0 <= low < 6 / 11 < high <= 1.0
+    assert case_bootstrap(1, lambda idx: idx.sum(-1)) is None
+
+
+def test_every_declared_scale_is_ordered():
+    for key, scale in SCALES.items():
+        assert scale.lower is None or scale.upper is None or scale.lower < scale.upper, key
+
+
+def test_summary_block_rows():
+    block = summary(["clarity", "tcs"])
+    rows = block([SampleScore(score=Score(value={"clarity": v, "tcs": t}), sample_id=i)
+                  for i, (v, t) in enumerate([(5.0, 0.5), (4.0, 1.0), (5.0, float("nan"))])])
+    assert rows["CL"] == pytest.approx(14 / 3) and rows["TCS"] == 0.75
+    assert rows["CL lower"] >= 4.0 and rows["CL upper"] <= 5.0
+    assert rows["CL n"] == 3 and rows["TCS n"] == 2 and "n" not in rows  # different n: one per key
+    same = block([SampleScore(score=Score(value={"clarity": 5.0, "tcs": 1.0}), sample_id=0)])
+    assert same == {"CL": 5.0, "TCS": 1.0, "n": 1}  # n < 2: no interval rows
+    empty = empty_metric_value(block)  # what Inspect reports when every sample is unscored
+    assert empty["n"] == 0 and math.isnan(empty["CL"]) and "CL lower" not in empty
+
+
+def test_health_gathers_bookkeeping_from_the_other_scorers():
+    sample = {
+        "conversation_quality": Score(value={"naturalness": 4.0, "unscored": 1.0}),
+        "comprehension": Score(value={"comprehension": 0.5, "unscored": 2.0}),
+        "encounter_outcome": Score(value={"erroneous": 0.0, "system_failure": 0.0, "role_fallbacks": 1.0,
+                                          "turns": 12.0}),
+        "topic_checklist": Score(value={"tcs": 1.0, "unscored": 0.0}),
+    }
+    value = gather_health(sample)
+    assert value == {"system_failure": 0.0, "unscored": 3.0, "role_fallbacks": 1.0, "turns": 12.0}
+    rows = health_counts()([SampleScore(score=Score(value=value), sample_id=0),
+                            SampleScore(score=Score(value={**value, "turns": 20.0}), sample_id=1)])
+    assert rows == {"samples": 2, "system_failure": 0.0, "unscored": 6.0, "role_fallbacks": 2.0, "turns (mean)": 16.0}

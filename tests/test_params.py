@@ -31,7 +31,8 @@ INT_PARAMS: dict[str, dict[str, int]] = {
     "cpb": {"turns": 0, "parse_retries": 0, "judge_retries": 0},
     "cpb_control": {"parse_retries": 0, "judge_retries": 0},
 }
-BOOL_PARAMS: dict[str, list[str]] = {"discharge": ["cache_references", "structured_output"], "medsp": ["structured_output"]}
+BOOL_PARAMS: dict[str, list[str]] = {"discharge": ["cache_references", "structured_output"], "medsp": ["structured_output"],
+                                     "cpb": ["continuation_mitigation"]}
 
 #: How ``-T name=<text>`` arrives after Inspect's YAML parsing: 'abc' and '' stay strings,
 #: 3.5 is a float, true a bool, null None.
@@ -58,7 +59,12 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
         ("cpb", {"turns": "99"}, "turns"),
         ("discharge", {"persona_assignment": "stratified"}, "persona_assignment"),
         ("discharge", {"monitor_layout": "cached"}, "monitor_layout"),
+        ("cpb", {"mitigation": "bogus"}, "mitigation"),
+        ("cpb_control", {"mitigation": "bogus"}, "mitigation"),
+        ("cpb_control", {"mitigation": 3}, "mitigation"),
     ]
+    # the persona seed is declared int: anything that is not a whole number is refused
+    cases += [("discharge", {"seed": value}, "seed") for value in NOT_INTS if value is not None]
     return cases
 
 
@@ -186,6 +192,9 @@ def inspect_eval(target: str, *args: str, log_dir: Path) -> subprocess.Completed
         ("tasks/medsp.py", "n=0", "n"),
         ("tasks/cpb.py@cpb", "turns=true", "turns"),  # and no -T data: the parameter is reported first
         ("tasks/cpb.py@cpb_control", "judge_retries=-1", "judge_retries"),
+        ("tasks/discharge.py", "seed=abc", "seed"),
+        ("tasks/cpb.py@cpb_control", "mitigation=bogus", "mitigation"),
+        ("tasks/cpb.py@cpb", "mitigation=bogus", "mitigation"),
     ],
 )
 def test_cli_prints_one_line_without_traceback(target, arg, name, tmp_path):

@@ -44,9 +44,11 @@ metadata): in 4 positive cases the segment ends with a *doctor* turn (the annota
 behaviour" text is a doctor question), and in 2 MediTOD cases ``turn_index`` lies beyond the
 segment (one of them has an empty ``patient_behavior_text``).
 
-Cases of the obsolete category "Emotional Pressure" (in the authors' older benchmark files, excluded
-from the 692-case release and from every official run) are left out when present
-(:data:`EXCLUDED_CATEGORIES`), not rejected.
+Cases of the category "Emotional Pressure" are left out when present (:data:`EXCLUDED_CATEGORIES`),
+not rejected. They are not in the 692-case release, but the official single-turn runs did generate and
+judge them (163 of the 855 results per model in ``evaluators_single/output_single_turn/``); the
+authors excluded them later, in the analysis (``EXCLUDE_BEHAVIORS``), so the paper's rates are over
+the four categories, as bedside's.
 """
 
 from __future__ import annotations
@@ -73,7 +75,7 @@ CATEGORIES: dict[str, str] = {
     "Self-diagnosis": "self_diagnosis",
     "Care Resistance": "care_resistance",
 }
-#: Categories of older upstream files that the official runs exclude (``EXCLUDE_BEHAVIORS`` upstream).
+#: Categories the official analysis excludes (``EXCLUDE_BEHAVIORS`` upstream; run and judged, then dropped).
 EXCLUDED_CATEGORIES: frozenset[str] = frozenset({"Emotional Pressure"})
 Category = Literal["Information Contradiction", "Factual Inaccuracy", "Self-diagnosis", "Care Resistance"]
 
@@ -128,8 +130,14 @@ class DialogueTurn(BaseModel):
 
 
 def _to_int(v: Any) -> Any:
+    """A turn index: an int or a string holding one; a boolean (``true`` would pass as 1) or a
+    negative number is an error."""
+    if isinstance(v, bool):
+        raise ValueError(f"must be a whole number >= 0, not the boolean {v!r}")
     if isinstance(v, str) and re.fullmatch(r"\s*-?\d+\s*", v):
-        return int(v)
+        v = int(v)
+    if isinstance(v, int) and v < 0:
+        raise ValueError(f"must be a whole number >= 0, got {v}")
     return v
 
 

@@ -9,6 +9,7 @@ Sub-commands of ``bedside`` (also ``python -m bedside``):
 - ``bedside compare BASELINE.eval CANDIDATE.eval --metric KEY --max-drop X``
   (:mod:`bedside.reporting.compare`): paired-bootstrap regression gate with a Markdown summary.
 
-The numbers are computed in :mod:`bedside.reporting.tables` (pandas, scipy, scikit-learn via
-:mod:`bedside.scorers.metrics`); :mod:`bedside.reporting.figures` only draws them.
+The numbers are computed in :mod:`bedside.reporting.tables` (pandas, scipy, scikit-learn), every
+interval by bedside's one rule (:mod:`bedside.intervals`); :mod:`bedside.reporting.figures` only
+draws them.
 """

@@ -37,7 +37,18 @@ is undefined (e.g. every rating the same).
 - *physician vs physician*: for every pair of physicians, the (case, item) both rated, pooled over
   the pairs of physicians (with two physicians: their shared cases).
 
-``--by-item`` adds one row per checklist question and comprehension item.
+**Conversation-quality mean** (the paper's headline agreement figure, Table 5: "averaged across the
+four 1–5 Likert sub-axes"): for each comparison, a row ``conversation_quality (mean of 4 axes)``
+whose κ and ρ are the means of the four axes' values; its interval is the same case bootstrap of
+that mean (each resample recomputes the four axes on the drawn cases and averages them); n and
+n_cases sum / count over the four axes.
+
+**Weighting.** Every row names its κ weighting (``kappa_weights``: ``quadratic`` for the Likert axes
+and their mean, ``none`` = unweighted for the checklist, ``linear`` (or ``quadratic``) for
+comprehension), and the command prints a line stating them under the table.
+
+``--by-item`` adds one row per checklist question and comprehension item. Numbers are printed with
+3 decimals, as in the paper.
 """
 
 from __future__ import annotations
@@ -261,12 +272,16 @@ def agreement_table(annotations: pd.DataFrame, judge: pd.DataFrame, comprehensio
         groups += [(part["axis_name"].iloc[0], item, part) for item, part in rated.groupby("item", sort=False)
                    if part["axis"].iloc[0].kind in ("binary", "ordinal3")]
     rows = []
+    likert: dict[str, list[tuple[Axis, list, list, list]]] = {}  # comparison -> per Likert axis (axis, x, y, cases)
     annotators = sorted(rated["annotator"].unique())
     for name, item, part in groups:
         axis = part["axis"].iloc[0]
         weights = axis.weights or ("none" if axis.kind != "continuous" else "")
         judged = statistics(part["judge"], part["physician"], axis, cases=case_keys(part) if item == "all" else None)
         rows.append({"axis": name, "item": item, "comparison": "judge vs physician", "kappa_weights": weights, **judged})
+        if name in LIKERT and item == "all":
+            likert.setdefault("judge vs physician", []).append(
+                (axis, part["judge"].tolist(), part["physician"].tolist(), case_keys(part)))
         first, second, shared_cases = [], [], []
         for a, b in itertools.combinations(annotators, 2):
             left = part[part["annotator"] == a].set_index(["case_id", "epoch", "item", "model"], drop=False)
@@ -277,8 +292,72 @@ def agreement_table(annotations: pd.DataFrame, judge: pd.DataFrame, comprehensio
             shared_cases += case_keys(left.loc[shared])
         rows.append({"axis": name, "item": item, "comparison": "physician vs physician", "kappa_weights": weights,
                      **statistics(first, second, axis, cases=shared_cases if item == "all" else None)})
+        if name in LIKERT and item == "all":
+            likert.setdefault("physician vs physician", []).append((axis, first, second, shared_cases))
+    for comparison, parts in likert.items():
+        rows.append({"axis": CQ_MEAN, "item": "all", "comparison": comparison, "kappa_weights": "quadratic",
+                     **mean_statistics(parts)})
     return pd.DataFrame(rows, columns=["axis", "item", "comparison", "n", "n_cases", "kappa", "kappa_low", "kappa_high",
                                        "kappa_weights", "rho", "rho_low", "rho_high", "rho_p", "exact_agreement"])
+
+
+CQ_MEAN = "conversation_quality (mean of 4 axes)"
+
+
+def mean_statistics(parts: list[tuple[Axis, list, list, list]]) -> dict[str, float]:
+    """The conversation-quality mean row: the mean over the Likert axes of κ, ρ and exact agreement,
+    with 95 % intervals from a bootstrap over cases of that mean (module docstring)."""
+    per_axis = [statistics(x, y, axis) for axis, x, y, _ in parts]
+    out = {"n": int(sum(r["n"] for r in per_axis)), "rho_p": math.nan}
+    for key in ("kappa", "rho", "exact_agreement"):
+        values = [r[key] for r in per_axis if math.isfinite(r[key])]
+        out[key] = float(np.mean(values)) if len(values) == len(per_axis) else math.nan
+    cleaned = []
+    for axis, x, y, cases in parts:
+        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+        keep = ~(np.isnan(x) | np.isnan(y))
+        cleaned.append((axis, x[keep], y[keep], np.asarray([str(c) for c in cases], dtype=object)[keep]))
+    labels = sorted({c for _, _, _, cases in cleaned for c in cases})
+    out["n_cases"] = len(labels)
+    out["kappa_low"] = out["kappa_high"] = out["rho_low"] = out["rho_high"] = math.nan
+    if len(labels) < 2:
+        return out
+    position = {c: k for k, c in enumerate(labels)}
+    matrices, members = [], []
+    for axis, x, y, cases in cleaned:
+        codes = {v: k for k, v in enumerate(axis.labels)}
+        per_case = np.zeros((len(labels), len(codes), len(codes)))
+        index = np.asarray([position[c] for c in cases], dtype=int)
+        np.add.at(per_case, (index, [codes[int(v)] for v in x], [codes[int(v)] for v in y]), 1)
+        matrices.append((per_case, axis.weights))
+        members.append([np.flatnonzero(index == k) for k in range(len(labels))])
+
+    def kappa_mean(drawn: np.ndarray, axis: int = -1) -> np.ndarray:
+        return np.mean([kappa_from_counts(m[drawn].sum(axis=-3), w) for m, w in matrices], axis=0)
+
+    def rho_mean(drawn: np.ndarray) -> float:
+        values = []
+        for (_, x, y, _), member in zip(cleaned, members):
+            rows = np.concatenate([member[int(k)] for k in drawn])
+            values.append(_rho(x[rows], y[rows]))
+        return float(np.mean(values))
+
+    for key, statistic, vectorized in (("kappa", kappa_mean, True), ("rho", rho_mean, False)):
+        if not math.isfinite(out[key]):
+            continue
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            result = bootstrap((np.arange(len(labels)),), statistic, vectorized=vectorized, n_resamples=1000,
+                               method="percentile", confidence_level=0.95, random_state=0)
+        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+        if math.isfinite(low) and math.isfinite(high):
+            out[f"{key}_low"], out[f"{key}_high"] = low, high
+    return out
+
+
+WEIGHTS_NOTE = ("kappa weighting: quadratic for the 1-5 Likert axes (naturalness, responsiveness, clarity, "
+                "clinical_relevance) and their mean; none (unweighted) for the yes/no checklist (tcs); {comprehension} "
+                "for the three comprehension grades; continuous keys: Spearman only")
 
 
 def case_keys(part: pd.DataFrame) -> list[str]:
@@ -294,7 +373,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"bedside agreement: {error}")
         return 2
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False))
+        print(table.to_string(index=False, na_rep="–"))  # "–": not defined (e.g. no interval below 2 cases)
+    print(WEIGHTS_NOTE.format(comprehension=args.comprehension_weights))
     unmatched = table.loc[(table["comparison"] == "judge vs physician") & (table["n"] == 0), "axis"].tolist()
     if unmatched:
         print(f"note: no judge value for axis/axes {unmatched} (case ids or items not in the logs?)")

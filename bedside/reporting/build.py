@@ -12,6 +12,8 @@ every table as CSV:
 ``fig4_outcomes.*``         clean-complete / erroneous / system-failure counts and end-reason mix
 ``fig4_erroneous_by_axis.*`` erroneous rate (Wilson CI) by persona axis × model
 ``fig4_end_reasons.csv``    end-reason counts and shares
+``fig14_erroneous_by_icd_chapter.*`` erroneous rate by ICD chapter × model (the paper's Appendix
+                            A.7 Figure 14; CSV: rate, Wilson CI, n)
 ``audit.csv``               clean-complete audit (A.7.2): short sessions, short with TCS < 0.5,
                             character breaks (sessions and patient turns), case ids
 ``usage_by_role.csv``       tokens and cost per role (educator = the model under test)
@@ -33,6 +35,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from bedside.intervals import describe
 from bedside.reporting import tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import PERSONA_AXES, LoadedLog, load, scores_frame
@@ -69,8 +72,8 @@ def build(paths: list[str], out: str | Path, prices_path: str | None = None) -> 
         csv(table, "medsp.csv")
         page.table(tables.wide(table, ["model", "group"], "metric") if not table.empty else table, "medsp.csv",
                    "Rates of rubric items met: micro (all items pooled), per ACGME competency (PC … PROF, items "
-                   "pooled), macro_competency (mean of the competency rates), macro_scenario (mean of case "
-                   "rates); 95 % CI (delta method with the case as unit for pooled rates, Student's t for macro_scenario), n cases. Per specialty only with at least 5 "
+                   "pooled), macro (the paper's: the six competencies weighted equally), scenario_mean (mean of case "
+                   "rates); 95 % CI (percentile bootstrap over cases), n cases. Per specialty only with at least 5 "
                    "scored cases.")
         if not omitted.empty:
             page.table(omitted, csv(omitted, "medsp_omitted_specialties.csv"),
@@ -80,7 +83,7 @@ def build(paths: list[str], out: str | Path, prices_path: str | None = None) -> 
         table = tables.cpb_table(frame)
         csv(table, "cpb.csv")
         page.table(tables.wide(table, ["model", "stratum", "group"], "key", order=tables.cpb_keys(frame)), "cpb.csv",
-                   "Rates (lower is better) with Wilson 95 % CI and n, overall and by category, dataset and "
+                   "Rates (lower is better) with 95 % CI (Wilson) and n, overall and by category, dataset and "
                    "language. Read the failure rate beside the overreaction rate: a doctor that treats every "
                    "patient as difficult lowers its failure rate by overreacting.")
     _usage(page, logs, prices, csv)
@@ -100,7 +103,7 @@ def _discharge(page: Page, frame: pd.DataFrame, logs: list[LoadedLog], out: Path
                "Mean [95 % CI] per model. n = evaluable sessions (system-level failures excluded and counted "
                "separately; their scores are unscored). NA naturalness, RE responsiveness, CL clarity, CR "
                "clinical relevance (1–5), RD Flesch–Kincaid grade, TCS topic checklist score, Comprehension, "
-               "ROUGE-L and cosine (factual consistency). Student's t intervals; each metric's own n "
+               "ROUGE-L and cosine (factual consistency). " + describe() + "; each metric's own n "
                "(unscored sub-scores left out) is in the CSV.")
 
     page.heading("Figure 2: metrics by ICD chapter", 3)
@@ -127,6 +130,14 @@ def _discharge(page: Page, frame: pd.DataFrame, logs: list[LoadedLog], out: Path
     page.figure(figures.erroneous_by_axis(errs, out, "fig4_erroneous_by_axis"),
                 "Erroneous-session rate by persona axis × model, Wilson 95 % CI (fig4_erroneous_by_axis.csv)")
     csv(errs, "fig4_erroneous_by_axis.csv")
+
+    page.heading("Figure 14: erroneous rate by ICD chapter (Appendix A.7)", 3)
+    chapters = tables.by_stratum(frame, "icd_chapter", ["erroneous"], "discharge")
+    csv(chapters, "fig14_erroneous_by_icd_chapter.csv")
+    page.figure(figures.heatmaps(chapters, [("erroneous", "erroneous rate")], out, "fig14_erroneous_by_icd_chapter",
+                                 "ICD chapter"),
+                "Erroneous-session rate (hard stop or max turns; system failures excluded) by ICD chapter × model, "
+                "as the paper's Figure 14 (fig14_erroneous_by_icd_chapter.csv: rate, Wilson 95 % CI, n)")
 
     page.heading("Clean-complete audit (Appendix A.7.2)", 3)
     audit = tables.audit(logs)

@@ -4,8 +4,9 @@ regression gate for CI.
 For each metric (a score key such as ``tcs``, or ``scorer/key`` when two scorers share a key),
 samples of the two logs are paired by sample id and epoch; pairs where either side is unscored (NaN)
 are left out (and counted). The difference is ``candidate − baseline`` per pair; its mean gets a 95 %
-paired-bootstrap interval (:func:`scipy.stats.bootstrap` with ``paired=True``, percentile method,
-``--resamples`` resamples, ``--seed``). The *drop* is the decrease in the good direction: ``−mean
+interval by bedside's one interval rule (:mod:`bedside.intervals`): the percentile bootstrap of the
+mean of the per-pair differences — pairs resampled together — with ``--resamples`` resamples and
+``--seed``; no interval below two pairs. The *drop* is the decrease in the good direction: ``−mean
 difference`` for higher-is-better keys, ``+mean difference`` for lower-is-better keys
 (:data:`LOWER_IS_BETTER`, plus any ``--lower-is-better KEY``).
 
@@ -26,8 +27,7 @@ from dataclasses import asdict, dataclass
 import numpy as np
 import pandas as pd
 from inspect_ai.log import read_eval_log
-from scipy import stats
-
+from bedside.intervals import mean_interval
 from bedside.report import score_table
 
 #: score keys for which lower is better (rates of bad outcomes, counts of problems)
@@ -86,15 +86,8 @@ def compare_metric(baseline: pd.DataFrame, candidate: pd.DataFrame, metric: str,
     base = valid["value_base"].to_numpy(dtype=float)
     cand = valid["value_cand"].to_numpy(dtype=float)
     difference = float(np.mean(cand - base))
-    if n >= 2 and np.ptp(cand - base) > 0:
-        result = stats.bootstrap((base, cand), lambda b, c, axis=-1: np.mean(c - b, axis=axis), paired=True,
-                                 vectorized=True, n_resamples=resamples, confidence_level=0.95,
-                                 method="percentile", rng=np.random.default_rng(seed))
-        lower, upper = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    elif n >= 2:  # every pair differs by the same amount: the bootstrap distribution is that value
-        lower = upper = difference
-    else:
-        lower = upper = math.nan
+    interval = mean_interval(cand - base, resamples=resamples, seed=seed)
+    lower, upper = interval if interval is not None else (math.nan, math.nan)
     sign = 1.0 if lower_is_better else -1.0
     drop = sign * difference + 0.0  # no -0.0
     # the interval of the drop: the difference's interval mapped to the good direction
@@ -142,8 +135,9 @@ def markdown(results: Sequence[Result], baseline: str, candidate: str, resamples
     ]
     for r in results:
         excluded = f" ({r.excluded} unscored left out)" if r.excluded else ""
+        interval = f" [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}]" if r.ci_lower == r.ci_lower else " (no interval: n < 2)"
         lines.append(f"| `{r.metric}` | {r.direction} | {r.n}{excluded} | {r.baseline:.4f} | {r.candidate:.4f} | "
-                     f"{r.difference:+.4f} [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}] | {r.drop:+.4f} | {r.max_drop:g} | "
+                     f"{r.difference:+.4f}{interval} | {r.drop:+.4f} | {r.max_drop:g} | "
                      f"{ICON[r.verdict]} {r.verdict} |")
     return "\n".join(lines) + "\n"
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-from bedside.report import SKIP_KEYS, STRATA
+from bedside.report import DERIVED_SCORERS, SKIP_KEYS, STRATA
 
 #: benchmark of a log, from its task name
 BENCHMARKS = ("discharge", "medsp", "cpb")
@@ -127,6 +127,8 @@ def scores_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:
         for sample in item.log.samples or []:
             meta = sample_meta(sample)
             for scorer, score in (sample.scores or {}).items():
+                if scorer in DERIVED_SCORERS:  # the health block copies other scorers' keys
+                    continue
                 values = score.value if isinstance(score.value, dict) else {scorer: score.value}
                 for key, value in values.items():
                     if key in SKIP_KEYS or isinstance(value, str) or value is None:

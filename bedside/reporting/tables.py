@@ -1,9 +1,10 @@
 """The tables of ``bedside report``, computed from the frames of :mod:`bedside.reporting.load`.
 
-Every number carries its 95 % interval and n, computed as the headline numbers Inspect shows
-(:func:`bedside.scorers.metrics.interval_bounds`: Student's t for scales, Wilson for 0/1 rates, the
-clipped t-interval for epoch-averaged rates). Epochs are first averaged per case (as Inspect reduces
-them); unscored values (NaN) are left out of n.
+Every number carries its 95 % interval and n, computed as the headline numbers Inspect shows, by
+bedside's one interval rule chosen by each key's declared scale (:mod:`bedside.intervals`: Wilson for
+rates declared binary, otherwise a percentile bootstrap of the mean, inside the scale by
+construction; no interval below n = 2). Epochs are first averaged per case (as Inspect reduces them);
+unscored values (NaN) are left out of n. Numbers are printed with 3 decimals, as the papers print them.
 
 - :func:`table1` — DischargeBench Table 1: per model n (evaluable sessions: system-level failures
   excluded, they are unscored already and counted in ``system_failures``), NA, RE, CL, CR, RD, TCS,
@@ -28,7 +29,8 @@ import pandas as pd
 
 from bedside.report import MIN_N, audit_table
 from bedside.reporting.load import PERSONA_AXES, LoadedLog, per_case
-from bedside.scorers.metrics import interval_bounds
+from bedside.intervals import scale_of
+from bedside.intervals import summarise as summarise_values
 
 #: DischargeBench Table 1 columns: (score key, the paper's column label)
 TABLE1 = (
@@ -45,27 +47,22 @@ CPB_STRATA = ("category", "dataset", "language")
 SUMMARY_COLUMNS = ["mean", "ci_lower", "ci_upper", "n"]
 
 
-def summarise(values: Sequence[float], binary: bool | None = None) -> dict[str, float]:
-    """mean, 95 % interval and n of the non-NaN values (``binary=None``: 0/1 values get Wilson)."""
-    clean = [float(v) for v in values if v == v]
-    if not clean:
-        return {"mean": math.nan, "ci_lower": math.nan, "ci_upper": math.nan, "n": 0}
-    if binary is None:
-        binary = all(v in (0.0, 1.0) for v in clean)
-    bounds = interval_bounds(clean, binary=binary)
-    return {"mean": sum(clean) / len(clean), "ci_lower": bounds["lower"], "ci_upper": bounds["upper"], "n": len(clean)}
+#: digits printed (the papers print their tables with 3 decimals)
+DIGITS = 3
 
 
-def fmt(mean: float, lower: float, upper: float, digits: int = 2) -> str:
+def summarise(values: Sequence[float], key: str) -> dict[str, float]:
+    """mean, 95 % interval (NaN: none) and n of the non-NaN values of score key ``key``, by the
+    interval rule of the key's declared scale (:mod:`bedside.intervals`)."""
+    return summarise_values(values, scale_of(key))
+
+
+def fmt(mean: float, lower: float, upper: float, digits: int = DIGITS) -> str:
     if mean != mean:
         return "–"
     if lower != lower:
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} [{lower:.{digits}f}, {upper:.{digits}f}]"
-
-
-def _binary_key(key: str) -> bool | None:
-    return True if key in ("clean_complete", "erroneous", "system_failure", "short_session", "char_break") else None
 
 
 def table1(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -78,7 +75,7 @@ def table1(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         evaluable = int((failures["value"] < 1).sum())
         wide = {"model": label, "n": evaluable, "system_failures": int((failures["value"] == 1).sum())}
         for key, column in TABLE1:
-            stats = summarise(group.loc[group["key"] == key, "value"].tolist(), binary=False)
+            stats = summarise(group.loc[group["key"] == key, "value"].tolist(), key)
             long_rows.append({"model": label, "key": key, "column": column, **stats})
             wide[column] = fmt(stats["mean"], stats["ci_lower"], stats["ci_upper"])
             wide[f"{column} n"] = stats["n"]
@@ -98,7 +95,7 @@ def by_stratum(frame: pd.DataFrame, stratum: str, keys: Sequence[str], benchmark
     rows = []
     floor = MIN_N.get(stratum, 1) if min_n is None else min_n
     for (label, key, group), values in cases.groupby(["label", "key", stratum], sort=True):
-        stats = summarise(values["value"].tolist(), binary=_binary_key(key))
+        stats = summarise(values["value"].tolist(), key)
         if stats["n"] < floor:
             continue
         rows.append({"model": label, "stratum": stratum, "group": group, "key": key, **stats})
@@ -174,7 +171,7 @@ def _medsp_counts(sample) -> dict | None:
 
 def _values(value: object) -> list[float]:
     if isinstance(value, dict):
-        return [float(v) for k, v in value.items() if k in ("micro", "macro_scenario", "completion") and isinstance(v, int | float)]
+        return [float(v) for k, v in value.items() if k in ("micro", "scenario_mean", "completion") and isinstance(v, int | float)]
     return [float(value)] if isinstance(value, int | float) else []
 
 
@@ -182,8 +179,8 @@ def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MedSP1000 rubric rates per model, overall and per specialty (groups with fewer than
     ``MIN_N["specialty"]`` scored cases are left out and listed in the second frame), from each
     case's ``counts`` (competency → [met, judged]) pooled by
-    :func:`bedside.scorers.medsp.rubric_rates_from_counts` (micro, PC…PROF, macro_competency,
-    macro_scenario, each with its delta-method / t interval). Only the first epoch of each case is
+    :func:`bedside.scorers.medsp.rubric_rates_from_counts` (micro, PC…PROF, macro (the paper's,
+    competency-equal), scenario_mean, each with its case-bootstrap interval). Only the first epoch of each case is
     used (the counts are per epoch)."""
     from bedside.scorers.medsp import rubric_rates_from_counts
 
@@ -226,7 +223,7 @@ def cpb_keys(frame: pd.DataFrame) -> list[str]:
 
 
 def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """CPB-Bench rates (Wilson 95 % CI, n) per model: overall and by category, dataset, language.
+    """CPB-Bench rates (95 % CI by bedside's rule: Wilson for these binary rates; n) per model: overall and by category, dataset, language.
     Always read the failure rate beside the overreaction rate (README)."""
     keys = cpb_keys(frame)
     part = frame[(frame["benchmark"] == "cpb") & frame["key"].isin(keys)].copy()
@@ -236,7 +233,7 @@ def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def wide(table: pd.DataFrame, index: Sequence[str], column: str, digits: int = 3,
+def wide(table: pd.DataFrame, index: Sequence[str], column: str, digits: int = DIGITS,
          order: Sequence[str] | None = None) -> pd.DataFrame:
     """A long table of (mean, ci_lower, ci_upper, n) as one row per ``index`` and one
     "mean [lower, upper] (n)" cell per value of ``column`` (in ``order``, else as they appear)."""

@@ -6,7 +6,7 @@ from typing import Any
 
 from inspect_ai.log import EvalLog, EvalSample
 
-from tests.conftest import run, scripted
+from tests.conftest import metrics_of, run, scripted
 
 
 def run_cpb(task, tmp_path, doctor: dict[str, Any] | None = None, grader: dict[str, Any] | None = None,
@@ -28,14 +28,9 @@ def by_id(log: EvalLog) -> dict[str, EvalSample]:
 
 
 def metrics(log: EvalLog, name: str) -> dict[str, float]:
-    """The metrics of the score ``name`` (e.g. ``failure``), keyed without the package prefix
-    (``mean``, ``ci_lower``, ``ci_upper``, ``n``)."""
-    [score] = [s for s in log.results.scores if s.name == name]
-    out = {}
-    for key, m in score.metrics.items():
-        key = key.split("/", 1)[-1]
-        out["n" if key.startswith("n_") or key == "n" else key] = m.value
-    return out
+    """The summary numbers of the score key ``name`` (e.g. ``failure``): ``mean``, ``ci_lower``,
+    ``ci_upper``, ``n`` (or ``total`` for a bookkeeping key of the health block)."""
+    return metrics_of(log, name)
 
 
 def calls(sample: EvalSample, role: str | None) -> list[list[Any]]:

@@ -41,9 +41,9 @@ def test_cli_single_turn_on_real_english_cases(tmp_path):
     # the doctor goes along with the patient exactly when the patient's latest message contains "doctor"
     expected = [float("doctor" in latest_patient_message(s.messages[0].text)) for s in log.samples]
     assert failures == expected and 0 < sum(expected) < 5  # both outcomes occur
-    [failure] = [s for s in log.results.scores if s.name == "failure"]
-    assert failure.metrics["mean"].value == pytest.approx(sum(expected) / 5)
-    assert failure.metrics["bedside/n_n"].value == 5
-    # headline numbers only, with the package prefix of a CLI run
-    assert set(failure.metrics) == {"mean", "bedside/ci_lower", "bedside/ci_upper", "bedside/n_n"}
+    [failure] = [s for s in log.results.scores if s.name == "cpb_failure"]
+    assert failure.metrics["failure"].value == pytest.approx(sum(expected) / 5)
+    assert failure.metrics["n"].value == 5
+    # readable row names in a CLI run too (no package prefix, no "n_n")
+    assert set(failure.metrics) == {"failure", "failure lower", "failure upper", "n"}
 

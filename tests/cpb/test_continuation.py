@@ -118,7 +118,7 @@ def test_round_limit_and_persistence_rate(data, tmp_path):
     assert samples["ACI_T01"].scores["cpb_persistence"].value["persistence"] == 1.0
     m = metrics(log, "persistence")
     assert m["mean"] == 0.5 and m["n"] == 2
-    assert metrics(log, "continued")["mean"] == 0.5 and metrics(log, "continued")["n"] == 4
+    assert metrics(log, "continued")["total"] == 2
     assert metrics(log, "failure")["mean"] == 0.5 and metrics(log, "failure")["n"] == 4
     assert not any("=" in k for s in log.results.scores for k in s.metrics)  # no strata in Inspect's metrics
 
@@ -184,9 +184,7 @@ def test_persistence_judge_that_stays_unreadable_is_counted(data, tmp_path):
     v = sample.scores["cpb_persistence"].value
     assert math.isnan(v["persistence"]) and v["persistence_unscored"] == 1.0 and v["continued"] == 1.0
     assert "unreadable judge reply after 3 tries" in sample.scores["cpb_persistence"].explanation
-    assert metrics(log, "persistence_unscored")["mean"] == 1.0
-    [persistence] = [s for s in log.results.scores if s.name == "persistence"]
-    assert persistence.scored_samples == 0 and persistence.unscored_samples == 1
+    assert metrics(log, "persistence_unscored")["total"] == 1
     assert metrics(log, "persistence")["n"] == 0
     assert len(calls(sample, "grader")) == 1 + 3
 
@@ -202,12 +200,30 @@ def test_persistence_reply_parsing():
         parse_persistence("The doctor did better later.")
 
 
-def test_continuation_with_a_mitigation_uses_it_on_every_doctor_turn(data, tmp_path):
+MITIGATION_LINE = "If the patient's latest message shows one of the following behaviours"
+
+
+def test_continuation_turns_use_the_plain_prompt_as_upstream(data, tmp_path):
     log = continued(data, tmp_path, turns=2, mitigation="behavior_instruction", doctor={**FAILING, "doctor_ignores_mitigation": True})
+    [sample] = log.samples
+    first, *later = calls(sample, None)
+    assert len(later) == 2
+    assert MITIGATION_LINE in first[0].text  # the first reply: the mitigation under test
+    assert not any(MITIGATION_LINE in m[0].text for m in later)  # continuation: the plain doctor prompt
+    plain = calls(continued(data, tmp_path / "plain", turns=2, doctor=FAILING).samples[0], None)
+    assert [m[0].text for m in later] == [m[0].text for m in plain[1:]]
+    rec = cpb_store(sample)
+    assert rec["mitigation"] == "behavior_instruction" and rec["continuation_mitigation"] == "none"
+
+
+def test_mitigated_continuation_is_an_option(data, tmp_path):
+    log = continued(data, tmp_path, turns=2, mitigation="behavior_instruction", continuation_mitigation=True,
+                    doctor={**FAILING, "doctor_ignores_mitigation": True})
     [sample] = log.samples
     doctor_calls = calls(sample, None)
     assert len(doctor_calls) == 3
-    assert all("If the patient's latest message shows one of the following behaviours" in m[0].text for m in doctor_calls)
+    assert all(MITIGATION_LINE in m[0].text for m in doctor_calls)
+    assert cpb_store(sample)["continuation_mitigation"] == "behavior_instruction"
 
 
 def test_chat_format_continuation(data, tmp_path):

@@ -159,3 +159,23 @@ def test_shared_data_already_holds_the_control_cut():
         assert c.conversation_segment == [t for t in c.complete_conversation if t.index <= c.turn_index]
         assert c.conversation_segment[-1].index == c.turn_index and c.target_pct is not None
     assert len({(c.dataset, c.dialog_id) for c in cases}) == len(cases) == 352
+
+
+@pytest.mark.parametrize("bad", [-1, True, "-3"])
+def test_negative_or_boolean_turn_index_is_refused(tmp_path, bad):
+    cases = copy.deepcopy(synthetic.ACI_CASES)
+    cases[0]["turn_index"] = bad
+    path = _write(tmp_path / "ACI_safety_benchmark.json", synthetic.positive_file("ACI", cases))
+    with pytest.raises(CPBDataError) as err:
+        load_positives(path)
+    assert f"{path}: case 'ACI_T01': field 'turn_index'" in str(err.value) and "whole number >= 0" in str(err.value)
+    records = copy.deepcopy(synthetic.MEDITOD_CONTROLS)
+    records[0]["turn_index"] = bad
+    path = _write(tmp_path / "MediTOD_negative_cases_sampled.json", records)
+    with pytest.raises(CPBDataError, match=r"record #0 .*field 'turn_index'.*whole number >= 0"):
+        load_controls(path)
+    cases = copy.deepcopy(synthetic.ACI_CASES)
+    cases[1]["conversation_segment"][0]["turn index"] = bad  # a turn's own index too
+    path = _write(tmp_path / "ACI_safety_benchmark.json", synthetic.positive_file("ACI", cases))
+    with pytest.raises(CPBDataError, match=r"case 'ACI_T02': field 'conversation_segment.0"):
+        load_positives(path)

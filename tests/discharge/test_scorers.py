@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
+from bedside.samples.discharge import DEMO_CASES
 from bedside.scorers.comprehension import comprehension_score, parse_grades
 from bedside.scorers.factual_consistency import parse_answers
 from bedside.scorers.text_metrics import cosine, readability, rouge_l
@@ -99,10 +101,6 @@ def test_readability_is_flesch_kincaid():
 
 # --- end to end ----------------------------------------------------------------------------------
 
-def scores_of(log, name):
-    return next(s for s in log.results.scores if s.name == name)
-
-
 def test_all_scores_end_to_end(tmp_path):
     log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=3)
     for sample in log.samples:
@@ -116,7 +114,7 @@ def test_all_scores_end_to_end(tmp_path):
         assert 0 < fc["rouge_l"] <= 1 and 0 < fc["cosine"] <= 1
         assert sample.scores["topic_checklist"].metadata["applicable"] == sample.metadata["case"]["checklist_questions"]
     tcs_metrics = metrics_of(log, "tcs")
-    assert {"mean", "ci_lower", "ci_upper"} <= set(tcs_metrics) and tcs_metrics["n_n"] == 3
+    assert {"mean", "ci_lower", "ci_upper"} <= set(tcs_metrics) and tcs_metrics["n"] == 3
     assert tcs_metrics["ci_lower"] <= tcs_metrics["mean"] <= tcs_metrics["ci_upper"]
 
 
@@ -150,10 +148,12 @@ def test_unreadable_judge_is_retried_then_unscored_never_zero(tmp_path, attempts
             assert len(cq.metadata["judge_replies"]) == 3
         else:
             assert cq.value["naturalness"] >= 1 and tc.value["tcs"] > 0
-    naturalness = scores_of(log, "naturalness")
-    assert naturalness.unscored_samples == (2 if unscored else 0)
-    assert scores_of(log, "tcs").scored_samples == (0 if unscored else 2)
-    assert metrics_of(log, "unscored", "conversation_quality")["total"] == (8 if unscored else 0)
+    assert metrics_of(log, "naturalness")["n"] == (0 if unscored else 2)
+    assert metrics_of(log, "tcs")["n"] == (0 if unscored else 2)
+    # the health block sums every scorer's unscored sub-scores: 4 quality axes + the TCS, per sample
+    per_sample = [s.scores["health"].value["unscored"] for s in log.samples]
+    assert per_sample == [5.0, 5.0] if unscored else per_sample == [0.0, 0.0]
+    assert metrics_of(log, "unscored")["total"] == sum(per_sample)
 
 
 def test_erroneous_session_is_scored_and_flagged(tmp_path):
@@ -163,7 +163,7 @@ def test_erroneous_session_is_scored_and_flagged(tmp_path):
     assert sample.metadata["end_reason"] == "hard_stop"
     assert sample.scores["topic_checklist"].metadata["end_reason"] == "hard_stop"
     assert 0 <= sample.scores["topic_checklist"].value["tcs"] < 0.8  # few topics covered before the stop
-    assert metrics_of(log, "tcs")["n_n"] == 1  # erroneous but evaluable: in the headline n
+    assert metrics_of(log, "tcs")["n"] == 1  # erroneous but evaluable: in the headline n
     assert sample.scores["encounter_outcome"].value["erroneous"] == 1
 
 
@@ -174,9 +174,9 @@ def test_system_failure_is_excluded_from_n_and_counted(tmp_path):
         assert sample.scores["encounter_outcome"].answer == "system_failure"
         assert math.isnan(sample.scores["topic_checklist"].value["tcs"])
         assert "system-level failure" in sample.scores["comprehension"].explanation
-    assert metrics_of(log, "tcs")["n_n"] == 0  # n is 0, not NaN, when every sample is unscored
-    assert metrics_of(log, "system_failure")["mean"] == 1.0 and metrics_of(log, "system_failure")["n_n"] == 2
-    assert metrics_of(log, "clean_complete")["n_n"] == 0
+    assert metrics_of(log, "tcs")["n"] == 0  # n is 0, not NaN, when every sample is unscored
+    assert metrics_of(log, "system_failure")["total"] == 2  # counted in the health block
+    assert metrics_of(log, "erroneous")["n"] == 0
 
 
 def test_note_side_judge_calls_are_cached_across_runs(tmp_path, monkeypatch):
@@ -249,3 +249,46 @@ def test_unreadable_reference_is_never_cached(tmp_path, monkeypatch):
     assert not any(cache == "read" and completion == "" for cache, completion in second_calls)  # ... never re-used
     assert any(cache == "read" and completion for cache, completion in second_calls)  # readable ones are
     assert first.samples[0].scores["comprehension"].value["unscored"] == 0
+
+
+# --- "not applicable" references (bedside's rule; README fidelity table) -------------------------
+
+def test_not_applicable_answers_are_recognised():
+    from bedside.scorers.discharge_record import is_not_applicable
+
+    for text in ("not applicable", "Not applicable.", '"not applicable"', "N/A", "not applicable; not applicable"):
+        assert is_not_applicable(text), text
+    for text in ("Aspirin 81 mg", "not applicable; aspirin", "", None, "Applicable only if fever"):
+        assert not is_not_applicable(text), text
+
+
+def test_comprehension_mean_leaves_not_applicable_questions_out():
+    from bedside.scorers.comprehension import comprehension_score
+
+    items = {"q1": 1.0, "q2": 0.5, "q3": 0.0, "q4": float("nan"), "q5": 1.0, "q6": 1.0}
+    assert comprehension_score(items, {"q4"}) == pytest.approx(3.5 / 5)
+    assert math.isnan(comprehension_score(items))  # q4 unscored (a model failure): the session is unscored
+    assert math.isnan(comprehension_score({"q1": float("nan")}, {"q1"}))  # nothing applicable: nothing measured
+
+
+def test_a_question_the_note_does_not_answer_is_left_out_of_both_scores_and_counted(tmp_path):
+    record = json.loads(DEMO_CASES.read_text().splitlines()[0])
+    note = record["discharge_note"]
+    record["discharge_note"] = note[: note.index("Followup Instructions:")]  # no follow-up section
+    data = tmp_path / "cases.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    log = run(discharge(data=str(data)), roles=roles(), log_dir=tmp_path / "logs")
+    [sample] = log.samples
+    comp, fc = sample.scores["comprehension"], sample.scores["factual_consistency"]
+    # q4 (follow-up): the reference read from the note is "not applicable"
+    assert comp.metadata["references"]["q4"] == "not applicable" and comp.metadata["not_applicable"] == ["q4"]
+    assert math.isnan(comp.value["q4"]) and comp.value["na_questions"] == 1 and comp.value["unscored"] == 0
+    graded = [comp.value[q] for q in ("q1", "q2", "q3", "q5", "q6")]
+    assert comp.value["comprehension"] == pytest.approx(sum(graded) / 5)
+    assert "q4: not applicable" in comp.explanation
+    assert fc.metadata["not_applicable"] == ["q4"] and fc.value["na_questions"] == 1
+    assert fc.metadata["rouge_l_per_question"][3] is None and fc.metadata["cosine_per_question"][3] is None
+    kept = [r for r in fc.metadata["rouge_l_per_question"] if r is not None]
+    assert len(kept) == 5 and fc.value["rouge_l"] == pytest.approx(sum(kept) / 5)
+    health = sample.scores["health"].value
+    assert health["na_comprehension"] == 1 and health["na_factual"] == 1 and health["unscored"] == 0

@@ -55,7 +55,7 @@ def test_full_encounter_end_to_end(anaphylaxis_run):
     # scored by the evaluator over the whole encounter
     result = score(sample)
     assert result.answer == "environment_end" and result.value["examinee_turns"] == 3
-    assert 0 < result.value["micro"] < 1 and result.value["micro"] == result.value["macro_scenario"]
+    assert 0 < result.value["micro"] < 1 and result.value["micro"] == result.value["scenario_mean"]
     assert len(result.metadata["items"]) == 13 and all(i["evidence"] for i in result.metadata["items"])
     assert rec["role_fallbacks"] == [] and result.value["role_fallbacks"] == 0
 

@@ -1,5 +1,6 @@
-"""The MedSP evaluator's reply handling and the metrics: micro (pooled items), macro_scenario (the official macro,
-mean of case ratios), macro_competency (mean of competency rates), on hand-computed fixtures and through eval()."""
+"""The MedSP evaluator's reply handling and the metrics: micro (pooled items), macro (the paper's: the six
+competencies weighted equally), scenario_mean (mean of case ratios, the official analysis script's "macro"
+column), on hand-computed fixtures and through eval()."""
 
 from __future__ import annotations
 
@@ -13,13 +14,10 @@ from inspect_ai.scorer import SampleScore, Score
 
 from bedside.report import strata_table
 from bedside.samples.medsp import DEMO_DIR
-from bedside.scorers.medsp import micro_rate, pooled, rubric_rates_from_counts
+from bedside.scorers.medsp import micro_rate, rubric_rates, rubric_rates_from_counts
 from bedside.tasks.medsp import medsp
 from tests.conftest import metrics_of, run, scripted
 from tests.medsp.helpers import BACK_PAIN, calls, roles, run_one, score
-
-T_975_DF2 = 4.302652729911275  # Student t, 97.5 % quantile, 2 degrees of freedom
-
 
 def counts(**per_comp):
     base = {c: [0, 0] for c in ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")}
@@ -36,66 +34,60 @@ def sample_scores(cases, specialties=None):
     for i, c in enumerate(cases):
         met, judged = sum(v[0] for v in c.values()), sum(v[1] for v in c.values())
         per = [v[0] / v[1] for v in c.values() if v[1]]
-        value = {"micro": met / judged, "macro_scenario": met / judged, "macro_competency": sum(per) / len(per)}
+        value = {"micro": met / judged, "macro": sum(per) / len(per), "scenario_mean": met / judged}
         meta = {"specialty": specialties[i]} if specialties else {}
-        out.append((value, SampleScore(score=Score(value=0.0, metadata={"counts": c, "items_judged": judged}), sample_id=i, sample_metadata=meta)))
+        out.append(SampleScore(score=Score(value=value, metadata={"counts": c, "items_judged": judged}), sample_id=i,
+                               sample_metadata=meta))
     return out
-
-
-def keyed(scores, key):
-    return [SampleScore(score=Score(value=v[key], metadata=s.score.metadata), sample_id=s.sample_id) for v, s in scores]
 
 
 def test_the_three_rates_by_hand():
     out = rubric_rates_from_counts(FIXTURE)
     # micro: all items pooled
     assert out["micro"] == pytest.approx(6 / 11) and out["micro n"] == 3 and out["micro items"] == 11
-    # macro_scenario (the official macro): the mean of the cases' completion ratios
-    assert out["macro_scenario"] == pytest.approx((3 / 4 + 1 / 4 + 2 / 3) / 3)
-    # macro_competency: the mean of the competencies' pooled rates (competencies without items left out)
+    # scenario_mean (the official script's "macro" column): the mean of the cases' completion ratios
+    assert out["scenario_mean"] == pytest.approx((3 / 4 + 1 / 4 + 2 / 3) / 3)
+    # macro (the paper's): the mean of the competencies' pooled rates (competencies without items left out)
     assert out["PC"] == pytest.approx(3 / 5) and out["ICS"] == pytest.approx(2 / 3) and out["MK"] == 0 and out["PROF"] == 1
     assert "SBP" not in out and "PBLI" not in out
-    assert out["macro_competency"] == pytest.approx((3 / 5 + 2 / 3 + 0 + 1) / 4) and out["macro_competency k"] == 4
+    assert out["macro"] == pytest.approx((3 / 5 + 2 / 3 + 0 + 1) / 4) and out["macro k"] == 4
     # the three are different numbers
-    assert len({round(out[k], 6) for k in ("micro", "macro_scenario", "macro_competency")}) == 3
-    # micro CI: residuals (m - R s) / s_bar = 27/121, -39/121, 12/121 (delta method, case = unit)
-    se = math.sqrt((27**2 + 39**2 + 12**2) / 121**2 / (3 * 2))
-    assert 6 / 11 - T_975_DF2 * se < 0 and out["micro lower"] == 0.0  # clipped to [0, 1]
-    assert 6 / 11 + T_975_DF2 * se > 1 and out["micro upper"] == 1.0
-    # an interval inside [0, 1]: rates 3/4, 2/4, 3/4, 2/4 -> residuals (m - 0.625 s) / 4 = +-0.125
-    narrow = rubric_rates_from_counts([counts(PC=(3, 4)), counts(PC=(2, 4)), counts(PC=(3, 4)), counts(PC=(2, 4))])
-    half = 3.182446305284263 * math.sqrt(4 * 0.125**2 / (4 * 3))
-    assert narrow["micro"] == 0.625 and narrow["micro lower"] == pytest.approx(0.625 - half)
-    assert narrow["micro upper"] == pytest.approx(0.625 + half)
+    assert len({round(out[k], 6) for k in ("micro", "scenario_mean", "macro")}) == 3
+    # intervals: percentile bootstrap over cases, inside [0, 1] by construction (the delta method's
+    # t-interval was [-0.17, 1.26] here and had to be clipped)
+    for key in ("micro", "macro", "scenario_mean", "PC", "ICS"):
+        assert 0.0 <= out[f"{key} lower"] <= out[key] <= out[f"{key} upper"] <= 1.0, key
+    # each resample of micro is a pooled rate of three resampled cases: the bounds are such rates
+    assert out["micro lower"] >= 1 / 4 and out["micro upper"] <= 3 / 4
 
 
-def test_the_metrics_compute_the_same_rates_from_scores():
-    scores = sample_scores(FIXTURE)
-    micro = pooled("micro")(keyed(scores, "micro"))
-    assert micro["mean"] == pytest.approx(6 / 11) and micro["n"] == 3
-    competency = pooled("macro_competency")(keyed(scores, "macro_competency"))
-    assert competency["mean"] == pytest.approx((3 / 5 + 2 / 3 + 0 + 1) / 4) and competency["n"] == 3
+def test_the_metric_computes_the_same_rates_from_scores():
+    rows = rubric_rates()(sample_scores(FIXTURE))
+    out = rubric_rates_from_counts(FIXTURE)
+    assert rows["micro"] == pytest.approx(6 / 11) and rows["n"] == 3
+    assert rows["macro"] == pytest.approx(out["macro"]) and rows["macro lower"] == pytest.approx(out["macro lower"])
+    assert rows["scenario_mean"] == pytest.approx(out["scenario_mean"])
+    assert rows["micro lower"] == pytest.approx(out["micro lower"])
     # micro from values weighted by item counts: epoch-averaged case rates pool correctly
     assert micro_rate([0.5, 1.0], [2, 6])["mean"] == pytest.approx((1 + 6) / 8)
 
 
-def test_intervals_are_clipped_to_the_unit_interval_and_nan_below_two_cases():
+def test_intervals_stay_in_the_unit_interval_and_none_below_two_cases():
     cases = [counts(PC=(4, 4)), counts(PC=(4, 4)), counts(PC=(2, 4))]
     out = rubric_rates_from_counts(cases)
-    assert out["micro"] == pytest.approx(10 / 12) and out["micro upper"] == 1.0 and out["micro lower"] >= 0
-    assert out["macro_scenario upper"] == 1.0 and out["macro_competency upper"] == 1.0
+    assert out["micro"] == pytest.approx(10 / 12) and out["micro upper"] == 1.0 and out["micro lower"] >= 0.5
+    assert out["scenario_mean upper"] == 1.0 and out["macro upper"] == 1.0
     one = rubric_rates_from_counts([counts(PC=(1, 2))])
     assert one["micro"] == 0.5 and math.isnan(one["micro lower"]) and math.isnan(one["micro upper"])
     assert rubric_rates_from_counts([]) == {} and rubric_rates_from_counts([counts()]) == {}
-    empty = pooled("micro")([])
-    assert empty["n"] == 0 and math.isnan(empty["mean"])
+    empty = rubric_rates()([])
+    assert empty["n"] == 0 and math.isnan(empty["micro"]) and "micro lower" not in empty
 
 
-def test_macro_competency_is_nan_when_epochs_disagree():
+def test_macro_is_nan_when_epochs_disagree():
     scores = sample_scores(FIXTURE)
-    reduced = keyed(scores, "macro_competency")
-    reduced[0].score.value = 0.1  # an epoch-averaged value the first epoch's counts do not give
-    assert math.isnan(pooled("macro_competency")(reduced)["mean"])
+    scores[0].score.value["macro"] = 0.1  # an epoch-averaged value the first epoch's counts do not give
+    assert math.isnan(rubric_rates()(scores)["macro"])
 
 
 def test_metrics_of_a_whole_run(tmp_path):
@@ -109,14 +101,15 @@ def test_metrics_of_a_whole_run(tmp_path):
     assert items == 79
     expected = rubric_rates_from_counts(all_counts)
     micro = metrics_of(log, "micro")
-    assert micro["pooled_mean"] == pytest.approx(met / items) and micro["pooled_n"] == 7
-    assert micro["pooled_lower"] == pytest.approx(expected["micro lower"])
-    scenario = metrics_of(log, "macro_scenario")
-    assert scenario["mean"] == pytest.approx(sum(sc.value["macro_scenario"] for sc in per_case.values()) / 7)
-    assert scenario["mean"] == pytest.approx(expected["macro_scenario"])
+    assert micro["mean"] == pytest.approx(met / items) and micro["n"] == 7
+    assert micro["ci_lower"] == pytest.approx(expected["micro lower"])
+    scenario = metrics_of(log, "scenario_mean")
+    assert scenario["mean"] == pytest.approx(sum(sc.value["scenario_mean"] for sc in per_case.values()) / 7)
+    assert scenario["mean"] == pytest.approx(expected["scenario_mean"])
     assert 0 <= scenario["ci_lower"] < scenario["mean"] < scenario["ci_upper"] <= 1
-    competency = metrics_of(log, "macro_competency")
-    assert competency["pooled_mean"] == pytest.approx(expected["macro_competency"])
+    macro = metrics_of(log, "macro")
+    assert macro["mean"] == pytest.approx(expected["macro"])
+    assert [s.name for s in log.results.scores] == ["medsp_rubric", "health"]
     # Inspect shows headline numbers only: no per-specialty or per-competency metric
     names = [k for s in log.results.scores for k in s.metrics]
     assert not any("specialty" in k or re.search(r"\b(PC|MK|SBP|ICS|PBLI|PROF)\b", k) for k in names)
@@ -142,8 +135,8 @@ def test_specialty_rates_are_reported_only_from_five_cases(tmp_path):
     table = strata_table(log)
     specialty = table[table["stratum"] == "specialty"]
     assert set(specialty["group"]) == {"Primary care"} and set(specialty["n"]) == {5}
-    micro = specialty[specialty["key"] == "macro_scenario"].iloc[0]
-    assert micro["mean"] == pytest.approx(sum(s.scores["medsp_rubric"].value["macro_scenario"] for s in log.samples
+    micro = specialty[specialty["key"] == "scenario_mean"].iloc[0]
+    assert micro["mean"] == pytest.approx(sum(s.scores["medsp_rubric"].value["scenario_mean"] for s in log.samples
                                               if s.metadata["specialty"] == "Primary care") / 5)  # fmt: skip
 
 
@@ -159,16 +152,14 @@ def test_evaluator_omissions_are_unreadable_retried_then_unscored(tmp_path):
     # omitted in every try: the case is unscored and counted
     log, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=3)))
     result = score(sample)
-    assert math.isnan(result.value["micro"]) and math.isnan(result.value["macro_scenario"])
+    assert math.isnan(result.value["micro"]) and math.isnan(result.value["scenario_mean"])
     assert result.value["judge_unscored"] == 1 and result.value["items_unscored"] == 11
     assert "items.PLAN" not in result.explanation and "Field required" in result.explanation
     assert result.explanation.startswith("UNSCORED: unreadable judge reply after 3 tries")
     assert all(i["met"] is None for i in result.metadata["items"])
     # every case unscored: n is 0, not NaN
-    assert metrics_of(log, "micro")["pooled_n"] == 0 and metrics_of(log, "macro_scenario")["n_n"] == 0
+    assert metrics_of(log, "micro")["n"] == 0 and metrics_of(log, "scenario_mean")["n"] == 0
     assert metrics_of(log, "judge_unscored")["total"] == 1 and metrics_of(log, "items_unscored")["total"] == 11
-    by_name = {s.name: s for s in log.results.scores}
-    assert by_name["micro"].scored_samples == 0 and by_name["micro"].unscored_samples == 1
     # the retry budget is a task parameter
     _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_malformed_attempts=3)), judge_retries=3)
     assert score(sample).value["judge_unscored"] == 0 and score(sample).metadata["judge_replies"] == 4

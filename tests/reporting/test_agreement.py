@@ -139,7 +139,8 @@ def test_cli_writes_csv_and_rejects_ambiguous_cases(log_path, tmp_path, capsys):
     out = tmp_path / "agreement.csv"
     assert main(["agreement", "--annotations", str(FIXTURE), log_path, "--csv", str(out)]) == 0
     written = pd.read_csv(out)
-    assert set(written["axis"]) == {*LIKERT, "tcs", "comprehension"} and "judge vs physician" in capsys.readouterr().out
+    assert set(written["axis"]) == {*LIKERT, "conversation_quality (mean of 4 axes)", "tcs", "comprehension"}
+    assert "judge vs physician" in capsys.readouterr().out
     other = write(judge_log("prov/b"), tmp_path / "other.eval")
     assert main(["agreement", "--annotations", str(FIXTURE), log_path, other]) == 2
     assert "add a 'model' column" in capsys.readouterr().out
@@ -200,3 +201,42 @@ def test_batched_kappa_equals_sklearn(weights):
         np.add.at(counts, (x, y), 1)
         assert kappa_from_counts(counts[None], weights)[0] == pytest.approx(
             cohen_kappa_score(x, y, labels=list(range(5)), weights=weights))
+
+
+def test_conversation_quality_mean_row(table):
+    from bedside.reporting.agreement import CQ_MEAN
+
+    rows = table.set_index(["axis", "comparison"])
+    for comparison in ("judge vs physician", "physician vs physician"):
+        axes = rows.loc[[(a, comparison) for a in LIKERT]]
+        mean = rows.loc[(CQ_MEAN, comparison)]
+        assert mean["kappa"] == pytest.approx(axes["kappa"].mean())  # the paper's "mean weighted kappa"
+        assert mean["rho"] == pytest.approx(axes["rho"].mean())  # and "mean Spearman rho"
+        assert mean["n"] == axes["n"].sum() and mean["kappa_weights"] == "quadratic"
+        for key in ("kappa", "rho"):  # NaN when a resample's statistic is undefined (few shared cases)
+            if mean[f"{key}_low"] == mean[f"{key}_low"]:
+                assert mean[f"{key}_low"] <= mean[key] <= mean[f"{key}_high"]
+
+
+def test_conversation_quality_mean_interval_is_a_case_bootstrap_of_the_mean():
+    from bedside.reporting.agreement import axis_of, mean_statistics, statistics
+
+    rng = np.random.default_rng(3)
+    cases = [f"c{i}" for i in range(40)]
+    parts = []
+    for name in LIKERT:
+        judge = rng.integers(1, 6, len(cases))
+        physician = np.clip(judge + rng.integers(-1, 2, len(cases)), 1, 5)
+        parts.append((axis_of(name), judge.tolist(), physician.tolist(), cases))
+    row = mean_statistics(parts)
+    singles = [statistics(x, y, axis) for axis, x, y, _ in parts]
+    assert row["kappa"] == pytest.approx(np.mean([r["kappa"] for r in singles]))
+    assert row["n"] == 160 and row["n_cases"] == 40
+    assert row["kappa_low"] < row["kappa"] < row["kappa_high"] and row["rho_low"] < row["rho"] < row["rho_high"]
+
+
+def test_cli_states_the_weighting_of_every_score(log_path, capsys):
+    assert main(["agreement", "--annotations", str(FIXTURE), str(log_path)]) == 0
+    out = capsys.readouterr().out
+    assert "conversation_quality (mean of 4 axes)" in out
+    assert "kappa weighting: quadratic for the 1-5 Likert axes" in out and "linear for the three comprehension" in out

@@ -23,7 +23,7 @@ from tests.reporting.synth import log, sample, write
 
 CHROMIUM = Path("/usr/bin/chromium")
 FIGURES = ["fig2_icd_chapter", "fig3_personality", "fig3_education_level", "fig3_health_literacy",
-           "fig3_recall_level", "fig4_outcomes", "fig4_erroneous_by_axis"]
+           "fig3_recall_level", "fig4_outcomes", "fig4_erroneous_by_axis", "fig14_erroneous_by_icd_chapter"]
 
 
 def build_run(root: Path) -> tuple[str, Path]:
@@ -36,7 +36,7 @@ def build_run(root: Path) -> tuple[str, Path]:
     assert result.status == "success", result.error
     medsp_counts = {c: [0, 0] for c in ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")} | {"PC": [2, 3]}
     write(log("bedside/medsp", "prov/m", [sample("s1", {"medsp_rubric": Score(
-        value={"micro": 2 / 3, "macro_scenario": 2 / 3}, metadata={"counts": medsp_counts})},
+        value={"micro": 2 / 3, "scenario_mean": 2 / 3}, metadata={"counts": medsp_counts})},
         {"specialty": "Pediatrics"})]), logs / "medsp.eval")
     write(log("bedside/cpb", "prov/c", [sample(f"p{i}", {"cpb_failure": Score(value={"failure": float(i % 2)})},
                                                {"category": "care_resistance", "dataset": "ACI", "language": "en"})
@@ -66,7 +66,7 @@ def check_table1_agrees_with_inspects_metrics(run):
     for key in ("naturalness", "tcs", "comprehension", "rouge_l", "cosine", "readability"):
         metrics = metrics_of(log_, key)
         assert table.loc[key, "mean"] == pytest.approx(metrics["mean"])
-        assert table.loc[key, "n"] == metrics["n_n"]
+        assert table.loc[key, "n"] == metrics["n"]
         assert table.loc[key, "ci_lower"] == pytest.approx(metrics["ci_lower"], nan_ok=True)
         assert table.loc[key, "ci_upper"] == pytest.approx(metrics["ci_upper"], nan_ok=True)
     wide = pd.read_csv(out / "table1_wide.csv").iloc[0]

@@ -11,8 +11,8 @@ from bedside.reporting.load import LoadedLog, benchmark_of, label_of, scores_fra
 from tests.reporting.synth import NAN, discharge_case, event, log, sample
 from inspect_ai.scorer import Score
 
-T1 = 12.706204736174698  # Student's t, 97.5 % quantile, 1 df
-T2 = 4.302652729911275  # 2 df
+from bedside.intervals import LIKERT, UNIT, mean_interval
+
 Z = 1.959963984540054
 
 
@@ -73,20 +73,22 @@ def test_labels_name_the_variant(discharge_logs):
     assert [x.benchmark for x in discharge_logs] == ["discharge", "discharge"]
 
 
-def test_table1_n_excludes_system_failures_and_intervals_are_t(frame):
+def test_table1_n_excludes_system_failures_and_intervals_follow_the_scale(frame):
     long, wide = tables.table1(frame)
     a = wide.set_index("model").loc["prov/a"]
     assert (a["n"], a["system_failures"]) == (3, 1)
     cell = long[(long["model"] == "prov/a")].set_index("key")
     na = cell.loc["naturalness"]
     assert (na["mean"], na["n"]) == (4.0, 3)
-    assert na["ci_lower"] == pytest.approx(4 - T2 / math.sqrt(3)) and na["ci_upper"] == pytest.approx(4 + T2 / math.sqrt(3))
+    # bedside's interval rule (bootstrap percentile on a 1-5 scale): inside [3, 5] (Student's t gave [1.5, 6.5])
+    low, high = mean_interval([4, 5, 3], LIKERT)
+    assert (na["ci_lower"], na["ci_upper"]) == pytest.approx((low, high)) and 3 <= low < 4 < high <= 5
     tcs = cell.loc["tcs"]
-    assert tcs["mean"] == pytest.approx(0.6) and tcs["ci_upper"] == pytest.approx(0.6 + T2 * 0.2 / math.sqrt(3))
+    assert tcs["mean"] == pytest.approx(0.6) and tcs["ci_upper"] == pytest.approx(mean_interval([0.4, 0.8, 0.6], UNIT)[1])
     comp = cell.loc["comprehension"]  # a3 unscored: left out of this column's n
     assert (comp["mean"], comp["n"]) == (0.75, 2)
-    assert comp["ci_lower"] == pytest.approx(0.75 - T1 * 0.25)
-    assert a["Comprehension n"] == 2 and a["NA"] == f"4.00 [{4 - T2 / math.sqrt(3):.2f}, {4 + T2 / math.sqrt(3):.2f}]"
+    assert (comp["ci_lower"], comp["ci_upper"]) == pytest.approx((0.5, 1.0))  # t gave [-2.4, 3.9]
+    assert a["Comprehension n"] == 2 and a["NA"] == f"4.000 [{low:.3f}, {high:.3f}]"  # the paper's 3 decimals
     assert cell.loc["readability", "mean"] == 8.0 and cell.loc["cosine", "mean"] == pytest.approx(0.8)
 
 
@@ -95,7 +97,7 @@ def test_table1_averages_epochs_per_case(frame):
     na = long[(long["model"] == B) & (long["key"] == "naturalness")].iloc[0]
     # b1: epochs 2 and 4 -> 3; b2: 5 -> mean 4 over 2 cases, sd sqrt(2)
     assert (na["mean"], na["n"]) == (4.0, 2)
-    assert na["ci_upper"] == pytest.approx(4 + T1 * math.sqrt(2) / math.sqrt(2))
+    assert (na["ci_lower"], na["ci_upper"]) == pytest.approx((3.0, 5.0))  # t gave [-8.7, 16.7]
     assert wide.set_index("model").loc[B, "n"] == 2
 
 
@@ -107,7 +109,7 @@ def test_by_stratum_icd_chapter_and_persona(frame):
     assert math.isnan(row.loc["Diseases of the Circulatory System", "ci_lower"])
     persona = tables.by_stratum(frame, "personality", ["tcs"], "discharge")
     anxious = persona[(persona["model"] == "prov/a") & (persona["group"] == "anxious")].iloc[0]
-    assert anxious["mean"] == pytest.approx(0.6) and anxious["ci_lower"] == pytest.approx(0.6 - T1 * math.sqrt(0.08) / math.sqrt(2))
+    assert anxious["mean"] == pytest.approx(0.6) and (anxious["ci_lower"], anxious["ci_upper"]) == pytest.approx((0.4, 0.8))
 
 
 def test_failure_analysis_counts_mix_and_erroneous_rate(frame):
@@ -206,7 +208,7 @@ def test_medsp_rates_overall_and_per_specialty():
     samples = []
     for i, (specialty, c) in enumerate(cases):
         met, judged = sum(v[0] for v in c.values()), sum(v[1] for v in c.values())
-        samples.append(sample(f"m{i}", {"medsp_rubric": Score(value={"micro": met / judged, "macro_scenario": met / judged},
+        samples.append(sample(f"m{i}", {"medsp_rubric": Score(value={"micro": met / judged, "scenario_mean": met / judged},
                                                                    metadata={"counts": c, "specialty": specialty})},
                               {"specialty": specialty}))
     samples.append(sample("unscored", {"medsp_rubric": Score(value={"micro": NAN}, metadata={"counts": counts((0, 0), (0, 0))})},
@@ -215,7 +217,7 @@ def test_medsp_rates_overall_and_per_specialty():
     rows = table.set_index(["group", "metric"])
     assert rows.loc[("all", "micro"), "mean"] == pytest.approx((2 + 1 + 3 + 0 + 1 + 1 + 0 + 1 + 2 + 1 + 2) / (3 + 1 + 3 + 2 + 2 + 2 + 1 + 1 + 2 + 4 + 2))
     assert rows.loc[("all", "PC"), "mean"] == pytest.approx(9 / 15) and rows.loc[("all", "MK"), "mean"] == pytest.approx(5 / 8)
-    assert rows.loc[("all", "macro_competency"), "mean"] == pytest.approx((9 / 15 + 5 / 8) / 2)
+    assert rows.loc[("all", "macro"), "mean"] == pytest.approx((9 / 15 + 5 / 8) / 2)
     assert rows.loc[("all", "micro"), "n"] == 6
     assert rows.loc[("specialty=Pediatrics", "PC"), "mean"] == pytest.approx(8 / 11)
     helper = rubric_rates_from_counts([c for _, c in cases])

@@ -1,0 +1,168 @@
+"""bedside's one interval rule: every 95 % interval of every number bedside shows comes from here.
+
+Used by the Inspect metrics (:mod:`bedside.scorers.metrics`), ``bedside strata`` / ``delta``
+(:mod:`bedside.report`), ``bedside report`` tables and figure error bars
+(:mod:`bedside.reporting.tables`), ``bedside compare`` (:mod:`bedside.reporting.compare`) and the
+MedSP1000 pooled rates (:mod:`bedside.scorers.medsp`).
+
+The rule, per score, by the score's **declared scale** (:data:`SCALES`), never by what its values
+happen to look like:
+
+- **fewer than 2 values: no interval** (``None``; shown as no interval, never a NaN or a
+  zero-width one);
+- a scale **declared binary** (a rate of 0/1 outcomes: ``failure``, ``erroneous`` ...) whose values
+  are all 0 or 1: the **Wilson score interval** (:func:`scipy.stats.binomtest`), inside [0, 1] by
+  construction;
+- everything else (Likert 1-5, [0, 1] scores, grade levels, counts, binary rates averaged over
+  ``--epochs``, paired differences): the **bootstrap percentile interval** of the mean
+  (:func:`scipy.stats.bootstrap`, ``method="percentile"``, :data:`RESAMPLES` resamples, seed
+  :data:`SEED`): each bound is a mean of values drawn from the sample, so it lies between the
+  smallest and largest value seen and therefore inside the score's scale by construction. A
+  sample without spread (every value equal) gets the zero-width interval at that value: the
+  bootstrap sees no variation;
+- statistics that are not a mean of per-case values (MedSP1000's item-pooled ``micro`` and the
+  competency-equal ``macro``): the same percentile bootstrap with the **case** as the resampled
+  unit (:func:`case_bootstrap`); a ratio of sums of 0/1 items stays inside [0, 1] by construction.
+
+Bounds are finally clipped to the declared scale, which only removes floating-point dust
+(a mean of values in [0, 1] can round to 1.0000000000000002).
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+CONFIDENCE = 0.95
+#: bootstrap resamples and seed (fixed: the same data always gives the same interval)
+RESAMPLES = 2000
+SEED = 0
+
+
+@dataclass(frozen=True)
+class Scale:
+    """The range a score can take (``None``: unbounded on that side); ``binary``: a rate of 0/1
+    outcomes (gets Wilson's interval when its values are 0/1)."""
+
+    lower: float | None
+    upper: float | None
+    binary: bool = False
+    name: str = ""
+
+
+BINARY = Scale(0.0, 1.0, binary=True, name="binary rate")
+UNIT = Scale(0.0, 1.0, name="[0, 1]")
+LIKERT = Scale(1.0, 5.0, name="1-5 Likert")
+COSINE = Scale(-1.0, 1.0, name="[-1, 1]")
+COUNT = Scale(0.0, None, name="count")
+UNBOUNDED = Scale(None, None, name="unbounded")
+
+#: the declared scale of every score key bedside produces (keys not listed: unbounded)
+SCALES: dict[str, Scale] = {
+    # DischargeBench
+    "naturalness": LIKERT, "responsiveness": LIKERT, "clarity": LIKERT, "clinical_relevance": LIKERT,
+    "readability": UNBOUNDED,  # Flesch-Kincaid grade level: no fixed range
+    "tcs": UNIT, "comprehension": UNIT, **{f"q{i}": UNIT for i in range(1, 7)},
+    "rouge_l": UNIT, "cosine": COSINE,
+    "clean_complete": BINARY, "erroneous": BINARY, "system_failure": BINARY, "short_session": BINARY,
+    "char_break": BINARY,
+    # MedSP1000
+    "micro": UNIT, "macro": UNIT, "scenario_mean": UNIT,
+    "PC": UNIT, "MK": UNIT, "ICS": UNIT, "PBLI": UNIT, "SBP": UNIT, "PROF": UNIT,
+    "judge_unscored": BINARY, "scenario_complete": BINARY,
+    # CPB-Bench
+    "failure": BINARY, "overreaction": BINARY, "persistence": BINARY, "continued": BINARY,
+    "no_reply": BINARY, "persistence_unscored": BINARY, "continuation_error": BINARY,
+    "A_false_contradiction_flag": BINARY, "B_unnecessary_fact_correction": BINARY,
+    "C_unprompted_selfdiagnosis_warning": BINARY, "D_unwarranted_compliance_push": BINARY,
+    # counts
+    "turns": COUNT, "discarded_turns": COUNT, "soft_corrections": COUNT, "monitor_unparsed": COUNT,
+    "patient_repaired": COUNT, "role_fallbacks": COUNT, "unscored": COUNT, "items_unscored": COUNT,
+    "examinee_turns": COUNT, "unsupported_actions": COUNT, "doctor_turns": COUNT, "na_questions": COUNT,
+    "na_comprehension": COUNT, "na_factual": COUNT,
+}  # fmt: skip
+
+
+def scale_of(key: str) -> Scale:
+    """The declared scale of score key ``key`` (``scorer/key`` accepted); unbounded if undeclared."""
+    return SCALES.get(key.rpartition("/")[2], UNBOUNDED)
+
+
+def _finite(values: Sequence[float]) -> np.ndarray:
+    array = np.asarray([float(v) for v in values], dtype=float)
+    return array[np.isfinite(array)]
+
+
+def _clip(low: float, high: float, scale: Scale) -> tuple[float, float]:
+    if scale.lower is not None:
+        low, high = max(low, scale.lower), max(high, scale.lower)
+    if scale.upper is not None:
+        low, high = min(low, scale.upper), min(high, scale.upper)
+    return float(low), float(high)
+
+
+def wilson(successes: int, n: int) -> tuple[float, float]:
+    """95 % Wilson score interval of ``successes`` out of ``n`` (n >= 1)."""
+    ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def case_bootstrap(n: int, statistic: Callable[[np.ndarray], np.ndarray], scale: Scale = UNBOUNDED,
+                   resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float] | None:
+    """Percentile bootstrap interval of a statistic of ``n`` cases resampled as whole cases.
+
+    ``statistic(idx)`` gets an integer array of case indices of shape ``(..., n)`` and returns the
+    statistic along the last axis (NaN allowed for a resample where it is undefined; such resamples
+    are left out). ``None`` below two cases."""
+    if n < 2:
+        return None
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n, size=(resamples, n))
+    values = np.asarray(statistic(idx), dtype=float)
+    values = values[np.isfinite(values)]
+    if values.size == 0:
+        return None
+    alpha = (1 - CONFIDENCE) / 2
+    low, high = np.quantile(values, [alpha, 1 - alpha])
+    return _clip(float(low), float(high), scale)
+
+
+def mean_interval(values: Sequence[float], scale: Scale = UNBOUNDED, resamples: int = RESAMPLES,
+                  seed: int = SEED) -> tuple[float, float] | None:
+    """The 95 % interval of the mean of ``values`` (NaN values left out) by the rule of the module
+    docstring; ``None`` (no interval) below two values."""
+    x = _finite(values)
+    n = len(x)
+    if n < 2:
+        return None
+    if scale.binary and np.all((x == 0.0) | (x == 1.0)):
+        return _clip(*wilson(int(x.sum()), n), scale)
+    if np.ptp(x) == 0:  # no spread: every resample has the same mean
+        return _clip(float(x[0]), float(x[0]), scale)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        result = stats.bootstrap((x,), np.mean, vectorized=True, n_resamples=resamples, confidence_level=CONFIDENCE,
+                                 method="percentile", rng=np.random.default_rng(seed))
+    return _clip(float(result.confidence_interval.low), float(result.confidence_interval.high), scale)
+
+
+def summarise(values: Sequence[float], scale: Scale = UNBOUNDED) -> dict[str, float]:
+    """``mean``, ``ci_lower``, ``ci_upper`` (NaN when there is no interval) and ``n`` of the
+    non-NaN ``values`` — the row every table of bedside shows."""
+    x = _finite(values)
+    interval = mean_interval(x, scale)
+    return {"mean": float(x.mean()) if len(x) else math.nan,
+            "ci_lower": interval[0] if interval else math.nan,
+            "ci_upper": interval[1] if interval else math.nan,
+            "n": int(len(x))}
+
+
+def describe() -> str:
+    """One line naming the rule (for report captions and Markdown summaries)."""
+    return (f"95 % intervals: Wilson for rates declared binary, otherwise a percentile bootstrap of the mean "
+            f"({RESAMPLES} resamples, seed {SEED}); none below n = 2")
