@@ -107,6 +107,7 @@ from typing import IO, Any
 from aiohttp import web
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
+from bedside.structured import PROBE_NAME
 from bedside.protocols import detect
 from bedside.providers.scripted import ScriptedEngine
 
@@ -308,6 +309,7 @@ class LoopbackServer:
         retry_after: float = 1.0,
         context_limit: int | None = None,
         request_log: str | Path | None = None,
+        json_schema: bool = True,
     ) -> None:
         if latency < 0 or jitter < 0:
             raise ValueError("latency and jitter must be >= 0")
@@ -322,6 +324,10 @@ class LoopbackServer:
         self.fault_rules: tuple[Fault, ...] = tuple(f if isinstance(f, Fault) else Fault.parse(f) for f in faults)
         self.fault_seed, self.hang, self.retry_after = int(fault_seed), float(hang), float(retry_after)
         self.context_limit = context_limit
+        #: False: answer every JSON-schema ``response_format`` like llama-cpp-python's server (a 500
+        #: "Input should be 'text' or 'json_object'"), for the fail-fast test of -T structured_output=true
+        self.json_schema = json_schema
+        self.rejected_json_schema = 0  # requests answered with that 500
         self.request_log = Path(request_log) if request_log is not None else None
         self.calls: Counter[str] = Counter()  # requests answered, per protocol name (UNKNOWN: none)
         self.routes: Counter[tuple[str, str]] = Counter()  # requests per (model name, protocol)
@@ -469,6 +475,14 @@ class LoopbackServer:
                 raise ValueError("the request needs a 'messages' list")
         except (ValueError, json.JSONDecodeError) as ex:
             return _error(400, f"invalid request: {ex}", "invalid_request_error")
+        response_format = body.get("response_format")
+        if isinstance(response_format, dict) and response_format.get("type") == "json_schema":
+            if not self.json_schema:
+                with self._lock:
+                    self.rejected_json_schema += 1
+                return _error(500, LLAMA_CPP_JSON_SCHEMA_ERROR, "internal_server_error")
+            if (response_format.get("json_schema") or {}).get("name") == PROBE_NAME:  # bedside.structured's probe
+                return web.json_response(self._completion(self._read(body), '{"ok": true}', "stop"))
         request = self._read(body)
 
         intercepted = await self._intercept(request)
@@ -658,6 +672,13 @@ class LoopbackServer:
         return response
 
 
+#: what llama-cpp-python's server (0.3.x) answers to ``response_format={"type": "json_schema", ...}``
+LLAMA_CPP_JSON_SCHEMA_ERROR = (
+    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or "
+    "'json_object' [type=literal_error, input_value='json_schema', input_type=str]"
+)
+
+
 def _error(status: int, message: str, kind: str, code: str | None = None, param: str | None = None) -> web.Response:
     return web.json_response({"error": {"message": message, "type": kind, "param": param, "code": code}}, status=status)
 
@@ -736,12 +757,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds of a 429 (default 1)")
     parser.add_argument("--context-limit", type=int, default=None, help="estimated prompt tokens above which a 400 context_length_exceeded is returned")
     parser.add_argument("--request-log", default=None, metavar="FILE", help="append one JSON line per request to FILE")
+    parser.add_argument("--no-json-schema", action="store_true",
+                        help="reject JSON-schema response formats like llama-cpp-python's server (500)")
     args = parser.parse_args(argv)
     try:
         server = LoopbackServer(
             port=args.port, latency=args.latency, jitter=args.jitter, options=dict(args.option),
             faults=args.fault, fault_seed=args.fault_seed, hang=args.hang, retry_after=args.retry_after,
-            context_limit=args.context_limit, request_log=args.request_log,
+            context_limit=args.context_limit, request_log=args.request_log, json_schema=not args.no_json_schema,
         )  # fmt: skip
     except ValueError as ex:
         parser.error(str(ex))

@@ -107,7 +107,8 @@ def test_reply_models():
     p = protocol("cpb.failure_judge")
     assert p.reply is FailureVerdict and p.bare_bool == "failure"
     assert p.json_schema()["required"] == ["failure"]
-    assert p.read("False") == (FailureVerdict(failure=False), True)  # a bare answer (repaired)
+    for rule in ("official", "strict"):
+        assert p.read("False", rule) == (FailureVerdict(failure=False), True)  # a bare answer (repaired)
     assert protocol("cpb.persistence_judge").reply is PersistenceVerdict
     schema = protocol("cpb.overreaction_judge").json_schema()
     assert protocol("cpb.overreaction_judge").reply is OverreactionVerdict
