@@ -85,7 +85,9 @@ class Reply:
 
 def plain_text(text: str) -> Reply:
     """Parser of prose agents (the educator, the MedSP panel's free-text calls): the reply is the
-    message."""
+    message; an empty reply (or one that is all reasoning) is unreadable."""
+    if not text.strip():
+        raise ReplyParseError("empty reply")
     return Reply(message=text.strip(), raw=text)
 
 
