@@ -34,7 +34,7 @@ from inspect_ai.log import transcript
 from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput
 from inspect_ai.util import LimitExceededError
 
-from bedside.protocols import Protocol, ReplyParseError, visible_text  # noqa: F401
+from bedside.protocols import HEADER, Protocol, ReplyParseError, visible_text  # noqa: F401
 from bedside.roles import role_model
 
 T = TypeVar("T")
@@ -92,6 +92,8 @@ async def generate_checked(
     if protocol is not None:
         messages = protocol.tag(messages)
         config = config.merge(protocol.config(model))
+        if str(model).startswith("openai-api/"):  # the name only, as a header: never part of the prompt
+            config = config.merge(GenerateConfig(extra_headers={**(config.extra_headers or {}), HEADER: protocol.name}))
     try:
         output = await model.generate(messages, config=config)
     except (LimitExceededError, *PROGRAMMING_ERRORS):

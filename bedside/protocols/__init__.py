@@ -21,9 +21,10 @@ schema and the reply budget in its ``metadata``. Inspect never sends message met
 so real models see only the prompt; bedside's own providers (``bedside/scripted``, ``bedside/local``)
 dispatch on the tag (:func:`tag_of`), never on prompt sentences.
 
-The ``marker`` (the opening sentence of the prompt, kept in ``prompts/``) is used only where no tag can
-travel: the loopback OpenAI-compatible test server (:mod:`bedside.loopback`) reads prompts as an
-external model would, with :func:`detect`. Tests check that every marker occurs in its prompt.
+Over HTTP to an OpenAI-compatible server (``openai-api/...``) the protocol's name also travels as the
+request header ``X-Bedside-Protocol`` (:data:`HEADER`; never part of the prompt), which is how
+bedside's loopback test server (:mod:`bedside.testing.loopback`) knows the call without reading the
+prompt.
 """
 
 from __future__ import annotations
@@ -43,6 +44,8 @@ from pydantic import BaseModel, ValidationError
 from bedside.jsonreply import extract_json_all
 
 TAG = "bedside_protocol"
+#: the request header naming the protocol on OpenAI-compatible HTTP calls (``openai-api/...``)
+HEADER = "X-Bedside-Protocol"
 STRUCTURED_KEY = "bedside:structured_output"
 READING_KEY = "bedside:reading"
 
@@ -94,8 +97,6 @@ def plain_text(text: str) -> Reply:
 @dataclass(frozen=True)
 class Protocol:
     name: str  # "<benchmark>.<role>", e.g. "discharge.patient"
-    marker: str  # opening sentence of the prompt (for the loopback server's detection only)
-    where: str  # "system" (any system message) or "user" (the last user message)
     #: the reply model (None = prose)
     reply: type[BaseModel] | None = None
     #: reply length a local model needs for this protocol (None = the provider's default)
@@ -305,7 +306,7 @@ def reading() -> str:
 
 @lru_cache(maxsize=1)
 def all_protocols() -> tuple[Protocol, ...]:
-    """Every benchmark's protocols, user-message protocols first (they refine a system role)."""
+    """Every benchmark's protocols."""
     found: list[Protocol] = []
     for info in sorted(pkgutil.iter_modules(__path__), key=lambda i: i.name):
         module = importlib.import_module(f"{__name__}.{info.name}")
@@ -314,7 +315,7 @@ def all_protocols() -> tuple[Protocol, ...]:
     duplicated = {n for n in names if names.count(n) > 1}
     if duplicated:
         raise RuntimeError(f"protocol names declared twice: {sorted(duplicated)}")
-    return tuple(sorted(found, key=lambda p: p.where != "user"))
+    return tuple(found)
 
 
 def protocol(name: str) -> Protocol:
@@ -337,26 +338,4 @@ def tag_of(messages: list[ChatMessage]) -> Tag | None:
         found = (m.metadata or {}).get(TAG)
         if isinstance(found, dict) and "name" in found:
             return Tag(found["name"], found.get("schema"), found.get("max_tokens"))
-    return None
-
-
-def system_text(messages: list[ChatMessage]) -> str:
-    return "\n".join(m.text for m in messages if isinstance(m, ChatMessageSystem))
-
-
-def last_user_text(messages: list[ChatMessage]) -> str:
-    for m in reversed(messages):
-        if isinstance(m, ChatMessageUser):
-            return m.text
-    return ""
-
-
-def detect(messages: list[ChatMessage]) -> Protocol | None:
-    """The protocol whose marker the prompt contains (for callers that receive untagged prompts:
-    the loopback server, which sees only what a real endpoint sees)."""
-    system, user = system_text(messages), last_user_text(messages)
-    for p in all_protocols():
-        haystack = system if p.where == "system" else user
-        if p.marker in haystack:
-            return p
     return None

@@ -14,10 +14,6 @@ The layout follows the official CPB-Bench code (yli-z/cpb-bench-challenging-pati
   line), ``cpb.overreaction_judge`` (system prompt + user message, JSON verdict with flags A-D);
 - the continuation patient ``cpb.patient`` (system prompt with the complete consultation + one user
   message with the conversation so far).
-
-Markers: the judges share one system prompt, so every judge marker is a sentence of its *user*
-message, as are the doctor's (no system prompt). User-message protocols are tried first by
-:func:`bedside.protocols.detect`, in the order of ``PROTOCOLS`` below (most specific first).
 """
 
 from __future__ import annotations
@@ -334,60 +330,21 @@ def read_self_check(text: str) -> dict[str, str]:
 
 
 # -- judges (system prompt prompts/cpb/judge_system.j2 shared by failure and persistence) ------
-FAILURE_JUDGE = Protocol(
-    "cpb.failure_judge",
-    "Judge the doctor's response against the failure described above.",
-    "user",
-    FailureVerdict,
-    256,
-    bare_bool="failure",
-    parser=read_failure,
-    strict=read_failure_strict,
-)
-PERSISTENCE_JUDGE = Protocol(
-    "cpb.persistence_judge",
-    "Decide whether, in what followed, the doctor corrected the specific failure of the first response.",
-    "user",
-    PersistenceVerdict,
-    512,
-    bare_bool="persisted",
-    parser=read_persistence,
-    strict=read_persistence_strict,
-)
-OVERREACTION_JUDGE = Protocol(
-    "cpb.overreaction_judge",
-    "Did the doctor overreact in this most recent reply?",
-    "user",
-    OverreactionVerdict,  # the schema offered to grammars and structured output
-    512,
-    parser=read_overreaction,
-    strict=read_overreaction_strict,
-    structured_where_supported=True,
-)
+FAILURE_JUDGE = Protocol("cpb.failure_judge", FailureVerdict, 256, bare_bool="failure", parser=read_failure, strict=read_failure_strict)
+PERSISTENCE_JUDGE = Protocol("cpb.persistence_judge", PersistenceVerdict, 512, bare_bool="persisted", parser=read_persistence, strict=read_persistence_strict)
+OVERREACTION_JUDGE = Protocol("cpb.overreaction_judge", OverreactionVerdict, 512, parser=read_overreaction, strict=read_overreaction_strict, structured_where_supported=True)
 # -- the mitigations' extra calls (the model under test) ----------------------------------------
 #: an unreadable analysis ends the doctor's turn with a model failure (``no_reply``)
-ANALYSIS = Protocol("cpb.analysis", "examine the patient's most recent message", "user", parser=read_analysis, unreadable="error")
+ANALYSIS = Protocol("cpb.analysis", parser=read_analysis, unreadable="error")
 #: an unreadable review keeps the draft (counted: ``self_check_unparsed``; upstream reads it as PASS)
-SELF_CHECK = Protocol(
-    "cpb.self_check", "You are a reviewer checking the safety of a medical AI's replies.", "user",
-    parser=read_self_check, unreadable="recorded",
-)
+SELF_CHECK = Protocol("cpb.self_check", parser=read_self_check, unreadable="recorded")
 # -- the doctor (the model under test) ----------------------------------------------------------
-DOCTOR_STEP_BY_STEP = Protocol(
-    "cpb.doctor_step_by_step", "Think step by step about how the doctor should answer", "user",
-    parser=read_step_by_step, unreadable="error",
-)
-DOCTOR = Protocol("cpb.doctor", "write the doctor's next response", "user", parser=read_doctor, unreadable="error")
-DOCTOR_CHAT_STEP_BY_STEP = Protocol(
-    "cpb.doctor_chat_step_by_step", "think step by step about how the doctor should answer, then", "system",
-    parser=read_step_by_step, unreadable="error",
-)
-DOCTOR_CHAT = Protocol("cpb.doctor_chat", "answer as the doctor", "system", parser=read_doctor, unreadable="error")
+DOCTOR_STEP_BY_STEP = Protocol("cpb.doctor_step_by_step", parser=read_step_by_step, unreadable="error")
+DOCTOR = Protocol("cpb.doctor", parser=read_doctor, unreadable="error")
+DOCTOR_CHAT_STEP_BY_STEP = Protocol("cpb.doctor_chat_step_by_step", parser=read_step_by_step, unreadable="error")
+DOCTOR_CHAT = Protocol("cpb.doctor_chat", parser=read_doctor, unreadable="error")
 # -- the continuation patient -----------------------------------------------------------------
-PATIENT = Protocol(
-    "cpb.patient", "You play the patient of the original medical consultation shown below", "system",
-    parser=read_patient, unreadable="error",
-)
+PATIENT = Protocol("cpb.patient", parser=read_patient, unreadable="error")
 
 PROTOCOLS = (
     FAILURE_JUDGE, PERSISTENCE_JUDGE, OVERREACTION_JUDGE, ANALYSIS, SELF_CHECK, DOCTOR_STEP_BY_STEP, DOCTOR,

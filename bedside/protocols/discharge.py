@@ -285,54 +285,17 @@ def read_factual(text: str) -> list[str]:
 # ---------------------------------------------------------------------------------------------
 # protocols
 
-EDUCATOR = Protocol(
-    "discharge.educator", "You are a Patient Educator conducting a discharge education session", "system",
-    parser=plain_text, unreadable="error",
-)
-PATIENT = Protocol(
-    "discharge.patient", "You are roleplaying as a real hospital patient", "system", Utterance,
-    parser=read_utterance, unreadable="error",
-)
-COMPREHENSION = Protocol(
-    "discharge.comprehension", "Based on the conversation you just had with the Educator", "user", Utterance,
-    parser=read_utterance, unreadable="recorded",  # the answer is missing: that item is unscored
-)
+EDUCATOR = Protocol("discharge.educator", parser=plain_text, unreadable="error")
+PATIENT = Protocol("discharge.patient", Utterance, parser=read_utterance, unreadable="error")
+COMPREHENSION = Protocol("discharge.comprehension", Utterance, parser=read_utterance, unreadable="recorded")
 #: an unreadable verdict on a supervised (patient) turn ends the session as ``system_failure``; on an
 #: observed (educator) turn it is recorded and counted and the session goes on (solvers/encounter.py)
-MONITOR = Protocol(
-    "discharge.monitor", "You are an Environment Agent overseeing a clinical simulation", "system", Verdict, 768,
-    unreadable="system_failure",
-)
-JUDGE_QUALITY = Protocol(
-    "discharge.judge_quality", "You are a professional medical dialogue evaluator", "user", Quality, 768,
-    parser=read_quality,
-)
-JUDGE_CHECKLIST = Protocol(
-    "discharge.judge_checklist",
-    "You are an expert medical annotator. Your task is to analyze the conversation history",
-    "user",
-    None,  # keyed by the checklist's question ids at the call site (checklist_protocol)
-    2048,
-)
-JUDGE_REFERENCE = Protocol(
-    "discharge.judge_reference", "You are a medical information extractor", "user", None, 256, parser=read_reference,
-)
-JUDGE_COMPREHENSION = Protocol(
-    "discharge.judge_comprehension",
-    "Grade how well the patient's post-conversation answer reflects what is in the discharge note",
-    "user",
-    None,  # keyed by the item ids at the call site (grade_protocol)
-    1024,
-)
-JUDGE_FACTUAL = Protocol(
-    "discharge.judge_factual",
-    "your job is to answer the question as accurately as possible using the provided source",
-    "user",
-    FactualAnswers,
-    1536,
-    root=list,
-    parser=read_factual,
-)
+MONITOR = Protocol("discharge.monitor", Verdict, 768, unreadable="system_failure")
+JUDGE_QUALITY = Protocol("discharge.judge_quality", Quality, 768, parser=read_quality)
+JUDGE_CHECKLIST = Protocol("discharge.judge_checklist", None, 2048)
+JUDGE_REFERENCE = Protocol("discharge.judge_reference", None, 256, parser=read_reference)
+JUDGE_COMPREHENSION = Protocol("discharge.judge_comprehension", None, 1024)
+JUDGE_FACTUAL = Protocol("discharge.judge_factual", FactualAnswers, 1536, root=list, parser=read_factual)
 
 
 def checklist_protocol(question_ids: list[str], applicable: list[str]) -> Protocol:

@@ -14,9 +14,6 @@ The evaluator's model depends on the rubric: :func:`evaluator_reply` builds it p
 the call's item ids (bedside prompts); :func:`official_evaluator_reply` reads the official frozen-
 rubric format (items keyed by their verbatim text under their competency), used with ``prompts=PATH``.
 
-Markers are opening sentences of the bedside prompts; the system-message protocols (examinee, SP,
-environment, evaluator) carry theirs in the system prompt, the test-time scaling calls (which reuse
-the examinee's system prompt) in their user message.
 """
 
 from __future__ import annotations
@@ -329,15 +326,6 @@ class Vote(BaseModel):
 # ---------------------------------------------------------------------------------------------
 # protocols
 
-EXAMINEE_MARKER = "You are the clinician being assessed in a standardized-patient (SP) encounter"
-PATIENT_MARKER = "You are a standardized patient (SP) actor in a clinical teaching encounter"
-ENVIRONMENT_MARKER = "You are the environment controller of a standardized-patient simulation"
-EVALUATOR_MARKER = "You are the evaluator of a standardized-patient encounter"
-SELECTOR_MARKER = "You drafted several candidate replies for this turn"
-DOMAINS_MARKER = "Before the encounter starts, pick the medical specialties"
-SPECIALIST_MARKER = "You are consulted as a specialist on this turn"
-INTEGRATOR_MARKER = "Your specialist panel has advised on this turn"
-VOTE_MARKER = "A colleague proposes the next step below"
 
 # ---------------------------------------------------------------------------------------------
 # readers (each protocol's parser; ValueError = unreadable, retried by bedside.calls.ask)
@@ -390,22 +378,18 @@ def read_vote(text: str) -> Reply:
 # protocols
 
 #: agents: an unreadable reply (after the retries) ends the encounter with ``error`` (not evaluated)
-EXAMINEE = Protocol("medsp.examinee", EXAMINEE_MARKER, "system", ExamineeReply, 512, parser=read_examinee, unreadable="error")
-PATIENT = Protocol("medsp.patient", PATIENT_MARKER, "system", PatientReply, 384, parser=read_patient, unreadable="error")
-ENVIRONMENT = Protocol(
-    "medsp.environment", ENVIRONMENT_MARKER, "system", EnvironmentReply, 1024, parser=read_environment, unreadable="error"
-)
+EXAMINEE = Protocol("medsp.examinee", ExamineeReply, 512, parser=read_examinee, unreadable="error")
+PATIENT = Protocol("medsp.patient", PatientReply, 384, parser=read_patient, unreadable="error")
+ENVIRONMENT = Protocol("medsp.environment", EnvironmentReply, 1024, parser=read_environment, unreadable="error")
 #: keyed per call (the prompt set's ``evaluator_protocol``); unreadable: the case is unscored and counted
-EVALUATOR = Protocol("medsp.evaluator", EVALUATOR_MARKER, "system", EvaluatorReply, 4096)
+EVALUATOR = Protocol("medsp.evaluator", EvaluatorReply, 4096)
 #: test-time scaling: an unreadable selection falls back to candidate 0, an unreadable vote agrees (as
 #: upstream), an unreadable domain list or opinion is replaced by a default (all recorded)
-BON_SELECTOR = Protocol("medsp.bon_selector", SELECTOR_MARKER, "user", Selection, 256, parser=read_selection, unreadable="recorded")
-PANEL_DOMAINS = Protocol("medsp.panel_domains", DOMAINS_MARKER, "user", None, 96, parser=plain_text, unreadable="recorded")
-PANEL_SPECIALIST = Protocol("medsp.panel_specialist", SPECIALIST_MARKER, "user", None, 384, parser=plain_text, unreadable="recorded")
-PANEL_INTEGRATOR = Protocol(
-    "medsp.panel_integrator", INTEGRATOR_MARKER, "user", ExamineeReply, 512, parser=read_examinee, unreadable="error"
-)
-PANEL_VOTE = Protocol("medsp.panel_vote", VOTE_MARKER, "user", Vote, 256, parser=read_vote, unreadable="recorded")
+BON_SELECTOR = Protocol("medsp.bon_selector", Selection, 256, parser=read_selection, unreadable="recorded")
+PANEL_DOMAINS = Protocol("medsp.panel_domains", None, 96, parser=plain_text, unreadable="recorded")
+PANEL_SPECIALIST = Protocol("medsp.panel_specialist", None, 384, parser=plain_text, unreadable="recorded")
+PANEL_INTEGRATOR = Protocol("medsp.panel_integrator", ExamineeReply, 512, parser=read_examinee, unreadable="error")
+PANEL_VOTE = Protocol("medsp.panel_vote", Vote, 256, parser=read_vote, unreadable="recorded")
 
 PROTOCOLS = (
     BON_SELECTOR, PANEL_DOMAINS, PANEL_SPECIALIST, PANEL_INTEGRATOR, PANEL_VOTE,

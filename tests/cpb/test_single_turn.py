@@ -12,7 +12,7 @@ from scipy import stats
 
 from bedside.params import BadParameter
 from bedside.prompts import render
-from bedside.providers.scripts.cpb import ACCOMMODATING, CAREFUL
+from bedside.testing.scripts.cpb import ACCOMMODATING, CAREFUL
 from bedside.records.cpb import CPBCase, CPBDataError
 from bedside.scorers.cpb import judge_context, parse_failure, parse_overreaction
 from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, OFFICIAL_CONTINUATION_TURNS

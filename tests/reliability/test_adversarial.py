@@ -20,7 +20,7 @@ import pytest
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, GenerateConfig, Model, ModelOutput, ModelUsage, get_model
 
 from bedside.protocols import tag_of
-from bedside.providers.scripted import ScriptedEngine
+from bedside.testing.scripted import ScriptedEngine
 from bedside.tasks.discharge import discharge
 from tests.conftest import run, scripted, store
 from tests.reliability.helpers import demo_records

@@ -23,7 +23,7 @@ from inspect_ai import Task, eval, task_with
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import GenerateConfig, Model
 
-from bedside.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
+from bedside.testing.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
 from bedside.scorers.conversation_quality import conversation_quality
 from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.topic_checklist import topic_checklist

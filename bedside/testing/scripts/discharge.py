@@ -1,4 +1,4 @@
-"""Scripted DischargeBench roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`).
+"""Scripted DischargeBench roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`).
 
 - educator: prose that walks the discharge topics found in the note (reason for admission,
   diagnosis, medications, tests, treatments, home care, follow-up, warning signs) one per turn,
@@ -21,7 +21,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
 
-from bedside.protocols import last_user_text, system_text
+from bedside.testing.scripts import last_user_text, system_text
 
 
 @dataclass
