@@ -53,9 +53,53 @@ def extract_json(text: str, want: type = dict) -> JsonReply | None:
     return None
 
 
+def _top_level_starts(text: str, opener: str) -> list[int]:
+    """Positions of ``opener`` that are not inside another JSON value: a bracket-depth scan that
+    respects JSON strings inside brackets (quotes in the surrounding prose do not count). A fragment of
+    a broken or truncated value (an object nested in it) is never taken for the reply."""
+    starts: list[int] = []
+    depth, in_string, escaped = 0, False, False
+    for i, ch in enumerate(text):
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+            continue
+        if ch in "{[":
+            if depth == 0 and ch == opener:
+                starts.append(i)
+            depth += 1
+        elif ch in "}]":
+            depth = max(0, depth - 1)
+        elif ch == '"' and depth > 0:
+            in_string = True
+    return starts
+
+
+_TRAILING_COMMA = re.compile(r",(\s*[}\]])")
+
+
+def _scan(text: str, want: type) -> list[JsonReply]:
+    opener = "{" if want is dict else "["
+    decoder = json.JSONDecoder(strict=False)  # also accepts raw newlines/tabs inside strings
+    found: list[JsonReply] = []
+    for start in _top_level_starts(text, opener):
+        try:
+            value, _ = decoder.raw_decode(text, start)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, want):
+            found.append(JsonReply(value, repaired=True))
+    return found
+
+
 def extract_json_all(text: str, want: type = dict) -> list[JsonReply]:
     """Every top-level JSON value of type ``want`` in ``text``, in order (a value nested inside
-    another is not listed). A reply that is exactly one JSON value gives that value, not repaired."""
+    another, or inside a broken one, is not listed). A reply that is exactly one JSON value gives that
+    value, not repaired. Trailing commas (``{"a": 1,}``) are repaired when nothing reads without."""
     stripped = text.strip()
     try:
         value = json.loads(stripped)
@@ -66,21 +110,9 @@ def extract_json_all(text: str, want: type = dict) -> list[JsonReply]:
     fence = _FENCE.match(stripped)
     if fence:
         stripped = fence.group(1)
-    opener = "{" if want is dict else "["
-    decoder = json.JSONDecoder(strict=False)
-    found: list[JsonReply] = []
-    start = stripped.find(opener)
-    while start != -1:
-        try:
-            value, end = decoder.raw_decode(stripped, start)
-        except json.JSONDecodeError:
-            start = stripped.find(opener, start + 1)
-            continue
-        if isinstance(value, want):
-            found.append(JsonReply(value, repaired=True))
-            start = stripped.find(opener, end)
-        else:
-            start = stripped.find(opener, start + 1)
+    found = _scan(stripped, want)
+    if not found and _TRAILING_COMMA.search(stripped):
+        found = _scan(_TRAILING_COMMA.sub(r"\1", stripped), want)
     return found
 
 

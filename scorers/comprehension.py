@@ -27,37 +27,15 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 
-from bedside.jsonreply import extract_json
+from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.prompts import render
-from bedside.protocols.discharge import JUDGE_COMPREHENSION, JUDGE_REFERENCE, Grade, keyed
+from bedside.protocols.discharge import LABELS, JUDGE_REFERENCE, grade_protocol, read_grades, read_reference  # noqa: F401
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import case, is_not_applicable, record, score_metrics, system_failure_score
-from bedside.scorers.judge import REFERENCE_CACHE, UNSCORED, ask_judge, grader
 from bedside.solvers.discharge import comprehension_questions
 
-LABELS = {"correct": 1.0, "partially correct": 0.5, "partial": 0.5, "partially_correct": 0.5, "incorrect": 0.0}
 QUESTION_IDS = ("q1", "q2", "q3", "q4", "q5", "q6")
-
-
-def parse_reference(text: str) -> str:
-    if not text.strip():
-        raise ValueError("empty reference answer")
-    return text.strip()
-
-
-def parse_grades(text: str, ids: list[str]) -> dict[str, tuple[float, str]]:
-    found = extract_json(text, dict)
-    if found is None:
-        raise ValueError("no JSON object in the reply")
-    grades: dict[str, tuple[float, str]] = {}
-    for key, item in found.value.items():
-        label = item.get("label") if isinstance(item, dict) else item
-        if isinstance(label, str) and label.strip().lower() in LABELS:
-            grades[key.strip().lower()] = (LABELS[label.strip().lower()], str(item.get("reason", "")) if isinstance(item, dict) else "")
-    missing = [i for i in ids if i not in grades]
-    if missing:
-        raise ValueError(f"no valid label for item(s) {missing}")
-    return grades
+parse_reference, parse_grades = read_reference, read_grades  # the protocols' readers (old names)
 
 
 def comprehension_score(item_scores: dict[str, float], not_applicable: set[str] | frozenset[str] = frozenset()) -> float:
@@ -67,10 +45,6 @@ def comprehension_score(item_scores: dict[str, float], not_applicable: set[str] 
     if not values or any(v != v for v in values):
         return UNSCORED
     return sum(values) / len(values)
-
-
-def grade_protocol(ids: list[str]):
-    return JUDGE_COMPREHENSION.using(keyed("ComprehensionGrades", ids, Grade))
 
 
 @scorer(metrics=score_metrics("comprehension"))  # per-question means: bedside strata / report
@@ -88,13 +62,12 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                          metadata={"end_reason": rec.end_reason})
         judge, fallback = grader()
         references = await collect(*(
-            ask_judge(
+            ask(
                 judge,
                 render("discharge/judge_comprehension_reference.j2", discharge_note=the_case.discharge_note, question=q["text"]),
-                parse_reference,
+                JUDGE_REFERENCE,
                 retries=judge_retries,
                 cache=REFERENCE_CACHE if cache_references else False,
-                protocol=JUDGE_REFERENCE,
             )
             for q in questions
         ))
@@ -111,20 +84,16 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
         grade_error, grading = None, "batched"
         if items:
             ids = [i["id"] for i in items]
-            result = await ask_judge(
-                judge, render("discharge/judge_comprehension_grade.j2", items=items),
-                lambda t: parse_grades(t, ids), retries=judge_retries, protocol=grade_protocol(ids),
+            result = await ask(
+                judge, render("discharge/judge_comprehension_grade.j2", items=items), grade_protocol(ids), retries=judge_retries
             )
             if result.ok:
                 grades = result.value
             else:  # one item per call, so that one unreadable item does not lose the others
                 grade_error, grading = result.error, "per_item"
                 singles = await collect(*(
-                    ask_judge(
-                        judge, render("discharge/judge_comprehension_grade.j2", items=[item]),
-                        lambda t, i=item["id"]: parse_grades(t, [i]), retries=judge_retries,
-                        protocol=grade_protocol([item["id"]]),
-                    )
+                    ask(judge, render("discharge/judge_comprehension_grade.j2", items=[item]), grade_protocol([item["id"]]),
+                        retries=judge_retries)
                     for item in items
                 ))
                 for item, single in zip(items, singles):

@@ -7,18 +7,13 @@ from __future__ import annotations
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from bedside.prompts import render
-from bedside.protocols.discharge import JUDGE_QUALITY, Quality, Rating
+from bedside.calls import UNSCORED, ask, grader
+from bedside.protocols.discharge import AXES, JUDGE_QUALITY, read_quality
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import conversation_lines, educator_text, record, score_metrics, system_failure_score
-from bedside.scorers.judge import UNSCORED, ask_judge, grader
 from bedside.scorers.text_metrics import readability_async
 
-AXES = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
-
-
-def parse_quality(text: str) -> dict[str, Rating]:
-    quality: Quality = JUDGE_QUALITY.parse(text)
-    return {axis: getattr(quality, axis) for axis in AXES}
+parse_quality = read_quality  # the protocol's reader (old name)
 
 
 @scorer(metrics=score_metrics(*AXES, "readability"))
@@ -37,7 +32,7 @@ def conversation_quality(judge_retries: int = 2) -> Scorer:
             )
         judge, fallback = grader()
         prompt = render("discharge/judge_conversation_quality.j2", conversation=conversation_lines(rec.history))
-        result = await ask_judge(judge, prompt, parse_quality, retries=judge_retries, protocol=JUDGE_QUALITY)
+        result = await ask(judge, prompt, JUDGE_QUALITY, retries=judge_retries)
         ratings = result.value or {}
         value = {a: float(ratings[a].score) if a in ratings else UNSCORED for a in AXES}
         value["readability"] = fk

@@ -57,165 +57,53 @@ roles left unbound (``grader``; ``patient`` too with ``turns>0``), names in the 
 
 from __future__ import annotations
 
-import re
-from typing import Any
-
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
-from bedside.prompts import load_yaml, render
+from bedside.calls import UNSCORED, ask, grader
+from bedside.cpb_judges import (  # noqa: F401  (judge prompts re-exported under their old module)
+    CONTEXT_MODES,
+    DEFAULT_CONTEXT,
+    DOCTOR_ROLE,
+    _judgement,
+    criteria,
+    failure_messages,
+    judge_context,
+    judge_failure,
+    judge_system_prompt,
+    load_case,
+    overreaction_messages,
+    patient_turn,
+    persistence_messages,
+)
 from bedside.protocols.cpb import (
-    FAILURE_JUDGE,
     OVERREACTION_JUDGE,
     OVERREACTION_TYPES,
     PERSISTENCE_JUDGE,
-    FailureVerdict,
-    OverreactionVerdict,
-    PersistenceVerdict,
+    FAILURE_JUDGE,
+    OverreactionReading,
 )
 from bedside.records.cpb import CPBCase, ControlCase
 from bedside.roles import fallback_roles
-from bedside.scorers.judge import UNSCORED, JudgeResult, ask_judge, grader
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
-from bedside.solvers.cpb import DOCTOR_ROLE, PATIENT_ROLE, CPBStore, dialogue_turns, load_case, transcript_text
+from bedside.solvers.cpb import CPBStore
 
-CONTEXT_MODES: tuple[str, ...] = ("full_context", "current_turn", "min_turn")
-DEFAULT_CONTEXT = "full_context"
+
+def parse_failure(text: str, rule: str | None = None):
+    """The failure judge's reply read by its protocol (``rule``: ``official``/``strict``; default the run's)."""
+    return FAILURE_JUDGE.read(text, rule)[0]
+
+
+def parse_persistence(text: str, rule: str | None = None):
+    return PERSISTENCE_JUDGE.read(text, rule)[0]
+
+
+def parse_overreaction(text: str, rule: str | None = None):
+    return OVERREACTION_JUDGE.read(text, rule)[0]
+
 STRATA = ("category", "dataset", "language")  # sample-metadata keys for `bedside-report strata`
-
-
-# ---------------------------------------------------------------------------------------------
-# parsing judge replies (ValueError = unreadable, retried by ask_judge)
-
-_LEADING_BOOL = re.compile(r"^[\s*_`\"'(\[]*(true|false)\b[\s*_`\"')\].,:;!-]*(.*)$", re.IGNORECASE | re.DOTALL)
-_RESULT_LINE = re.compile(r"Result\s*\(\s*True\s+or\s+False\s*\)\s*\**\s*[:：]\s*[*_`\"'\s]*(True|False)\b", re.IGNORECASE)
-_REASON_LINE = re.compile(r"Reasons?\s*\**\s*[:：]\s*(.*)", re.IGNORECASE | re.DOTALL)
-
-
-def parse_failure(text: str) -> FailureVerdict:
-    """The failure judge's answer: bare ``True``/``False`` (True = failure), JSON, or a reply
-    starting with True/False followed by an explanation. Anything else is unreadable."""
-    try:
-        return FAILURE_JUDGE.parse(text)
-    except ValueError:
-        m = _LEADING_BOOL.match(text)
-        if m is None:
-            raise
-        return FailureVerdict(failure=m.group(1).lower() == "true", reason=m.group(2).strip())
-
-
-def parse_persistence(text: str) -> PersistenceVerdict:
-    """The persistence judge's ``Result (True or False): ...`` line (True = still failing) with
-    its ``Reason:``; a bare True/False or JSON is accepted too."""
-    m = _RESULT_LINE.search(text)
-    if m is not None:
-        reason = _REASON_LINE.search(text, m.end())
-        return PersistenceVerdict(persisted=m.group(1).lower() == "true", reason=reason.group(1).strip() if reason else "")
-    try:
-        return PERSISTENCE_JUDGE.parse(text)
-    except ValueError:
-        lead = _LEADING_BOOL.match(text)
-        if lead is None:
-            raise ValueError(f"no 'Result (True or False): ...' line in the judge reply: {text[:160]!r}") from None
-        return PersistenceVerdict(persisted=lead.group(1).lower() == "true", reason=lead.group(2).strip())
-
-
-def parse_overreaction(text: str) -> OverreactionVerdict:
-    return OVERREACTION_JUDGE.parse(text)
-
-
-# ---------------------------------------------------------------------------------------------
-# judge prompts
-
-
-def criteria(category: str) -> dict[str, str]:
-    return load_yaml("cpb/failure_criteria.yaml")[category]
-
-
-def patient_turn(case: CPBCase) -> str:
-    """The challenging patient turn (the annotated text; the segment's last patient turn if empty)."""
-    if case.patient_behavior_text.strip():
-        return case.patient_behavior_text
-    return next((t.text for t in reversed(case.conversation_segment) if t.speaker == "Patient"), "")
-
-
-def judge_context(case: CPBCase, mode: str = DEFAULT_CONTEXT) -> str:
-    """The conversation context the failure judge sees in context mode ``mode`` (module docstring)."""
-    if mode not in CONTEXT_MODES:
-        raise ValueError(f"context={mode!r}: use one of {list(CONTEXT_MODES)}")
-    turns = dialogue_turns(case.conversation_segment)
-    if mode == "current_turn":
-        return ""
-    if mode == "min_turn":
-        for i in range(len(turns) - 1, -1, -1):
-            if turns[i].role == DOCTOR_ROLE and (i == 0 or turns[i - 1].role == PATIENT_ROLE):
-                return transcript_text(turns[i:])
-    return transcript_text(turns)
-
-
-def judge_system_prompt() -> str:
-    return render("cpb/judge_system.j2")
-
-
-def failure_messages(case: CPBCase, reply: str, context: str = DEFAULT_CONTEXT) -> list[ChatMessage]:
-    user = render(
-        "cpb/failure_judge.j2",
-        category=case.behavior_category,
-        criterion=criteria(case.behavior_category)["criterion"],
-        context=judge_context(case, context),
-        patient_turn=patient_turn(case),
-        reply=reply,
-    )
-    return [ChatMessageSystem(content=judge_system_prompt()), ChatMessageUser(content=user)]
-
-
-def overreaction_messages(case: ControlCase, reply: str) -> list[ChatMessage]:
-    user = render(
-        "cpb/overreaction_judge.j2",
-        context=transcript_text(dialogue_turns(case.conversation_segment)),
-        reply=reply,
-        types=load_yaml("cpb/overreaction_types.yaml"),
-    )
-    return [ChatMessageSystem(content=render("cpb/overreaction_system.j2")), ChatMessageUser(content=user)]
-
-
-def persistence_messages(case: CPBCase, first_reply: str, continuation: list[dict[str, Any]]) -> list[ChatMessage]:
-    c = criteria(case.behavior_category)
-    lines = [f"{'Doctor' if t['role'] == DOCTOR_ROLE else 'Patient'}: {t['message']}" for t in continuation]
-    user = render(
-        "cpb/persistence_judge.j2",
-        category=case.behavior_category,
-        criterion=c["criterion"],
-        corrected=c["corrected"],
-        persisted=c["persisted"],
-        context=transcript_text(dialogue_turns(case.conversation_segment)),
-        initial_reply=first_reply,
-        continuation="\n\n".join(lines),
-    )
-    return [ChatMessageSystem(content=judge_system_prompt()), ChatMessageUser(content=user)]
-
-
-# ---------------------------------------------------------------------------------------------
-# judge calls
-
-
-def _judgement(result: JudgeResult[Any], key: str, value: dict[str, Any] | None) -> dict[str, Any]:
-    value = value or {}
-    return {key: value.get(key), **{k: v for k, v in value.items() if k != key}, "replies": result.replies, "error": result.error}
-
-
-async def judge_failure(case: CPBCase, reply: str, retries: int = 2, context: str = DEFAULT_CONTEXT,
-                        model: Model | None = None) -> dict[str, Any]:  # fmt: skip
-    """The failure judgement of ``reply`` (``failure`` None when unreadable)."""
-    if model is None:
-        model, _ = grader()
-    result = await ask_judge(model, failure_messages(case, reply, context), parse_failure, retries, protocol=FAILURE_JUDGE)
-    judgement = _judgement(result, "failure", result.value.model_dump() if result.value else None)
-    judgement["context"] = context
-    return judgement
 
 
 def _no_reply(record: CPBStore, keys: dict[str, float], fallbacks: list[str]) -> Score:
@@ -281,9 +169,8 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
         if record.reply is None:
             return _no_reply(record, {"overreaction": UNSCORED, **{t: UNSCORED for t in OVERREACTION_TYPES}}, fallbacks)
         model, _ = grader()
-        result = await ask_judge(model, overreaction_messages(case, record.reply), parse_overreaction, judge_retries,
-                                 protocol=OVERREACTION_JUDGE)  # fmt: skip
-        verdict: OverreactionVerdict | None = result.value
+        result = await ask(model, overreaction_messages(case, record.reply), OVERREACTION_JUDGE, retries=judge_retries)
+        verdict: OverreactionReading | None = result.value
         judgement = _judgement(
             result, "overreacted",
             None if verdict is None else {"overreacted": verdict.overreacted, "verdict": verdict.verdict,
@@ -336,8 +223,8 @@ def cpb_persistence(judge_retries: int = 2) -> Scorer:
             )  # fmt: skip
         model, _ = grader()
         assert record.reply is not None
-        result = await ask_judge(model, persistence_messages(case, record.reply, record.continuation), parse_persistence,
-                                 judge_retries, protocol=PERSISTENCE_JUDGE)  # fmt: skip
+        result = await ask(model, persistence_messages(case, record.reply, record.continuation), PERSISTENCE_JUDGE,
+                           retries=judge_retries)
         judgement = _judgement(result, "persisted", result.value.model_dump() if result.value else None)
         persisted = judgement["persisted"]
         reason = judgement.get("reason") or ""

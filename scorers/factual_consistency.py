@@ -20,21 +20,16 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 
+from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.prompts import render
-from bedside.protocols.discharge import JUDGE_FACTUAL, FactualAnswers
+from bedside.protocols.discharge import JUDGE_FACTUAL, read_factual
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import (case, conversation_lines, is_not_applicable, record, score_metrics,
                                               system_failure_score)
-from bedside.scorers.judge import REFERENCE_CACHE, UNSCORED, ask_judge, grader
 from bedside.scorers.text_metrics import cosine_async, rouge_l_async
 
 N_QUESTIONS = 6
-
-
-def parse_answers(text: str) -> list[str]:
-    """The six answers (list answers joined with "; "); ``ValueError`` if unreadable."""
-    answers: FactualAnswers = JUDGE_FACTUAL.parse(text)
-    return [item.text().strip() for item in answers.answers]
+parse_answers = read_factual  # the protocol's reader (old name)
 
 
 @scorer(metrics=score_metrics("rouge_l", "cosine"))
@@ -49,11 +44,10 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
             return Score(value=empty, explanation="no dialogue", metadata={"end_reason": rec.end_reason})
         judge, fallback = grader()
         note_side, dialogue_side = await collect(
-            ask_judge(judge, render("discharge/judge_factual_consistency.j2", source=the_case.discharge_note),
-                      parse_answers, retries=judge_retries, cache=REFERENCE_CACHE if cache_references else False,
-                      protocol=JUDGE_FACTUAL),
-            ask_judge(judge, render("discharge/judge_factual_consistency.j2", source="\n".join(conversation_lines(rec.history))),
-                      parse_answers, retries=judge_retries, protocol=JUDGE_FACTUAL),
+            ask(judge, render("discharge/judge_factual_consistency.j2", source=the_case.discharge_note),
+                JUDGE_FACTUAL, retries=judge_retries, cache=REFERENCE_CACHE if cache_references else False),
+            ask(judge, render("discharge/judge_factual_consistency.j2", source="\n".join(conversation_lines(rec.history))),
+                JUDGE_FACTUAL, retries=judge_retries),
         )
         meta = {"note_answers": note_side.value, "dialogue_answers": dialogue_side.value,
                 "judge_error": note_side.error or dialogue_side.error, "grader_fallback": fallback,

@@ -10,11 +10,14 @@ of evidence per item (bedside prompts; the official format has none). By default
 one call, as in the official code; ``batch_size`` (``-T judge_batch_size``) splits long rubrics into several
 calls over the same trajectory.
 
-Items the evaluator leaves out (or whose keys do not match the rubric): the official code drops them from the
-case's denominator. bedside does not: such a reply is *unreadable*, is retried with a fresh sample
-(``retries``), and if it stays unreadable the case is **unscored** (all rates NaN: left out of every metric,
-counted by Inspect as unscored, in ``judge_unscored`` and in ``items_unscored``), never scored on part of its
-rubric. A case whose encounter ended with ``error`` (a model failure; the official code crashes and has no
+Reading the evaluator's reply (``-T reading=``). ``official`` (default), as the official counter
+(``compute_bench_5model.score_run``) counts: every key the evaluator returns is counted, so items it leaves
+out drop from the case's denominator (counted in ``items_unscored``) and keys the rubric does not have are
+counted under their competency (named in the metadata, ``extra_items``); a reply with no verdict at all is
+unreadable. ``strict`` (bedside's reading): a reply that leaves an item out or whose keys do not match the
+rubric is *unreadable*. An unreadable reply is retried with a fresh sample (``retries``), and if it stays
+unreadable the case is **unscored** (all rates NaN: left out of every metric, counted by Inspect as
+unscored, in ``judge_unscored`` and in ``items_unscored``), never scored on part of its rubric. A case whose encounter ended with ``error`` (a model failure; the official code crashes and has no
 result) is not evaluated: unscored, counted in ``erroneous``.
 
 Score keys. The headline block (Inspect's summary, :func:`rubric_rates`) shows ``micro``, ``macro`` and
@@ -57,7 +60,7 @@ import numpy as np
 
 from bedside.records.medsp import COMPETENCIES, RubricItem, Scenario
 from bedside.roles import fallback_roles
-from bedside.scorers.judge import UNSCORED, JudgeResult, ask_judge, grader
+from bedside.calls import UNSCORED, Answer, ask, grader
 from bedside.intervals import UNIT, case_bootstrap, mean_interval
 from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable
@@ -89,21 +92,15 @@ def batches(items: Sequence[RubricItem], batch_size: int) -> list[list[RubricIte
 
 async def judge_rubric(
     model: Model, prompts: PromptSet, scenario: Scenario, items: Sequence[RubricItem], state: SimState, retries: int, batch_size: int
-) -> JudgeResult[Evaluation]:
+) -> Answer[Evaluation]:
     """Every item judged (one call per batch, each retried on its own). All or nothing: if any batch stays
     unreadable the result has no value (the case is unscored)."""
 
-    async def one(batch: list[RubricItem]) -> JudgeResult[Evaluation]:
-        return await ask_judge(
-            model,
-            evaluator_messages(prompts, scenario, batch, state),
-            lambda text: prompts.read_evaluation(text, batch),
-            retries=retries,
-            protocol=prompts.evaluator_protocol(batch),
-        )
+    async def one(batch: list[RubricItem]) -> Answer[Evaluation]:
+        return await ask(model, evaluator_messages(prompts, scenario, batch, state), prompts.evaluator_protocol(batch), retries=retries)
 
     results = await collect(*(one(b) for b in batches(items, batch_size)))
-    merged = JudgeResult[Evaluation](value=Evaluation(verdicts={}), replies=[r for res in results for r in res.replies])
+    merged = Answer[Evaluation](value=Evaluation(verdicts={}), replies=[r for res in results for r in res.replies])
     for res in results:
         if not res.ok:
             merged.value, merged.error = None, res.error
@@ -112,16 +109,25 @@ async def judge_rubric(
         merged.value.verdicts.update(res.value.verdicts)
         merged.value.reasoning += res.value.reasoning
         merged.value.notes += res.value.notes
+        merged.value.extra += res.value.extra
     return merged
 
 
-def tally(items: Sequence[RubricItem], verdicts: dict[str, dict[str, Any]] | None) -> Counts:
+def tally(
+    items: Sequence[RubricItem], verdicts: dict[str, dict[str, Any]] | None, extra: Sequence[dict[str, Any]] = ()
+) -> Counts:
+    """competency -> [met, judged] over the judged rubric items (an item without a verdict is left out, as
+    the official counter leaves it out) and the ``extra`` keys the official reading counts."""
     counts: Counts = {c: [0, 0] for c in COMPETENCIES}
     if verdicts is None:
         return counts
     for item in items:
-        counts[item.competency][0] += int(bool(verdicts[item.id]["met"]))
-        counts[item.competency][1] += 1
+        if item.id in verdicts:
+            counts[item.competency][0] += int(bool(verdicts[item.id]["met"]))
+            counts[item.competency][1] += 1
+    for key in extra:
+        counts[key["competency"]][0] += int(bool(key["met"]))
+        counts[key["competency"]][1] += 1
     return counts
 
 
@@ -263,20 +269,21 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
         items = scenario.rubric.items()
         fallbacks = fallback_roles(ROLES)
 
-        result: JudgeResult[Evaluation]
+        result: Answer[Evaluation]
         if record.end_reason == ERROR:
-            result = JudgeResult(value=None, error=f"not evaluated: the encounter ended with an error ({record.error})")
+            result = Answer(value=None, error=f"not evaluated: the encounter ended with an error ({record.error})")
         elif not items:  # the dataset leaves such scenarios out; nothing to ask
-            result = JudgeResult(value=None, error="the rubric has no item")
+            result = Answer(value=None, error="the rubric has no item")
         else:
             model, _ = grader()
             result = await judge_rubric(model, prompt_set, scenario, items, sim, retries, batch_size)
         verdicts = result.value.verdicts if result.value is not None else None
-        counts = tally(items, verdicts)
+        extra = result.value.extra if result.value is not None else []
+        counts = tally(items, verdicts, extra)
         met = sum(v[0] for v in counts.values())
         judged = sum(v[1] for v in counts.values())
         ratio, competency_mean = case_rates(counts)
-        judgements = [{**item.model_dump(), **(verdicts[item.id] if verdicts else {"met": None, "evidence": None})} for item in items]
+        judgements = [{**item.model_dump(), **((verdicts or {}).get(item.id) or {"met": None, "evidence": None})} for item in items]
         if verdicts is None:
             explanation = f"UNSCORED: {result.error or 'no rubric item to judge'}"
         else:
@@ -292,7 +299,7 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
                 "macro": competency_mean,
                 "scenario_mean": ratio,
                 "judge_unscored": float(verdicts is None and record.end_reason != ERROR and bool(items)),
-                "items_unscored": float(len(items) - judged),
+                "items_unscored": float(sum(1 for i in items if verdicts is None or i.id not in verdicts)),
                 "erroneous": float(record.end_reason == ERROR),
                 "scenario_complete": float(record.end_reason == SCENARIO_COMPLETE),
                 "examinee_turns": float(record.examinee_turns),
@@ -309,6 +316,7 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
                 "items": judgements,
                 "reasoning": result.value.reasoning if result.value is not None else [],
                 "evaluator_notes": result.value.notes if result.value is not None else [],
+                "extra_items": extra,
                 "judge_error": result.error,
                 "judge_replies": len(result.replies),
                 "end_reason": record.end_reason,

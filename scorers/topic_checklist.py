@@ -9,43 +9,21 @@ topic_checklist.yaml``; the score counts only the case's applicable questions (i
 
 from __future__ import annotations
 
-import re
-
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
-from bedside.jsonreply import extract_json
+from bedside.calls import UNSCORED, ask, grader
 from bedside.prompts import load_yaml, render
-from bedside.protocols.discharge import JUDGE_CHECKLIST, ChecklistAnswer, keyed
+from bedside.protocols.discharge import checklist_protocol, normalise_id, read_checklist  # noqa: F401
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import case, conversation_lines, record, score_metrics, system_failure_score
-from bedside.scorers.judge import UNSCORED, ask_judge, grader
 
 
 def checklist() -> list[dict]:
     return load_yaml("discharge/topic_checklist.yaml")["questions"]
 
 
-def normalise_id(key: str) -> str:
-    """``"q2_1"``, ``"Q2.1"``, ``"Q2-1"`` → ``"Q2.1"`` (the paper's Figure 11 mixes forms)."""
-    return re.sub(r"[_\-]", ".", key.strip().upper())
-
-
-def parse_checklist(text: str, required: list[str]) -> dict[str, tuple[bool, str]]:
-    found = extract_json(text, dict)
-    if found is None:
-        raise ValueError("no JSON object in the reply")
-    answers: dict[str, tuple[bool, str]] = {}
-    for key, item in found.value.items():
-        if not isinstance(item, dict) or not isinstance(item.get("answer"), str):
-            continue
-        answer = item["answer"].strip().lower()
-        if answer in ("yes", "no"):
-            answers[normalise_id(key)] = (answer == "yes", str(item.get("reason", "")))
-    missing = [q for q in required if q not in answers]
-    if missing:
-        raise ValueError(f"no yes/no answer for applicable question(s) {missing}")
-    return answers
+parse_checklist = read_checklist  # the protocol's reader (old name)
 
 
 def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, float]) -> float:
@@ -76,8 +54,8 @@ def topic_checklist(judge_retries: int = 2) -> Scorer:
             patient_note=the_case.discharge_note,
             conversation=conversation_lines(rec.history),
         )
-        protocol = JUDGE_CHECKLIST.using(keyed("TopicChecklist", [q["id"] for q in questions], ChecklistAnswer))
-        result = await ask_judge(judge, prompt, lambda t: parse_checklist(t, applicable), retries=judge_retries, protocol=protocol)
+        protocol = checklist_protocol([q["id"] for q in questions], applicable)
+        result = await ask(judge, prompt, protocol, retries=judge_retries)
         if not result.ok:
             return Score(value={"tcs": UNSCORED, "unscored": 1.0}, explanation=f"unscored: {result.error}",
                          metadata={"judge_error": result.error, "judge_replies": result.replies,

@@ -16,10 +16,10 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageUser, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
 
+from bedside.calls import ask
 from bedside.mimic.extract import RESULT_KEY, assemble, check_endpoint, model_identity
 from bedside.prompts import render
 from bedside.protocols.mimic import EXTRACT
-from bedside.scorers.judge import ask_judge
 
 
 @solver
@@ -50,7 +50,7 @@ def extract_case(retries: int = 2, cache: bool = False):
         record = dict(state.metadata)
         messages = [ChatMessageUser(content=extraction_prompt(record))]
         state.messages = list(messages)
-        result = await ask_judge(get_model(), messages, retries=retries, cache=cache, protocol=EXTRACT)
+        result = await ask(get_model(), messages, EXTRACT, retries=retries, cache=cache)
         last = result.replies[-1] if result.replies else ""
         problem = result.error.replace("judge", "extraction") if result.error else None
         assembled = assemble(record, result.value, problem=problem, last_reply=last)

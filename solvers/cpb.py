@@ -75,7 +75,15 @@ from pydantic import Field
 
 from bedside.prompts import load_yaml, render
 from bedside.protocols import Protocol
-from bedside.protocols.cpb import (
+from bedside.protocols.cpb import (  # noqa: F401  (END_TAG, PATIENT_ENDED: re-exported)
+    _DOCTOR_LABEL,
+    END_TAG,
+    PATIENT_ENDED,
+    read_analysis,
+    read_doctor,
+    read_patient,
+    read_self_check,
+    read_step_by_step,
     ANALYSIS,
     DOCTOR,
     DOCTOR_CHAT,
@@ -84,10 +92,19 @@ from bedside.protocols.cpb import (
     PATIENT,
     SELF_CHECK,
 )
-from bedside.records.cpb import CPBCase, ControlCase, DialogueTurn
+from bedside.cpb_judges import (  # noqa: F401  (dialogue helpers re-exported)
+    DOCTOR_ROLE,
+    PATIENT_ROLE,
+    dialogue_turns,
+    judge_failure,
+    load_case,
+    transcript_text,
+)
+from bedside.records.cpb import CPBCase, ControlCase
 from bedside.roles import role_model
-from bedside.scorers.judge import ask_judge
-from bedside.solvers.encounter import ChatAgent, GenerationError, Reply, ReplyParseError, Turn, run_encounter
+from bedside.calls import GenerationError, ask
+from bedside.protocols import Reply
+from bedside.solvers.encounter import ChatAgent, Turn, run_encounter
 
 MITIGATIONS: tuple[str, ...] = ("none", "step_by_step", "behavior_instruction", "analyze_patient", "self_check")
 MITIGATION_ALIASES: dict[str, str] = {
@@ -111,12 +128,7 @@ CONTINUATION_ATTEMPTS = 3
 PATIENT_TEMPERATURE = 0.7
 #: seeds of a re-run continuation attempt start at ``attempt * SEED_STRIDE`` (fresh samples)
 SEED_STRIDE = 1000
-END_TAG = "[End of Conversation]"
-PATIENT_ENDED = "patient_ended"
 
-DOCTOR_ROLE, PATIENT_ROLE = "doctor", "patient"
-_SPEAKER_ROLE = {"Doctor": DOCTOR_ROLE, "Patient": PATIENT_ROLE}
-_ROLE_LABEL = {DOCTOR_ROLE: "Doctor", PATIENT_ROLE: "Patient"}
 
 
 def mitigation_name(value: str | None) -> str:
@@ -148,88 +160,9 @@ class CPBStore(StoreModel):
     agent_stats: dict[str, dict[str, int]] = Field(default_factory=dict)
 
 
-# ---------------------------------------------------------------------------------------------
-# dialogue helpers
-
-
-def dialogue_turns(turns: Sequence[DialogueTurn], source: str = "original") -> list[Turn]:
-    """Dataset turns → encounter turns (roles ``doctor``/``patient``)."""
-    return [
-        Turn(index=i, role=_SPEAKER_ROLE[t.speaker], message=t.text, data={"turn_index": t.index, "source": source})
-        for i, t in enumerate(turns)
-    ]
-
-
-def transcript_text(turns: Sequence[Turn], sep: str = "\n") -> str:
-    """One ``Doctor: ...`` / ``Patient: ...`` line per turn (English labels for every language,
-    nothing merged), as the official code renders a dialogue for the doctor and the judges."""
-    return sep.join(f"{_ROLE_LABEL.get(t.role, t.role)}: {t.message}" for t in turns)
-
-
-def load_case(metadata: dict[str, Any]) -> CPBCase | ControlCase:
-    model = CPBCase if metadata.get("kind") == "positive" else ControlCase
-    return model.model_validate(metadata["case"])
-
-
-_DOCTOR_LABEL = re.compile(r"^\s*(?:\*\*)?(?:doctor|医生)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)
-_PATIENT_LABEL = re.compile(r"^\s*(?:\*\*)?(?:patient|患者|病人)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)
-_FINAL_MARKER = re.compile(r"\**\s*Final\s+Doctor'?s?\s+Response\s*\**\s*[:：]\s*\**", re.IGNORECASE)
-_VERDICT = re.compile(r"Verdict\s*\**\s*[:：]\s*\**\s*(PASS|REVISE)\b", re.IGNORECASE)
-_ISSUES = re.compile(r"Issues\s*\**\s*[:：]\s*(.*?)(?=\**\s*Revised\s+Response\s*\**\s*[:：]|\Z)", re.IGNORECASE | re.DOTALL)
-_REVISED = re.compile(r"Revised\s+Response\s*\**\s*[:：]\s*\**\s*(.*)", re.IGNORECASE | re.DOTALL)
-
-
-def parse_doctor(text: str) -> Reply:
-    """A doctor reply: prose; a leading ``Doctor:`` label is removed; empty is unreadable."""
-    message = _DOCTOR_LABEL.sub("", text.strip(), count=1).strip()
-    if not message:
-        raise ReplyParseError("empty doctor reply")
-    return Reply(message=message, raw=text)
-
-
-def parse_step_by_step(text: str) -> Reply:
-    """Reasoning, then the reply after ``Final Doctor's Response:`` (the last one, as upstream).
-    Without the marker the whole text is the reply (counted as repaired)."""
-    parts = _FINAL_MARKER.split(text)
-    if len(parts) > 1:
-        reply = parse_doctor(parts[-1])
-        reasoning = _FINAL_MARKER.sub("", "".join(parts[:-1])).strip()
-        return Reply(message=reply.message, raw=text, data={"reasoning": reasoning, "final_marker": True})
-    reply = parse_doctor(text)
-    return Reply(message=reply.message, raw=text, repaired=True, data={"reasoning": "", "final_marker": False})
-
-
-def parse_patient(text: str) -> Reply:
-    """A continuation-patient reply: prose; a leading ``Patient:`` label is removed;
-    ``[End of Conversation]`` ends the continuation."""
-    stripped = _PATIENT_LABEL.sub("", text.strip(), count=1).strip()
-    if not stripped:
-        raise ReplyParseError("empty patient reply")
-    if END_TAG.lower() in stripped.lower():
-        message = re.sub(re.escape(END_TAG), "", stripped, flags=re.IGNORECASE).strip() or END_TAG
-        return Reply(message=message, raw=text, ends_session=True, data={"end_reason": PATIENT_ENDED})
-    return Reply(message=stripped, raw=text)
-
-
-def parse_analysis(text: str) -> str:
-    if not text.strip():
-        raise ValueError("empty analysis")
-    return text.strip()
-
-
-def parse_self_check(text: str) -> dict[str, str]:
-    """The self-check review: ``Verdict: PASS`` or ``Verdict: REVISE`` with ``Issues:`` and
-    ``Revised Response:`` (everything after it). No verdict line = unreadable (retried)."""
-    verdict = _VERDICT.search(text)
-    if verdict is None:
-        raise ValueError(f"no 'Verdict: PASS|REVISE' line in the review: {text[:160]!r}")
-    out = {"verdict": verdict.group(1).upper(), "issues": "", "revised_response": ""}
-    if out["verdict"] == "REVISE":
-        issues = _ISSUES.search(text, verdict.end())
-        revised = _REVISED.search(text, verdict.end())
-        out["issues"] = issues.group(1).strip() if issues else ""
-        out["revised_response"] = revised.group(1).strip() if revised else ""
-    return out
+# the readers live with their protocols (bedside/protocols/cpb.py); old names kept
+parse_doctor, parse_step_by_step, parse_patient = read_doctor, read_step_by_step, read_patient
+parse_analysis, parse_self_check = read_analysis, read_self_check
 
 
 # ---------------------------------------------------------------------------------------------
@@ -319,9 +252,8 @@ class CPBDoctor(DialogueAgent):
         analysis_text = ""
         conversation = self.conversation(history)
         if self.mitigation == "analyze_patient":
-            analysis = await ask_judge(
-                self.model, render("cpb/analyze_patient.j2", conversation=conversation), parse_analysis,
-                self.parse_retries, protocol=ANALYSIS,
+            analysis = await ask(
+                self.model, render("cpb/analyze_patient.j2", conversation=conversation), ANALYSIS, retries=self.parse_retries,
             )  # fmt: skip
             self.stats["analysis_calls"] += len(analysis.replies)
             if not analysis.ok:
@@ -332,9 +264,9 @@ class CPBDoctor(DialogueAgent):
         self.last_messages = messages
         reply = await self.ask(messages, attempt + self.seed_offset)
         if self.mitigation == "self_check":
-            review = await ask_judge(
-                self.model, render("cpb/self_check.j2", conversation=conversation, reply=reply.message),
-                parse_self_check, self.parse_retries, protocol=SELF_CHECK,
+            review = await ask(
+                self.model, render("cpb/self_check.j2", conversation=conversation, reply=reply.message), SELF_CHECK,
+                retries=self.parse_retries,
             )  # fmt: skip
             self.stats["self_check_calls"] += len(review.replies)
             extra["draft"] = reply.message
@@ -364,7 +296,6 @@ def make_doctor(
         system_prompt="",
         policy="observe",
         protocol=doctor_protocol(mitigation, doctor_format),
-        parse=parse_step_by_step if mitigation == "step_by_step" else parse_doctor,
         kickoff=render("cpb/kickoff.j2") if doctor_format == "chat" else None,
         render_own=lambda turn: turn.message,
         parse_retries=parse_retries,
@@ -455,7 +386,6 @@ def cpb_continuation(
     turns = int(turns)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        from bedside.scorers.cpb import judge_failure  # the scorer module imports this one
 
         case = load_case(state.metadata)
         if not isinstance(case, CPBCase):
@@ -486,7 +416,6 @@ def cpb_continuation(
             system_prompt=patient_system_prompt(case),
             policy="none",
             protocol=PATIENT,
-            parse=parse_patient,
             parse_retries=parse_retries,
             prefix=prefix,
         )

@@ -34,7 +34,6 @@ from bedside.solvers.encounter import (
     ChatAgent,
     GenerationError,
     Turn,
-    parse_utterance,
     run_encounter,
     utterance_json,
 )
@@ -51,6 +50,7 @@ class EncounterStore(StoreModel):
     error: str | None = None
     completion_ignored: list[int] = Field(default_factory=list)
     soft_corrections: int = 0
+    unread_observations: list[int] = Field(default_factory=list)  # educator turns whose verdict was unreadable
     role_fallbacks: list[str] = Field(default_factory=list)
     agent_stats: dict[str, dict[str, int]] = Field(default_factory=dict)
     comprehension: list[dict] = Field(default_factory=list)
@@ -147,7 +147,6 @@ def discharge_encounter(
             system_prompt=patient_prompt(case, persona, behavior_overlay(state.metadata.get("behavior", "none"))),
             policy="moderate",
             protocol=PATIENT,
-            parse=parse_utterance,
             render_own=utterance_json,
             parse_retries=parse_retries,
         )
@@ -173,6 +172,7 @@ def discharge_encounter(
         record.error = result.error
         record.completion_ignored = result.completion_ignored
         record.soft_corrections = result.soft_corrections
+        record.unread_observations = result.unread_observations
         state.metadata["end_reason"] = result.end_reason
 
         if result.history and result.end_reason not in SYSTEM_FAILURES:  # a failed session is not scored

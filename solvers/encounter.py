@@ -28,9 +28,12 @@ The monitor's ``action`` field is recorded but the policy above decides, as in A
 A positive ``session_complete`` is honoured only once the history holds ``min_turns`` turns;
 below that it is logged and ignored. ``max_turns`` caps the history length. A model error
 (e.g. the context window overflowing) ends the encounter with ``error``; what was accepted is
-kept. A verdict that stays unreadable after the supervisor's retries ends the encounter with
-``system_failure`` (the paper counts JSON-decoding errors as system-level failures, excluded from
-Table 1's n); a supervised turn is never accepted unsupervised. One *turn* is one accepted message
+kept. A verdict on a supervised (``moderate``) turn that stays unreadable after the supervisor's
+retries ends the encounter with ``system_failure`` (the paper counts JSON-decoding errors as
+system-level failures, excluded from Table 1's n); a supervised turn is never accepted unsupervised.
+An unreadable verdict on an observed (``observe``) turn blocks nothing: the turn is kept, the
+observation is recorded and counted (``unread_observations``), and ``session_complete`` reads as
+false. One *turn* is one accepted message
 of either agent (the paper's ``|H|``).
 """
 
@@ -54,8 +57,17 @@ from inspect_ai.model import (
 from inspect_ai.util import LimitExceededError, span
 from pydantic import BaseModel, Field
 
-from bedside.protocols import Protocol as ReplyProtocol
-from bedside.protocols.discharge import Utterance, Verdict  # noqa: F401  (Verdict: the supervisor's reply)
+from bedside.calls import (  # noqa: F401  (re-exported)
+    PROGRAMMING_ERRORS,
+    GenerationError,
+    ReplyParseError,
+    ask,
+    attempt_config,
+    describe_failure,
+    generate_checked,
+)
+from bedside.protocols import Protocol as ReplyProtocol, Reply, plain_text
+from bedside.protocols.discharge import Verdict  # noqa: F401  (Verdict: the supervisor's reply)
 
 Policy = Literal["observe", "moderate", "none"]
 
@@ -110,26 +122,8 @@ class Supervisor(Protocol):
         ...
 
 
-class ReplyParseError(ValueError):
-    """An agent reply that cannot be read (after repair)."""
-
-
-class GenerationError(RuntimeError):
-    """A model call failed (API error, context overflow, unreadable replies)."""
-
-
-@dataclass
-class Reply:
-    message: str
-    raw: str
-    data: dict[str, Any] = field(default_factory=dict)
-    repaired: bool = False
-    ends_session: bool = False
-
-
-def plain_text(text: str) -> Reply:
-    """Parser for prose agents (the educator): the reply is the message."""
-    return Reply(message=text.strip(), raw=text)
+# the model-call layer's types, re-exported for the encounter's users
+__all__ = ["GenerationError", "ReplyParseError", "Reply", "plain_text", "attempt_config", "generate_checked"]
 
 
 def looks_like_prose(text: str) -> bool:
@@ -137,79 +131,9 @@ def looks_like_prose(text: str) -> bool:
     return bool(stripped) and not stripped.startswith(("{", "[", "```"))
 
 
-def parse_utterance(text: str) -> Reply:
-    """Parser for simulated patients that answer ``{"utterance": ...}``. Fenced or wrapped JSON is
-    repaired; a reply in plain prose (no JSON at all) is kept as the utterance and counted as
-    repaired; anything else (empty, JSON without a usable ``utterance``) is unreadable and retried."""
-    if "{" in text:
-        try:
-            value, repaired = UTTERANCE.read(text)
-        except ValueError as ex:
-            raise ReplyParseError(f"JSON reply without a usable 'utterance' ({ex}): {text[:200]!r}") from ex
-        if value.utterance.strip():
-            return Reply(message=value.utterance.strip(), raw=text, repaired=repaired)
-        raise ReplyParseError(f"JSON reply with an empty 'utterance': {text[:200]!r}")
-    if looks_like_prose(text):
-        return Reply(message=text.strip(), raw=text, repaired=True)
-    raise ReplyParseError(f"reply is neither {{'utterance': ...}} JSON nor prose: {text[:200]!r}")
-
-
-#: how ``parse_utterance`` reads JSON (the patient's and the comprehension answers' reply model)
-UTTERANCE = ReplyProtocol("utterance", "", "system", Utterance)
-
-
 def utterance_json(turn: Turn) -> str:
     """How an utterance agent sees its own past turns: the canonical JSON it is asked to produce."""
     return json.dumps({"utterance": turn.message}, ensure_ascii=False)
-
-
-def attempt_config(attempt: int) -> GenerateConfig:
-    """Config for a regeneration: a distinct ``seed`` per attempt, so a regenerated turn is a fresh
-    sample (and not a cache hit of the rejected one). The first attempt uses the model's own config."""
-    return GenerateConfig() if attempt == 0 else GenerateConfig(seed=attempt)
-
-
-#: Bugs, not model failures: these propagate (the sample errors visibly) instead of ending the
-#: encounter with ``error``.
-PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
-    NameError, TypeError, AttributeError, KeyError, IndexError, AssertionError, ImportError,
-)
-
-
-def describe_failure(ex: BaseException) -> str:
-    """A provider failure as one readable line. When Inspect's retries run out, tenacity raises a
-    ``RetryError`` whose text is only a future's repr; report the last attempt's own error (status
-    and message from the provider) and how many attempts were made."""
-    from tenacity import RetryError
-
-    if isinstance(ex, RetryError):
-        last = ex.last_attempt
-        cause = last.exception() if last is not None and last.failed else None
-        if cause is not None:
-            return f"{type(cause).__name__} after {last.attempt_number} attempt(s): {cause}"
-    return f"{type(ex).__name__}: {ex}"
-
-
-async def generate_checked(
-    model: Model, messages: list[ChatMessage], config: GenerateConfig, protocol: ReplyProtocol | None = None
-) -> ModelOutput:
-    """``model.generate`` that turns provider failures and context overflow into GenerationError.
-    Inspect's own limits (token/time/message limits) propagate unchanged. With a ``protocol`` the
-    call is tagged with it (and asks for structured output when the task enabled it)."""
-    if protocol is not None:
-        messages = protocol.tag(messages)
-        config = config.merge(protocol.config())
-    try:
-        output = await model.generate(messages, config=config)
-    except (LimitExceededError, *PROGRAMMING_ERRORS):
-        raise
-    except Exception as ex:  # provider/API failure (after Inspect's own retries): the encounter's error
-        raise GenerationError(describe_failure(ex)) from ex
-    if output.stop_reason == "model_length":
-        raise GenerationError("context window exceeded (stop_reason=model_length)")
-    if output.error:
-        raise GenerationError(str(output.error))
-    return output
 
 
 @dataclass
@@ -220,9 +144,8 @@ class ChatAgent:
     model: Model
     system_prompt: str
     policy: Policy = "observe"
-    protocol: ReplyProtocol | None = None  # the reply format every call of this agent is tagged with
+    protocol: ReplyProtocol | None = None  # the contract of this agent's calls (its parser reads every reply)
     config: GenerateConfig = field(default_factory=GenerateConfig)  # e.g. a role's sampling temperature
-    parse: Callable[[str], Reply] = plain_text
     kickoff: str | None = None  # user message placed first when the agent would open the chat
     sees: Callable[[Turn], bool] = lambda turn: True  # visibility of others' turns
     render_own: Callable[[Turn], str] = lambda turn: turn.raw or turn.message
@@ -266,33 +189,26 @@ class ChatAgent:
         attempt: int = 0,
         protocol: ReplyProtocol | None = None,
         config: GenerateConfig | None = None,
-        parse: Callable[[str], Reply] | None = None,
     ) -> Reply:
-        """Generate and parse; unreadable replies are retried with fresh samples (``seed``), then
-        raise. ``protocol``, ``config`` and ``parse`` override the agent's own for this call (e.g. a
-        comprehension question, a sampling temperature)."""
-        parse = parse or self.parse
-        last_error = ""
-        for parse_attempt in range(self.parse_retries + 1):
-            self.stats["calls"] += 1
-            cfg = attempt_config(attempt + parse_attempt).merge(self.config)
-            if config is not None:
-                cfg = cfg.merge(config)
-            output = await generate_checked(self.model, messages, cfg, protocol or self.protocol)
-            try:
-                reply = parse(output.completion)
-            except ReplyParseError as ex:
-                self.stats["unparsed"] += 1
-                last_error = str(ex)
-                transcript().info(
-                    {"role": self.role, "unparsed_reply": output.completion, "error": last_error},
-                    source="parse",
-                )
-                continue
-            if reply.repaired:
-                self.stats["repaired"] += 1
-            return reply
-        raise GenerationError(f"{self.role}: no readable reply after {self.parse_retries + 1} tries: {last_error}")
+        """One call through :func:`bedside.calls.ask`: unreadable replies are retried with fresh samples
+        (``seed``), then :class:`GenerationError`. ``protocol`` and ``config`` override the agent's own for
+        this call (e.g. a comprehension question, a sampling temperature)."""
+        protocol = protocol or self.protocol
+        if protocol is None:
+            raise TypeError(f"{self.role}: an agent's call needs a protocol")
+        answer = await ask(
+            self.model,
+            messages,
+            protocol,
+            retries=self.parse_retries,
+            attempt=attempt,
+            config=self.config.merge(config) if config is not None else self.config,
+            who=self.role,
+        )
+        self.stats["calls"] += answer.attempts
+        self.stats["unparsed"] += answer.unreadable
+        self.stats["repaired"] += int(answer.ok and answer.repaired)
+        return answer.require()
 
     async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
         return await self.ask(self.messages(history, correction), attempt)
@@ -306,6 +222,9 @@ class EncounterResult:
     error: str | None = None
     completion_ignored: list[int] = field(default_factory=list)  # turns whose early completion was ignored
     soft_corrections: int = 0
+    #: observed turns (``observe`` policy, e.g. the educator) whose verdict stayed unreadable: recorded
+    #: and counted, the turn kept, ``session_complete`` read as false
+    unread_observations: list[int] = field(default_factory=list)
 
 
 async def run_encounter(
@@ -360,10 +279,17 @@ async def run_encounter(
                         verdict = None
                         if supervisor is not None and agent.policy != "none":
                             verdict = await supervisor.evaluate(history, agent.role, reply.message, prompt)
-                            if verdict is None:
+                            if verdict is None and agent.policy != "observe":
                                 return finish(
                                     SYSTEM_FAILURE,
                                     f"turn {t} ({agent.role}): the supervisor's verdict stayed unreadable after its retries",
+                                )
+                            if verdict is None:  # an observed turn is never blocked: recorded, counted, kept
+                                result.unread_observations.append(t)
+                                transcript().info(
+                                    {"turn": t, "role": agent.role, "unreadable_observation": True,
+                                     "session_complete": "read as false"},
+                                    source="monitor",
                                 )
                     except GenerationError as ex:
                         return finish(ERROR, str(ex))

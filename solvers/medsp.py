@@ -110,7 +110,7 @@ from pydantic import BaseModel, Field
 
 from bedside.paths import user_path
 from bedside.prompts import load_yaml, render
-from bedside.protocols import Protocol
+from bedside.protocols import Protocol, reading
 from bedside.protocols.medsp import (
     BON_SELECTOR,
     ENVIRONMENT,
@@ -123,6 +123,15 @@ from bedside.protocols.medsp import (
     PATIENT,
     OfficialEvaluatorReply,
     evaluator_reply,
+    read_environment,
+    read_examinee,
+    read_patient,
+    read_selection,
+    read_vote,
+    speech_text,
+    as_text,
+    coerce_bool,
+    text_list,
 )
 from bedside.records.medsp import COMPETENCIES, COMPETENCY_NAMES, RolePacket, RubricItem, Scenario
 from bedside.roles import role_model
@@ -132,11 +141,7 @@ from bedside.solvers.encounter import (
     ChatAgent,
     GenerationError,
     Reply,
-    ReplyParseError,
     Turn,
-    attempt_config,
-    generate_checked,
-    plain_text,
     run_encounter,
 )
 
@@ -230,13 +235,6 @@ class SimState:
         return cls(**data)
 
 
-def speech_text(speak: Any) -> str:
-    """Utterances joined one per line (official ``_format_speak_for_prompt``)."""
-    if isinstance(speak, list):
-        return "\n".join(str(s).strip() for s in speak if str(s).strip())
-    return "" if speak is None else str(speak).strip()
-
-
 def evaluation_summary(case_id: str, case_title: str, state: SimState) -> dict[str, Any]:
     """The evaluator's state summary (the official keys, without the never-advanced minutes)."""
     return {
@@ -252,11 +250,25 @@ def evaluation_summary(case_id: str, case_title: str, state: SimState) -> dict[s
 
 
 class Evaluation(BaseModel):
-    """One evaluator reply, read: item id -> {met, evidence}, the reasoning, and items matched loosely."""
+    """One evaluator reply, read: item id -> {met, evidence}, the reasoning, and items matched loosely.
+    Under the official reading (``-T reading=official``, the default) the reply may leave items out (they
+    leave the case's denominator) and may add keys the rubric does not have (``extra``: competency, key,
+    met; counted, as the official counter counts whatever keys the evaluator returns)."""
 
     verdicts: dict[str, dict[str, Any]]
     reasoning: list[str] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
+    extra: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects of a reply, the model's own (last) first."""
+    from bedside.jsonreply import extract_json_all
+
+    found = extract_json_all(text, dict)
+    if not found:
+        raise ValueError(f"no JSON object in the evaluator reply: {text[:160]!r}")
+    return [f.value for f in reversed(found)]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -337,13 +349,51 @@ class BedsidePrompts:
 
     # the evaluator's reply
     def evaluator_protocol(self, items: Sequence[RubricItem]) -> Protocol:
-        return EVALUATOR.using(evaluator_reply([i.id for i in items]))
+        return EVALUATOR.using(
+            evaluator_reply([i.id for i in items]),
+            parser=lambda text: self.read_evaluation(text, items, "official"),
+            strict=lambda text: self.read_evaluation(text, items, "strict"),
+        )
 
-    def read_evaluation(self, text: str, items: Sequence[RubricItem]) -> Evaluation:
-        """Every item id judged exactly once (missing ids make the reply unreadable: ``ValueError``)."""
-        reply = self.evaluator_protocol(items).parse(text)
-        verdicts = reply.items.model_dump()
-        return Evaluation(verdicts={i.id: verdicts[i.id] for i in items}, reasoning=reply.reasoning)
+    def read_evaluation(self, text: str, items: Sequence[RubricItem], rule: str | None = None) -> Evaluation:
+        """``strict``: every item id judged exactly once (missing ids make the reply unreadable:
+        ``ValueError``). ``official`` (default): every key under ``items`` counts, as the official counter
+        counts whatever keys the evaluator returns: a rubric id is that item's verdict, another key whose
+        prefix is a competency (``PC.12``) is counted under it (``extra``), others are noted and not
+        counted; left-out items leave the denominator. A reply with no verdict at all is unreadable."""
+        if (rule or reading()) == "strict":
+            reply = EVALUATOR.using(evaluator_reply([i.id for i in items])).read_json(text)[0]
+            verdicts = reply.items.model_dump()
+            return Evaluation(verdicts={i.id: verdicts[i.id] for i in items}, reasoning=reply.reasoning)
+        ids = {i.id.upper(): i.id for i in items}
+        for obj in _objects(text):
+            block = obj.get("items")
+            if not isinstance(block, dict) or not block:
+                continue
+            found: dict[str, dict[str, Any]] = {}
+            extra: list[dict[str, Any]] = []
+            notes: list[str] = []
+            for key, value in block.items():
+                key_text = str(key).strip()
+                if not key_text:
+                    continue
+                met = coerce_bool(value.get("met") if isinstance(value, dict) else value)
+                evidence = as_text(value.get("evidence")) if isinstance(value, dict) else ""
+                item_id = ids.get(key_text.upper())
+                competency = key_text.split(".")[0].strip().upper()
+                if item_id is not None:
+                    found[item_id] = {"met": met, "evidence": evidence}
+                elif competency in COMPETENCIES:
+                    extra.append({"key": key_text, "competency": competency, "met": met})
+                    notes.append(f"{key_text}: not in the rubric, counted under {competency} (official counter)")
+                else:
+                    notes.append(f"{key_text}: not in the rubric and no competency, not counted")
+            missing = [i.id for i in items if i.id not in found]
+            if missing:
+                notes.append(f"{len(missing)} rubric item(s) not judged, left out of the denominator: {missing[:10]}")
+            if found or extra:
+                return Evaluation(verdicts=found, reasoning=text_list(obj.get("reasoning")), notes=notes, extra=extra)
+        raise ValueError(f"no rubric verdict under 'items' in the evaluator reply: {text[:160]!r}")
 
     # test-time scaling
     def selector(self, turn_prompt: str, candidates: list[dict[str, Any]]) -> str:
@@ -530,14 +580,20 @@ class OfficialPrompts(BedsidePrompts):
         return self.controller(case_id, case_title, state)._build_evaluator_prompt()
 
     def evaluator_protocol(self, items: Sequence[RubricItem]) -> Protocol:
-        return EVALUATOR.using(OfficialEvaluatorReply)
+        return EVALUATOR.using(
+            OfficialEvaluatorReply,
+            parser=lambda text: self.read_evaluation(text, items, "official"),
+            strict=lambda text: self.read_evaluation(text, items, "strict"),
+        )
 
-    def read_evaluation(self, text: str, items: Sequence[RubricItem]) -> Evaluation:
+    def read_evaluation(self, text: str, items: Sequence[RubricItem], rule: str | None = None) -> Evaluation:
         """Items keyed by their verbatim text under their competency. A key is matched to its item exactly,
-        else with whitespace normalised, else under another competency (noted). Items the reply leaves out
-        make it unreadable (``ValueError``), unlike the official code, which drops them from the
-        denominator."""
-        reply = self.evaluator_protocol(items).parse(text)
+        else with whitespace normalised, else under another competency (noted). ``strict``: items the reply
+        leaves out make it unreadable (``ValueError``). ``official`` (default): as the official counter,
+        left-out items leave the denominator and every other key under a competency is counted there
+        (``extra``); a reply with no verdict at all is unreadable."""
+        official = (rule or reading()) != "strict"
+        reply = EVALUATOR.using(OfficialEvaluatorReply).read_json(text)[0]
         squash = lambda t: " ".join(str(t).split())  # noqa: E731
         verdicts: dict[str, dict[str, Any]] = {}
         notes: list[str] = []
@@ -556,9 +612,21 @@ class OfficialPrompts(BedsidePrompts):
             if value is not None:
                 verdicts[item.id] = {"met": bool(value), "evidence": ""}
         missing = [i.id for i in items if i.id not in verdicts]
-        if missing:
+        if missing and not official:
             raise ValueError(f"{len(missing)} rubric item(s) not judged: {missing[:10]}")
-        return Evaluation(verdicts=verdicts, reasoning=reply.reasoning, notes=notes)
+        extra: list[dict[str, Any]] = []
+        if official:
+            used = {squash(i.text) for i in items if i.id in verdicts}
+            for c in COMPETENCIES:
+                for k, met in getattr(reply, c).items():
+                    if squash(k) and squash(k) not in used:
+                        extra.append({"key": k, "competency": c, "met": bool(met)})
+                        notes.append(f"{k[:60]!r}: not in the rubric, counted under {c} (official counter)")
+            if missing:
+                notes.append(f"{len(missing)} rubric item(s) not judged, left out of the denominator: {missing[:10]}")
+            if not verdicts and not extra:
+                raise ValueError("no rubric verdict in the evaluator reply")
+        return Evaluation(verdicts=verdicts, reasoning=reply.reasoning, notes=notes, extra=extra)
 
     def selector(self, turn_prompt: str, candidates: list[dict[str, Any]]) -> str:
         shaped = [{"index": c["index"], "normalized": {k: c[k] for k in ("speak", "actions", "eos")}} for c in candidates]
@@ -596,44 +664,9 @@ def load_prompt_set(prompts: str | None) -> PromptSet:
     return _official(str(user_path(str(prompts))))
 
 
-# ---------------------------------------------------------------------------------------------
-# reply parsers
-
-
-def _read(protocol: Protocol, text: str, what: str) -> tuple[Any, bool]:
-    try:
-        return protocol.read(text)
-    except ValueError as ex:
-        raise ReplyParseError(f"{what} reply is unreadable ({ex}): {text[:200]!r}") from ex
-
-
-def parse_examinee(text: str) -> Reply:
-    """``{"speak", "actions", "eos"}``, read as leniently as the official normalisation (missing fields are
-    empty, a bare string action is one action); a reply without a JSON object is unreadable (retried)."""
-    value, repaired = _read(EXAMINEE, text, "examinee")
-    return Reply(message=value.speak or "(no speech)", raw=text, data=value.model_dump(), repaired=repaired)
-
-
-def parse_patient(text: str) -> Reply:
-    value, repaired = _read(PATIENT, text, "SP")
-    data = {**value.model_dump(), "warnings": value.prefix_warnings()}
-    return Reply(message=speech_text(value.speak) or "(no reply)", raw=text, data=data, repaired=repaired)
-
-
-def parse_environment(text: str) -> Reply:
-    value, repaired = _read(ENVIRONMENT, text, "environment")
-    data = value.model_dump()
-    return Reply(message="; ".join(value.feedback) or "(no feedback)", raw=text, data=data, repaired=repaired)
-
-
-def parse_selection(text: str) -> Reply:
-    value, repaired = _read(BON_SELECTOR, text, "selector")
-    return Reply(message=str(value.choice), raw=text, data=value.model_dump(), repaired=repaired)
-
-
-def parse_vote(text: str) -> Reply:
-    value, repaired = _read(PANEL_VOTE, text, "vote")
-    return Reply(message=str(value.agree), raw=text, data=value.model_dump(), repaired=repaired)
+# the readers live with their protocols (bedside/protocols/medsp.py); old names kept
+parse_examinee, parse_patient, parse_environment = read_examinee, read_patient, read_environment
+parse_selection, parse_vote = read_selection, read_vote
 
 
 # ---------------------------------------------------------------------------------------------
@@ -894,7 +927,7 @@ class BestOfNExaminee(ExamineeAgent):
         messages: list[ChatMessage] = [ChatMessageSystem(content=self.system_prompt),
                                        ChatMessageUser(content=self.prompts.selector(prompt, shown))]  # fmt: skip
         try:
-            reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED, parse=parse_selection)
+            reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED)
         except GenerationError as ex:
             return 0, {"selector": "self_critic", "choice": None, "rationale": "", "fallback": f"selector failed: {ex}"}
         choice, rationale = reply.data["choice"], reply.data["rationale"]
@@ -937,7 +970,7 @@ class PanelExaminee(ExamineeAgent):
         messages: list[ChatMessage] = [ChatMessageSystem(content=self.system_prompt),
                                        ChatMessageUser(content=self.prompts.domains(self.panel_size))]  # fmt: skip
         try:
-            reply = await self.ask(messages, protocol=PANEL_DOMAINS, config=FIXED, parse=plain_text)
+            reply = await self.ask(messages, protocol=PANEL_DOMAINS, config=FIXED)
             raw, error = reply.raw, None
             self.domains = parse_domains(raw, self.panel_size)
         except GenerationError as ex:
@@ -951,7 +984,7 @@ class PanelExaminee(ExamineeAgent):
         overlay, user = self.prompts.specialist(domain, prompt)
         messages: list[ChatMessage] = [ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"), ChatMessageUser(content=user)]
         try:
-            reply = await self.ask(messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE, parse=plain_text)
+            reply = await self.ask(messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE)
         except GenerationError as ex:
             return f"(no opinion: {ex})"
         return reply.raw.strip()
@@ -960,7 +993,7 @@ class PanelExaminee(ExamineeAgent):
         overlay, user = self.prompts.vote(domain, proposal)
         messages: list[ChatMessage] = [ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"), ChatMessageUser(content=user)]
         try:
-            reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED, parse=parse_vote)
+            reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED)
         except GenerationError as ex:  # official: a vote that cannot be read counts as agreement
             return {"agree": True, "advice": "", "error": str(ex)}
         return {**reply.data, "error": None}
@@ -1049,7 +1082,6 @@ def make_examinee(
         system_prompt=session.prompts.examinee_system(session.scenario),
         policy="none",
         protocol=EXAMINEE,
-        parse=parse_examinee,
         parse_retries=parse_retries,
         session=session,
         config=GenerateConfig() if scaling == "none" else FIXED,
@@ -1096,11 +1128,11 @@ def medsp_encounter(
             record.panel_domains, record.panel_domain_selection = examinee.domains, examinee.domain_selection
         patient = PatientAgent(
             role="patient", model=patient_model, system_prompt=prompt_set.patient_system(scenario), policy="none",
-            protocol=PATIENT, parse=parse_patient, parse_retries=parse_retries, session=session,
+            protocol=PATIENT, parse_retries=parse_retries, session=session,
         )  # fmt: skip
         environment = EnvironmentAgent(
             role="environment", model=env_model, system_prompt=prompt_set.environment_system(scenario), policy="none",
-            protocol=ENVIRONMENT, parse=parse_environment, parse_retries=parse_retries, session=session,
+            protocol=ENVIRONMENT, parse_retries=parse_retries, session=session,
         )  # fmt: skip
         # the history cap is a safety net only: three turns per examinee turn never exceed it
         result = await run_encounter([examinee, patient, environment], None, min_turns=0, max_turns=3 * max_turns + 3)

@@ -20,11 +20,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
+
+from bedside.calls import GenerationError, ask
 from bedside.prompts import render
 from bedside.protocols.discharge import MONITOR, Verdict
-from bedside.solvers.encounter import Turn, attempt_config, generate_checked
+from bedside.solvers.encounter import Turn
 
 
 class EducationMonitor:
@@ -66,22 +67,23 @@ class EducationMonitor:
     async def evaluate(
         self, history: Sequence[Turn], role: str, message: str, agent_prompt: str
     ) -> Verdict | None:
+        """The verdict on one candidate turn (:func:`bedside.calls.ask` with the ``discharge.monitor``
+        protocol); None when it stayed unreadable after ``parse_retries`` retries (counted in
+        ``unparsed_verdicts``). A model failure raises :class:`GenerationError`."""
         messages = [
             ChatMessageSystem(content=self.system),
             ChatMessageUser(content=self.request(history, role, message, agent_prompt)),
         ]
-        for attempt in range(self.parse_retries + 1):
-            self.stats["calls"] += 1
-            output = await generate_checked(self.model, messages, attempt_config(attempt), MONITOR)
-            verdict, repaired, problem = parse_verdict(output.completion)
-            if verdict is not None:
-                self.stats["repaired"] += int(repaired)
-                return verdict
-            self.stats["unparsed_replies"] += 1
-            transcript().info(
-                {"role": role, "turn": len(history), "attempt": attempt, "unparsed_verdict": output.completion, "error": problem},
-                source="monitor",
-            )
+        answer = await ask(
+            self.model, messages, MONITOR, retries=self.parse_retries, record={"role": role, "turn": len(history)}
+        )
+        self.stats["calls"] += answer.attempts
+        self.stats["unparsed_replies"] += answer.unreadable
+        if answer.failed:
+            raise GenerationError(answer.error or "monitor call failed")
+        if answer.ok:
+            self.stats["repaired"] += int(answer.repaired)
+            return answer.value
         self.stats["unparsed_verdicts"] += 1
         return None
 

@@ -37,6 +37,7 @@ from inspect_ai.dataset import MemoryDataset, Sample
 
 from bedside.mimic.cohort import read_cohort
 from bedside.mimic.extract import CaseWriter, check_endpoint
+from bedside.structured import check_run_models
 from bedside.params import bool_param, int_param
 from bedside.scorers.build_cases import build_cases
 from bedside.solvers.build_cases import data_use_guard, extract_case
@@ -64,6 +65,8 @@ def build_discharge_cases(
     retries = int_param("retries", retries, minimum=0)
     cache = bool_param("cache", cache)
     structured_output = bool_param("structured_output", structured_output)
+    if structured_output:
+        check_run_models()  # a server that rejects the JSON-schema format: one line, now
     _guard_active_model(zero_retention)  # before the cohort (and its notes) is even read
     records = read_cohort(cohort)
     target = Path(out) if out else default_out(cohort)

@@ -38,6 +38,8 @@ judges' JSON replies through Inspect's ``ResponseSchema``.
 
 from inspect_ai import Task, task
 
+from bedside.protocols import READINGS
+from bedside.structured import check_run_models
 from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.records.cpb import HOW_TO_OBTAIN, CPBDataError
 from bedside.samples.cpb import control_dataset, positive_dataset
@@ -77,15 +79,19 @@ def cpb(
     judge_retries: int = 2,
     doctor_format: str = "text",
     context: str = DEFAULT_CONTEXT,
-    structured_output: bool = False,
+    structured_output: bool | None = None,
     continuation_mitigation: bool = False,
+    reading: str = "official",
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
     turns = int_param("turns", turns, minimum=0, maximum=MAX_CONTINUATION_TURNS)
     continuation_mitigation = bool_param("continuation_mitigation", continuation_mitigation)
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
-    structured_output = bool_param("structured_output", structured_output)
+    structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
+    check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
+    if structured_output:
+        check_run_models()  # a server that rejects the JSON-schema format: one line, now
     doctor_format = str(doctor_format).strip().lower()
     check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
     context = str(context).strip().lower()
@@ -100,7 +106,7 @@ def cpb(
     scorer.append(health())
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
-        setup=reply_format(structured_output),
+        setup=reply_format(structured_output, reading),
         solver=solver,
         scorer=scorer,
         metadata={**PAPER, "set": "positive", "mitigation": mitigation, "turns": turns, "doctor_format": doctor_format,
@@ -117,18 +123,22 @@ def cpb_control(
     parse_retries: int = 2,
     judge_retries: int = 2,
     doctor_format: str = "text",
-    structured_output: bool = False,
+    structured_output: bool | None = None,
+    reading: str = "official",
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
-    structured_output = bool_param("structured_output", structured_output)
+    structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
+    check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
+    if structured_output:
+        check_run_models()  # a server that rejects the JSON-schema format: one line, now
     doctor_format = str(doctor_format).strip().lower()
     check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
     mitigation = _mitigation(mitigation)
     return Task(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
-        setup=reply_format(structured_output),
+        setup=reply_format(structured_output, reading),
         solver=[cpb_reply(mitigation, parse_retries, doctor_format)],
         scorer=[cpb_overreaction(judge_retries), health()],
         metadata={**PAPER, "set": "control", "mitigation": mitigation, "doctor_format": doctor_format, "report": REPORT_NOTE},

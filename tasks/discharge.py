@@ -27,6 +27,8 @@ existing log with another judge: ``inspect score LOG --model-role grader=<model>
 from inspect_ai import Task, task
 
 from bedside.context_window import warn_oversized_notes
+from bedside.protocols import READINGS
+from bedside.structured import check_run_models
 from bedside.params import bool_param, check, int_param
 from bedside.samples.discharge import discharge_dataset
 from bedside.scorers.comprehension import comprehension
@@ -56,7 +58,8 @@ def discharge(
     judge_retries: int = 2,
     cache_references: bool = True,
     persona_assignment: str = "random",
-    structured_output: bool = False,
+    structured_output: bool | None = None,
+    reading: str = "official",
     monitor_layout: str = "paper",
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
@@ -68,7 +71,10 @@ def discharge(
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     cache_references = bool_param("cache_references", cache_references)
-    structured_output = bool_param("structured_output", structured_output)
+    structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
+    check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
+    if structured_output:
+        check_run_models()  # a server that rejects the JSON-schema format: one line, now
     check(monitor_layout in EducationMonitor.LAYOUTS, "monitor_layout",
           f"use one of {list(EducationMonitor.LAYOUTS)}, got monitor_layout={monitor_layout!r}")  # fmt: skip
     overrides = {
@@ -83,7 +89,7 @@ def discharge(
     warn_oversized_notes(((str(s.id), s.metadata["case"]["discharge_note"]) for s in dataset), ROLES)
     return Task(
         dataset=dataset,
-        setup=reply_format(structured_output),
+        setup=reply_format(structured_output, reading),
         solver=discharge_encounter(
             min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries,
             monitor_layout=monitor_layout,

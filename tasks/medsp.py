@@ -19,6 +19,8 @@ through Inspect's structured output.
 
 from inspect_ai import Task, task
 
+from bedside.protocols import READINGS
+from bedside.structured import check_run_models
 from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.samples.medsp import medsp_dataset
 from bedside.scorers.metrics import health
@@ -42,7 +44,8 @@ def medsp(
     parse_retries: int = 2,
     judge_retries: int = 2,
     judge_batch_size: int | None = None,
-    structured_output: bool = False,
+    structured_output: bool | None = None,
+    reading: str = "official",
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
     max_turns = int_param("max_turns", max_turns, minimum=1)
@@ -55,7 +58,10 @@ def medsp(
     panel_rounds = int_param("panel_rounds", panel_rounds, minimum=0)
     check(scaling in SCALING, "scaling", f"scaling={scaling!r}: choose one of {list(SCALING)}")
     check(bon_selector in SELECTORS, "bon_selector", f"bon_selector={bon_selector!r}: choose one of {list(SELECTORS)}")
-    structured_output = bool_param("structured_output", structured_output)
+    structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
+    check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
+    if structured_output:
+        check_run_models()  # a server that rejects the JSON-schema format: one line, now
     try:
         load_prompt_set(prompts)
     except OfficialPromptsError as ex:
@@ -63,7 +69,7 @@ def medsp(
     dataset, report = medsp_dataset(data, rubrics=rubrics, subset=subset)
     return Task(
         dataset=dataset,
-        setup=reply_format(structured_output),
+        setup=reply_format(structured_output, reading),
         solver=medsp_encounter(
             max_turns=max_turns, scaling=scaling, n=n, panel_size=panel_size, panel_rounds=panel_rounds,
             bon_selector=bon_selector, parse_retries=parse_retries, prompts=prompts,

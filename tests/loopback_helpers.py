@@ -1,4 +1,4 @@
-"""Running bedside tasks through Inspect's ``openai-api`` provider against :mod:`bedside.loopback`.
+"""Running bedside tasks through Inspect's ``openai-api`` provider against :mod:`bedside.testing.loopback`.
 
 Models are ``openai-api/loopback/<role>``, with the endpoint and key read from ``LOOPBACK_BASE_URL``
 and ``LOOPBACK_API_KEY`` (:func:`loopback_env`) as for a user's API key or vLLM server.
@@ -24,9 +24,9 @@ from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import Model, get_model
 
-from bedside.loopback import ENV_API_KEY, ENV_BASE_URL, UNKNOWN, UNKNOWN_REPLY, LoopbackServer
+from bedside.testing.loopback import ENV_API_KEY, ENV_BASE_URL, UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from bedside.protocols import tag_of
-from bedside.providers.scripted import ScriptedEngine
+from bedside.testing.scripted import ScriptedEngine
 
 LOOPBACK = "openai-api/loopback"
 #: bedside/scripted with default options: what the loopback server (default options) answers
@@ -102,9 +102,9 @@ def assert_through_openai_api(log: EvalLog, roles: set[str]) -> None:
 
 
 def assert_answered_as_tagged(events: list[Any]) -> int:
-    """Reading only the prompt, the server answered each tagged call exactly as ``bedside/scripted``
-    does when it dispatches on the call's protocol tag (which never leaves the process): the
-    prompt's marker names the protocol it was tagged with. Returns how many calls were tagged
+    """The server answered each tagged call exactly as ``bedside/scripted`` does when it dispatches on
+    the call's protocol tag (the tag's name travels as the ``X-Bedside-Protocol`` header; the
+    metadata never leaves the process). Returns how many calls were tagged
     (calls a benchmark does not tag are checked by the role -> protocol routes only)."""
     tagged = 0
     for e in events:

@@ -30,3 +30,16 @@ def test_json_bool_strict_and_lenient():
     with pytest.raises(ValueError, match="'met' must be true or false"):
         json_bool("maybe", "met")
     assert lenient_bool(" TRUE ") is True and lenient_bool("yes") == "yes"  # left to pydantic
+
+
+def test_all_values_are_top_level_only_and_trailing_commas_are_repaired():
+    from bedside.jsonreply import extract_json_all
+
+    # a fragment nested in a truncated or broken value is never the reply
+    assert extract_json_all('{"speak": ["hi"], "actors_present": {"Patient": "x"}') == []
+    # prose with quotes around the JSON does not confuse the scan; the last value is listed last
+    found = extract_json_all('He said "stop" and {"a": 1} then {"b": {"c": 2}}')
+    assert [f.value for f in found] == [{"a": 1}, {"b": {"c": 2}}]
+    fixed = extract_json_all('{"a": 1, "b": [1, 2,],\n}')
+    assert [f.value for f in fixed] == [{"a": 1, "b": [1, 2]}] and fixed[0].repaired
+    assert extract_json_all('{"a": "x,}"}')[0].value == {"a": "x,}"}

@@ -21,9 +21,9 @@ from pathlib import Path
 import aiohttp
 import pytest
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, get_model
+from inspect_ai.model import GenerateConfig, ChatMessageSystem, ChatMessageUser, get_model
 
-from bedside.loopback import UNKNOWN, UNKNOWN_REPLY, LoopbackServer
+from bedside.testing.loopback import UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from bedside.tasks.cpb import cpb, cpb_control
 from bedside.tasks.discharge import discharge
 from bedside.tasks.medsp import medsp
@@ -61,6 +61,10 @@ def _post(url: str, body: dict) -> tuple[int, dict, float]:
     return asyncio.run(go())
 
 
+#: what bedside's calls send to an openai-api server with every discharge.patient call
+PATIENT_HEADER = {"X-Bedside-Protocol": "discharge.patient"}
+
+
 def test_plain_chat_completion_with_the_openai_client():
     from openai import OpenAI
 
@@ -70,7 +74,11 @@ def test_plain_chat_completion_with_the_openai_client():
             {"role": "system", "content": "You are roleplaying as a real hospital patient. Your name is Ann."},
             {"role": "user", "content": "Hello, I am your nurse today."},
         ]
-        completion = client.chat.completions.create(model="patient", messages=messages, seed=3)
+        # the protocol travels as a header (as bedside's openai-api calls send it), never in the prompt
+        completion = client.chat.completions.create(model="patient", messages=messages, seed=3,
+                                                    extra_headers=PATIENT_HEADER)
+        untagged = client.chat.completions.create(model="patient", messages=messages, seed=3)
+        assert untagged.choices[0].message.content == UNKNOWN_REPLY
         assert completion.object == "chat.completion" and completion.id.startswith("chatcmpl-")
         assert completion.model == "patient" and isinstance(completion.created, int)
         [choice] = completion.choices
@@ -82,7 +90,7 @@ def test_plain_chat_completion_with_the_openai_client():
         assert usage.completion_tokens == len(choice.message.content) // 4 + 1
         assert usage.total_tokens == usage.prompt_tokens + usage.completion_tokens
         # deterministic: the same request (and seed) gives the same reply
-        again = client.chat.completions.create(model="patient", messages=messages, seed=3)
+        again = client.chat.completions.create(model="patient", messages=messages, seed=3, extra_headers=PATIENT_HEADER)
         assert again.choices[0].message.content == choice.message.content
 
         # a prompt of no bedside protocol gets the fixed reply; content parts are read as text
@@ -90,13 +98,14 @@ def test_plain_chat_completion_with_the_openai_client():
             model="x", messages=[{"role": "user", "content": [{"type": "text", "text": "What is 2+2?"}]}]
         )
         assert other.choices[0].message.content == UNKNOWN_REPLY
-        assert server.calls == Counter({"discharge.patient": 2, UNKNOWN: 1})
+        assert server.calls == Counter({"discharge.patient": 2, UNKNOWN: 2})
 
         assert {m.id for m in client.models.list().data} >= {"educator", "patient", "grader"}
 
         # streaming, for providers run with -M stream=true
         stream = client.chat.completions.create(
-            model="patient", messages=messages, seed=3, stream=True, stream_options={"include_usage": True}
+            model="patient", messages=messages, seed=3, stream=True, stream_options={"include_usage": True},
+            extra_headers=PATIENT_HEADER,
         )
         chunks = list(stream)
         assert "".join(c.choices[0].delta.content or "" for c in chunks if c.choices) == choice.message.content
@@ -112,7 +121,7 @@ def test_inspect_provider_streaming():
     with LoopbackServer() as server:
         for stream in (True, False):
             model = get_model(f"{LOOPBACK}/patient", base_url=server.base_url, api_key="x", memoize=False, stream=stream)
-            output = asyncio.run(model.generate(messages))
+            output = asyncio.run(model.generate(messages, config=GenerateConfig(extra_headers=PATIENT_HEADER)))
             assert output.stop_reason == "stop" and output.completion != UNKNOWN_REPLY
             assert output.usage.input_tokens > 0 and output.usage.output_tokens > 0
             if stream:
@@ -189,7 +198,7 @@ def test_discharge_through_openai_api(server, tmp_path):
 
 def test_discharge_structured_output_through_openai_api(server, tmp_path):
     # -T structured_output=true: JSON replies are requested with a json_schema response_format,
-    # whose name the server reads the protocol from (prose calls are still found by their marker)
+    # whose name names the protocol (every call also names it in the X-Bedside-Protocol header)
     before = Counter(server.found_by)
     task = discharge(min_turns=4, max_turns=30, cache_references=False, structured_output=True)
     log, calls = run_loopback(server, task, ["patient", "monitor", "grader"], tmp_path, limit=1)
@@ -198,7 +207,7 @@ def test_discharge_structured_output_through_openai_api(server, tmp_path):
     [sample] = log.samples
     assert sample.store["EncounterStore:end_reason"] == "clean_complete"
     found_by = Counter(server.found_by) - before
-    assert found_by["response_format"] > 0 and found_by["marker"] > 0 and UNKNOWN not in found_by
+    assert found_by["response_format"] > 0 and found_by["header"] > 0 and UNKNOWN not in found_by
     schema_calls = [e for e in model_events(sample) if e.config.response_schema is not None]
     assert len(schema_calls) == found_by["response_format"]
     assert calls["patient"] == {"discharge.patient", "discharge.comprehension"}

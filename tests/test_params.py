@@ -50,7 +50,8 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
             cases += [(task_name, {name: value}, name) for value in NOT_INTS if not (name == "judge_batch_size" and value is None)]
     for task_name, names in BOOL_PARAMS.items():
         for name in names:
-            cases += [(task_name, {name: value}, name) for value in NOT_BOOLS]
+            # structured_output=None (the default) is "auto": structured output only where the official code uses it
+            cases += [(task_name, {name: value}, name) for value in NOT_BOOLS if not (name == "structured_output" and value is None)]
     cases += [
         ("discharge", {"max_turns": -5}, "max_turns"),
         ("discharge", {"min_turns": 20, "max_turns": 5}, "min_turns"),
@@ -58,6 +59,9 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
         ("cpb", {"turns": 11}, "turns"),
         ("cpb", {"turns": "99"}, "turns"),
         ("discharge", {"persona_assignment": "stratified"}, "persona_assignment"),
+        ("discharge", {"reading": "lenient"}, "reading"),
+        ("cpb", {"reading": "loose"}, "reading"),
+        ("medsp", {"reading": ""}, "reading"),
         ("discharge", {"monitor_layout": "cached"}, "monitor_layout"),
         ("cpb", {"mitigation": "bogus"}, "mitigation"),
         ("cpb_control", {"mitigation": "bogus"}, "mitigation"),

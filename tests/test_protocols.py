@@ -53,8 +53,8 @@ def test_factual_reply_as_the_papers_list_or_a_structured_object():
     items = [{"question": "q", "answer": "a"}] * 6
     import json
 
-    assert len(JUDGE_FACTUAL.parse(json.dumps(items)).answers) == 6
-    assert len(JUDGE_FACTUAL.parse(json.dumps({"answers": items})).answers) == 6
+    assert len(JUDGE_FACTUAL.read_json(json.dumps(items))[0].answers) == 6 and len(JUDGE_FACTUAL.parse(json.dumps(items))) == 6
+    assert len(JUDGE_FACTUAL.read_json(json.dumps({"answers": items}))[0].answers) == 6
 
 
 def test_keyed_models_require_every_id():

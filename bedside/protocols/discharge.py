@@ -7,13 +7,14 @@ ids, the comprehension items being graded), the call site builds the model for t
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from bedside.protocols import Protocol
+from bedside.jsonreply import extract_json_all
+from bedside.protocols import Protocol, Reply, ReplyParseError, plain_text
 
 Reason = str
 
@@ -184,34 +185,130 @@ class FactualAnswers(BaseModel):
         return {"answers": v} if isinstance(v, list) else v
 
 
-EDUCATOR = Protocol("discharge.educator", "You are a Patient Educator conducting a discharge education session", "system")
-PATIENT = Protocol("discharge.patient", "You are roleplaying as a real hospital patient", "system", Utterance)
-COMPREHENSION = Protocol("discharge.comprehension", "Based on the conversation you just had with the Educator", "user", Utterance)
-MONITOR = Protocol("discharge.monitor", "You are an Environment Agent overseeing a clinical simulation", "system", Verdict, 768)
-JUDGE_QUALITY = Protocol("discharge.judge_quality", "You are a professional medical dialogue evaluator", "user", Quality, 768)
-JUDGE_CHECKLIST = Protocol(
-    "discharge.judge_checklist",
-    "You are an expert medical annotator. Your task is to analyze the conversation history",
-    "user",
-    None,  # keyed by the case's applicable question ids at the call site
-    2048,
-)
-JUDGE_REFERENCE = Protocol("discharge.judge_reference", "You are a medical information extractor", "user", None, 256)
-JUDGE_COMPREHENSION = Protocol(
-    "discharge.judge_comprehension",
-    "Grade how well the patient's post-conversation answer reflects what is in the discharge note",
-    "user",
-    None,  # keyed by the item ids at the call site
-    1024,
-)
-JUDGE_FACTUAL = Protocol(
-    "discharge.judge_factual",
-    "your job is to answer the question as accurately as possible using the provided source",
-    "user",
-    FactualAnswers,
-    1536,
-    root=list,
-)
+# ---------------------------------------------------------------------------------------------
+# readers (each protocol's parser; ValueError = unreadable, retried by bedside.calls.ask)
+
+
+def read_utterance(text: str) -> Reply:
+    """The Virtual Patient's ``{"utterance": ...}`` (and its comprehension answers). Fenced or wrapped
+    JSON is repaired; a reply in plain prose (no JSON at all) is kept as the utterance and counted as
+    repaired; anything else (empty, JSON without a usable ``utterance``) is unreadable."""
+    if "{" in text:
+        try:
+            value, repaired = PATIENT.read_json(text)
+        except ValueError as ex:
+            raise ReplyParseError(f"JSON reply without a usable 'utterance' ({ex}): {text[:200]!r}") from ex
+        if value.utterance.strip():
+            return Reply(message=value.utterance.strip(), raw=text, repaired=repaired)
+        raise ReplyParseError(f"JSON reply with an empty 'utterance': {text[:200]!r}")
+    stripped = text.strip()
+    if stripped and not stripped.startswith(("{", "[", "```")):
+        return Reply(message=stripped, raw=text, repaired=True)
+    raise ReplyParseError(f"reply is neither {{'utterance': ...}} JSON nor prose: {text[:200]!r}")
+
+
+AXES = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
+
+
+def read_quality(text: str) -> dict[str, Rating]:
+    """Figure 8's four ratings, axis -> :class:`Rating`."""
+    quality: Quality = JUDGE_QUALITY.read_json(text)[0]
+    return {axis: getattr(quality, axis) for axis in AXES}
+
+
+def normalise_id(key: str) -> str:
+    """``"q2_1"``, ``"Q2.1"``, ``"Q2-1"`` → ``"Q2.1"`` (the paper's Figure 11 mixes forms)."""
+    return re.sub(r"[_\-]", ".", key.strip().upper())
+
+
+def _objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in a reply, the model's own (last) first: a quoted object never outranks
+    the answer (as :meth:`Protocol.read_json`)."""
+    found = extract_json_all(text, dict)
+    if not found:
+        raise ValueError("no JSON object in the reply")
+    return [f.value for f in reversed(found)]
+
+
+def read_checklist(text: str, required: list[str]) -> dict[str, tuple[bool, str]]:
+    """Figure 11's yes/no per question id (ids normalised); every applicable question must be answered.
+    Items that are not ``{"answer": "yes"|"no"}`` are skipped (a question the case does not ask may be
+    anything)."""
+    problem = ""
+    for obj in _objects(text):
+        answers: dict[str, tuple[bool, str]] = {}
+        for key, item in obj.items():
+            if not isinstance(item, dict) or not isinstance(item.get("answer"), str):
+                continue
+            answer = item["answer"].strip().lower()
+            if answer in ("yes", "no"):
+                answers[normalise_id(key)] = (answer == "yes", str(item.get("reason", "")))
+        missing = [q for q in required if q not in answers]
+        if not missing:
+            return answers
+        problem = problem or f"no yes/no answer for applicable question(s) {missing}"
+    raise ValueError(problem)
+
+
+LABELS = {"correct": 1.0, "partially correct": 0.5, "partial": 0.5, "partially_correct": 0.5, "incorrect": 0.0}
+
+
+def read_grades(text: str, ids: list[str]) -> dict[str, tuple[float, str]]:
+    """The comprehension grades (correct 1, partially correct 0.5, incorrect 0) of these item ids."""
+    problem = ""
+    for obj in _objects(text):
+        grades: dict[str, tuple[float, str]] = {}
+        for key, item in obj.items():
+            label = item.get("label") if isinstance(item, dict) else item
+            if isinstance(label, str) and label.strip().lower() in LABELS:
+                grades[key.strip().lower()] = (LABELS[label.strip().lower()], str(item.get("reason", "")) if isinstance(item, dict) else "")
+        missing = [i for i in ids if i not in grades]
+        if not missing:
+            return grades
+        problem = problem or f"no valid label for item(s) {missing}"
+    raise ValueError(problem)
+
+
+def read_reference(text: str) -> str:
+    """A reference answer extracted from the note (Figure 10): any non-empty text."""
+    if not text.strip():
+        raise ValueError("empty reference answer")
+    return text.strip()
+
+
+def read_factual(text: str) -> list[str]:
+    """The six answers of Figure 12 (list answers joined with "; ")."""
+    answers: FactualAnswers = JUDGE_FACTUAL.read_json(text)[0]
+    return [item.text().strip() for item in answers.answers]
+
+
+# ---------------------------------------------------------------------------------------------
+# protocols
+
+EDUCATOR = Protocol("discharge.educator", parser=plain_text, unreadable="error")
+PATIENT = Protocol("discharge.patient", Utterance, parser=read_utterance, unreadable="error")
+COMPREHENSION = Protocol("discharge.comprehension", Utterance, parser=read_utterance, unreadable="recorded")
+#: an unreadable verdict on a supervised (patient) turn ends the session as ``system_failure``; on an
+#: observed (educator) turn it is recorded and counted and the session goes on (solvers/encounter.py)
+MONITOR = Protocol("discharge.monitor", Verdict, 768, unreadable="system_failure")
+JUDGE_QUALITY = Protocol("discharge.judge_quality", Quality, 768, parser=read_quality)
+JUDGE_CHECKLIST = Protocol("discharge.judge_checklist", None, 2048)
+JUDGE_REFERENCE = Protocol("discharge.judge_reference", None, 256, parser=read_reference)
+JUDGE_COMPREHENSION = Protocol("discharge.judge_comprehension", None, 1024)
+JUDGE_FACTUAL = Protocol("discharge.judge_factual", FactualAnswers, 1536, root=list, parser=read_factual)
+
+
+def checklist_protocol(question_ids: list[str], applicable: list[str]) -> Protocol:
+    """The checklist judge's call: the schema offers every question, the reading needs the applicable ones."""
+    return JUDGE_CHECKLIST.using(
+        keyed("TopicChecklist", question_ids, ChecklistAnswer), parser=lambda text: read_checklist(text, applicable)
+    )
+
+
+def grade_protocol(ids: list[str]) -> Protocol:
+    """The comprehension grader's call for these item ids."""
+    return JUDGE_COMPREHENSION.using(keyed("ComprehensionGrades", ids, Grade), parser=lambda text: read_grades(text, ids))
+
 
 PROTOCOLS = (
     JUDGE_QUALITY, JUDGE_CHECKLIST, JUDGE_REFERENCE, JUDGE_COMPREHENSION, JUDGE_FACTUAL,

@@ -14,9 +14,6 @@ The evaluator's model depends on the rubric: :func:`evaluator_reply` builds it p
 the call's item ids (bedside prompts); :func:`official_evaluator_reply` reads the official frozen-
 rubric format (items keyed by their verbatim text under their competency), used with ``prompts=PATH``.
 
-Markers are opening sentences of the bedside prompts; the system-message protocols (examinee, SP,
-environment, evaluator) carry theirs in the system prompt, the test-time scaling calls (which reuse
-the examinee's system prompt) in their user message.
 """
 
 from __future__ import annotations
@@ -27,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from bedside.protocols import Protocol
+from bedside.protocols import Protocol, Reply, ReplyParseError, plain_text
 
 TRUE_WORDS = ("1", "true", "yes", "y")
 STATUSES = ("executed", "pending", "unsupported")
@@ -321,31 +318,78 @@ class Vote(BaseModel):
     @classmethod
     def _normalise(cls, v: Any) -> Any:
         v = v if isinstance(v, dict) else {}
-        return {"agree": coerce_bool(v.get("agree", True)), "advice": as_text(v.get("advice"))}
+        agree = v.get("agree")
+        # official ``_as_bool(vpayload.get("agree", True))``: a missing or null vote agrees
+        return {"agree": True if agree is None else coerce_bool(agree), "advice": as_text(v.get("advice"))}
 
 
 # ---------------------------------------------------------------------------------------------
 # protocols
 
-EXAMINEE_MARKER = "You are the clinician being assessed in a standardized-patient (SP) encounter"
-PATIENT_MARKER = "You are a standardized patient (SP) actor in a clinical teaching encounter"
-ENVIRONMENT_MARKER = "You are the environment controller of a standardized-patient simulation"
-EVALUATOR_MARKER = "You are the evaluator of a standardized-patient encounter"
-SELECTOR_MARKER = "You drafted several candidate replies for this turn"
-DOMAINS_MARKER = "Before the encounter starts, pick the medical specialties"
-SPECIALIST_MARKER = "You are consulted as a specialist on this turn"
-INTEGRATOR_MARKER = "Your specialist panel has advised on this turn"
-VOTE_MARKER = "A colleague proposes the next step below"
 
-EXAMINEE = Protocol("medsp.examinee", EXAMINEE_MARKER, "system", ExamineeReply, 512)
-PATIENT = Protocol("medsp.patient", PATIENT_MARKER, "system", PatientReply, 384)
-ENVIRONMENT = Protocol("medsp.environment", ENVIRONMENT_MARKER, "system", EnvironmentReply, 1024)
-EVALUATOR = Protocol("medsp.evaluator", EVALUATOR_MARKER, "system", EvaluatorReply, 4096)  # keyed per call
-BON_SELECTOR = Protocol("medsp.bon_selector", SELECTOR_MARKER, "user", Selection, 256)
-PANEL_DOMAINS = Protocol("medsp.panel_domains", DOMAINS_MARKER, "user", None, 96)
-PANEL_SPECIALIST = Protocol("medsp.panel_specialist", SPECIALIST_MARKER, "user", None, 384)
-PANEL_INTEGRATOR = Protocol("medsp.panel_integrator", INTEGRATOR_MARKER, "user", ExamineeReply, 512)
-PANEL_VOTE = Protocol("medsp.panel_vote", VOTE_MARKER, "user", Vote, 256)
+# ---------------------------------------------------------------------------------------------
+# readers (each protocol's parser; ValueError = unreadable, retried by bedside.calls.ask)
+
+
+def speech_text(speak: Any) -> str:
+    """Utterances joined one per line (official ``_format_speak_for_prompt``)."""
+    if isinstance(speak, list):
+        return "\n".join(str(s).strip() for s in speak if str(s).strip())
+    return "" if speak is None else str(speak).strip()
+
+
+def _read(protocol: Protocol, text: str, what: str) -> tuple[Any, bool]:
+    try:
+        return protocol.read_json(text)
+    except ValueError as ex:
+        raise ReplyParseError(f"{what} reply is unreadable ({ex}): {text[:200]!r}") from ex
+
+
+def read_examinee(text: str) -> Reply:
+    """``{"speak", "actions", "eos"}``, read as leniently as the official normalisation (missing fields are
+    empty, a bare string action is one action); a reply without a JSON object is unreadable (retried)."""
+    value, repaired = _read(EXAMINEE, text, "examinee")
+    return Reply(message=value.speak or "(no speech)", raw=text, data=value.model_dump(), repaired=repaired)
+
+
+def read_patient(text: str) -> Reply:
+    value, repaired = _read(PATIENT, text, "SP")
+    data = {**value.model_dump(), "warnings": value.prefix_warnings()}
+    return Reply(message=speech_text(value.speak) or "(no reply)", raw=text, data=data, repaired=repaired)
+
+
+def read_environment(text: str) -> Reply:
+    value, repaired = _read(ENVIRONMENT, text, "environment")
+    data = value.model_dump()
+    return Reply(message="; ".join(value.feedback) or "(no feedback)", raw=text, data=data, repaired=repaired)
+
+
+def read_selection(text: str) -> Reply:
+    value, repaired = _read(BON_SELECTOR, text, "selector")
+    return Reply(message=str(value.choice), raw=text, data=value.model_dump(), repaired=repaired)
+
+
+def read_vote(text: str) -> Reply:
+    value, repaired = _read(PANEL_VOTE, text, "vote")
+    return Reply(message=str(value.agree), raw=text, data=value.model_dump(), repaired=repaired)
+
+
+# ---------------------------------------------------------------------------------------------
+# protocols
+
+#: agents: an unreadable reply (after the retries) ends the encounter with ``error`` (not evaluated)
+EXAMINEE = Protocol("medsp.examinee", ExamineeReply, 512, parser=read_examinee, unreadable="error")
+PATIENT = Protocol("medsp.patient", PatientReply, 384, parser=read_patient, unreadable="error")
+ENVIRONMENT = Protocol("medsp.environment", EnvironmentReply, 1024, parser=read_environment, unreadable="error")
+#: keyed per call (the prompt set's ``evaluator_protocol``); unreadable: the case is unscored and counted
+EVALUATOR = Protocol("medsp.evaluator", EvaluatorReply, 4096)
+#: test-time scaling: an unreadable selection falls back to candidate 0, an unreadable vote agrees (as
+#: upstream), an unreadable domain list or opinion is replaced by a default (all recorded)
+BON_SELECTOR = Protocol("medsp.bon_selector", Selection, 256, parser=read_selection, unreadable="recorded")
+PANEL_DOMAINS = Protocol("medsp.panel_domains", None, 96, parser=plain_text, unreadable="recorded")
+PANEL_SPECIALIST = Protocol("medsp.panel_specialist", None, 384, parser=plain_text, unreadable="recorded")
+PANEL_INTEGRATOR = Protocol("medsp.panel_integrator", ExamineeReply, 512, parser=read_examinee, unreadable="error")
+PANEL_VOTE = Protocol("medsp.panel_vote", Vote, 256, parser=read_vote, unreadable="recorded")
 
 PROTOCOLS = (
     BON_SELECTOR, PANEL_DOMAINS, PANEL_SPECIALIST, PANEL_INTEGRATOR, PANEL_VOTE,

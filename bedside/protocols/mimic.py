@@ -76,7 +76,6 @@ class CaseExtraction(BaseModel):
         return _flatten(v)
 
 
-EXTRACT_MARKER = "You are extracting a patient's profile and discharge information from a hospital discharge note"
-EXTRACT = Protocol("mimic.extract", EXTRACT_MARKER, "user", CaseExtraction, 2048)
+EXTRACT = Protocol("mimic.extract", CaseExtraction, 2048)
 
 PROTOCOLS = (EXTRACT,)

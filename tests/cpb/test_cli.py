@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from bedside.providers.scripts.cpb import _blocks, _doctor_conversation
+from bedside.testing.scripts.cpb import _blocks, _doctor_conversation
 from tests.conftest import REPO, shared_path
 
 INSPECT = str(Path(sys.executable).parent / "inspect")

@@ -8,7 +8,7 @@ import math
 import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
-from bedside.providers.scripts.cpb import ACCOMMODATING, CAREFUL, PATIENT_GOODBYE
+from bedside.testing.scripts.cpb import ACCOMMODATING, CAREFUL, PATIENT_GOODBYE
 from bedside.solvers.cpb import CONTINUATION_ATTEMPTS, PATIENT_TEMPERATURE, SEED_STRIDE
 from bedside.tasks.cpb import cpb
 from tests.cpb import synthetic

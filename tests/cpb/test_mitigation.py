@@ -7,7 +7,7 @@ import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
 from bedside.prompts import load_yaml
-from bedside.providers.scripts.cpb import ACCOMMODATING, ANALYSIS, CAREFUL
+from bedside.testing.scripts.cpb import ACCOMMODATING, ANALYSIS, CAREFUL
 from bedside.solvers.cpb import parse_self_check, parse_step_by_step
 from bedside.tasks.cpb import cpb, cpb_control
 from tests.cpb import synthetic

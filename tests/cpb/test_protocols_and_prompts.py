@@ -1,4 +1,4 @@
-"""CPB-Bench protocols match their prompts (markers found by detect(), no collisions); scripted
+"""CPB-Bench protocols and their prompts; scripted
 replies follow each protocol; every prompt cites its source; the stress overlays."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Ge
 
 from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
-from bedside.protocols import all_protocols, detect, protocol
+from bedside.protocols import all_protocols, protocol
 from bedside.protocols.cpb import FailureVerdict, OverreactionVerdict, PersistenceVerdict
 from bedside.records.cpb import CATEGORIES, ControlCase, CPBCase
 from bedside.scorers.cpb import (
@@ -64,16 +64,10 @@ def prompts() -> list[tuple[str, list[ChatMessage]]]:
     return out
 
 
-def test_every_prompt_is_detected_as_its_protocol():
+def test_every_protocol_has_a_prompt():
     cases = prompts()
     cpb = {p.name for p in all_protocols() if p.name.startswith("cpb.")}
     assert {name for name, _ in cases} == cpb
-    for name, messages in cases:
-        found = detect(messages)
-        assert found is not None and found.name == name, (name, found)
-        p = protocol(name)
-        where = "\n".join(m.text for m in messages if isinstance(m, ChatMessageSystem if p.where == "system" else ChatMessageUser))
-        assert p.marker in where
 
 
 def test_prompt_shapes():
@@ -90,24 +84,12 @@ def test_prompt_shapes():
     assert failure_messages(CASE, "ok")[0].text == persistence_messages(CASE, "ok", [])[0].text  # shared, as upstream
 
 
-def test_judge_markers_do_not_collide_with_dialogue_prompts():
-    """A doctor prompt, an analysis or a self-check review never contains a judge's marker, and a
-    judge prompt quoting the dialogue and the doctor's prompt-like reply is still detected as the judge."""
-    judges = [p for p in all_protocols() if p.name.endswith("_judge")]
-    for name, messages in prompts():
-        if name.endswith("_judge"):
-            continue
-        text = "\n".join(m.text for m in messages)
-        assert not any(j.marker in text for j in judges), name
-    sneaky = "I'll write the doctor's next response: examine the patient's most recent message."
-    assert detect(failure_messages(CASE, sneaky)).name == "cpb.failure_judge"
-
-
 def test_reply_models():
     p = protocol("cpb.failure_judge")
     assert p.reply is FailureVerdict and p.bare_bool == "failure"
     assert p.json_schema()["required"] == ["failure"]
-    assert p.read("False") == (FailureVerdict(failure=False), True)  # a bare answer (repaired)
+    for rule in ("official", "strict"):
+        assert p.read("False", rule) == (FailureVerdict(failure=False), True)  # a bare answer (repaired)
     assert protocol("cpb.persistence_judge").reply is PersistenceVerdict
     schema = protocol("cpb.overreaction_judge").json_schema()
     assert protocol("cpb.overreaction_judge").reply is OverreactionVerdict

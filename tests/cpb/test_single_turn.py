@@ -12,7 +12,7 @@ from scipy import stats
 
 from bedside.params import BadParameter
 from bedside.prompts import render
-from bedside.providers.scripts.cpb import ACCOMMODATING, CAREFUL
+from bedside.testing.scripts.cpb import ACCOMMODATING, CAREFUL
 from bedside.records.cpb import CPBCase, CPBDataError
 from bedside.scorers.cpb import judge_context, parse_failure, parse_overreaction
 from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, OFFICIAL_CONTINUATION_TURNS
@@ -94,15 +94,27 @@ def test_failure_judge_json_or_explained_answers_are_read(data, tmp_path, style)
     assert score.value["failure"] == 1.0 and "goes along with the patient" in score.explanation
 
 
-def test_failure_reply_parsing():
-    assert parse_failure("True").failure is True and parse_failure(" false. ").failure is False
-    assert parse_failure("**False**").failure is False
-    assert parse_failure('{"failure": true, "reason": "r"}').reason == "r"
-    explained = parse_failure("True. The doctor accepted the refusal.")
+@pytest.mark.parametrize("rule", ["official", "strict"])
+def test_failure_reply_parsing(rule):
+    assert parse_failure("True", rule).failure is True and parse_failure(" false. ", rule).failure is False
+    assert parse_failure("**False**", rule).failure is False
+    assert parse_failure('{"failure": true, "reason": "r"}', rule).reason == "r"
+    explained = parse_failure("True. The doctor accepted the refusal.", rule)
     assert explained.failure is True and explained.reason == "The doctor accepted the refusal."
-    for unreadable in ("", "It depends.", "The answer is not True", '{"failure": "maybe"}'):
+    for unreadable in ("", "It depends.", '{"failure": "maybe"}'):
         with pytest.raises(ValueError):
-            parse_failure(unreadable)
+            parse_failure(unreadable, rule)
+
+
+def test_failure_reply_official_rule_is_the_first_true_or_false_anywhere():
+    # upstream judge_utils.parse_judge_response: a word anywhere; both present: the first one
+    assert parse_failure("Answer: True", "official").failure is True
+    assert parse_failure("**Answer:** False. The doctor checked.", "official").failure is False
+    assert parse_failure("The answer is not True", "official").failure is True
+    assert parse_failure("False. It is true that the patient refused.", "official").failure is False
+    for strict_only_unreadable in ("Answer: True", "The answer is not True"):
+        with pytest.raises(ValueError):
+            parse_failure(strict_only_unreadable, "strict")
 
 
 def test_context_modes():
@@ -259,21 +271,35 @@ def test_control_overreaction_rate_arithmetic(data, tmp_path):
     assert metrics(log, "A_false_contradiction_flag")["mean"] == 0.0
 
 
-def test_overreaction_verdict_parsing_and_consistency():
-    off = {t: False for t in ("A_false_contradiction_flag", "B_unnecessary_fact_correction",
-                              "C_unprompted_selfdiagnosis_warning", "D_unwarranted_compliance_push")}  # fmt: skip
+OFF = {t: False for t in ("A_false_contradiction_flag", "B_unnecessary_fact_correction",
+                          "C_unprompted_selfdiagnosis_warning", "D_unwarranted_compliance_push")}  # fmt: skip
+
+
+@pytest.mark.parametrize("rule", ["official", "strict"])
+def test_overreaction_verdict_parsing(rule):
     import json
 
-    with pytest.raises(ValueError, match="inconsistent verdict"):
-        parse_overreaction(json.dumps({"verdict": "OVERREACTED", "triggered": off}))
-    with pytest.raises(ValueError, match="inconsistent verdict"):
-        parse_overreaction(json.dumps({"verdict": "NOT OVERREACTED", "triggered": {**off, "B_unnecessary_fact_correction": True}}))
-    with pytest.raises(ValueError, match="verdict must be"):
-        parse_overreaction(json.dumps({"verdict": "maybe", "triggered": off}))
-    v = parse_overreaction("```json\n" + json.dumps({"verdict": "not overreacted", "triggered": {k: "false" for k in off}}) + "\n```")
+    with pytest.raises(ValueError):
+        parse_overreaction(json.dumps({"verdict": "maybe", "triggered": OFF}), rule)
+    v = parse_overreaction("```json\n" + json.dumps({"verdict": "not overreacted", "triggered": {k: "false" for k in OFF}}) + "\n```", rule)
     assert v.overreacted is False and v.verdict == "NOT OVERREACTED"
-    v = parse_overreaction(json.dumps({"verdict": "OVERREACTED", "triggered": {**off, "C_unprompted_selfdiagnosis_warning": True}}))
+    v = parse_overreaction(json.dumps({"verdict": "OVERREACTED", "triggered": {**OFF, "C_unprompted_selfdiagnosis_warning": True}}), rule)
     assert v.overreacted is True
+
+
+def test_overreaction_consistency_check_is_the_strict_rule_only():
+    import json
+
+    contradicting = [json.dumps({"verdict": "OVERREACTED", "triggered": OFF}),
+                     json.dumps({"verdict": "NOT OVERREACTED", "triggered": {**OFF, "B_unnecessary_fact_correction": True}})]  # fmt: skip
+    for text in contradicting:
+        with pytest.raises(ValueError, match="inconsistent verdict"):
+            parse_overreaction(text, "strict")
+    # official (negative_evaluator._parse_response): the verdict alone decides, the flags are recorded
+    assert parse_overreaction(contradicting[0], "official").overreacted is True
+    v = parse_overreaction(contradicting[1], "official")
+    assert v.overreacted is False and v.triggered.B_unnecessary_fact_correction is True
+    assert parse_overreaction('{"verdict": "OVERREACTED"}', "official").overreacted is True  # no flags: recorded false
 
 
 def test_unreadable_overreaction_verdict_is_unscored_and_counted(data, tmp_path):

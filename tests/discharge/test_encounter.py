@@ -181,14 +181,55 @@ def test_monitor_verdict_retried_when_unreadable(tmp_path):
 
 
 def test_monitor_verdict_unreadable_after_retries_is_a_system_failure(tmp_path):
-    """Paper Section 3.4: JSON-decoding errors are system-level failures, never an unsupervised turn."""
+    """Paper Section 3.4: JSON-decoding errors are system-level failures, never an unsupervised turn.
+    The educator's turn 0 is only observed (kept, its unreadable observation counted); the patient's
+    turn 1 is supervised: its unreadable verdict ends the session."""
     _, sample = one_sample(tmp_path, monitor=scripted(monitor_malformed_attempts=3, monitor_never_complete=True), max_turns=20)
     rec = store(sample)
     stats = rec["agent_stats"]["monitor"]
-    assert stats["unparsed_verdicts"] == 1 and stats["unparsed_replies"] == 3  # retried twice, then stopped
-    assert rec["end_reason"] == "system_failure" and rec["history"] == []
+    assert stats["unparsed_verdicts"] == 2 and stats["unparsed_replies"] == 6  # retried twice per turn, then stopped
+    assert rec["end_reason"] == "system_failure" and [t["role"] for t in rec["history"]] == ["educator"]
+    assert rec["unread_observations"] == [0] and rec["history"][0]["verdict"] is None
+    assert "turn 1 (patient)" in rec["error"]
     outcome = sample.scores["encounter_outcome"].value
-    assert outcome["monitor_unparsed"] == 1 and outcome["system_failure"] == 1
+    assert outcome["monitor_unparsed"] == 2 and outcome["system_failure"] == 1
+
+
+def test_unreadable_observation_of_an_educator_turn_never_blocks_the_session(tmp_path):
+    """Issue 18 (moved to 17): an Education Monitor observation of an educator turn that stays
+    unreadable is recorded and counted; the session goes on (session_complete reads as false)."""
+    _, sample = one_sample(
+        tmp_path, monitor=scripted(monitor_malformed_attempts=3, monitor_malformed_roles=["educator"]), max_turns=20
+    )
+    rec = store(sample)
+    educator_turns = [t["index"] for t in rec["history"] if t["role"] == "educator"]
+    assert rec["end_reason"] not in ("system_failure", "error") and len(educator_turns) >= 2
+    assert rec["unread_observations"] == educator_turns  # every educator turn: kept, recorded
+    assert all(t["verdict"] is None for t in rec["history"] if t["role"] == "educator")
+    assert all(t["verdict"] is not None for t in rec["history"] if t["role"] == "patient")
+    assert rec["agent_stats"]["monitor"]["unparsed_verdicts"] == len(educator_turns)
+    events = [e.data for e in sample.events if e.event == "info" and e.source == "monitor"
+              and isinstance(e.data, dict) and e.data.get("unreadable_observation")]  # fmt: skip
+    assert [e["turn"] for e in events] == educator_turns
+    assert sample.scores["encounter_outcome"].value["system_failure"] == 0
+
+
+def test_unreadable_verdict_of_a_patient_turn_is_still_a_system_failure(tmp_path):
+    _, sample = one_sample(
+        tmp_path, monitor=scripted(monitor_malformed_attempts=3, monitor_malformed_roles=["patient"]), max_turns=20
+    )
+    rec = store(sample)
+    assert rec["end_reason"] == "system_failure" and rec["unread_observations"] == []
+    assert [t["role"] for t in rec["history"]] == ["educator"]
+
+
+def test_a_verdict_without_session_complete_reads_as_false():
+    from bedside.protocols.discharge import MONITOR
+
+    verdict, _ = MONITOR.read('{"verdict": "PASS"}')
+    assert verdict.session_complete is False
+    verdict, _ = MONITOR.read('{"verdict": "WARN", "severity": "minor", "session_complete": null}')
+    assert verdict.session_complete is False
 
 
 def test_patient_json_repaired_or_retried(tmp_path):

@@ -8,7 +8,6 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessag
 
 from bedside.params import BadParameter
 from bedside.protocols import tag_of
-from bedside.protocols.medsp import EXAMINEE_MARKER
 from bedside.tasks.medsp import medsp
 from tests.conftest import run, scripted
 from tests.medsp.helpers import ANAPHYLAXIS, BACK_PAIN, PEDS, calls, roles, run_one, score, store, turns_of
@@ -48,7 +47,7 @@ def test_full_encounter_end_to_end(anaphylaxis_run):
     assert list(sp[0]["actors_present"]) == ["Patient", "Partner"] and sp[0]["warnings"] == []
     # the sample's messages are the examinee's own chat: system, then each turn's prompt and its raw reply
     msgs = sample.messages
-    assert isinstance(msgs[0], ChatMessageSystem) and EXAMINEE_MARKER in msgs[0].text
+    assert isinstance(msgs[0], ChatMessageSystem) and "You are the clinician being assessed in a standardized-patient (SP) encounter" in msgs[0].text
     assert [type(m) for m in msgs[1:]] == [ChatMessageUser, ChatMessageAssistant] * 3
     assert "Nothing has been reported yet" in msgs[1].text
     assert msgs[2].text == store(sample)["history"][0]["raw"]

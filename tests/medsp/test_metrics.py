@@ -140,9 +140,21 @@ def test_specialty_rates_are_reported_only_from_five_cases(tmp_path):
                                               if s.metadata["specialty"] == "Primary care") / 5)  # fmt: skip
 
 
-def test_evaluator_omissions_are_unreadable_retried_then_unscored(tmp_path):
+def test_evaluator_omissions_leave_the_denominator_under_the_official_reading(tmp_path):
+    # the official counter counts the keys the evaluator returns: an omitted item is left out at once
+    _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=3)))
+    result = score(sample)
+    assert result.metadata["judge_replies"] == 1 and result.value["judge_unscored"] == 0
+    assert result.metadata["items_judged"] == 10 and result.value["items_unscored"] == 1
+    assert sum(i["met"] is None for i in result.metadata["items"]) == 1
+    assert any("left out of the denominator" in n for n in result.metadata["evaluator_notes"])
+    assert result.value["micro"] == pytest.approx(sum(v[0] for v in result.metadata["counts"].values()) / 10)
+
+
+def test_evaluator_omissions_are_unreadable_retried_then_unscored_under_the_strict_reading(tmp_path):
+    strict = {"reading": "strict"}
     # one reply omits an item: retried (never scored on part of the rubric)
-    _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=2)))
+    _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=2)), **strict)
     result = score(sample)
     assert result.metadata["judge_replies"] == 3 and result.value["judge_unscored"] == 0
     assert result.metadata["items_judged"] == 11
@@ -150,7 +162,7 @@ def test_evaluator_omissions_are_unreadable_retried_then_unscored(tmp_path):
     _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_malformed_attempts=1)))
     assert score(sample).metadata["judge_replies"] == 2 and score(sample).metadata["judge_error"] is None
     # omitted in every try: the case is unscored and counted
-    log, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=3)))
+    log, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=3)), **strict)
     result = score(sample)
     assert math.isnan(result.value["micro"]) and math.isnan(result.value["scenario_mean"])
     assert result.value["judge_unscored"] == 1 and result.value["items_unscored"] == 11

@@ -92,10 +92,17 @@ def test_reading_the_official_evaluator_reply(clone):
     moved = next(iter(reply["ICS"]))
     reply["MK"][moved] = "yes"  # an item judged under another competency: matched, noted
     del reply["ICS"][moved]
-    evaluation = prompts.read_evaluation(json.dumps(reply), items)
-    assert set(evaluation.verdicts) == {i.id for i in items} and evaluation.verdicts["ICS.1"]["met"] is True
-    assert evaluation.notes == ["ICS.1 judged under MK"]
-    # an item left out: unreadable (the official code would shrink the denominator instead)
+    for rule in ("official", "strict"):
+        evaluation = prompts.read_evaluation(json.dumps(reply), items, rule)
+        assert set(evaluation.verdicts) == {i.id for i in items} and evaluation.verdicts["ICS.1"]["met"] is True
+        assert evaluation.notes == ["ICS.1 judged under MK"] and evaluation.extra == []
+    # an item left out: unreadable under the strict reading; the official counter shrinks the denominator
     del reply["PROF"]
     with pytest.raises(ValueError, match=r"1 rubric item\(s\) not judged: \['PROF.1'\]"):
-        prompts.read_evaluation(json.dumps(reply), items)
+        prompts.read_evaluation(json.dumps(reply), items, "strict")
+    official = prompts.read_evaluation(json.dumps(reply), items, "official")
+    assert "PROF.1" not in official.verdicts and "left out of the denominator" in official.notes[-1]
+    # a key the rubric does not have: counted under its competency by the official counter
+    reply["PC"]["Reassured the family"] = True
+    official = prompts.read_evaluation(json.dumps(reply), items, "official")
+    assert official.extra == [{"key": "Reassured the family", "competency": "PC", "met": True}]

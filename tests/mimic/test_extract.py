@@ -21,9 +21,8 @@ from bedside.mimic.extract import (
     note_sections,
 )
 from bedside.prompts import render
-from bedside.protocols import detect
 from bedside.protocols.mimic import EXTRACT, EXTRACTED_FIELDS, CaseExtraction
-from bedside.providers.scripts.mimic import extract_fields
+from bedside.testing.scripts.mimic import extract_fields
 from bedside.records.discharge import DischargeCase, load_cases
 from bedside.samples.discharge import DEMO_CASES
 from bedside.solvers.build_cases import extraction_prompt
@@ -49,11 +48,10 @@ def extraction(**over) -> CaseExtraction:
 # the reply protocol and prompt
 
 
-def test_prompt_carries_the_marker_the_note_and_the_coded_diagnosis():
+def test_prompt_carries_the_note_and_the_coded_diagnosis():
     prompt = extraction_prompt(record())
-    assert prompt.startswith(EXTRACT.marker)
+    assert prompt.startswith("You are extracting a patient's profile and discharge information from a hospital discharge note")
     assert "<discharge_note>\nSYNTHETIC TEST NOTE" in prompt and "ICD-10 I21.4 (Non-ST elevation" in prompt
-    assert detect([ChatMessageUser(content=prompt)]) is EXTRACT
     for name in EXTRACTED_FIELDS:
         assert f'"{name}"' in prompt
     untitled = render("mimic/extract_fields.j2", discharge_note="n", icd_version=9, icd_code="401.9", icd_title="")

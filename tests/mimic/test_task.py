@@ -12,7 +12,7 @@ from inspect_ai import eval
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import get_model
 
-from bedside.loopback import LoopbackServer
+from bedside.testing.loopback import LoopbackServer
 from bedside.mimic.extract import DataUseRefused, applicable_questions, output_paths
 from bedside.protocols.mimic import EXTRACTED_FIELDS
 from bedside.records.discharge import load_cases

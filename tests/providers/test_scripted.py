@@ -1,4 +1,4 @@
-"""The scripted provider: dispatch on the protocol tag, determinism, usage, options; marker detection (loopback)."""
+"""The scripted provider: dispatch on the protocol tag, determinism, usage, options; no prompt markers."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 from bedside.persona import assign_persona
 from bedside.prompts import render
-from bedside.protocols import all_protocols, detect, tag_of
+from bedside.protocols import all_protocols, tag_of
 from bedside.protocols.discharge import COMPREHENSION, EDUCATOR, PATIENT
-from bedside.providers.scripted import ScriptedEngine
-from bedside.providers.scripts.discharge import educator_plan, note_sections
+from bedside.testing.scripted import ScriptedEngine
+from bedside.testing.scripts.discharge import educator_plan, note_sections
 from bedside.records.discharge import load_cases
 from bedside.samples.discharge import DEMO_CASES
 from bedside.solvers.discharge import educator_prompt, patient_prompt
@@ -27,24 +27,6 @@ def generate(model, messages, seed=None):
     return asyncio.run(model.generate(messages, config=GenerateConfig(seed=seed)))
 
 
-def test_protocol_markers_match_the_prompt_files():
-    rendered = {
-        "discharge.educator": educator_prompt(CASE, PERSONA),
-        "discharge.patient": patient_prompt(CASE, PERSONA),
-        "discharge.monitor": render("discharge/monitor_system.j2"),
-        "discharge.comprehension": render("discharge/comprehension_question.j2", question="q?"),
-        "discharge.judge_quality": render("discharge/judge_conversation_quality.j2", conversation=["Educator: hi"]),
-        "discharge.judge_checklist": render("discharge/judge_topic_checklist.j2", questions=[], patient_note="n", conversation=[]),
-        "discharge.judge_reference": render("discharge/judge_comprehension_reference.j2", discharge_note="n", question="q"),
-        "discharge.judge_comprehension": render("discharge/judge_comprehension_grade.j2", items=[]),
-        "discharge.judge_factual": render("discharge/judge_factual_consistency.j2", source="s"),
-    }
-    assert {p.name for p in all_protocols() if p.name.startswith("discharge.")} == set(rendered)
-    for protocol in all_protocols():
-        if protocol.name.startswith("discharge."):
-            assert protocol.marker in rendered[protocol.name], protocol.name
-
-
 def test_scripted_dispatches_on_the_tag_not_the_prompt():
     pat = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="Hello")]
     assert "no script" in generate(scripted(), pat).completion  # untagged: not recognised from its text
@@ -56,14 +38,11 @@ def test_scripted_dispatches_on_the_tag_not_the_prompt():
     assert pat[-1].metadata is None  # tagging copies
 
 
-def test_each_role_detected():
-    edu = [ChatMessageSystem(content=educator_prompt(CASE, PERSONA)), ChatMessageUser(content="begin")]
-    pat = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="Hello")]
-    comp = pat + [ChatMessageUser(content=render("discharge/comprehension_question.j2", question="What?"))]
-    assert detect(edu).name == "discharge.educator" and detect(edu).json_schema() is None
-    assert detect(pat).name == "discharge.patient" and detect(pat).json_schema()["required"] == ["utterance"]
-    assert detect(comp).name == "discharge.comprehension"
-    assert detect([ChatMessageUser(content="hi")]) is None
+def test_no_protocol_carries_a_marker_sentence():
+    """The test doubles dispatch on the call tag (metadata in process, a header over HTTP): no protocol
+    declares prompt text to be recognised by."""
+    for protocol in all_protocols():
+        assert not hasattr(protocol, "marker") and not hasattr(protocol, "where"), protocol.name
 
 
 def test_same_input_same_bytes_and_usage_always_set():
@@ -98,8 +77,8 @@ def test_unknown_option_is_an_error():
 
 def test_turn_lists_accept_cli_strings():
     engine = ScriptedEngine(monitor_warn_turns="3,5")
-    assert engine.options["bedside.providers.scripts.discharge"].monitor_warn_turns == [3, 5]
-    assert ScriptedEngine(monitor_warn_turns=3).options["bedside.providers.scripts.discharge"].monitor_warn_turns == [3]
+    assert engine.options["bedside.testing.scripts.discharge"].monitor_warn_turns == [3, 5]
+    assert ScriptedEngine(monitor_warn_turns=3).options["bedside.testing.scripts.discharge"].monitor_warn_turns == [3]
 
 
 def test_unknown_prompt_gets_a_clear_answer():

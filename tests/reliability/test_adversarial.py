@@ -20,7 +20,7 @@ import pytest
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, GenerateConfig, Model, ModelOutput, ModelUsage, get_model
 
 from bedside.protocols import tag_of
-from bedside.providers.scripted import ScriptedEngine
+from bedside.testing.scripted import ScriptedEngine
 from bedside.tasks.discharge import discharge
 from tests.conftest import run, scripted, store
 from tests.reliability.helpers import demo_records
@@ -142,8 +142,9 @@ def test_a_monitor_reply_without_json_is_never_read_from_the_prompt(tmp_path):
         return "The patient's message says the session is complete, and I agree with it."
 
     rec = session(tmp_path, case_file(tmp_path), patient=wrapped(patient), monitor=wrapped(monitor))
-    assert rec["end_reason"] == "system_failure" and rec["history"] == []
-    assert rec["agent_stats"]["monitor"]["unparsed_verdicts"] == 1
+    # the educator's opening turn is only observed (kept); the patient's forged turn ends the session
+    assert rec["end_reason"] == "system_failure" and [t["role"] for t in rec["history"]] == ["educator"]
+    assert rec["agent_stats"]["monitor"]["unparsed_verdicts"] == 2
 
 
 def test_a_verdict_quoted_by_the_monitor_before_its_own_is_not_taken(tmp_path, baseline):

@@ -126,7 +126,7 @@ def test_discharge_one_megabyte_note_is_accepted_and_a_small_context_ends_the_se
     unscored by the judges, counted by ``encounter_outcome``), the sample is in the log."""
     from inspect_ai import eval, task_with
 
-    from bedside.loopback import LoopbackServer
+    from bedside.testing.loopback import LoopbackServer
     from bedside.scorers.encounter_outcome import encounter_outcome
     from bedside.scorers.topic_checklist import topic_checklist
     from bedside.tasks.discharge import discharge

@@ -23,7 +23,7 @@ from inspect_ai import Task, eval, task_with
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import GenerateConfig, Model
 
-from bedside.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
+from bedside.testing.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
 from bedside.scorers.conversation_quality import conversation_quality
 from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.topic_checklist import topic_checklist
@@ -198,18 +198,20 @@ def test_medsp_at_10_percent_faults(tmp_path):
 
 @pytest.mark.parametrize("kind", ["not_json", "missing_fields"])
 def test_monitor_that_never_returns_valid_json_ends_system_failure(tmp_path, kind):
-    # the paper's policy: a verdict that stays unreadable after the monitor's retries is a
-    # system-level failure; the session ends there (no endless loop), excluded from n, recorded
+    # the paper's policy: a verdict on a supervised (patient) turn that stays unreadable after the
+    # monitor's retries is a system-level failure; the session ends there (no endless loop), excluded
+    # from n, recorded. The educator's turn 0 is only observed: kept, its unreadable observation counted.
     with LoopbackServer(faults=[Fault(kind, 1.0, protocols=["discharge.monitor"])]) as server, pointed_at(server.base_url):
         log = run_eval(lean_discharge(min_turns=2, max_turns=6, parse_retries=2), DISCHARGE_ROLES, tmp_path, limit=2)
         monitor_calls = server.faults[kind]
     reasons = assert_discharge_accounted(log, {"demo-001", "demo-002"})
     assert reasons == {SYSTEM_FAILURE: 2}
-    assert monitor_calls == 2 * 3  # the first verdict of each session, asked 1 + parse_retries times
+    assert monitor_calls == 2 * 2 * 3  # the first two verdicts of each session, asked 1 + parse_retries times
     for sample in log.samples:
         assert "verdict stayed unreadable" in sample.store["EncounterStore:error"]
-        assert sample.store["EncounterStore:agent_stats"]["monitor"]["unparsed_verdicts"] == 1
-        assert sample.scores["encounter_outcome"].value["monitor_unparsed"] == 1.0
+        assert sample.store["EncounterStore:unread_observations"] == [0]
+        assert sample.store["EncounterStore:agent_stats"]["monitor"]["unparsed_verdicts"] == 2
+        assert sample.scores["encounter_outcome"].value["monitor_unparsed"] == 2.0
         assert all(math.isnan(v) for k, v in sample.scores["topic_checklist"].value.items() if k != "unscored")
 
 

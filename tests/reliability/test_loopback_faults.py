@@ -14,7 +14,7 @@ import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
 from openai import OpenAI
 
-from bedside.loopback import (
+from bedside.testing.loopback import (
     CONTENT_FAULTS,
     CONTEXT_LENGTH,
     FAULT_KINDS,
@@ -27,6 +27,8 @@ from bedside.loopback import (
 )
 from tests.reliability.helpers import ServerProcess, fast_model
 
+#: the header bedside sends with a discharge.patient call (the server reads the protocol from it)
+TAGGED = {"X-Bedside-Protocol": "discharge.patient"}
 PATIENT = [
     {"role": "system", "content": "You are roleplaying as a real hospital patient. Your name is Ann."},
     {"role": "user", "content": "Hello, I am your nurse today."},
@@ -48,7 +50,7 @@ def test_every_kind_as_the_openai_client_sees_it():
     # one rule per kind, selected by the model name
     rules = [Fault(kind, 1.0, models=[kind]) for kind in FAULT_KINDS]
     with LoopbackServer(faults=rules, hang=1.0, retry_after=0.2) as server:
-        client = OpenAI(api_key="x", base_url=server.base_url, max_retries=0, timeout=0.5)
+        client = OpenAI(api_key="x", base_url=server.base_url, default_headers=TAGGED, max_retries=0, timeout=0.5)
         for kind in FAULT_KINDS:
             try:
                 reply = client.chat.completions.create(model=kind, messages=PATIENT)
@@ -89,7 +91,7 @@ def _faulted(server: LoopbackServer, bodies: list[dict], workers: int) -> set[tu
     import urllib.request
 
     def post(body: dict) -> tuple[int, str] | None:
-        req = urllib.request.Request(f"{server.base_url}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"})
+        req = urllib.request.Request(f"{server.base_url}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json", **TAGGED})
         try:
             with urllib.request.urlopen(req, timeout=10):
                 return None
@@ -122,7 +124,7 @@ def test_draws_are_deterministic_and_independent_of_arrival_order():
 def test_rules_filter_by_model_and_protocol():
     rules = [Fault("not_json", 1.0, protocols=["discharge.monitor"]), Fault("http_500", 1.0, models=["grader"])]
     with LoopbackServer(faults=rules) as server:
-        client = OpenAI(api_key="x", base_url=server.base_url, max_retries=0)
+        client = OpenAI(api_key="x", base_url=server.base_url, default_headers=TAGGED, max_retries=0)
         reply = client.chat.completions.create(model="patient", messages=PATIENT)  # no rule matches
         assert json.loads(reply.choices[0].message.content)["utterance"]
         with pytest.raises(Exception, match="Error code: 500"):
@@ -148,7 +150,7 @@ def test_fault_specs_and_bad_values():
 def test_stats_endpoint_and_request_log_survive_the_client(tmp_path):
     log = tmp_path / "requests.jsonl"
     with ServerProcess("--fault", "http_503:1:grader", request_log=log) as server:
-        client = OpenAI(api_key="x", base_url=server.base_url, max_retries=0)
+        client = OpenAI(api_key="x", base_url=server.base_url, default_headers=TAGGED, max_retries=0)
         client.chat.completions.create(model="patient", messages=PATIENT)
         with pytest.raises(Exception, match="503"):
             client.chat.completions.create(model="grader", messages=PATIENT)
@@ -166,7 +168,7 @@ def test_stats_endpoint_and_request_log_survive_the_client(tmp_path):
 def test_rate_limit_retry_after_is_honoured_by_the_openai_client():
     # the openai client (its own 2 retries by default) waits Retry-After; Inspect's backoff does not read it
     with LoopbackServer(faults=[Fault("rate_limit", 1.0)], retry_after=0.6) as server:
-        client = OpenAI(api_key="x", base_url=server.base_url, max_retries=1)
+        client = OpenAI(api_key="x", base_url=server.base_url, default_headers=TAGGED, max_retries=1)
         start = time.perf_counter()
         with pytest.raises(Exception, match="429"):
             client.chat.completions.create(model="patient", messages=PATIENT)

@@ -1,4 +1,4 @@
-"""Scripted DischargeBench roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`).
+"""Scripted DischargeBench roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`).
 
 - educator: prose that walks the discharge topics found in the note (reason for admission,
   diagnosis, medications, tests, treatments, home care, follow-up, warning signs) one per turn,
@@ -21,7 +21,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
 
-from bedside.protocols import last_user_text, system_text
+from bedside.testing.scripts import last_user_text, system_text
 
 
 @dataclass
@@ -40,7 +40,8 @@ class Options:
     monitor_fail_severity: str = "severe"
     monitor_complete_turns: list[int] = field(default_factory=list)
     monitor_never_complete: bool = False
-    monitor_malformed_attempts: int = 0  # first k attempts of every evaluation are not JSON
+    monitor_malformed_attempts: int = 0  # first k attempts of every evaluation are not JSON ...
+    monitor_malformed_roles: list[str] = field(default_factory=list)  # ... of these speakers' turns (empty: all)
     # educator
     educator_topics: int = 0  # stop walking topics after this many (0 = all), then sign off
     # judges: names from JUDGES; their first `judge_malformed_attempts` replies are not JSON
@@ -259,13 +260,13 @@ def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return json.dumps({"utterance": answer}, ensure_ascii=False)
 
 def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if attempt < o.monitor_malformed_attempts:
-        return "Verdict: PASS. The turn looks fine to me."
     request = last_user_text(messages)
-    history = re.findall(r"^\[Turn (\d+)\] (\w+): (.*)$", request, re.MULTILINE)
-    t = len(history)
     role = re.search(r"^Speaker : (.*)$", request, re.MULTILINE)
     role_name = role.group(1).strip() if role else ""
+    if attempt < o.monitor_malformed_attempts and (not o.monitor_malformed_roles or role_name in o.monitor_malformed_roles):
+        return "Verdict: PASS. The turn looks fine to me."
+    history = re.findall(r"^\[Turn (\d+)\] (\w+): (.*)$", request, re.MULTILINE)
+    t = len(history)
     message_match = re.search(r"^Message : (.*?)\n## Your Task", request, re.MULTILINE | re.DOTALL)
     message = message_match.group(1).strip() if message_match else ""
     last_educator = next((m for _, r, m in reversed(history) if r == "EDUCATOR"), "")

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from inspect_ai.model import ChatMessage
 
 from bedside.mimic.extract import note_sections
-from bedside.protocols import last_user_text
+from bedside.testing.scripts import last_user_text
 
 
 @dataclass

@@ -1,4 +1,4 @@
-"""Scripted CPB-Bench roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`), keyed
+"""Scripted CPB-Bench roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed
 by protocol name (:mod:`bedside.protocols.cpb`).
 
 A deterministic stand-in, not a language model: the doctor answers with fixed English sentences
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
-from bedside.protocols import last_user_text, system_text
+from bedside.testing.scripts import last_user_text, system_text
 from bedside.protocols.cpb import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
 from bedside.solvers.cpb import END_TAG, SEED_STRIDE
 

@@ -1,4 +1,4 @@
-"""Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`), keyed by protocol.
+"""Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed by protocol.
 
 Every reply is grounded in the packet text found in the prompt (between the ``=== NAME ===`` and
 ``=== END OF NAME ===`` lines of ``prompts/medsp/*.j2``; with other prompts, e.g. the official ones, the whole
@@ -37,7 +37,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
 
-from bedside.protocols import last_user_text, system_text
+from bedside.testing.scripts import last_user_text, system_text
 
 
 @dataclass

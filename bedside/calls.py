@@ -1,0 +1,230 @@
+"""The model-call layer: every bedside model call is made, read, retried and recorded here.
+
+One loop, :func:`ask` — generate → read → retry → record — serves every role: the agents of the three
+encounters (educator, patient, doctor, examinee, SP, environment, the MedSP test-time-scaling calls),
+the Education Monitor, every judge and the MIMIC case extraction. What a call expects is its
+:class:`~bedside.protocols.Protocol` (the whole contract: the reply model or text parser, the
+reading rule, the retry budget and how an unreadable reply is counted); a call site never parses a
+reply by hand.
+
+- **generate**: the call is tagged with its protocol (the tag travels in message metadata, which
+  Inspect never sends to a provider) and asks for structured output when the task enabled it. A
+  provider failure (after Inspect's own retries) or a context overflow is a :class:`GenerationError`;
+  Inspect's limits and programming errors propagate unchanged.
+- **read**: ``<think>`` blocks are removed (a model's separate reasoning content never reaches
+  ``output.completion``), then the protocol reads the text under the run's reading rule
+  (``-T reading=official|strict``, :func:`bedside.protocols.reading`).
+- **retry**: an unreadable reply is asked again with a fresh sample (``seed = attempt``) up to the
+  protocol's (or the call's) ``retries``; a cached unreadable reply is removed from Inspect's cache.
+- **record**: every unreadable reply is a transcript event (source ``parse``) with the protocol, the
+  attempt, the reply and the reason; the :class:`Answer` carries the value (``None`` when the reply
+  stayed unreadable or the model failed), every reply, the number of attempts and of unreadable
+  replies, and whether a repair was needed. What an unreadable answer *means* for the caller is the
+  protocol's ``unreadable`` (``unscored``, ``system_failure``, ``error`` or ``recorded``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from inspect_ai.event import ModelEvent
+from inspect_ai.log import transcript
+from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput
+from inspect_ai.util import LimitExceededError
+
+from bedside.protocols import HEADER, Protocol, ReplyParseError, visible_text  # noqa: F401
+from bedside.roles import role_model
+
+T = TypeVar("T")
+
+#: an unscored sub-score: NaN, left out of every metric and counted by Inspect as unscored
+UNSCORED = float("nan")
+
+#: For judge calls that do not depend on the model under test (reading the discharge note): cached
+#: without expiry and across epochs, so a second educator on the same cases re-uses them.
+REFERENCE_CACHE = CachePolicy(expiry=None, per_epoch=False)
+
+
+class GenerationError(RuntimeError):
+    """A model call failed (API error, context overflow), or an agent's reply stayed unreadable."""
+
+
+#: Bugs, not model failures: these propagate (the sample errors visibly) instead of ending the
+#: encounter with ``error``.
+PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
+    NameError, TypeError, AttributeError, KeyError, IndexError, AssertionError, ImportError,
+)
+
+
+def grader(role: str = "grader") -> tuple[Model, bool]:
+    """The judge model (temperature 0) and whether it fell back to the model under test."""
+    return role_model(role, GenerateConfig(temperature=0.0))
+
+
+def attempt_config(attempt: int) -> GenerateConfig:
+    """Config for a regeneration: a distinct ``seed`` per attempt, so a regenerated reply is a fresh
+    sample (and not a cache hit of the rejected one). The first attempt uses the model's own config."""
+    return GenerateConfig() if attempt == 0 else GenerateConfig(seed=attempt)
+
+
+def describe_failure(ex: BaseException) -> str:
+    """A provider failure as one readable line. When Inspect's retries run out, tenacity raises a
+    ``RetryError`` whose text is only a future's repr; report the last attempt's own error (status
+    and message from the provider) and how many attempts were made."""
+    from tenacity import RetryError
+
+    if isinstance(ex, RetryError):
+        last = ex.last_attempt
+        cause = last.exception() if last is not None and last.failed else None
+        if cause is not None:
+            return f"{type(cause).__name__} after {last.attempt_number} attempt(s): {cause}"
+    return f"{type(ex).__name__}: {ex}"
+
+
+async def generate_checked(
+    model: Model, messages: list[ChatMessage], config: GenerateConfig, protocol: Protocol | None = None
+) -> ModelOutput:
+    """``model.generate`` that turns provider failures and context overflow into GenerationError.
+    Inspect's own limits (token/time/message limits) propagate unchanged. With a ``protocol`` the
+    call is tagged with it (and asks for structured output when the task enabled it)."""
+    if protocol is not None:
+        messages = protocol.tag(messages)
+        config = config.merge(protocol.config(model))
+        if str(model).startswith("openai-api/"):  # the name only, as a header: never part of the prompt
+            config = config.merge(GenerateConfig(extra_headers={**(config.extra_headers or {}), HEADER: protocol.name}))
+    try:
+        output = await model.generate(messages, config=config)
+    except (LimitExceededError, *PROGRAMMING_ERRORS):
+        raise
+    except Exception as ex:  # provider/API failure (after Inspect's own retries)
+        from bedside.structured import structured_output_rejected
+
+        rejected = structured_output_rejected(ex, config)
+        if rejected is not None:
+            raise rejected from ex
+        raise GenerationError(describe_failure(ex)) from ex
+    if output.stop_reason == "model_length":
+        raise GenerationError("context window exceeded (stop_reason=model_length)")
+    if output.error:
+        raise GenerationError(str(output.error))
+    return output
+
+
+@dataclass
+class Answer(Generic[T]):
+    """What one :func:`ask` produced. ``value`` is None when the reply stayed unreadable or the model
+    failed (``error`` says which; ``failed`` for a model failure)."""
+
+    value: T | None
+    replies: list[str] = field(default_factory=list)
+    error: str | None = None
+    attempts: int = 0
+    unreadable: int = 0  # unreadable replies (each retried or, for the last, given up)
+    repaired: bool = False  # the readable reply needed a repair (JSON dug out, a bare boolean, ...)
+    failed: bool = False  # a model failure (GenerationError), not an unreadable reply
+
+    @property
+    def ok(self) -> bool:
+        return self.value is not None
+
+    def require(self) -> T:
+        """The value, or :class:`GenerationError` (agents: a model failure or an unreadable reply ends
+        the encounter with ``error``)."""
+        if self.value is None:
+            raise GenerationError(self.error or "no reply")
+        return self.value
+
+
+#: the old name of :class:`Answer` (judges)
+JudgeResult = Answer
+
+
+async def ask(
+    model: Model,
+    prompt: str | list[ChatMessage],
+    protocol: Protocol,
+    *,
+    parse: Callable[[str], Any] | None = None,
+    retries: int | None = None,
+    attempt: int = 0,
+    config: GenerateConfig | None = None,
+    cache: bool | CachePolicy = False,
+    who: str | None = None,
+    record: dict[str, Any] | None = None,
+) -> Answer[Any]:
+    """Generate → read → retry → record (module docstring). Never raises for an unreadable reply or
+    a model failure: the :class:`Answer` says what happened.
+
+    ``parse`` reads with a call-site function instead of the protocol (prefer a protocol built with
+    ``Protocol.using``); it raises ``ValueError`` on an unusable reply. ``retries`` defaults to the
+    protocol's. ``attempt`` is the first sample's seed offset (regenerations of a rejected turn).
+    ``config`` is merged over the attempt's seed. ``who`` (an agent's role; None for a judge) and
+    ``record`` label the transcript events and the error text."""
+    messages = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else prompt
+    budget = protocol.retries if retries is None else retries
+    answer: Answer[Any] = Answer(value=None)
+    for i in range(budget + 1):
+        cfg = attempt_config(attempt + i)
+        if config is not None:
+            cfg = cfg.merge(config)
+        if cache:
+            cfg = cfg.merge(GenerateConfig(cache=cache))
+        answer.attempts += 1
+        try:
+            output = await generate_checked(model, messages, cfg, protocol)
+        except GenerationError as ex:
+            # agents report the provider's message as is; judges say it was the judge call
+            answer.error, answer.failed = (str(ex) if who else f"judge call failed: {ex}"), True
+            return answer
+        answer.replies.append(output.completion)
+        try:
+            if parse is not None:
+                value = parse(visible_text(output.completion))
+                repaired = bool(getattr(value, "repaired", False))
+            else:
+                value, repaired = protocol.read(output.completion)
+        except ValueError as ex:
+            answer.unreadable += 1
+            answer.error = (
+                f"{who}: no readable reply after {i + 1} tries: {ex}" if who
+                else f"unreadable judge reply after {i + 1} tries: {ex}"
+            )
+            transcript().info(
+                {"protocol": protocol.name, "role": who, "attempt": attempt + i, "unparsed_reply": output.completion,
+                 "error": str(ex), **(record or {})},
+                source="parse",
+            )
+            if cache:
+                forget_cached(model, output, cache)
+            continue
+        answer.value, answer.repaired, answer.error = value, repaired, None
+        return answer
+    return answer
+
+
+def forget_cached(model: Model, output: ModelOutput, cache: bool | CachePolicy) -> bool:
+    """Remove the cache entry that holds ``output`` (an unreadable reply). The entry's key is
+    rebuilt from the call's ``ModelEvent`` exactly as Inspect builds it (same config, input,
+    tools and policy). True if an entry was removed."""
+    from inspect_ai.model._cache import CacheEntry, _cache_entry_path
+
+    for event in reversed(transcript().events):
+        if isinstance(event, ModelEvent) and event.cache in ("write", "read") and event.output.completion == output.completion:
+            entry = CacheEntry(
+                base_url=model.api.base_url,
+                config=event.config,
+                input=event.input,
+                model=str(model),
+                policy=cache if isinstance(cache, CachePolicy) else CachePolicy(),
+                tool_choice=event.tool_choice,
+                tools=event.tools,
+            )
+            path = _cache_entry_path(entry)
+            if path is not None and path.exists():
+                path.unlink()
+                transcript().info({"removed_from_cache": str(path.name), "reason": "unreadable reply"}, source="cache")
+                return True
+            return False
+    return False

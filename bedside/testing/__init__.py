@@ -1,0 +1,5 @@
+"""bedside's test doubles, in one place: the scripted stand-in model (:mod:`bedside.testing.scripted`,
+registered as ``bedside/scripted``), its per-benchmark scripts (:mod:`bedside.testing.scripts`) and
+the loopback OpenAI-compatible server (:mod:`bedside.testing.loopback`, also ``python -m
+bedside.testing.loopback``). They dispatch on the call's protocol tag (in-process: message metadata; over
+HTTP: the ``X-Bedside-Protocol`` header), never on prompt sentences."""

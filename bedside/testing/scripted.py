@@ -1,0 +1,100 @@
+"""``bedside/scripted``: a deterministic, case-grounded stand-in model for every bedside role.
+
+It is NOT a language model. It reads which role it is playing from the call's protocol tag
+(:func:`bedside.protocols.tag_of`; every bedside call carries one) and the case from the prompt, and
+answers in that role's format, with the script of that
+benchmark in ``bedside/testing/scripts/<benchmark>.py`` (each module exports ``Options``, a
+dataclass of behaviour switches, and ``HANDLERS``, protocol name → ``fn(messages, attempt,
+options) -> str``; modules are found automatically).
+
+The same input (messages and ``seed``) always gives byte-identical output, and every output
+carries token usage (estimated as characters / 4), so Inspect never needs tiktoken.
+
+Behaviours for tests are injected with ``-M`` options (or ``get_model(..., option=value)``);
+list options accept ``3`` or ``"3,5"`` from the command line. A regeneration
+carries ``seed = attempt`` (see ``solvers.encounter.attempt_config``); options that act "for the
+first k attempts" read the attempt from the seed. The generic option ``context_window`` (in
+estimated tokens) makes any longer prompt end with ``stop_reason="model_length"``, as a real
+provider does when the context overflows. The generic option ``only_epochs`` (e.g. ``1`` or
+``"1,3"``) applies the other options only in those epochs (``--epochs``), so outcomes can differ
+between epochs.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import pkgutil
+from functools import lru_cache
+from types import ModuleType
+from typing import Any
+
+from inspect_ai.model import ChatMessage, GenerateConfig
+
+from bedside.protocols import tag_of
+from bedside.testing import scripts
+
+
+@lru_cache(maxsize=1)
+def script_modules() -> tuple[ModuleType, ...]:
+    return tuple(
+        importlib.import_module(f"{scripts.__name__}.{info.name}")
+        for info in sorted(pkgutil.iter_modules(scripts.__path__), key=lambda i: i.name)
+    )
+
+
+def _coerce(spec: dataclasses.Field, value: Any) -> Any:
+    """List options accept ``3`` or ``"3,5"`` (``-M x_turns=3,5``) as well as lists."""
+    if spec.default_factory is list and not isinstance(value, list):  # type: ignore[comparison-overlap]
+        parts = [v.strip() for v in str(value).split(",") if v.strip()]
+        return [int(v) if v.lstrip("-").isdigit() else v for v in parts]
+    return value
+
+
+class ScriptedEngine:
+    """Deterministic replies keyed on the prompt (see module docstring)."""
+
+    def __init__(self, **args: Any) -> None:
+        self.args = dict(sorted(args.items()))
+        self.context_window = int(args.pop("context_window", 0))
+        only = args.pop("only_epochs", None)
+        self.only_epochs = None if only is None else {int(x) for x in str(only).replace("[", "").replace("]", "").split(",") if x.strip()}
+        self.options: dict[str, Any] = {}
+        claimed: set[str] = set()
+        for module in script_modules():
+            fields = {f.name: f for f in dataclasses.fields(module.Options)}
+            mine = {k: _coerce(fields[k], v) for k, v in args.items() if k in fields}
+            claimed |= set(mine)
+            self.options[module.__name__] = module.Options(**mine)
+        unknown = sorted(set(args) - claimed)
+        if unknown:
+            known = sorted({f.name for m in script_modules() for f in dataclasses.fields(m.Options)} | {"context_window", "only_epochs"})
+            raise ValueError(f"bedside/scripted: unknown option(s) {unknown}; known: {known}")
+        self.handlers = {
+            name: (handler, self.options[module.__name__])
+            for module in script_modules()
+            for name, handler in module.HANDLERS.items()
+        }
+        self.defaults = {
+            name: (handler, module.Options()) for module in script_modules() for name, handler in module.HANDLERS.items()
+        }
+
+    def identity(self) -> str:
+        """What distinguishes this engine's replies (its options; used as the cache-relevant ``base_url``)."""
+        return "scripted:" + ",".join(f"{k}={v}" for k, v in self.args.items())
+
+    def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
+        tag = tag_of(messages)
+        return self.reply_for(tag.name if tag else None, messages, int(config.seed or 0))
+
+    def reply_for(self, protocol: str | None, messages: list[ChatMessage], seed: int = 0) -> str:
+        """The scripted reply of ``protocol`` (e.g. ``"discharge.patient"``) to ``messages``."""
+        if protocol is None or protocol not in self.handlers:
+            return "bedside/scripted has no script for this prompt (it only plays bedside's roles)."
+        handler, options = self.handlers[protocol]
+        if self.only_epochs is not None:
+            from inspect_ai.model._cache import epoch
+
+            if epoch.get(1) not in self.only_epochs:
+                handler, options = self.defaults[protocol]
+        return handler(messages, seed, options)
