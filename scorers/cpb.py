@@ -1,6 +1,6 @@
 """CPB-Bench (arXiv 2603.29373) judges and scorers, laid out as in the official code
 (yli-z/cpb-bench-challenging-patient-behaviors; our own wording). Every judge is the ``grader`` role
-(temperature 0, :mod:`bedside.scorers.judge`). Which judge model the official runs used varies: the
+(temperature 0, :mod:`bedside.calls`). Which judge model the official runs used varies: the
 released single-turn judgements (``evaluators_single/output_single_turn/*_detailed_results.json``,
 field ``judge_model``) are gpt-4o for most models and datasets, gpt-4 for ACI and MediTOD of
 claude-sonnet-4.5, gemini-2.5-flash, gpt-4 and gpt-5 (a few of those cases gpt-4o), and gpt-4o-mini

@@ -2,7 +2,7 @@
 frozen-rubric evaluator (MAGIC-AI4Med/MedSP1000, MIT licence: ``controller.py`` ``_build_evaluator_prompt``,
 ``prompts.py`` ``build_evaluator_system_prompt_frozen_rubric``, ``src/analysis/compute_bench_5model.py``).
 
-The evaluator (role ``grader``, temperature 0 via :func:`bedside.scorers.judge.grader`) sees the frozen rubric
+The evaluator (role ``grader``, temperature 0 via :func:`bedside.calls.grader`) sees the frozen rubric
 (system prompt) and, in the user message, the full transcript, the action log (each action with the
 environment's status and rationale) and the state summary of the encounter (:class:`bedside.solvers.medsp.SimState`).
 It never sees the evaluator packet. It marks each item true only on explicit evidence (its prompt), with one line

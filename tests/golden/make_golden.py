@@ -90,7 +90,8 @@ def golden_of(name: str) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for s in sorted(log.samples or [], key=lambda s: (str(s.id), s.epoch)):
         out[f"{s.id}#{s.epoch}"] = {
-            "answer": s.scores and next(iter(s.scores.values())).answer,
+            # every scorer's answer, by name (not "the first scorer's": scorer order is presentation)
+            "answer": {k: v.answer for k, v in sorted((s.scores or {}).items()) if v.answer is not None},
             "scores": {k: _value(v.value) for k, v in sorted((s.scores or {}).items())},
         }
     return out
