@@ -18,6 +18,7 @@ COMMANDS: tuple[str, ...] = (
     "bedside.reporting.build",  # report
     "bedside.reporting.agreement",  # agreement
     "bedside.reporting.compare",  # compare
+    "bedside.reporting.annotate",  # annotate export
     "bedside.mimic.build",  # build-cases
 )
 
