@@ -19,6 +19,7 @@ COMMANDS: tuple[str, ...] = (
     "bedside.reporting.agreement",  # agreement
     "bedside.reporting.compare",  # compare
     "bedside.reporting.annotate",  # annotate export
+    "bedside.reporting.rescore",  # rescore
     "bedside.mimic.build",  # build-cases
 )
 

@@ -83,6 +83,9 @@ def build(paths: list[str], out: str | Path, prices_path: str | None = None) -> 
                    "Rates (lower is better) with Wilson 95 % CI and n, overall and by category, dataset and "
                    "language. Read the failure rate beside the overreaction rate: a doctor that treats every "
                    "patient as difficult lowers its failure rate by overreacting.")
+    from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
+
+    sweep.section(page, logs, csv)
     _usage(page, logs, prices, csv)
     index = out / "index.html"
     index.write_text(page.render(), encoding="utf-8")

@@ -1,0 +1,130 @@
+"""Multi-model sweeps end to end: three scripted educators that differ (``educator_topics``) run with
+``eval_set`` on the same cases and roles (a second call resumes: nothing re-runs); ``bedside rescore``
+re-judges the logs with a grader that flips every checklist answer, without re-running a
+conversation; ``bedside report`` over both folders gives the leaderboard with paired differences
+(checked against the per-case values of the logs) and Kendall's tau of the two graders' rankings."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from inspect_ai.log import read_eval_log
+from scipy.stats import kendalltau
+
+from bedside.reporting.tables import summarise
+from tests.conftest import REPO
+from tests.reporting.sweeps import EDUCATORS, run_sweep
+
+ALL, THREE, ONE = "bedside/scripted", "bedside/scripted {educator_topics=3}", "bedside/scripted {educator_topics=1}"
+FLIPPING = "bedside/scripted {judge_invert=checklist}"
+
+
+def bedside(*args: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "bedside", *args], capture_output=True, text=True, cwd=REPO, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def per_case(logs, key: str, scorer: str) -> dict[str, dict[str, float]]:
+    """model label → case id → value (one epoch)."""
+    out = {}
+    for log in logs:
+        args = ", ".join(f"{k}={v}" for k, v in sorted(log.eval.model_args.items()))
+        label = log.eval.model + (f" {{{args}}}" if args else "")
+        out[label] = {str(s.id): s.scores[scorer].value[key] for s in log.samples}
+    return out
+
+
+@pytest.fixture(scope="module")
+def sweep(tmp_path_factory):
+    root = tmp_path_factory.mktemp("sweep")
+    logs = run_sweep(root / "sweep", EDUCATORS, limit=4)
+    again = run_sweep(root / "sweep", EDUCATORS, limit=4)  # eval-set resumes: the finished logs are reused
+    assert sorted(log.eval.eval_id for log in again) == sorted(log.eval.eval_id for log in logs)
+    assert len(list((root / "sweep").glob("*.eval"))) == 3
+    bedside("rescore", str(root / "sweep"), "--grader", "bedside/scripted", "-M", "judge_invert=checklist",
+            "--out", str(root / "flipped"))
+    rescored = [read_eval_log(str(p)) for p in sorted((root / "flipped").glob("*.eval"))]
+    bedside("report", str(root / "sweep"), str(root / "flipped"), "--out", str(root / "report"))
+    return logs, rescored, root / "report"
+
+
+def test_rescore_rejudges_without_rerunning_the_conversations(sweep):
+    logs, rescored, _ = sweep
+    assert len(rescored) == 3
+    before = {(log.eval.model_args.get("educator_topics"), str(s.id)): s for log in logs for s in log.samples}
+    for log in rescored:
+        assert log.eval.model_roles["grader"].args == {"judge_invert": "checklist"}
+        assert log.eval.metadata["bedside_rescore"]["grader"] == FLIPPING
+        assert log.eval.metadata["bedside_rescore"]["previous_grader"] == "bedside/scripted"
+        for sample in log.samples:
+            old = before[(log.eval.model_args.get("educator_topics"), str(sample.id))]
+            assert sample.store["EncounterStore:history"] == old.store["EncounterStore:history"]  # same conversation
+            assert sample.store["EncounterStore:comprehension"] == old.store["EncounterStore:comprehension"]
+            new_answers = sample.scores["topic_checklist"].metadata["answers"]
+            old_answers = old.scores["topic_checklist"].metadata["answers"]
+            assert new_answers == {q: not a for q, a in old_answers.items()}  # the other grader's verdicts
+            assert sample.scores["comprehension"].value == old.scores["comprehension"].value
+
+
+def test_rescore_calls_only_the_judges(sweep, tmp_path, monkeypatch):
+    """Every model call a re-judging makes is a judge protocol: no educator, patient or monitor turn."""
+    from bedside.protocols import tag_of
+    from bedside.providers.api import BedsideAPI
+    from bedside.reporting.rescore import rescore
+    from tests.conftest import scripted
+
+    logs, _, _ = sweep
+    calls: list[str] = []
+    generate = BedsideAPI.generate
+
+    async def counting(self, input, tools, tool_choice, config):
+        tag = tag_of(input)
+        calls.append(tag.name if tag else "untagged")
+        return await generate(self, input, tools, tool_choice, config)
+
+    monkeypatch.setattr(BedsideAPI, "generate", counting)
+    [written] = rescore([logs[0].location], scripted(judge_invert="checklist"), tmp_path / "out")
+    assert calls and all(c.startswith("discharge.judge_") for c in calls), sorted(set(calls))
+    assert {"discharge.judge_quality", "discharge.judge_checklist", "discharge.judge_comprehension"} <= set(calls)
+    assert read_eval_log(str(written)).eval.metadata["bedside_rescore"]["grader"] == FLIPPING
+
+
+def test_leaderboard_ranks_models_with_paired_differences(sweep):
+    logs, _, report = sweep
+    ranking = pd.read_csv(report / "leaderboard.csv")
+    pairs = pd.read_csv(report / "paired_differences.csv")
+    tcs = ranking[(ranking["grader"] == "bedside/scripted") & (ranking["key"] == "tcs")].sort_values("rank")
+    assert list(tcs["model"]) == [ALL, THREE, ONE] and tcs["order_resolved"].all()
+    values = per_case(logs, "tcs", "topic_checklist")
+    for row in pairs[(pairs["grader"] == "bedside/scripted") & (pairs["key"] == "tcs")].itertuples():
+        shared = sorted(set(values[row.model_a]) & set(values[row.model_b]))
+        diffs = [values[row.model_a][c] - values[row.model_b][c] for c in shared]
+        want = summarise(diffs, binary=False)  # the report's interval rule applied to the paired differences
+        assert (row.n_pairs, row.difference) == (len(shared), pytest.approx(want["mean"]))
+        assert (row.ci_lower, row.ci_upper) == (pytest.approx(want["ci_lower"]), pytest.approx(want["ci_upper"]))
+        assert row.resolved == (want["ci_lower"] > 0 or want["ci_upper"] < 0)
+    # a key on which the scripted judge rates every educator the same: no resolved order
+    same = ranking[(ranking["grader"] == "bedside/scripted") & (ranking["key"] == "naturalness")]
+    assert not same["order_resolved"].any()
+    assert "Leaderboard: models on the same cases" in (report / "index.html").read_text()
+
+
+def test_judge_sensitivity_shows_the_ranking_move(sweep):
+    logs, rescored, report = sweep
+    table = pd.read_csv(report / "judge_sensitivity.csv").set_index("key")
+    assert set(table["grader_a"]) == {"bedside/scripted"} and set(table["grader_b"]) == {FLIPPING}
+    tcs = table.loc["tcs"]
+    models = [ALL, THREE, ONE]
+    old, new = per_case(logs, "tcs", "topic_checklist"), per_case(rescored, "tcs", "topic_checklist")
+    want = kendalltau([np.mean(list(old[m].values())) for m in models], [np.mean(list(new[m].values())) for m in models])
+    assert tcs["tau"] == pytest.approx(want.statistic) == -1.0  # the flipped checklist reverses the TCS ranking
+    assert tcs["ranking_a"] == " > ".join(models) and tcs["ranking_b"] == " > ".join(reversed(models))
+    assert (tcs["n_models"], tcs["n_cases"]) == (3, 4)
+    assert tcs["tau_low"] <= tcs["tau"] <= tcs["tau_high"]
+    comprehension = table.loc["comprehension"]  # not judged differently: the same order
+    assert comprehension["tau"] == 1.0 and comprehension["ranking_a"] == comprehension["ranking_b"]
+    assert "Judge sensitivity" in (report / "index.html").read_text()
