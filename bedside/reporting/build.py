@@ -19,6 +19,11 @@ every table as CSV:
 ``medsp.csv``               MedSP1000 micro, PC…PROF, macro rates, overall and per specialty
 ``cpb.csv``                 CPB-Bench failure / overreaction / persistence rates by category,
                             dataset, language
+``leaderboard.csv``         models on the same cases (a sweep), per grader and key: rank, mean,
+                            CI, n, resolved order (:mod:`bedside.reporting.sweep`);
+                            ``paired_differences.csv``: every pair of models on shared cases
+``judge_sensitivity.csv``   logs of the same models judged by two graders (``bedside rescore``):
+                            Kendall's tau of the two rankings with a case-bootstrap interval
 ==========================  ===================================================================
 
 Costs use a price table (``--prices``; default: the shipped ``prices.yaml``, whose prices are

@@ -128,3 +128,36 @@ def test_judge_sensitivity_shows_the_ranking_move(sweep):
     comprehension = table.loc["comprehension"]  # not judged differently: the same order
     assert comprehension["tau"] == 1.0 and comprehension["ranking_a"] == comprehension["ranking_b"]
     assert "Judge sensitivity" in (report / "index.html").read_text()
+
+
+def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
+    """CPB-Bench doctors on the same cases (synthetic logs): the lower failure rate ranks first, its
+    interval is Wilson's (0/1 outcomes); a log without a grader role is its own group."""
+    from inspect_ai.log import EvalLog
+    from inspect_ai.model import GenerateConfig, ModelConfig
+    from inspect_ai.scorer import Score
+
+    from bedside.reporting.load import load
+    from bedside.reporting.sweep import case_values, leaderboard
+    from bedside.scorers.metrics import wilson_bounds
+    from tests.reporting.synth import log, sample, write
+
+    def doctor(model: str, failures: list[int], grader: str | None) -> EvalLog:
+        the_log = log("bedside/cpb", model, [sample(f"c{i}", {"cpb_failure": Score(value={"failure": float(f)})})
+                                             for i, f in enumerate(failures)])
+        if grader:
+            the_log.eval.model_roles = {"grader": ModelConfig(model=grader, config=GenerateConfig())}
+        return the_log
+
+    rates = {"prov/good": [0, 0, 1, 0, 0, 0, 0, 0], "prov/bad": [1, 1, 1, 0, 1, 1, 0, 1]}
+    paths = [write(doctor(m, f, "prov/judge"), tmp_path / f"{m.split('/')[1]}.eval") for m, f in rates.items()]
+    paths.append(write(doctor("prov/other", [0] * 8, None), tmp_path / "ungraded.eval"))
+    ranking, pairs = leaderboard(case_values(load(paths)))
+    failure = ranking[ranking["key"] == "failure"].sort_values("rank")
+    assert list(failure["model"]) == ["prov/good", "prov/bad"] and set(failure["grader"]) == {"prov/judge"}
+    assert failure.iloc[0]["direction"] == "lower is better"
+    assert (failure.iloc[0]["ci_lower"], failure.iloc[0]["ci_upper"]) == tuple(
+        pytest.approx(v) for v in wilson_bounds([float(f) for f in rates["prov/good"]]).values())
+    [pair] = pairs[pairs["key"] == "failure"].itertuples()
+    assert (pair.model_a, pair.difference, pair.n_pairs) == ("prov/good", pytest.approx(-5 / 8), 8)
+    assert -1 <= pair.ci_lower <= pair.ci_upper <= 1 and pair.resolved
