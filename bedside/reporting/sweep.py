@@ -4,8 +4,10 @@ ranking moves when another grader re-judges the same conversations.
 A *sweep* is several models under test (educators, examinees or doctors) run on the same cases with
 the same other roles — e.g. ``inspect eval-set`` with ``--model a,b,c`` (README, "Multi-model
 sweeps"). Logs are grouped by benchmark, **grader** (``eval.model_roles["grader"]``, which
-``bedside rescore`` rewrites) and **model** (the model under test, its ``-M`` arguments and any
-non-default variant argument; shards of one run are pooled). Epochs are averaged per case first.
+``bedside rescore`` rewrites) and **model** (labelled as in the rest of the report — the model under
+test and any non-default variant argument, plus its ``-M`` arguments or folder when two runs on the
+same cases need telling apart — but within one grader, so that a re-judged copy of a run is the same
+model under another grader; shards of one run are pooled). Epochs are averaged per case first.
 
 **Leaderboard** (per benchmark, grader and score key, when at least two models share cases): each
 model's mean, 95 % interval and n (:func:`bedside.reporting.tables.summarise`, the report's one
@@ -36,7 +38,7 @@ from scipy.stats import bootstrap, kendalltau
 
 from bedside.reporting import tables
 from bedside.reporting.compare import LOWER_IS_BETTER
-from bedside.reporting.load import LoadedLog, label_of, scores_frame
+from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
 from bedside.reporting.rescore import grader_name
 
 #: the keys ranked per benchmark (MedSP1000: the per-case rate; its pooled rates are not per-case means)
@@ -45,13 +47,6 @@ NO_GRADER = "(no grader role)"
 #: the scale of a key (a paired difference's interval is clipped to ± its width); default 0-1, None: open
 SCALES = {"naturalness": (1, 5), "responsiveness": (1, 5), "clarity": (1, 5), "clinical_relevance": (1, 5),
           "readability": None}
-
-
-def model_of(item: LoadedLog) -> str:
-    """The model under test with its ``-M`` arguments and variant arguments (no folder suffix)."""
-    args = ", ".join(f"{k}={v}" for k, v in sorted((item.log.eval.model_args or {}).items()))
-    base = label_of(item.log)
-    return base if not args else base.replace(item.log.eval.model, f"{item.log.eval.model} {{{args}}}", 1)
 
 
 def grader_of(item: LoadedLog) -> str:
@@ -63,7 +58,14 @@ def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     frame = scores_frame(logs)
     if frame.empty:
         return pd.DataFrame(columns=["benchmark", "grader", "model", "id", "key", "value"])
-    by_path = {item.path: (grader_of(item), model_of(item)) for item in logs}
+    by_path = {}
+    groups: dict[tuple[str, str], list[LoadedLog]] = {}
+    for item in logs:
+        groups.setdefault((item.benchmark, grader_of(item)), []).append(item)
+    for (_, grader), members in groups.items():  # labels as the report's, but a grader's copy is no rival run
+        copies = [LoadedLog(m.path, m.log, label_of(m.log), m.benchmark) for m in members]
+        disambiguate(copies)
+        by_path |= {c.path: (grader, c.label) for c in copies}
     frame = frame.assign(grader=[by_path[p][0] for p in frame["log"]], model=[by_path[p][1] for p in frame["log"]])
     frame = frame[[k in KEYS.get(b, ()) for b, k in zip(frame["benchmark"], frame["key"])]]
     values = frame.groupby(["benchmark", "grader", "model", "id", "key"], sort=True)["value"].mean().reset_index()

@@ -155,6 +155,12 @@ def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
     ranking, pairs = leaderboard(case_values(load(paths)))
     failure = ranking[ranking["key"] == "failure"].sort_values("rank")
     assert list(failure["model"]) == ["prov/good", "prov/bad"] and set(failure["grader"]) == {"prov/judge"}
+    # a second run of the same model on the same cases (another folder) is a rival, not pooled
+    (tmp_path / "rerun").mkdir()
+    rerun = write(doctor("prov/good", [1, 1, 1, 1, 1, 1, 1, 0], "prov/judge"), tmp_path / "rerun" / "good.eval")
+    again = leaderboard(case_values(load([*paths, rerun])))[0]
+    assert set(again.loc[again["key"] == "failure", "model"]) == {"prov/bad", f"prov/good [{tmp_path.name}]",
+                                                                   "prov/good [rerun]"}
     assert failure.iloc[0]["direction"] == "lower is better"
     assert (failure.iloc[0]["ci_lower"], failure.iloc[0]["ci_upper"]) == tuple(
         pytest.approx(v) for v in wilson_bounds([float(f) for f in rates["prov/good"]]).values())
