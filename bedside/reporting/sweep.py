@@ -18,7 +18,7 @@ neighbours when their paired interval excludes 0, and resolved overall when ever
 is. Lower is better for rates of bad outcomes (:data:`bedside.reporting.compare.LOWER_IS_BETTER`).
 
 **Judge sensitivity** (when the same models were judged by two graders, e.g. a sweep and its
-``bedside rescore``): per key, Kendall's τ (:func:`scipy.stats.kendalltau`, τ-b) between the two
+``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ (:func:`scipy.stats.kendalltau`, τ-b) between the two
 graders' model means on the cases scored for every model under both graders, with a 95 % percentile
 bootstrap interval over **cases** (:func:`scipy.stats.bootstrap`, 1,000 resamples, seed 0: a
 resample draws cases and recomputes every model's mean under both graders), and each model's rank
@@ -57,7 +57,7 @@ def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     """One row per (benchmark, grader, model, case id, key): the epoch-averaged value (NaN dropped)."""
     frame = scores_frame(logs)
     if frame.empty:
-        return pd.DataFrame(columns=["benchmark", "grader", "model", "id", "key", "value"])
+        return pd.DataFrame(columns=["benchmark", "grader", "model", "id", "key", "value", "rejudged"])
     by_path = {}
     groups: dict[tuple[str, str], list[LoadedLog]] = {}
     for item in logs:
@@ -69,7 +69,8 @@ def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     frame = frame.assign(grader=[by_path[p][0] for p in frame["log"]], model=[by_path[p][1] for p in frame["log"]])
     frame = frame[[k in KEYS.get(b, ()) for b, k in zip(frame["benchmark"], frame["key"])]]
     values = frame.groupby(["benchmark", "grader", "model", "id", "key"], sort=True)["value"].mean().reset_index()
-    return values.dropna(subset=["value"])
+    rejudged = {grader_of(i) for i in logs if "bedside_rescore" in (i.log.eval.metadata or {})}
+    return values.dropna(subset=["value"]).assign(rejudged=lambda v: v["grader"].isin(rejudged))
 
 
 def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -116,7 +117,8 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
     """Kendall's τ between two graders' rankings of the same models, with a case-bootstrap interval."""
     rows = []
     for (benchmark, key), part in values.groupby(["benchmark", "key"], sort=True):
-        graders = sorted(part["grader"].unique())
+        # the run's own grader first, graders of `bedside rescore` copies after it
+        graders = sorted(part["grader"].unique(), key=lambda g: (bool(part.loc[part["grader"] == g, "rejudged"].any()), g))
         for first, second in itertools.combinations(graders, 2):
             a = part[part["grader"] == first].pivot(index="id", columns="model", values="value")
             b = part[part["grader"] == second].pivot(index="id", columns="model", values="value")

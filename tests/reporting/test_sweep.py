@@ -167,3 +167,14 @@ def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
     [pair] = pairs[pairs["key"] == "failure"].itertuples()
     assert (pair.model_a, pair.difference, pair.n_pairs) == ("prov/good", pytest.approx(-5 / 8), 8)
     assert -1 <= pair.ci_lower <= pair.ci_upper <= 1 and pair.resolved
+    # a re-judged copy whose grader sorts first alphabetically: the run's own grader is still grader_a
+    from bedside.reporting.sweep import judge_sensitivity
+
+    (tmp_path / "rejudged").mkdir()
+    copies = []
+    for model, failures in rates.items():
+        copy = doctor(model, failures[::-1], "a/first")
+        copy.eval.metadata = {"bedside_rescore": {"grader": "a/first"}}
+        copies.append(write(copy, tmp_path / "rejudged" / f"{model.split('/')[1]}.eval"))
+    [row] = judge_sensitivity(case_values(load([*paths, *copies]))).itertuples()
+    assert (row.grader_a, row.grader_b, row.key, row.tau) == ("prov/judge", "a/first", "failure", 1.0)
