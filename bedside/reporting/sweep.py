@@ -11,16 +11,17 @@ model under another grader; shards of one run are pooled). Epochs are averaged p
 
 **Leaderboard** (per benchmark, grader and score key, when at least two models share cases): each
 model's mean, 95 % interval and n (:func:`bedside.reporting.tables.summarise`, the report's one
-interval rule), its rank, and for every pair of models the **paired difference** on the cases both
-have scored: mean of (model A − model B) per case with the same interval rule applied to the
-differences, n pairs, and whether the interval excludes 0. The rank order is **resolved** between
+interval rule, clipped to the key's scale: 1-5, 0-1, open for readability), its rank, and for
+every pair of models the **paired difference** on the cases both have scored: mean of (model A −
+model B) per case with the same interval rule applied to the differences, clipped to ± the scale's
+width, n pairs, and whether the interval excludes 0. The rank order is **resolved** between
 neighbours when their paired interval excludes 0, and resolved overall when every neighbouring pair
 is. Lower is better for rates of bad outcomes (:data:`bedside.reporting.compare.LOWER_IS_BETTER`).
 
 **Judge sensitivity** (when the same models were judged by two graders, e.g. a sweep and its
-``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ (:func:`scipy.stats.kendalltau`, τ-b) between the two
-graders' model means on the cases scored for every model under both graders, with a 95 % percentile
-bootstrap interval over **cases** (:func:`scipy.stats.bootstrap`, 1,000 resamples, seed 0: a
+``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ
+(:func:`scipy.stats.kendalltau`, τ-b) between the two graders' model means on the cases scored for
+every model under both graders, with a 95 % percentile bootstrap interval over **cases** (:func:`scipy.stats.bootstrap`, 1,000 resamples, seed 0: a
 resample draws cases and recomputes every model's mean under both graders), and each model's rank
 under each grader. τ = 1: same order; −1: reversed; NaN when a grader ties every model.
 """
@@ -73,6 +74,15 @@ def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     return values.dropna(subset=["value"]).assign(rejudged=lambda v: v["grader"].isin(rejudged))
 
 
+def within(stats: dict[str, float], key: str, difference: bool = False) -> dict[str, float]:
+    """``stats`` with its interval clipped to the key's scale (a difference: ± the scale's width)."""
+    scale = SCALES.get(key, (0, 1))
+    if scale is None or stats["n"] < 2:
+        return stats
+    low, high = (scale[0] - scale[1], scale[1] - scale[0]) if difference else scale
+    return {**stats, "ci_lower": max(low, stats["ci_lower"]), "ci_upper": min(high, stats["ci_upper"])}
+
+
 def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ranking: one row per benchmark, grader, key, model; pairs: every pair of models' paired difference)."""
     ranks, pairs = [], []
@@ -81,15 +91,12 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         if wide.shape[1] < 2:
             continue
         lower = key in LOWER_IS_BETTER
-        summary = {m: tables.summarise(wide[m].dropna().tolist(), binary=None) for m in wide.columns}
+        summary = {m: within(tables.summarise(wide[m].dropna().tolist(), binary=None), key) for m in wide.columns}
         order = sorted(wide.columns, key=lambda m: (summary[m]["mean"] if lower else -summary[m]["mean"], m))
         diffs = {}
         for a, b in itertools.combinations(order, 2):  # a ranks above b
             both = wide[[a, b]].dropna()
-            stats = tables.summarise((both[a] - both[b]).tolist(), binary=False)
-            if (scale := SCALES.get(key, (0, 1))) is not None and stats["n"] >= 2:  # stay inside ±(scale width)
-                width = scale[1] - scale[0]
-                stats["ci_lower"], stats["ci_upper"] = max(-width, stats["ci_lower"]), min(width, stats["ci_upper"])
+            stats = within(tables.summarise((both[a] - both[b]).tolist(), binary=False), key, difference=True)
             resolved = bool(stats["n"] >= 2 and (stats["ci_lower"] > 0 or stats["ci_upper"] < 0))
             diffs[(a, b)] = resolved
             pairs.append({"benchmark": benchmark, "grader": grader, "key": key, "model_a": a, "model_b": b,

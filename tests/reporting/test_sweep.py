@@ -107,6 +107,12 @@ def test_leaderboard_ranks_models_with_paired_differences(sweep):
         assert (row.n_pairs, row.difference) == (len(shared), pytest.approx(want["mean"]))
         assert (row.ci_lower, row.ci_upper) == (pytest.approx(want["ci_lower"]), pytest.approx(want["ci_upper"]))
         assert row.resolved == (want["ci_lower"] > 0 or want["ci_upper"] < 0)
+    # every interval inside its scale (the full educator's comprehension is near 1: its t-interval is clipped)
+    likert = ranking["key"].isin(["naturalness", "responsiveness", "clarity", "clinical_relevance"])
+    unit = ~likert & (ranking["key"] != "readability")
+    assert (ranking.loc[unit, "ci_lower"] >= 0).all() and (ranking.loc[unit, "ci_upper"] <= 1).all()
+    assert (ranking.loc[likert, "ci_lower"] >= 1).all() and (ranking.loc[likert, "ci_upper"] <= 5).all()
+    assert (ranking.loc[unit, "ci_upper"] == 1.0).any()
     # a key on which the scripted judge rates every educator the same: no resolved order
     same = ranking[(ranking["grader"] == "bedside/scripted") & (ranking["key"] == "naturalness")]
     assert not same["order_resolved"].any()
