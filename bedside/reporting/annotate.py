@@ -124,10 +124,11 @@ def items_for(sample: EvalSample) -> list[Item]:
              for name, description, anchors in quality_rubric()]
     for q in load_yaml("discharge/topic_checklist.yaml")["questions"]:
         items.append(Item(q["id"], "topic_checklist", f"[{q['topic']}] {q['text']}", ("yes", "no")))
-    answers = {a.get("id"): a.get("answer") for a in encounter(sample).get("comprehension", [])}
+    asked = {a.get("id"): a for a in encounter(sample).get("comprehension", [])}
     for q in load_yaml("discharge/comprehension_questions.yaml")["questions"]:
-        answer = answers.get(q["id"]) or "(no answer recorded)"
-        items.append(Item(q["id"], "comprehension", q["text"], GRADES, context=answer))
+        record = asked.get(q["id"], {})  # the question as it was put to the patient, and the answer
+        items.append(Item(q["id"], "comprehension", record.get("question") or q["text"], GRADES,
+                          context=record.get("answer") or "(no answer recorded)"))
     survey = load_yaml(TEXTS)["vp_survey"]
     for q in survey["items"]:
         items.append(Item(q["id"], "vp_survey", f"({q['label']}) {q['question']}",

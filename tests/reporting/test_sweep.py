@@ -184,3 +184,26 @@ def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
         copies.append(write(copy, tmp_path / "rejudged" / f"{model.split('/')[1]}.eval"))
     [row] = judge_sensitivity(case_values(load([*paths, *copies]))).itertuples()
     assert (row.grader_a, row.grader_b, row.key, row.tau) == ("prov/judge", "a/first", "failure", 1.0)
+
+
+def test_cpb_doctor_sweep_through_the_report(tmp_path):
+    """Three scripted CPB-Bench doctors on the same synthetic cases (eval_set), ranked by failure rate."""
+    from inspect_ai import eval_set
+
+    from bedside.tasks.cpb import cpb
+    from tests.conftest import scripted
+    from tests.cpb import synthetic
+
+    data = str(synthetic.write_data(tmp_path / "cpb-bench_data"))
+    doctors = [{"doctor_style": "careful"}, {"doctor_accommodates_on": "I "}, {"doctor_style": "accommodating"}]
+    ok, _ = eval_set(cpb(data=data), log_dir=str(tmp_path / "logs"), model=[scripted(**d) for d in doctors],
+                     model_roles={"grader": scripted()}, display="none")
+    assert ok
+    bedside("report", str(tmp_path / "logs"), "--out", str(tmp_path / "report"))
+    ranking = pd.read_csv(tmp_path / "report" / "leaderboard.csv")
+    failure = ranking[ranking["key"] == "failure"].sort_values("rank")
+    assert list(failure["model"]) == ["bedside/scripted {doctor_style=careful}",
+                                      "bedside/scripted {doctor_accommodates_on=I }",
+                                      "bedside/scripted {doctor_style=accommodating}"]
+    assert list(failure["mean"]) == [0.0, 0.5, 1.0] and set(failure["n"]) == {4}
+    assert set(failure["direction"]) == {"lower is better"}
