@@ -72,15 +72,13 @@ def physician(annotator: str, packet_index: int, item: str, judge: float | None,
     return str(1 + (packet_index + len(item) + (annotator == "phys_b")) % 4)  # survey: no judge value
 
 
-@pytest.fixture(scope="module")
-def packets(tmp_path_factory):
-    root = tmp_path_factory.mktemp("annotate")
+def build_packets(root: Path) -> tuple[Path, Path]:
     run_sweep(root / "logs", EDUCATORS, limit=3)
     export(root / "logs", root / "out", 7, "--shared", "3")
     return root / "logs", root / "out"
 
 
-def test_sample_order_assignment_and_key(packets, tmp_path):
+def check_sample_order_assignment_and_key(packets, tmp_path):
     logs, out = packets
     key = pd.read_csv(out / "key" / "key.csv", dtype={"sample_id": str})
     assert list(key["packet"]) == [f"P{i:03d}" for i in range(1, 6)]
@@ -97,7 +95,7 @@ def test_sample_order_assignment_and_key(packets, tmp_path):
     assert done.returncode == 2 and "6 judged session(s)" in done.stdout
 
 
-def test_pages_show_the_items_and_hide_the_judge(packets):
+def check_pages_show_the_items_and_hide_the_judge(packets):
     logs, out = packets
     key = pd.read_csv(out / "key" / "key.csv", dtype={"sample_id": str})
     rows = template(out)
@@ -118,7 +116,7 @@ def test_pages_show_the_items_and_hide_the_judge(packets):
                                                                  "vp_health_literacy", "vp_recall_level", "vp_medical_coherency"]
 
 
-def test_filled_template_round_trips_through_agreement(packets, tmp_path):
+def check_filled_template_round_trips_through_agreement(packets, tmp_path):
     logs, out = packets
     key = pd.read_csv(out / "key" / "key.csv", dtype={"sample_id": str})
     judge = judge_of(key, logs)
@@ -180,9 +178,7 @@ window.addEventListener("load", function () {
 </script>"""
 
 
-@pytest.mark.skipif(not CHROMIUM.exists(), reason="/usr/bin/chromium is absent: the packets were not opened in a browser "
-                    "(apt-get install -y chromium; the Makefile's test target does it)")
-def test_pages_render_in_chromium(packets, tmp_path):
+def check_pages_render_in_chromium(packets, tmp_path):
     logs, out = packets
     key = pd.read_csv(out / "key" / "key.csv", dtype={"sample_id": str})
     rows = template(out)
@@ -205,3 +201,22 @@ def test_pages_render_in_chromium(packets, tmp_path):
         assert result["groups"] == list(mine["item"])
         assert result["turns"] == len(history) and result["external"] == 0 and result["visible"]
         assert result["note"] == len(sample.metadata["case"]["discharge_note"])
+
+
+def test_annotation_packets_end_to_end(tmp_path):
+    """One test, so that pytest-xdist runs the scripted evaluation once (a module fixture would run
+    on every worker that picks one of the checks)."""
+    packets = build_packets(tmp_path / "run")
+    for check in (check_sample_order_assignment_and_key, check_filled_template_round_trips_through_agreement):
+        (tmp_path / check.__name__).mkdir()
+        check(packets, tmp_path / check.__name__)
+    check_pages_show_the_items_and_hide_the_judge(packets)
+    if CHROMIUM.exists():
+        check_pages_render_in_chromium(packets, tmp_path)
+
+
+if not CHROMIUM.exists():  # defined only then: says loudly that the render check did not run
+
+    def test_packet_render_check_needs_chromium():
+        pytest.skip("/usr/bin/chromium is absent, so the packets were not opened in a browser: install Debian's "
+                    "chromium (apt-get install -y chromium; the Makefile's test target does it)")

@@ -38,9 +38,7 @@ def per_case(logs, key: str, scorer: str) -> dict[str, dict[str, float]]:
     return out
 
 
-@pytest.fixture(scope="module")
-def sweep(tmp_path_factory):
-    root = tmp_path_factory.mktemp("sweep")
+def build_sweep(root):
     logs = run_sweep(root / "sweep", EDUCATORS, limit=4)
     again = run_sweep(root / "sweep", EDUCATORS, limit=4)  # eval-set resumes: the finished logs are reused
     assert sorted(log.eval.eval_id for log in again) == sorted(log.eval.eval_id for log in logs)
@@ -52,7 +50,7 @@ def sweep(tmp_path_factory):
     return logs, rescored, root / "report"
 
 
-def test_rescore_rejudges_without_rerunning_the_conversations(sweep):
+def check_rescore_rejudges_without_rerunning_the_conversations(sweep):
     logs, rescored, _ = sweep
     assert len(rescored) == 3
     before = {(log.eval.model_args.get("educator_topics"), str(s.id)): s for log in logs for s in log.samples}
@@ -70,7 +68,7 @@ def test_rescore_rejudges_without_rerunning_the_conversations(sweep):
             assert sample.scores["comprehension"].value == old.scores["comprehension"].value
 
 
-def test_rescore_calls_only_the_judges(sweep, tmp_path, monkeypatch):
+def check_rescore_calls_only_the_judges(sweep, tmp_path, monkeypatch):
     """Every model call a re-judging makes is a judge protocol: no educator, patient or monitor turn."""
     from bedside.protocols import tag_of
     from bedside.providers.api import BedsideAPI
@@ -93,7 +91,7 @@ def test_rescore_calls_only_the_judges(sweep, tmp_path, monkeypatch):
     assert read_eval_log(str(written)).eval.metadata["bedside_rescore"]["grader"] == FLIPPING
 
 
-def test_leaderboard_ranks_models_with_paired_differences(sweep):
+def check_leaderboard_ranks_models_with_paired_differences(sweep):
     logs, _, report = sweep
     ranking = pd.read_csv(report / "leaderboard.csv")
     pairs = pd.read_csv(report / "paired_differences.csv")
@@ -119,7 +117,7 @@ def test_leaderboard_ranks_models_with_paired_differences(sweep):
     assert "Leaderboard: models on the same cases" in (report / "index.html").read_text()
 
 
-def test_judge_sensitivity_shows_the_ranking_move(sweep):
+def check_judge_sensitivity_shows_the_ranking_move(sweep):
     logs, rescored, report = sweep
     table = pd.read_csv(report / "judge_sensitivity.csv").set_index("key")
     assert set(table["grader_a"]) == {"bedside/scripted"} and set(table["grader_b"]) == {FLIPPING}
@@ -134,6 +132,17 @@ def test_judge_sensitivity_shows_the_ranking_move(sweep):
     comprehension = table.loc["comprehension"]  # not judged differently: the same order
     assert comprehension["tau"] == 1.0 and comprehension["ranking_a"] == comprehension["ranking_b"]
     assert "Judge sensitivity" in (report / "index.html").read_text()
+
+
+def test_sweep_rescore_and_report_end_to_end(tmp_path, monkeypatch):
+    """One test, so that pytest-xdist runs the scripted sweep once (a module fixture would run on every
+    worker that picks one of the checks)."""
+    sweep = build_sweep(tmp_path / "run")
+    check_rescore_rejudges_without_rerunning_the_conversations(sweep)
+    check_leaderboard_ranks_models_with_paired_differences(sweep)
+    check_judge_sensitivity_shows_the_ranking_move(sweep)
+    (tmp_path / "calls").mkdir()
+    check_rescore_calls_only_the_judges(sweep, tmp_path / "calls", monkeypatch)
 
 
 def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
