@@ -218,6 +218,20 @@ def _item(item: Item) -> str:
             f"{html.escape(item.question)}</p>{context}" + (f"<ul>{anchors}</ul>" if anchors else "") + _choices(item) + "</div>")
 
 
+def persona_list(meta: dict) -> str:
+    """The assigned persona: each axis's label and the paper's description (``personas.yaml``)."""
+    traits = load_yaml("discharge/personas.yaml")
+    rows = []
+    for axis in PERSONA_AXES:
+        trait = traits.get(axis, {}).get(str(meta.get(axis)))
+        if trait is None:
+            rows.append(f"<dt>{html.escape(axis.replace('_', ' '))}: not recorded</dt>")
+            continue
+        rows.append(f"<dt>{html.escape(axis.replace('_', ' '))}: <b>{html.escape(trait['label'])}</b></dt>"
+                    f'<dd class="answer">{html.escape(trait["description"])}</dd>')
+    return f'<dl class="persona">{"".join(rows)}</dl>'
+
+
 def page(case: Case) -> str:
     """The packet's HTML (static; see the module docstring for what it shows and hides)."""
     texts = load_yaml(TEXTS)
@@ -250,8 +264,8 @@ def page(case: Case) -> str:
             p.parts.append(f"<p>{html.escape(stage['closing'])}</p>")
         p.parts.extend(_item(i) for i in items if i.section == section)
     p.heading(survey["title"])
-    persona = "; ".join(f"{axis.replace('_', ' ')}: {meta[axis]}" for axis in PERSONA_AXES if meta.get(axis))
-    p.parts.append(f"<p>The Virtual Patient was assigned this persona — {html.escape(persona or 'not recorded')}.</p>")
+    p.parts.append("<p>The Virtual Patient was assigned this persona (trait descriptions of the paper's Appendix "
+                   "A.2, as given to the patient):</p>" + persona_list(meta))
     p.parts.append(f"<p>{html.escape(survey['instructions'])}</p>")
     labels = ", ".join(f"{k} = {v}" for k, v in survey["scale_labels"].items())
     p.parts.append(f"<p>Rate each statement on a {len(survey['scale'])}-point scale ({html.escape(labels)}).</p>")
@@ -286,7 +300,9 @@ def export(paths: Sequence[str], n: int, seed: int, out: str | Path, annotators:
         (out / f"{case.packet}.html").write_text(page(case), encoding="utf-8")
     with (out / "annotations_template.csv").open("w", newline="", encoding="utf-8") as handle:
         handle.write("# bedside annotation template: fill in `value` (see the packet pages); the judge's values are in "
-                     "key/judge.eval.\n# Then: bedside agreement --annotations THIS_FILE.csv key/judge.eval\n")
+                     "key/judge.eval.\n# Then: bedside agreement --annotations THIS_FILE.csv key/judge.eval\n"
+                     "# The vp_* items (Virtual Patient survey) have no judge value: agreement reports them physician vs "
+                     "physician only.\n")
         writer = csv.writer(handle)
         writer.writerow(TEMPLATE_COLUMNS)
         for case in cases:
