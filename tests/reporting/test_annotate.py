@@ -5,7 +5,7 @@ the key, so the key's mapping is checked too); the pages render in headless Chro
 
 from __future__ import annotations
 
-import csv
+import html
 import json
 import re
 import subprocess
@@ -18,6 +18,7 @@ from inspect_ai.log import read_eval_log
 from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
+from bedside.prompts import load_yaml
 from bedside.reporting.annotate import QUALITY_AXES, items_for, quality_rubric
 from tests.conftest import REPO
 from tests.reporting.sweeps import run_sweep
@@ -111,6 +112,14 @@ def check_pages_show_the_items_and_hide_the_judge(packets):
         assert items[:4] == list(QUALITY_AXES) and len(items) == 4 + 21 + 6 + 5
         for name, _, anchors in quality_rubric():  # the judge's anchors, word for word
             assert all(a.replace("'", "&#x27;") in page for a in anchors), name
+    # the survey shows the patient's assigned persona with the paper's trait description
+    originals = {(str(p), str(s.id)): s for p in sorted(logs.glob("*.eval")) for s in read_eval_log(str(p)).samples}
+    traits = load_yaml("discharge/personas.yaml")
+    for row in key.itertuples():
+        meta = originals[(row.log, row.sample_id)].metadata
+        page = (out / f"{row.packet}.html").read_text()
+        for axis in ("personality", "education_level", "health_literacy", "recall_level"):
+            assert html.escape(traits[axis][meta[axis]]["description"]) in page, (row.packet, axis)
     original = read_eval_log(str(sorted(logs.glob("*.eval"))[0]))
     assert [i.id for i in items_for(original.samples[0])][-5:] == ["vp_personality", "vp_education_level",
                                                                  "vp_health_literacy", "vp_recall_level", "vp_medical_coherency"]
