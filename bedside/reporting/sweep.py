@@ -43,7 +43,8 @@ from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_fra
 from bedside.reporting.rescore import grader_name
 
 #: the keys ranked per benchmark (MedSP1000: the per-case rate; its pooled rates are not per-case means)
-KEYS = {"discharge": tables.TABLE1_KEYS, "medsp": ("macro_scenario",), "cpb": ("failure", "overreaction")}
+KEYS = {"discharge": tables.TABLE1_KEYS, "medsp": ("macro_scenario", "scenario_mean"),  # (the latter: its later name)
+        "cpb": ("failure", "overreaction")}
 NO_GRADER = "(no grader role)"
 #: the scale of a key (a paired difference's interval is clipped to ± its width); default 0-1, None: open
 SCALES = {"naturalness": (1, 5), "responsiveness": (1, 5), "clarity": (1, 5), "clinical_relevance": (1, 5),
@@ -74,6 +75,12 @@ def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     return values.dropna(subset=["value"]).assign(rejudged=lambda v: v["grader"].isin(rejudged))
 
 
+def summary(values: Sequence[float], key: str, difference: bool = False) -> dict[str, float]:
+    """mean, 95 % interval and n of a model's per-case values of ``key`` (or of paired differences)
+    by the report's interval rule (:func:`bedside.reporting.tables.summarise`), inside the scale."""
+    return within(tables.summarise(values, binary=False if difference else None), key, difference)
+
+
 def within(stats: dict[str, float], key: str, difference: bool = False) -> dict[str, float]:
     """``stats`` with its interval clipped to the key's scale (a difference: ± the scale's width)."""
     scale = SCALES.get(key, (0, 1))
@@ -91,12 +98,12 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         if wide.shape[1] < 2:
             continue
         lower = key in LOWER_IS_BETTER
-        summary = {m: within(tables.summarise(wide[m].dropna().tolist(), binary=None), key) for m in wide.columns}
-        order = sorted(wide.columns, key=lambda m: (summary[m]["mean"] if lower else -summary[m]["mean"], m))
+        stats_of = {m: summary(wide[m].dropna().tolist(), key) for m in wide.columns}
+        order = sorted(wide.columns, key=lambda m: (stats_of[m]["mean"] if lower else -stats_of[m]["mean"], m))
         diffs = {}
         for a, b in itertools.combinations(order, 2):  # a ranks above b
             both = wide[[a, b]].dropna()
-            stats = within(tables.summarise((both[a] - both[b]).tolist(), binary=False), key, difference=True)
+            stats = summary((both[a] - both[b]).tolist(), key, difference=True)
             resolved = bool(stats["n"] >= 2 and (stats["ci_lower"] > 0 or stats["ci_upper"] < 0))
             diffs[(a, b)] = resolved
             pairs.append({"benchmark": benchmark, "grader": grader, "key": key, "model_a": a, "model_b": b,
@@ -105,7 +112,7 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         for rank, model in enumerate(order, start=1):
             below = order[rank] if rank < len(order) else None
             ranks.append({"benchmark": benchmark, "grader": grader, "key": key, "rank": rank, "model": model,
-                          **summary[model], "direction": "lower is better" if lower else "higher is better",
+                          **stats_of[model], "direction": "lower is better" if lower else "higher is better",
                           "resolved_vs_next": diffs[(model, below)] if below else None,
                           "order_resolved": all(diffs[(x, y)] for x, y in zip(order, order[1:]))})
     ranking = pd.DataFrame(ranks, columns=["benchmark", "grader", "key", "rank", "model", "mean", "ci_lower", "ci_upper",

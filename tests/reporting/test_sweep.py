@@ -110,7 +110,6 @@ def check_leaderboard_ranks_models_with_paired_differences(sweep):
     unit = ~likert & (ranking["key"] != "readability")
     assert (ranking.loc[unit, "ci_lower"] >= 0).all() and (ranking.loc[unit, "ci_upper"] <= 1).all()
     assert (ranking.loc[likert, "ci_lower"] >= 1).all() and (ranking.loc[likert, "ci_upper"] <= 5).all()
-    assert (ranking.loc[unit, "ci_upper"] == 1.0).any()
     # a key on which the scripted judge rates every educator the same: no resolved order
     same = ranking[(ranking["grader"] == "bedside/scripted") & (ranking["key"] == "naturalness")]
     assert not same["order_resolved"].any()
