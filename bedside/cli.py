@@ -18,6 +18,8 @@ COMMANDS: tuple[str, ...] = (
     "bedside.reporting.build",  # report
     "bedside.reporting.agreement",  # agreement
     "bedside.reporting.compare",  # compare
+    "bedside.reporting.annotate",  # annotate export
+    "bedside.reporting.rescore",  # rescore
     "bedside.mimic.build",  # build-cases
 )
 

@@ -7,7 +7,12 @@ Sub-commands of ``bedside`` (also ``python -m bedside``):
 - ``bedside agreement --annotations FILE.csv LOG...`` (:mod:`bedside.reporting.agreement`): judge
   vs physician and physician vs physician agreement (Cohen's κ, weighted κ, Spearman's ρ, n);
 - ``bedside compare BASELINE.eval CANDIDATE.eval --metric KEY --max-drop X``
-  (:mod:`bedside.reporting.compare`): paired-bootstrap regression gate with a Markdown summary.
+  (:mod:`bedside.reporting.compare`): paired-bootstrap regression gate with a Markdown summary;
+- ``bedside annotate export LOG... --cases N --seed S --out DIR`` (:mod:`bedside.reporting.annotate`):
+  blind physician annotation packets and a CSV template that ``agreement`` reads;
+- ``bedside rescore LOG... --grader MODEL --out DIR`` (:mod:`bedside.reporting.rescore`): re-judge
+  logs with another grader; ``report`` then shows how the ranking moves
+  (:mod:`bedside.reporting.sweep`: leaderboard with paired differences, Kendall's tau).
 
 The numbers are computed in :mod:`bedside.reporting.tables` (pandas, scipy, scikit-learn), every
 interval by bedside's one rule (:mod:`bedside.intervals`); :mod:`bedside.reporting.figures` only

@@ -21,6 +21,11 @@ every table as CSV:
 ``medsp.csv``               MedSP1000 micro, PC…PROF, macro rates, overall and per specialty
 ``cpb.csv``                 CPB-Bench failure / overreaction / persistence rates by category,
                             dataset, language
+``leaderboard.csv``         models on the same cases (a sweep), per grader and key: rank, mean,
+                            CI, n, resolved order (:mod:`bedside.reporting.sweep`);
+                            ``paired_differences.csv``: every pair of models on shared cases
+``judge_sensitivity.csv``   logs of the same models judged by two graders (``bedside rescore``):
+                            Kendall's tau of the two rankings with a case-bootstrap interval
 ==========================  ===================================================================
 
 Costs use a price table (``--prices``; default: the shipped ``prices.yaml``, whose prices are
@@ -86,6 +91,9 @@ def build(paths: list[str], out: str | Path, prices_path: str | None = None) -> 
                    "Rates (lower is better) with 95 % CI (Wilson) and n, overall and by category, dataset and "
                    "language. Read the failure rate beside the overreaction rate: a doctor that treats every "
                    "patient as difficult lowers its failure rate by overreacting.")
+    from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
+
+    sweep.section(page, logs, csv)
     _usage(page, logs, prices, csv)
     index = out / "index.html"
     index.write_text(page.render(), encoding="utf-8")

@@ -84,19 +84,31 @@ def load(paths: Sequence[str]) -> list[LoadedLog]:
 
 def disambiguate(logs: list[LoadedLog]) -> None:
     """Logs with the same label are pooled (shards of one run) unless they hold the same (sample id,
-    epoch): then they are separate runs (e.g. a baseline and a candidate of the same model), and each
-    label gets the log's folder name (``model [baseline]``), or its file name if the folders agree."""
-    groups: dict[tuple[str, str], list[LoadedLog]] = {}
-    for item in logs:
-        groups.setdefault((item.benchmark, item.label), []).append(item)
-    for members in groups.values():
-        keys = [{(str(s.id), s.epoch) for s in m.log.samples or []} for m in members]
-        if len(members) < 2 or not any(a & b for i, a in enumerate(keys) for b in keys[i + 1:]):
-            continue
-        folders = [Path(m.path).parent.name for m in members]
-        names = folders if len(set(folders)) == len(folders) else [Path(m.path).name for m in members]
-        for member, name in zip(members, names):
-            member.label = f"{member.label} [{name}]"
+    epoch): then they are separate runs (e.g. a baseline and a candidate of the same model). Their
+    labels get the model's ``-M`` arguments when those differ (``bedside/scripted {educator_topics=2}``,
+    e.g. the models of an ``eval-set`` sweep), else the log's folder name (``model [baseline]``), or
+    its file name if the folders agree."""
+    for key in (_model_args, _folder_or_file):
+        groups: dict[tuple[str, str], list[LoadedLog]] = {}
+        for item in logs:
+            groups.setdefault((item.benchmark, item.label), []).append(item)
+        for members in groups.values():
+            cases = [{(str(s.id), s.epoch) for s in m.log.samples or []} for m in members]
+            if len(members) < 2 or not any(a & b for i, a in enumerate(cases) for b in cases[i + 1:]):
+                continue
+            for member, suffix in zip(members, key(members)):
+                member.label = f"{member.label} {suffix}" if suffix else member.label
+
+
+def _model_args(members: list[LoadedLog]) -> list[str]:
+    args = [", ".join(f"{k}={v}" for k, v in sorted((m.log.eval.model_args or {}).items())) for m in members]
+    return [f"{{{a}}}" if a else "" for a in args] if len(set(args)) > 1 else [""] * len(members)
+
+
+def _folder_or_file(members: list[LoadedLog]) -> list[str]:
+    folders = [Path(m.path).parent.name for m in members]
+    names = folders if len(set(folders)) == len(folders) else [Path(m.path).name for m in members]
+    return [f"[{name}]" for name in names]
 
 
 def _flat(value: object) -> bool:

@@ -48,6 +48,9 @@ class Options:
     # ("comprehension_batch": only comprehension grading calls with more than one item)
     judge_malformed: list[str] = field(default_factory=list)
     judge_malformed_attempts: int = 1
+    # a grader that disagrees (judge-sensitivity tests): names of quality axes whose 1-5 score it
+    # mirrors (6 - score), "checklist" (every yes/no flipped), "comprehension" (correct <-> incorrect)
+    judge_invert: list[str] = field(default_factory=list)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -434,11 +437,17 @@ def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     naturalness = max(1, (5 if closed else 3) - min(2, repeated))
     responsiveness = 4 if questions == 0 else 1 + round(4 * answered / questions)
     clarity = 5 if words <= 60 else 4 if words <= 100 else 3 if words <= 150 else 2
+    relevance = 4
+    naturalness, responsiveness, clarity, relevance = (
+        6 - score if axis in o.judge_invert else score
+        for axis, score in zip(("naturalness", "responsiveness", "clarity", "clinical_relevance"),
+                               (naturalness, responsiveness, clarity, relevance))
+    )
     return json.dumps({
         "naturalness": {"score": naturalness, "reason": f"{'closes with a sign-off' if closed else 'no sign-off'}; {repeated} repeated educator turns"},
         "responsiveness": {"score": responsiveness, "reason": f"{answered} of {questions} patient questions acknowledged"},
         "clarity": {"score": clarity, "reason": f"educator turns average {words:.0f} words"},
-        "clinical_relevance": {"score": 4, "reason": "scripted judge: content taken from the note"},
+        "clinical_relevance": {"score": relevance, "reason": "scripted judge: content taken from the note"},
     })
 
 
@@ -454,6 +463,7 @@ def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> st
         turn = next((ln for ln in educator if topic and any(p in ln.lower() for p in TOPIC_PHRASES[topic])), "")
         evidence = SUBQUESTION_EVIDENCE.get(qid)
         yes = bool(turn) and (evidence is None or re.search(evidence, turn.lower()) is not None)
+        yes = yes != ("checklist" in o.judge_invert)
         answers[qid] = {"answer": "yes" if yes else "no",
                         "reason": f'"{clip(_strip_ack(turn), 80)}"' if yes else "not discussed in the conversation"}
     return json.dumps(answers)
@@ -486,6 +496,8 @@ def judge_comprehension(messages: list[ChatMessage], attempt: int, o: Options) -
             label = "incorrect"
         else:
             label = "correct" if overlap >= 0.3 else "partially correct" if overlap >= 0.1 else "incorrect"
+        if "comprehension" in o.judge_invert:
+            label = {"correct": "incorrect", "incorrect": "correct"}.get(label, label)
         grades[item_id] = {"label": label, "reason": f"{overlap:.0%} of the reference's content words in the answer"}
     return json.dumps(grades)
 

@@ -1,0 +1,107 @@
+"""``bedside rescore LOG_OR_DIR... --grader MODEL [-M key=value ...] --out DIR``: re-judge finished
+runs with another grader model, without re-running the conversations.
+
+Each log's own scorers (as recorded in the log) run again on its samples — the recorded encounter
+(dialogue, comprehension answers) is the scorers' only input besides the case — with the ``grader``
+role bound to ``MODEL``, through Inspect's :func:`inspect_ai.score` (``action="overwrite"``: the
+new scores and metrics replace the old ones). The result is written to ``DIR/<same file name>``; the
+source log is never modified.
+
+This is what ``inspect score LOG --model-role grader=MODEL --action overwrite --output-file OUT``
+does, plus one thing Inspect 0.3.285 does not: the new log's header names the grader that produced
+its scores (``eval.model_roles["grader"]``; Inspect keeps the original run's grader there) and
+records where it came from (``eval.metadata["bedside_rescore"]``: source log, previous grader).
+``bedside report`` needs that to tell the two judgements apart (its judge-sensitivity section);
+logs re-scored with ``inspect score`` still report, but as if judged by the original grader.
+
+Run it over a sweep's folder and report both folders together:
+
+    bedside rescore logs/sweep --grader openai/gpt-5.5 --out logs/sweep-gpt55
+    bedside report logs/sweep logs/sweep-gpt55 --out report/
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import yaml
+from inspect_ai import score
+from inspect_ai.log import read_eval_log, write_eval_log
+from inspect_ai.model import Model, get_model
+
+from bedside.reporting.load import expand
+
+
+def grader_name(config: object) -> str:
+    """``model {arg=value, …}`` of a recorded role (a ``ModelConfig`` or a list of them)."""
+    if config is None:
+        return ""
+    if isinstance(config, list):
+        return " + ".join(grader_name(c) for c in config)
+    args = ", ".join(f"{k}={v}" for k, v in sorted((getattr(config, "args", None) or {}).items()))
+    return f"{getattr(config, 'model', config)}" + (f" {{{args}}}" if args else "")
+
+
+def rescore(paths: Sequence[str], grader: Model, out: str | Path) -> list[Path]:
+    """Re-judge every log of ``paths`` with ``grader``; returns the written logs."""
+    import bedside._registry  # noqa: F401  (bedside's scorers, under the names Inspect writes into logs)
+    from inspect_ai._eval.score import resolve_scorers  # what `inspect score` uses to rebuild a log's scorers
+    from inspect_ai.model._model_config import model_to_model_config
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    sources = expand(paths)
+    targets = [out / Path(p).name for p in sources]
+    if clash := [str(t) for t in targets if t.exists() or targets.count(t) > 1]:
+        raise FileExistsError(f"{clash[0]}: already exists or two inputs share this file name; choose another --out")
+    written = []
+    for source, target in zip(sources, targets):
+        log = read_eval_log(source)
+        if not log.samples:
+            raise ValueError(f"{source}: the log holds no samples to re-judge")
+        previous = grader_name((log.eval.model_roles or {}).get("grader"))
+        scored = score(log, resolve_scorers(log), model_roles={"grader": grader}, action="overwrite", display="none")
+        scored.eval.model_roles = {**(scored.eval.model_roles or {}), "grader": model_to_model_config(grader)}
+        scored.eval.metadata = {**(scored.eval.metadata or {}), "bedside_rescore": {
+            "source": str(source), "previous_grader": previous or None,
+            "grader": grader_name(scored.eval.model_roles["grader"])}}
+        write_eval_log(scored, str(target))
+        written.append(target)
+    return written
+
+
+def model_args(pairs: Sequence[str] | None) -> dict[str, Any]:
+    """``-M key=value`` pairs, values read as YAML (``3`` → 3, ``a,b`` stays a string), as Inspect's ``-M``."""
+    args: dict[str, Any] = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ValueError(f"-M {pair!r}: expected key=value")
+        args[key.strip()] = yaml.safe_load(value)
+    return args
+
+
+def run(args: argparse.Namespace) -> int:
+    try:
+        grader = get_model(args.grader, memoize=False, **model_args(args.M))
+        written = rescore(args.logs, grader, args.out)
+    except (ValueError, FileNotFoundError, FileExistsError) as error:
+        print(f"bedside rescore: {error}")
+        return 2
+    for path in written:
+        print(f"wrote {path}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """The ``rescore`` sub-command (module docstring)."""
+    parser = sub.add_parser("rescore", help="re-judge logs with another grader model (no conversation re-run)",
+                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="eval logs (files or folders)")
+    parser.add_argument("--grader", required=True, metavar="MODEL", help="the new grader, e.g. openai/gpt-5.5")
+    parser.add_argument("-M", action="append", metavar="KEY=VALUE", help="model argument of the grader (repeatable)")
+    parser.add_argument("--out", required=True, metavar="DIR", help="folder for the re-judged logs (created)")
+    parser.set_defaults(func=run)

@@ -1,0 +1,193 @@
+"""Multi-model sweeps in ``bedside report``: a leaderboard with paired differences, and how the
+ranking moves when another grader re-judges the same conversations.
+
+A *sweep* is several models under test (educators, examinees or doctors) run on the same cases with
+the same other roles — e.g. ``inspect eval-set`` with ``--model a,b,c`` (README, "Multi-model
+sweeps"). Logs are grouped by benchmark, **grader** (``eval.model_roles["grader"]``, which
+``bedside rescore`` rewrites) and **model** (labelled as in the rest of the report — the model under
+test and any non-default variant argument, plus its ``-M`` arguments or folder when two runs on the
+same cases need telling apart — but within one grader, so that a re-judged copy of a run is the same
+model under another grader; shards of one run are pooled). Epochs are averaged per case first.
+
+**Leaderboard** (per benchmark, grader and score key, when at least two models share cases): each
+model's mean, 95 % interval and n (:func:`bedside.reporting.tables.summarise`, the report's one
+interval rule, clipped to the key's scale: 1-5, 0-1, open for readability), its rank, and for
+every pair of models the **paired difference** on the cases both have scored: mean of (model A −
+model B) per case with the same interval rule applied to the differences, clipped to ± the scale's
+width, n pairs, and whether the interval excludes 0. The rank order is **resolved** between
+neighbours when their paired interval excludes 0, and resolved overall when every neighbouring pair
+is. Lower is better for rates of bad outcomes (:data:`bedside.reporting.compare.LOWER_IS_BETTER`).
+
+**Judge sensitivity** (when the same models were judged by two graders, e.g. a sweep and its
+``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ
+(:func:`scipy.stats.kendalltau`, τ-b) between the two graders' model means on the cases scored for
+every model under both graders, with a 95 % percentile bootstrap interval over **cases** (:func:`scipy.stats.bootstrap`, 1,000 resamples, seed 0: a
+resample draws cases and recomputes every model's mean under both graders), and each model's rank
+under each grader. τ = 1: same order; −1: reversed; NaN when a grader ties every model.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import warnings
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+from scipy.stats import bootstrap, kendalltau
+
+from bedside.reporting import tables
+from bedside.reporting.compare import LOWER_IS_BETTER
+from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
+from bedside.reporting.rescore import grader_name
+
+#: the keys ranked per benchmark (MedSP1000: the per-case rate; its pooled rates are not per-case means)
+KEYS = {"discharge": tables.TABLE1_KEYS, "medsp": ("macro_scenario", "scenario_mean"),  # (the latter: its later name)
+        "cpb": ("failure", "overreaction")}
+NO_GRADER = "(no grader role)"
+#: the scale of a key (a paired difference's interval is clipped to ± its width); default 0-1, None: open
+SCALES = {"naturalness": (1, 5), "responsiveness": (1, 5), "clarity": (1, 5), "clinical_relevance": (1, 5),
+          "readability": None}
+
+
+def grader_of(item: LoadedLog) -> str:
+    return grader_name((item.log.eval.model_roles or {}).get("grader")) or NO_GRADER
+
+
+def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
+    """One row per (benchmark, grader, model, case id, key): the epoch-averaged value (NaN dropped)."""
+    frame = scores_frame(logs)
+    if frame.empty:
+        return pd.DataFrame(columns=["benchmark", "grader", "model", "id", "key", "value", "rejudged"])
+    by_path = {}
+    groups: dict[tuple[str, str], list[LoadedLog]] = {}
+    for item in logs:
+        groups.setdefault((item.benchmark, grader_of(item)), []).append(item)
+    for (_, grader), members in groups.items():  # labels as the report's, but a grader's copy is no rival run
+        copies = [LoadedLog(m.path, m.log, label_of(m.log), m.benchmark) for m in members]
+        disambiguate(copies)
+        by_path |= {c.path: (grader, c.label) for c in copies}
+    frame = frame.assign(grader=[by_path[p][0] for p in frame["log"]], model=[by_path[p][1] for p in frame["log"]])
+    frame = frame[[k in KEYS.get(b, ()) for b, k in zip(frame["benchmark"], frame["key"])]]
+    values = frame.groupby(["benchmark", "grader", "model", "id", "key"], sort=True)["value"].mean().reset_index()
+    rejudged = {grader_of(i) for i in logs if "bedside_rescore" in (i.log.eval.metadata or {})}
+    return values.dropna(subset=["value"]).assign(rejudged=lambda v: v["grader"].isin(rejudged))
+
+
+def summary(values: Sequence[float], key: str, difference: bool = False) -> dict[str, float]:
+    """mean, 95 % interval and n of a model's per-case values of ``key`` (or of paired differences)
+    by the report's interval rule (:func:`bedside.reporting.tables.summarise`), inside the scale."""
+    return within(tables.summarise(values, binary=False if difference else None), key, difference)
+
+
+def within(stats: dict[str, float], key: str, difference: bool = False) -> dict[str, float]:
+    """``stats`` with its interval clipped to the key's scale (a difference: ± the scale's width)."""
+    scale = SCALES.get(key, (0, 1))
+    if scale is None or stats["n"] < 2:
+        return stats
+    low, high = (scale[0] - scale[1], scale[1] - scale[0]) if difference else scale
+    return {**stats, "ci_lower": max(low, stats["ci_lower"]), "ci_upper": min(high, stats["ci_upper"])}
+
+
+def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(ranking: one row per benchmark, grader, key, model; pairs: every pair of models' paired difference)."""
+    ranks, pairs = [], []
+    for (benchmark, grader, key), part in values.groupby(["benchmark", "grader", "key"], sort=True):
+        wide = part.pivot(index="id", columns="model", values="value")
+        if wide.shape[1] < 2:
+            continue
+        lower = key in LOWER_IS_BETTER
+        stats_of = {m: summary(wide[m].dropna().tolist(), key) for m in wide.columns}
+        order = sorted(wide.columns, key=lambda m: (stats_of[m]["mean"] if lower else -stats_of[m]["mean"], m))
+        diffs = {}
+        for a, b in itertools.combinations(order, 2):  # a ranks above b
+            both = wide[[a, b]].dropna()
+            stats = summary((both[a] - both[b]).tolist(), key, difference=True)
+            resolved = bool(stats["n"] >= 2 and (stats["ci_lower"] > 0 or stats["ci_upper"] < 0))
+            diffs[(a, b)] = resolved
+            pairs.append({"benchmark": benchmark, "grader": grader, "key": key, "model_a": a, "model_b": b,
+                          "difference": stats["mean"], "ci_lower": stats["ci_lower"], "ci_upper": stats["ci_upper"],
+                          "n_pairs": stats["n"], "resolved": resolved})
+        for rank, model in enumerate(order, start=1):
+            below = order[rank] if rank < len(order) else None
+            ranks.append({"benchmark": benchmark, "grader": grader, "key": key, "rank": rank, "model": model,
+                          **stats_of[model], "direction": "lower is better" if lower else "higher is better",
+                          "resolved_vs_next": diffs[(model, below)] if below else None,
+                          "order_resolved": all(diffs[(x, y)] for x, y in zip(order, order[1:]))})
+    ranking = pd.DataFrame(ranks, columns=["benchmark", "grader", "key", "rank", "model", "mean", "ci_lower", "ci_upper",
+                                           "n", "direction", "resolved_vs_next", "order_resolved"])
+    return ranking, pd.DataFrame(pairs, columns=["benchmark", "grader", "key", "model_a", "model_b", "difference",
+                                                 "ci_lower", "ci_upper", "n_pairs", "resolved"])
+
+
+def _tau(x: np.ndarray, y: np.ndarray) -> float:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # constant input: NaN, reported as such
+        return float(kendalltau(x, y).statistic)
+
+
+def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFrame:
+    """Kendall's τ between two graders' rankings of the same models, with a case-bootstrap interval."""
+    rows = []
+    for (benchmark, key), part in values.groupby(["benchmark", "key"], sort=True):
+        # the run's own grader first, graders of `bedside rescore` copies after it
+        graders = sorted(part["grader"].unique(), key=lambda g: (bool(part.loc[part["grader"] == g, "rejudged"].any()), g))
+        for first, second in itertools.combinations(graders, 2):
+            a = part[part["grader"] == first].pivot(index="id", columns="model", values="value")
+            b = part[part["grader"] == second].pivot(index="id", columns="model", values="value")
+            models = sorted(set(a.columns) & set(b.columns))
+            if len(models) < 2:
+                continue
+            cases = sorted(set(a[models].dropna().index) & set(b[models].dropna().index))
+            if not cases:
+                continue
+            x, y = a.loc[cases, models].to_numpy(), b.loc[cases, models].to_numpy()  # (cases, models)
+            tau = _tau(x.mean(axis=0), y.mean(axis=0))
+            low = high = math.nan
+            if len(cases) >= 2 and math.isfinite(tau):
+                def statistic(drawn: np.ndarray) -> float:
+                    return _tau(x[drawn].mean(axis=0), y[drawn].mean(axis=0))
+
+                with warnings.catch_warnings(), np.errstate(all="ignore"):
+                    warnings.simplefilter("ignore")  # degenerate resamples: NaN interval, reported as such
+                    result = bootstrap((np.arange(len(cases)),), statistic, vectorized=False, n_resamples=resamples,
+                                       method="percentile", confidence_level=0.95, random_state=0)
+                low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+                if not (math.isfinite(low) and math.isfinite(high)):
+                    low = high = math.nan
+            lower = key in LOWER_IS_BETTER
+
+            def ranking(means: np.ndarray) -> str:
+                order = sorted(range(len(models)), key=lambda i: (means[i] if lower else -means[i], models[i]))
+                return " > ".join(models[i] for i in order)
+
+            rows.append({"benchmark": benchmark, "key": key, "grader_a": first, "grader_b": second,
+                         "n_models": len(models), "n_cases": len(cases), "tau": tau, "tau_low": low, "tau_high": high,
+                         "ranking_a": ranking(x.mean(axis=0)), "ranking_b": ranking(y.mean(axis=0))})
+    return pd.DataFrame(rows, columns=["benchmark", "key", "grader_a", "grader_b", "n_models", "n_cases", "tau",
+                                       "tau_low", "tau_high", "ranking_a", "ranking_b"])
+
+
+def section(page, logs: Sequence[LoadedLog], csv) -> None:
+    """The report's sweep section (nothing when no two models share cases)."""
+    values = case_values(logs)
+    ranking, pairs = leaderboard(values)
+    if ranking.empty:
+        return
+    page.heading("Leaderboard: models on the same cases")
+    shown = ranking.assign(**{"mean [95 % CI]": [tables.fmt(m, lo, hi, 3) for m, lo, hi in
+                                                 zip(ranking["mean"], ranking["ci_lower"], ranking["ci_upper"])]})
+    page.table(shown[["benchmark", "grader", "key", "rank", "model", "mean [95 % CI]", "n", "resolved_vs_next",
+                      "order_resolved"]], csv(ranking, "leaderboard.csv"),
+               "Per score key, models ranked by their mean over the cases they were scored on (n; 95 % interval as "
+               "in Table 1). resolved_vs_next: the paired difference with the next model, on the cases both have "
+               "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved.")
+    page.details(f"Paired differences ({len(pairs)} model pairs × keys)", pairs, csv(pairs, "paired_differences.csv"))
+    sensitivity = judge_sensitivity(values)
+    if sensitivity.empty:
+        return
+    page.heading("Judge sensitivity: the same conversations, another grader", 3)
+    page.table(sensitivity, csv(sensitivity, "judge_sensitivity.csv"),
+               "Kendall's tau between the two graders' rankings of the same models (n_cases scored for every model "
+               "under both graders), with a 95 % bootstrap interval over cases; 1 = same order, -1 = reversed.")
