@@ -37,18 +37,16 @@ import numpy as np
 import pandas as pd
 from scipy.stats import bootstrap, kendalltau
 
+from bedside.intervals import summarise as summarise_values
 from bedside.reporting import tables
 from bedside.reporting.compare import LOWER_IS_BETTER
 from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
 from bedside.reporting.rescore import grader_name
 
 #: the keys ranked per benchmark (MedSP1000: the per-case rate; its pooled rates are not per-case means)
-KEYS = {"discharge": tables.TABLE1_KEYS, "medsp": ("macro_scenario", "scenario_mean"),  # (the latter: its later name)
+KEYS = {"discharge": tables.TABLE1_KEYS, "medsp": ("scenario_mean", "macro_scenario"),  # (the latter: its former name)
         "cpb": ("failure", "overreaction")}
 NO_GRADER = "(no grader role)"
-#: the scale of a key (a paired difference's interval is clipped to ± its width); default 0-1, None: open
-SCALES = {"naturalness": (1, 5), "responsiveness": (1, 5), "clarity": (1, 5), "clinical_relevance": (1, 5),
-          "readability": None}
 
 
 def grader_of(item: LoadedLog) -> str:
@@ -76,18 +74,11 @@ def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
 
 
 def summary(values: Sequence[float], key: str, difference: bool = False) -> dict[str, float]:
-    """mean, 95 % interval and n of a model's per-case values of ``key`` (or of paired differences)
-    by the report's interval rule (:func:`bedside.reporting.tables.summarise`), inside the scale."""
-    return within(tables.summarise(values, binary=False if difference else None), key, difference)
-
-
-def within(stats: dict[str, float], key: str, difference: bool = False) -> dict[str, float]:
-    """``stats`` with its interval clipped to the key's scale (a difference: ± the scale's width)."""
-    scale = SCALES.get(key, (0, 1))
-    if scale is None or stats["n"] < 2:
-        return stats
-    low, high = (scale[0] - scale[1], scale[1] - scale[0]) if difference else scale
-    return {**stats, "ci_lower": max(low, stats["ci_lower"]), "ci_upper": min(high, stats["ci_upper"])}
+    """mean, 95 % interval and n of a model's per-case values of ``key`` by the key's declared scale,
+    or of paired differences by the percentile bootstrap (:mod:`bedside.intervals`, the one rule of
+    every bedside table): each bound is a mean of observed values, so it stays inside the scale (a
+    difference: inside ± the scale's width) by construction."""
+    return summarise_values(values) if difference else tables.summarise(values, key)
 
 
 def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

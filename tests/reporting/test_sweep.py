@@ -15,7 +15,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 from scipy.stats import kendalltau
 
-from bedside.reporting.tables import summarise
+from bedside.intervals import summarise as summarise_values
 from tests.conftest import REPO
 from tests.reporting.sweeps import EDUCATORS, run_sweep
 
@@ -101,7 +101,7 @@ def check_leaderboard_ranks_models_with_paired_differences(sweep):
     for row in pairs[(pairs["grader"] == "bedside/scripted") & (pairs["key"] == "tcs")].itertuples():
         shared = sorted(set(values[row.model_a]) & set(values[row.model_b]))
         diffs = [values[row.model_a][c] - values[row.model_b][c] for c in shared]
-        want = summarise(diffs, binary=False)  # the report's interval rule applied to the paired differences
+        want = summarise_values(diffs)  # the report's interval rule applied to the paired differences
         assert (row.n_pairs, row.difference) == (len(shared), pytest.approx(want["mean"]))
         assert (row.ci_lower, row.ci_upper) == (pytest.approx(want["ci_lower"]), pytest.approx(want["ci_upper"]))
         assert row.resolved == (want["ci_lower"] > 0 or want["ci_upper"] < 0)
@@ -153,7 +153,7 @@ def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
 
     from bedside.reporting.load import load
     from bedside.reporting.sweep import case_values, leaderboard
-    from bedside.scorers.metrics import wilson_bounds
+    from bedside.intervals import wilson
     from tests.reporting.synth import log, sample, write
 
     def doctor(model: str, failures: list[int], grader: str | None) -> EvalLog:
@@ -177,7 +177,7 @@ def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
                                                                    "prov/good [rerun]"}
     assert failure.iloc[0]["direction"] == "lower is better"
     assert (failure.iloc[0]["ci_lower"], failure.iloc[0]["ci_upper"]) == tuple(
-        pytest.approx(v) for v in wilson_bounds([float(f) for f in rates["prov/good"]]).values())
+        pytest.approx(v) for v in wilson(sum(rates["prov/good"]), len(rates["prov/good"])))
     [pair] = pairs[pairs["key"] == "failure"].itertuples()
     assert (pair.model_a, pair.difference, pair.n_pairs) == ("prov/good", pytest.approx(-5 / 8), 8)
     assert -1 <= pair.ci_lower <= pair.ci_upper <= 1 and pair.resolved
