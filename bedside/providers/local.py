@@ -54,8 +54,7 @@ from inspect_ai.model import (
     ModelUsage,
 )
 
-from inspect_ai._util.error import PrerequisiteError  # Inspect prints its message alone, no traceback
-
+from bedside.params import SetupError  # an Inspect PrerequisiteError: printed as one message, no traceback
 from bedside.protocols import tag_of
 
 _pools: dict[tuple[str, int, int, bool], list["Slot"]] = {}
@@ -148,7 +147,8 @@ def build_record() -> str:
 def probe_llama(model_path: str, n_threads: int, script: str = PROBE_SCRIPT) -> str:
     """Run llama.cpp once in a subprocess on ``model_path``; return what it printed.
 
-    Raises :class:`PrerequisiteError` (printed by Inspect as one message, no traceback) when the
+    Raises :class:`~bedside.params.SetupError` (an Inspect ``PrerequisiteError``:
+    printed as one message, no traceback) when the
     probe dies by a signal, fails or hangs. Done once per process and (GGUF, threads)."""
     key = (os.path.realpath(model_path), n_threads)
     if key in _probed:
@@ -157,7 +157,7 @@ def probe_llama(model_path: str, n_threads: int, script: str = PROBE_SCRIPT) -> 
     try:
         done = subprocess.run(cmd, capture_output=True, text=True, timeout=PROBE_TIMEOUT_S)
     except subprocess.TimeoutExpired as ex:
-        raise PrerequisiteError(
+        raise SetupError(
             f"bedside/local: the llama.cpp probe (load {model_path} and decode 2 tokens in a subprocess) did not "
             f"finish in {PROBE_TIMEOUT_S} s; the machine may be overloaded or the GGUF too large for it"
         ) from ex
@@ -166,7 +166,7 @@ def probe_llama(model_path: str, n_threads: int, script: str = PROBE_SCRIPT) -> 
             name = signal.Signals(-done.returncode).name
         except ValueError:
             name = f"signal {-done.returncode}"
-        raise PrerequisiteError(
+        raise SetupError(
             f"bedside/local: llama.cpp died with {name} in a probe subprocess (load the GGUF, decode 2 tokens), "
             f"so it was not loaded into this eval: the installed llama-cpp-python was built for CPU instructions "
             f"this machine cannot run (usually a -march=native build on a VM whose CPU reports AMX or AVX-512 that "
@@ -174,7 +174,7 @@ def probe_llama(model_path: str, n_threads: int, script: str = PROBE_SCRIPT) -> 
         )
     if done.returncode != 0:
         last = (done.stderr.strip().splitlines() or ["no message"])[-1]
-        raise PrerequisiteError(f"bedside/local: llama.cpp could not load {model_path} in a probe subprocess: {last}")
+        raise SetupError(f"bedside/local: llama.cpp could not load {model_path} in a probe subprocess: {last}")
     _probed[key] = done.stdout
     return done.stdout
 
@@ -241,7 +241,7 @@ class LocalEngine:
         """Fail fast, with one line, when llama.cpp is missing or cannot run on this CPU (see
         :func:`probe_llama`); nothing is loaded into this process."""
         if importlib.util.find_spec("llama_cpp") is None:
-            raise PrerequisiteError(
+            raise SetupError(
                 "bedside/local needs llama-cpp-python: run `make local` (or see the README, 'The local engine')"
             )
         probe_llama(self.model_path, self.n_threads)
