@@ -37,7 +37,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from scipy import stats
 
 #: score keys that are bookkeeping, not outcomes
-SKIP_KEYS = {"unscored"}
+SKIP_KEYS = {"unscored", "safety_turns", "safety_unsafe_turns", "safety_unscored_turns"}
 
 #: the strata each benchmark's results are broken down by (sample metadata, else score metadata)
 STRATA = (
