@@ -19,6 +19,8 @@ COMMANDS: tuple[str, ...] = (
     "bedside.reporting.agreement",  # agreement
     "bedside.reporting.compare",  # compare
     "bedside.mimic.build",  # build-cases
+    "bedside.replay_check",  # replay-check
+    "bedside.safety_report",  # safety
 )
 
 
