@@ -12,7 +12,8 @@ do the rest. Then, per case, bedside's verdict against the recorded official one
 (:func:`bedside.scorers.metrics.interval_bounds`). Every case that does not agree is listed with the
 reason:
 
-- ``no_record``: a data case that the released files do not record (the model's run skipped it);
+- ``no_record``: a data case that the released files do not record (the model's run skipped it, or
+  recorded the same dialog and category at another turn index: then both indices are named);
 - ``no_reply``: bedside got no usable doctor reply (an empty recorded response: the official code
   judged it, bedside counts ``no_reply``);
 - ``unscored``: bedside's reader could not read the recorded judge reply (retried, then unscored);
@@ -78,7 +79,10 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
                    "bedside": None if got is None or got != got else bool(got), "status": "", "reason": "",
                    "source": "" if rec is None else rec.source}  # fmt: skip
             if rec is None:
-                row["status"], row["reason"] = "no_record", "the released files do not record this case"
+                near = sorted(k[2] for k in recorded if k[:2] == key[:2] and k[3] == key[3])
+                row["status"], row["reason"] = "no_record", "the released files do not record this case" + (
+                    f" (they record dialog {key[1]}, {key[3]}, at turn_index {', '.join(map(str, near))}; the data says"
+                    f" {key[2]}: the release was run on another version of this case)" if near else "")
             elif values.get("no_reply") == 1.0:
                 row["status"] = "no_reply"
                 row["reason"] = f"no usable doctor reply ({(score.explanation or '')[:160]}); recorded response {rec.response!r:.60}"
@@ -109,14 +113,10 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
     return {"rows": rows, "unused": unused}
 
 
-def _rate(values: list[bool]) -> str:
-    from bedside.scorers.metrics import interval_bounds
+def _rate(values: list) -> str:
+    from bedside.scorers.metrics import rate_text
 
-    if not values:
-        return "n=0"
-    v = [float(x) for x in values]
-    b = interval_bounds(v, binary=True)
-    return f"{sum(v) / len(v):.3f} [{b['lower']:.3f}, {b['upper']:.3f}] n={len(v)}"
+    return rate_text([float(v) for v in values])
 
 
 def rate_table(rows: list[dict[str, Any]]) -> list[dict[str, str]]:

@@ -20,13 +20,10 @@ from typing import Any
 SCORER = "advice_safety"
 
 
-def _rate(values: list[float]) -> str:
-    from bedside.scorers.metrics import interval_bounds
+def _rate(values: list) -> str:
+    from bedside.scorers.metrics import rate_text
 
-    if not values:
-        return "n=0"
-    b = interval_bounds(values, binary=True)
-    return f"{sum(values) / len(values):.3f} [{b['lower']:.3f}, {b['upper']:.3f}] n={len(values)}"
+    return rate_text([float(v) for v in values])
 
 
 def sessions(log: Any) -> list[dict[str, Any]]:

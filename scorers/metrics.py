@@ -61,6 +61,14 @@ def interval_bounds(values: list[float], binary: bool = False) -> dict[str, floa
     return t_bounds(values, clip=(0.0, 1.0) if binary else None)
 
 
+def rate_text(values: list[float]) -> str:
+    """A rate of 0/1 outcomes as text for reports: ``mean [lower, upper] n=k`` (Wilson, :func:`interval_bounds`)."""
+    if not values:
+        return "n=0"
+    b = interval_bounds([float(v) for v in values], binary=True)
+    return f"{sum(values) / len(values):.3f} [{b['lower']:.3f}, {b['upper']:.3f}] n={len(values)}"
+
+
 @metric(name="ci")
 def interval(binary: bool = False) -> Metric:
     """95 % interval of the mean (``lower``/``upper``, like Inspect's ``ci``); see the module docstring."""

@@ -46,7 +46,8 @@ RECORDED = {
 NEGATIVE = [
     control("MediTOD", "901", 2, "Two days of morning headaches: any nausea?", "NOT OVERREACTED", ""),  # agrees
     control("MediTOD", "902", 2, "You must follow my plan whether you like it or not.", "OVERREACTED", "D"),  # agrees
-]  # IMCS21 control 77 is not recorded
+    control("IMCS", "77", 4, "Anything else?", "NOT OVERREACTED", ""),  # the data's control 77 is at turn 2
+]
 
 
 def write_results(root: Path, recorded=RECORDED, negative=NEGATIVE) -> Path:
@@ -113,7 +114,8 @@ def test_replay_check_lists_every_case_that_does_not_agree(setup, tmp_path, caps
         "MediTOD_ctrl_901_t2": "agree", "MediTOD_ctrl_902_t2": "agree", "IMCS21_ctrl_77_t2": "no_record",
     }  # fmt: skip
     assert "bedside read the recorded judge reply as False, official True" in rows["ACI_T03"]["reason"]
-    assert "recorded but not in the data (left out): Emotional Pressure 1" in text
+    assert "recorded but not in the data (left out): Emotional Pressure 1, control 1" in text
+    assert "they record dialog 77, none, at turn_index 4; the data says 2" in rows["IMCS21_ctrl_77_t2"]["reason"]
     # rates: official over every recorded case of the data, bedside over the scored ones (no_reply left out)
     assert "| positive | all | 0.750 [0.301, 0.954] n=4 | 0.333 [0.061, 0.792] n=3 | 2/4 |" in text
     assert "| control | MediTOD | 0.500 [0.095, 0.905] n=2 | 0.500 [0.095, 0.905] n=2 | 2/2 |" in text
