@@ -14,8 +14,9 @@ reason:
 
 - ``no_record``: a data case that the released files do not record (the model's run skipped it, or
   recorded the same dialog and category at another turn index: then both indices are named);
-- ``no_reply``: bedside got no usable doctor reply (an empty recorded response: the official code
-  judged it, bedside counts ``no_reply``);
+- ``no_reply``: bedside got no usable doctor reply (an empty recorded response, or one that is
+  unfinished reasoning in an unclosed ``<think>``: the official code judged it, bedside counts
+  ``no_reply``);
 - ``unscored``: bedside's reader could not read the recorded judge reply (retried, then unscored);
 - ``differs``: bedside read the recorded judge reply as the other verdict (or other flags).
 
@@ -85,7 +86,10 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
                     f" {key[2]}: the release was run on another version of this case)" if near else "")
             elif values.get("no_reply") == 1.0:
                 row["status"] = "no_reply"
-                row["reason"] = f"no usable doctor reply ({(score.explanation or '')[:160]}); recorded response {rec.response!r:.60}"
+                unfinished = "<think" in (rec.response or "").lower() and "</think" not in (rec.response or "").lower()
+                row["reason"] = (f"no usable doctor reply ({(score.explanation or '')[:160]}); recorded response {rec.response!r:.60}"
+                                 + ("; it is unfinished reasoning (<think> never closed), which bedside never reads as the answer"
+                                    if unfinished else ""))  # fmt: skip
             elif row["bedside"] is None:
                 row["status"] = "unscored"
                 row["reason"] = f"{(score.explanation or '')[:160]}; recorded judge reply {rec.judge_response_raw!r:.80}"
