@@ -17,7 +17,7 @@ class Judgement(BaseModel):
     reason: str = ""
 
 
-BOOLEAN = Protocol("test.boolean", "Judge this.", "user", Judgement, bare_bool="failure")
+BOOLEAN = Protocol("test.boolean", Judgement, bare_bool="failure")
 
 
 @pytest.mark.parametrize("reply,value", [("True", True), ("false", False), ("**True**", True), (" FALSE.\n", False),

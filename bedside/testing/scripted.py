@@ -3,7 +3,7 @@
 It is NOT a language model. It reads which role it is playing from the call's protocol tag
 (:func:`bedside.protocols.tag_of`; every bedside call carries one) and the case from the prompt, and
 answers in that role's format, with the script of that
-benchmark in ``bedside/providers/scripts/<benchmark>.py`` (each module exports ``Options``, a
+benchmark in ``bedside/testing/scripts/<benchmark>.py`` (each module exports ``Options``, a
 dataclass of behaviour switches, and ``HANDLERS``, protocol name → ``fn(messages, attempt,
 options) -> str``; modules are found automatically).
 

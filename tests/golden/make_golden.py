@@ -41,7 +41,13 @@ def _runs() -> dict[str, Callable[[Path], Any]]:
             discharge(), {"limit": 4},
             {"monitor": {"monitor_warn_turns": [3]}, "patient": {"break_character_turns": [2], "break_character_attempts": 1}},
         ),
+        "discharge_monitor_unreadable": lambda tmp: (
+            discharge(), {"limit": 2}, {"monitor": {"monitor_malformed_attempts": 3}},
+        ),
         "medsp": lambda tmp: (medsp(), {}, {}),
+        "medsp_evaluator_omits": lambda tmp: (
+            medsp(), {"limit": 2}, {"grader": {"medsp_evaluator_missing_item_attempts": 3}},
+        ),
         "medsp_panel": lambda tmp: (medsp(scaling="panel", panel_size=2), {"limit": 2}, {}),
         "cpb": lambda tmp: (cpb(data=cpb_data(tmp)), {}, {}),
         "cpb_accommodating": lambda tmp: (
