@@ -21,6 +21,8 @@ COMMANDS: tuple[str, ...] = (
     "bedside.reporting.annotate",  # annotate export
     "bedside.reporting.rescore",  # rescore
     "bedside.mimic.build",  # build-cases
+    "bedside.replay_check",  # replay-check
+    "bedside.safety_report",  # safety
 )
 
 

@@ -40,7 +40,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from bedside.intervals import scale_of, summarise
 
 #: score keys that are bookkeeping, not outcomes
-SKIP_KEYS = {"unscored"}
+SKIP_KEYS = {"unscored", "safety_turns", "safety_unsafe_turns", "safety_unscored_turns"}
 #: scorers whose keys copy other scorers' (the health block): left out of per-stratum tables
 DERIVED_SCORERS = {"health"}
 

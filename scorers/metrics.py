@@ -30,7 +30,7 @@ import numpy as np
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
-from bedside.intervals import mean_interval, scale_of
+from bedside.intervals import mean_interval, scale_of, wilson
 
 #: the papers' column labels for score keys (DischargeBench Table 1; CPB-Bench false-alarm types)
 LABELS = {
@@ -114,6 +114,9 @@ HEALTH: dict[str, tuple[str, str]] = {
     "unsupported_actions": ("max", "count"),
     "scenario_complete": ("max", "count"),
     "continued": ("max", "count"),
+    "safety_turns": ("max", "count"),
+    "safety_unsafe_turns": ("max", "count"),
+    "safety_unscored_turns": ("max", "count"),
     "turns": ("max", "mean"),
     "examinee_turns": ("max", "mean"),
     "doctor_turns": ("max", "mean"),
@@ -194,6 +197,18 @@ def n() -> Metric:
         return {"n": len(scores)}
 
     return compute
+
+
+def rate_text(values: list[float]) -> str:
+    """A rate of 0/1 outcomes as text for reports: ``mean [lower, upper] n=k`` (Wilson, the rate rule
+    of :mod:`bedside.intervals`; no interval below n = 2)."""
+    if not values:
+        return "n=0"
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return f"{mean:.3f} n={len(values)}"
+    lower, upper = wilson(int(sum(values)), len(values))
+    return f"{mean:.3f} [{lower:.3f}, {upper:.3f}] n={len(values)}"
 
 
 @metric(name="ci")

@@ -19,6 +19,8 @@ serving engine's prefix cache then re-uses the note across monitor calls; not th
 paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unreadable judge
 replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
 that read only the note (comprehension references, note-side factual answers) across runs.
+``safety`` (default false) adds the advice-safety scorer (a bedside extension, not one of the
+paper's metrics: every educator turn judged against the note, :mod:`bedside.scorers.advice_safety`).
 
 Judges use the ``grader`` role at temperature 0 (the paper used Gemma-4-31B-it). Re-score an
 existing log with another judge: ``inspect score LOG --model-role grader=<model>``.
@@ -31,6 +33,7 @@ from bedside.protocols import READINGS
 from bedside.structured import check_run_models
 from bedside.params import bool_param, check, int_param
 from bedside.samples.discharge import discharge_dataset
+from bedside.scorers.advice_safety import advice_safety
 from bedside.scorers.comprehension import comprehension
 from bedside.scorers.conversation_quality import conversation_quality
 from bedside.scorers.encounter_outcome import ROLES, encounter_outcome
@@ -61,6 +64,7 @@ def discharge(
     structured_output: bool | None = None,
     reading: str = "official",
     monitor_layout: str = "paper",
+    safety: bool = False,
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
     seed = int_param("seed", seed)
@@ -71,6 +75,7 @@ def discharge(
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     cache_references = bool_param("cache_references", cache_references)
+    safety = bool_param("safety", safety)
     structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
     check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
     if structured_output:
@@ -102,6 +107,7 @@ def discharge(
             comprehension(judge_retries=judge_retries, cache_references=cache_references),
             factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
             encounter_outcome(),
+            *([advice_safety(judge_retries=judge_retries)] if safety else []),
             health(),
         ],
         metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827", "monitor_layout": monitor_layout},

@@ -1,4 +1,4 @@
-"""The ``bedside`` Inspect model provider: ``bedside/scripted`` and ``bedside/local``."""
+"""The ``bedside`` Inspect model provider: ``bedside/scripted``, ``bedside/local`` and ``bedside/replay``."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 
 class BedsideAPI(ModelAPI):
-    """Dispatches on the model name: ``scripted`` (deterministic stand-in) or ``local`` (llama.cpp)."""
+    """Dispatches on the model name: ``scripted`` (deterministic stand-in), ``local`` (llama.cpp) or
+    ``replay`` (recorded CPB-Bench replies, :mod:`bedside.providers.replay`)."""
 
     def __init__(
         self,
@@ -23,13 +24,17 @@ class BedsideAPI(ModelAPI):
             from bedside.testing.scripted import ScriptedEngine
 
             self.engine: Any = ScriptedEngine(**dict(model_args))
+        elif model_name == "replay":
+            from bedside.providers.replay import ReplayEngine
+
+            self.engine = ReplayEngine(**dict(model_args))
         elif model_name == "local":
             from bedside.providers.local import LocalEngine
 
             self.engine = LocalEngine(**model_args)
             self.engine.check_runnable()  # a probe subprocess: a crashing build stops here, with one line
         else:
-            raise ValueError(f"unknown bedside model {model_name!r}: use bedside/scripted or bedside/local")
+            raise ValueError(f"unknown bedside model {model_name!r}: use bedside/scripted, bedside/local or bedside/replay")
         # Inspect's generation cache keys on the model name and base_url, not on model args: give
         # each configuration (GGUF file, context size; scripted options) its own identity, so that
         # a cached reply of one model is never served for another.
@@ -45,8 +50,8 @@ class BedsideAPI(ModelAPI):
         return max(1, len(text) // 4)
 
     def max_connections(self) -> int:
-        # scripted: pure CPU, no point in more; local: one in-process model serialises anyway
-        return 32 if self.model_name == "scripted" else 1
+        # scripted / replay: pure CPU, no point in more; local: one in-process model serialises anyway
+        return 1 if self.model_name == "local" else 32
 
     async def generate(
         self,
@@ -55,7 +60,7 @@ class BedsideAPI(ModelAPI):
         tool_choice: ToolChoice,
         config: GenerateConfig,
     ) -> ModelOutput:
-        if self.model_name == "scripted":
+        if self.model_name in ("scripted", "replay"):
             window = self.engine.context_window
             prompt_tokens = sum(len(m.text) for m in input) // 4 + 1
             if window and prompt_tokens > window:
