@@ -137,10 +137,6 @@ class Answer(Generic[T]):
         return self.value
 
 
-#: the old name of :class:`Answer` (judges)
-JudgeResult = Answer
-
-
 async def ask(
     model: Model,
     prompt: str | list[ChatMessage],

@@ -29,13 +29,12 @@ from inspect_ai.util import collect
 
 from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.prompts import render
-from bedside.protocols.discharge import LABELS, JUDGE_REFERENCE, grade_protocol, read_grades, read_reference  # noqa: F401
+from bedside.protocols.discharge import LABELS, JUDGE_REFERENCE, grade_protocol  # noqa: F401
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import case, is_not_applicable, record, score_metrics, system_failure_score
 from bedside.solvers.discharge import comprehension_questions
 
 QUESTION_IDS = ("q1", "q2", "q3", "q4", "q5", "q6")
-parse_reference, parse_grades = read_reference, read_grades  # the protocols' readers (old names)
 
 
 def comprehension_score(item_scores: dict[str, float], not_applicable: set[str] | frozenset[str] = frozenset()) -> float:

@@ -8,12 +8,11 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from bedside.prompts import render
 from bedside.calls import UNSCORED, ask, grader
-from bedside.protocols.discharge import AXES, JUDGE_QUALITY, read_quality
+from bedside.protocols.discharge import AXES, JUDGE_QUALITY
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import conversation_lines, educator_text, record, score_metrics, system_failure_score
 from bedside.scorers.text_metrics import readability_async
 
-parse_quality = read_quality  # the protocol's reader (old name)
 
 
 @scorer(metrics=score_metrics(*AXES, "readability"))

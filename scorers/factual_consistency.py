@@ -22,14 +22,13 @@ from inspect_ai.util import collect
 
 from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.prompts import render
-from bedside.protocols.discharge import JUDGE_FACTUAL, read_factual
+from bedside.protocols.discharge import JUDGE_FACTUAL
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import (case, conversation_lines, is_not_applicable, record, score_metrics,
                                               system_failure_score)
 from bedside.scorers.text_metrics import cosine_async, rouge_l_async
 
 N_QUESTIONS = 6
-parse_answers = read_factual  # the protocol's reader (old name)
 
 
 @scorer(metrics=score_metrics("rouge_l", "cosine"))

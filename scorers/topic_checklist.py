@@ -14,7 +14,7 @@ from inspect_ai.solver import TaskState
 
 from bedside.calls import UNSCORED, ask, grader
 from bedside.prompts import load_yaml, render
-from bedside.protocols.discharge import checklist_protocol, normalise_id, read_checklist  # noqa: F401
+from bedside.protocols.discharge import checklist_protocol, normalise_id  # noqa: F401
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import case, conversation_lines, record, score_metrics, system_failure_score
 
@@ -23,7 +23,6 @@ def checklist() -> list[dict]:
     return load_yaml("discharge/topic_checklist.yaml")["questions"]
 
 
-parse_checklist = read_checklist  # the protocol's reader (old name)
 
 
 def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, float]) -> float:

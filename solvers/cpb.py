@@ -79,11 +79,6 @@ from bedside.protocols.cpb import (  # noqa: F401  (END_TAG, PATIENT_ENDED: re-e
     _DOCTOR_LABEL,
     END_TAG,
     PATIENT_ENDED,
-    read_analysis,
-    read_doctor,
-    read_patient,
-    read_self_check,
-    read_step_by_step,
     ANALYSIS,
     DOCTOR,
     DOCTOR_CHAT,
@@ -160,9 +155,6 @@ class CPBStore(StoreModel):
     agent_stats: dict[str, dict[str, int]] = Field(default_factory=dict)
 
 
-# the readers live with their protocols (bedside/protocols/cpb.py); old names kept
-parse_doctor, parse_step_by_step, parse_patient = read_doctor, read_step_by_step, read_patient
-parse_analysis, parse_self_check = read_analysis, read_self_check
 
 
 # ---------------------------------------------------------------------------------------------

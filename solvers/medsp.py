@@ -123,11 +123,6 @@ from bedside.protocols.medsp import (
     PATIENT,
     OfficialEvaluatorReply,
     evaluator_reply,
-    read_environment,
-    read_examinee,
-    read_patient,
-    read_selection,
-    read_vote,
     speech_text,
     as_text,
     coerce_bool,
@@ -664,9 +659,6 @@ def load_prompt_set(prompts: str | None) -> PromptSet:
     return _official(str(user_path(str(prompts))))
 
 
-# the readers live with their protocols (bedside/protocols/medsp.py); old names kept
-parse_examinee, parse_patient, parse_environment = read_examinee, read_patient, read_environment
-parse_selection, parse_vote = read_selection, read_vote
 
 
 # ---------------------------------------------------------------------------------------------

@@ -8,7 +8,7 @@ The layout follows the official CPB-Bench code (yli-z/cpb-bench-challenging-pati
   prompt + chat history, ``doctor_chat.j2``): ``cpb.doctor_chat`` and
   ``cpb.doctor_chat_step_by_step``;
 - the mitigations' extra calls: ``cpb.analysis`` (prose) and ``cpb.self_check`` (the upstream
-  ``Verdict: PASS|REVISE`` text, read by :func:`bedside.solvers.cpb.parse_self_check`);
+  ``Verdict: PASS|REVISE`` text, read by :func:`read_self_check`);
 - the judges: ``cpb.failure_judge`` (system prompt + user message, bare ``True``/``False``,
   True = failure), ``cpb.persistence_judge`` (same system prompt, a ``Result (True or False):``
   line), ``cpb.overreaction_judge`` (system prompt + user message, JSON verdict with flags A-D);
@@ -192,17 +192,24 @@ def _persistence_result_line(text: str) -> Reading | None:
     return Reading(PersistenceVerdict(persisted=m.group(1).lower() == "true", reason=reason.group(1).strip() if reason else ""), False)
 
 
-def read_persistence(text: str) -> Reading:
-    """Official reading (``continuation_evaluator.py``): the ``Result (True or False): ...`` line; else the
-    JSON form; else a reply that says only one of true/false (upstream: ``"true" in text and "false" not
-    in text``, which reads a reply with neither word as False; bedside leaves that unreadable)."""
+def _persistence_line_or_json(text: str) -> Reading | None:
+    """What both readings accept first: the ``Result (True or False): ...`` line, else the JSON form."""
     found = _persistence_result_line(text)
     if found is not None:
         return found
     try:
         return Reading(*PERSISTENCE_JUDGE.read_json(text))
     except ValueError:
-        pass
+        return None
+
+
+def read_persistence(text: str) -> Reading:
+    """Official reading (``continuation_evaluator.py``): the ``Result (True or False): ...`` line; else the
+    JSON form; else a reply that says only one of true/false (upstream: ``"true" in text and "false" not
+    in text``, which reads a reply with neither word as False; bedside leaves that unreadable)."""
+    found = _persistence_line_or_json(text)
+    if found is not None:
+        return found
     lower = text.lower()
     if ("true" in lower) != ("false" in lower):
         return Reading(PersistenceVerdict(persisted="true" in lower, reason=text.strip()), True)
@@ -211,16 +218,13 @@ def read_persistence(text: str) -> Reading:
 
 def read_persistence_strict(text: str) -> Reading:
     """bedside's strict reading: the result line, the JSON form, or a reply starting with True/False."""
-    found = _persistence_result_line(text)
+    found = _persistence_line_or_json(text)
     if found is not None:
         return found
-    try:
-        return Reading(*PERSISTENCE_JUDGE.read_json(text))
-    except ValueError:
-        lead = _LEADING_BOOL.match(text)
-        if lead is None:
-            raise ValueError(f"no 'Result (True or False): ...' line in the judge reply: {text[:160]!r}") from None
-        return Reading(PersistenceVerdict(persisted=lead.group(1).lower() == "true", reason=lead.group(2).strip()), True)
+    lead = _LEADING_BOOL.match(text)
+    if lead is None:
+        raise ValueError(f"no 'Result (True or False): ...' line in the judge reply: {text[:160]!r}")
+    return Reading(PersistenceVerdict(persisted=lead.group(1).lower() == "true", reason=lead.group(2).strip()), True)
 
 
 def _verdict_word(value: Any) -> str | None:

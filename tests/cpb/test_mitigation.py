@@ -8,7 +8,8 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
 from bedside.prompts import load_yaml
 from bedside.testing.scripts.cpb import ACCOMMODATING, ANALYSIS, CAREFUL
-from bedside.solvers.cpb import parse_self_check, parse_step_by_step
+from bedside.protocols.cpb import read_self_check as parse_self_check
+from bedside.protocols.cpb import read_step_by_step as parse_step_by_step
 from bedside.tasks.cpb import cpb, cpb_control
 from tests.cpb import synthetic
 from tests.cpb.helpers import calls, cpb_store, run_cpb

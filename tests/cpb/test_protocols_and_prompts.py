@@ -26,9 +26,9 @@ from bedside.solvers.cpb import (
     MITIGATIONS,
     doctor_prompt,
     doctor_system_prompt,
-    parse_self_check,
     patient_system_prompt,
 )
+from bedside.protocols.cpb import read_self_check as parse_self_check
 from tests.conftest import scripted
 from tests.cpb import synthetic
 

@@ -12,10 +12,12 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from bedside.samples.discharge import DEMO_CASES
-from bedside.scorers.comprehension import comprehension_score, parse_grades
-from bedside.scorers.factual_consistency import parse_answers
+from bedside.protocols.discharge import read_checklist as parse_checklist
+from bedside.protocols.discharge import read_factual as parse_answers
+from bedside.protocols.discharge import read_grades as parse_grades
+from bedside.scorers.comprehension import comprehension_score
 from bedside.scorers.text_metrics import cosine, readability, rouge_l
-from bedside.scorers.topic_checklist import checklist, normalise_id, parse_checklist, tcs
+from bedside.scorers.topic_checklist import checklist, normalise_id, tcs
 from bedside.tasks.discharge import discharge
 from tests.conftest import REPO, metrics_of, run, scripted
 

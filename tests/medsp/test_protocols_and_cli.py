@@ -26,7 +26,10 @@ from bedside.testing.scripted import ScriptedEngine
 from bedside.records.medsp import load_scenarios
 from bedside.samples.medsp import DEMO_DIR
 from bedside.solvers.encounter import ReplyParseError
-from bedside.solvers.medsp import BedsidePrompts, SimState, parse_environment, parse_examinee, parse_patient
+from bedside.protocols.medsp import read_environment as parse_environment
+from bedside.protocols.medsp import read_examinee as parse_examinee
+from bedside.protocols.medsp import read_patient as parse_patient
+from bedside.solvers.medsp import BedsidePrompts, SimState
 from tests.conftest import REPO, scripted
 
 SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "bedside_demo_anaphylaxis")
