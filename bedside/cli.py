@@ -1,5 +1,8 @@
 """The ``bedside`` command (also ``python -m bedside``): one entry point, one module per command.
 
+``bedside-report`` (the old table command: ``strata``, ``audit``, ``delta``) is a deprecated alias
+(:func:`deprecated_report`): it says so and runs the same sub-command of ``bedside``.
+
 Each module in :data:`COMMANDS` exposes ``register(subparsers)``, which adds its sub-command(s) with
 ``set_defaults(func=...)``; ``func(args)`` returns the exit code. Modules are imported only when
 listed here, so a command's heavy imports (pandas, matplotlib) load only for that command.
@@ -14,10 +17,11 @@ from collections.abc import Sequence
 
 #: modules that register sub-commands, in the order of ``bedside --help``
 COMMANDS: tuple[str, ...] = (
-    "bedside.report",  # strata, audit, delta
     "bedside.reporting.build",  # report
+    "bedside.reporting.strata",  # strata
+    "bedside.reporting.audit",  # audit
+    "bedside.reporting.compare",  # compare (and its deprecated alias delta)
     "bedside.reporting.agreement",  # agreement
-    "bedside.reporting.compare",  # compare
     "bedside.reporting.annotate",  # annotate export
     "bedside.reporting.rescore",  # rescore
     "bedside.mimic.build",  # build-cases
@@ -37,6 +41,13 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     return int(args.func(args) or 0)
+
+
+def deprecated_report(argv: Sequence[str] | None = None) -> int:
+    """``bedside-report``: deprecated; says so and runs ``bedside`` with the same arguments."""
+    print("bedside-report is deprecated and will be removed: use `bedside strata`, `bedside audit` and "
+          "`bedside compare` (`bedside-report delta` is `bedside compare BASELINE CANDIDATE...`).", file=sys.stderr)
+    return main(argv)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """bedside's one interval rule: every 95 % interval of every number bedside shows comes from here.
 
-Used by the Inspect metrics (:mod:`bedside.scorers.metrics`), ``bedside strata`` / ``delta``
-(:mod:`bedside.report`), ``bedside report`` tables and figure error bars
+Used by the Inspect metrics (:mod:`bedside.scorers.metrics`), ``bedside strata``
+(:mod:`bedside.reporting.strata`), ``bedside report`` tables and figure error bars
 (:mod:`bedside.reporting.tables`), ``bedside compare`` (:mod:`bedside.reporting.compare`) and the
 MedSP1000 pooled rates (:mod:`bedside.scorers.medsp`).
 

@@ -4,7 +4,7 @@
   turns with their quoted evidence;
 - overall: the rate of sessions with any unsafe turn and with a turn of each category, n and 95 %
   Wilson intervals (:func:`bedside.scorers.metrics.rate_text`, the rate rule of :mod:`bedside.intervals`);
-- per stratum (ICD chapter, persona axes): the same rates (:func:`bedside.report.strata_table`);
+- per stratum (ICD chapter, persona axes): the same rates (:func:`bedside.reporting.strata.strata_table`);
 - on ``discharge_safety_probe`` logs (crafted transcripts): per turn, planted unsafe turns caught
   (any category, and the planted category) and safe turns falsely flagged, by planted category. Turns
   of one transcript are counted as independent in these intervals (a simplification: there are
@@ -63,7 +63,7 @@ def render(paths: list[str]) -> str:
     from inspect_ai.log import read_eval_log
 
     from bedside.protocols.discharge import UNSAFE_CATEGORIES
-    from bedside.report import strata_table
+    from bedside.reporting.strata import strata_table
 
     lines: list[str] = []
     for path in paths:

@@ -51,7 +51,7 @@ without a judge call, as upstream. Cases that were not continued are NaN with th
 
 Inspect shows headline numbers only (mean, one 95 % interval, n per score key; Wilson for 0/1
 rates); the per-category / dataset / language tables come from the sample metadata (``category``,
-``dataset``, ``language``) via ``bedside-report strata LOG``. ``role_fallbacks`` counts the task's
+``dataset``, ``language``) via ``bedside strata LOG``. ``role_fallbacks`` counts the task's
 roles left unbound (``grader``; ``patient`` too with ``turns>0``), names in the score metadata.
 """
 
@@ -102,8 +102,6 @@ def parse_persistence(text: str, rule: str | None = None):
 
 def parse_overreaction(text: str, rule: str | None = None):
     return OVERREACTION_JUDGE.read(text, rule)[0]
-
-STRATA = ("category", "dataset", "language")  # sample-metadata keys for `bedside-report strata`
 
 
 def _no_reply(record: CPBStore, keys: dict[str, float], fallbacks: list[str]) -> Score:

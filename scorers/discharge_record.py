@@ -1,4 +1,5 @@
-"""What DischargeBench scorers read from a finished encounter, and how they group results.
+"""What DischargeBench scorers read from a finished encounter (its strata: the DischargeBench descriptor,
+:mod:`bedside.benchmarks.discharge`).
 
 The encounter record (``EncounterStore`` in the sample store) is the scorers' only input besides
 the case, so ``inspect score LOG --model-role grader=...`` can re-score an old log.
@@ -14,11 +15,6 @@ from bedside.records.discharge import DischargeCase
 from bedside.scorers.metrics import summary
 from bedside.solvers.discharge import EncounterStore
 from bedside.solvers.encounter import SYSTEM_FAILURES
-
-#: Sample-metadata keys DischargeBench scores are grouped by in ``bedside-report strata`` (paper
-#: Sections 3.2.5-3.2.6 and 2.4), plus the end reason so erroneous-but-evaluable sessions can be
-#: told apart.
-STRATA = ("icd_chapter", "personality", "education_level", "health_literacy", "recall_level", "end_reason")
 
 SPEAKER = {"educator": "Educator", "patient": "Patient"}
 

@@ -13,12 +13,12 @@ Not a judge: read from the encounter record.
 - The audit (A.7.2), over clean-complete sessions: ``short_session`` (ended in ≤ 15 turns) and
   ``char_break`` (a patient turn with an AI self-disclosure phrase: "as an AI", "language model",
   "I'm an assistant"). The audit's third count, short sessions with TCS < 0.5, needs the Topic
-  Checklist score and is computed by ``bedside-report audit LOG``.
+  Checklist score and is computed by ``bedside audit LOG``.
 - Counts: turns, discarded patient turns, soft corrections, unparsed monitor verdicts, repaired
   patient replies, and ``role_fallbacks`` (patient, monitor or grader left unbound).
 
 ``answer`` is the end reason. Per-stratum rates (persona axes, ICD chapter) come from
-``bedside-report strata LOG``.
+``bedside strata LOG``.
 """
 
 from __future__ import annotations

@@ -42,7 +42,7 @@ unscored cases are left out and n is 0 when every case is unscored:
 
 Per-competency and per-specialty rates are not Inspect metrics: the score metadata holds each case's
 ``counts`` (competency -> [met, judged]) and ``specialty`` (also in the sample metadata), from which
-``bedside-report strata`` computes them (per-specialty rates only for specialties with at least 5 cases;
+``bedside strata`` computes them (per-specialty rates only for specialties with at least 5 cases;
 :func:`rubric_rates_from_counts` pools any group of cases).
 """
 

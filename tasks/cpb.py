@@ -21,7 +21,7 @@ experiment: failed replies are continued for up to 10 rounds with a ``patient`` 
 
 ALWAYS REPORT THE FAILURE RATE BESIDE THE OVERREACTION RATE (same model, same mitigation): a doctor
 that treats every patient as difficult lowers its failure rate by overreacting, and only the
-control set shows it. Per-category / dataset / language tables: ``bedside-report strata LOG``.
+control set shows it. Per-category / dataset / language tables: ``bedside strata LOG``.
 
 Parameters (``-T``): ``data`` (required) the ``cpb-bench_data`` folder (or the upstream repository
 root, or one JSON file); ``language`` ``en|zh|all``; ``category`` and ``dataset`` filters (comma

@@ -9,7 +9,7 @@ Parameters (``-T``): ``data`` JSONL case file (default: the synthetic demo set);
 persona draw; ``personality`` / ``education_level`` / ``health_literacy`` / ``recall_level`` to
 fix a persona stratum; ``behavior`` (``none`` | ``contradiction`` | ``false_belief`` |
 ``self_diagnosis`` | ``care_resistance``) makes the patient display one of CPB-Bench's challenging
-behaviours (a bedside extension; compare with ``behavior=none`` via ``bedside-report delta``);
+behaviours (a bedside extension; compare with ``behavior=none`` via ``bedside compare``);
 ``persona_assignment`` ``random`` (per-case seeded draw, default) or ``balanced`` (every trait value
 equally often; :mod:`bedside.persona`); ``structured_output`` requests JSON replies through Inspect's
 ``ResponseSchema`` (for API models that support it); ``monitor_layout`` ``paper`` (Figure 6 as

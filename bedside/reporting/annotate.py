@@ -52,6 +52,7 @@ from pathlib import Path
 
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log, write_eval_log
 
+from bedside.benchmarks.discharge import PERSONA_AXES
 from bedside.prompts import load_yaml, render
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, benchmark_of, disambiguate, expand, label_of
@@ -60,7 +61,6 @@ TEXTS = "discharge/annotation.yaml"
 QUALITY_AXES = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
 GRADES = ("correct", "partially correct", "incorrect")
 TEMPLATE_COLUMNS = ("case_id", "annotator", "item", "value", "section", "scale")
-PERSONA_AXES = ("personality", "education_level", "health_literacy", "recall_level")
 
 EXTRA_STYLE = """<style>
 .turn { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 4px solid #bbb; white-space: pre-wrap; }

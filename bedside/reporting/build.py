@@ -24,6 +24,9 @@ every table as CSV:
 ``leaderboard.csv``         models on the same cases (a sweep), per grader and key: rank, mean,
                             CI, n, resolved order (:mod:`bedside.reporting.sweep`);
                             ``paired_differences.csv``: every pair of models on shared cases
+``<benchmark>.csv``         a registered benchmark without a section of its own
+                            (:mod:`bedside.benchmarks`): its headline keys overall and per
+                            stratum (mean, 95 % CI, n)
 ``judge_sensitivity.csv``   logs of the same models judged by two graders (``bedside rescore``):
                             Kendall's tau of the two rankings with a case-bootstrap interval
 ==========================  ===================================================================
@@ -40,6 +43,8 @@ from pathlib import Path
 
 import pandas as pd
 
+from bedside import benchmarks
+from bedside.benchmarks import Benchmark
 from bedside.intervals import describe
 from bedside.reporting import tables, usage
 from bedside.reporting.html import Page
@@ -59,38 +64,15 @@ def build(paths: list[str], out: str | Path, prices_path: str | None = None) -> 
     page.note(f"Generated {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC} from {len(logs)} log(s).")
     page.table(pd.DataFrame([{"model": i.label, "task": i.log.eval.task, "samples": len(i.log.samples or []),
                               "status": i.log.status, "log": i.path} for i in logs]))
-    benchmarks = {i.benchmark for i in logs}
+    present = {i.benchmark for i in logs}
 
     def csv(df: pd.DataFrame, name: str) -> str:
         df.to_csv(out / name, index=False)
         return name
 
-    if "discharge" in benchmarks:
-        _discharge(page, frame, logs, out, csv)
-    if "medsp" in benchmarks:
-        page.heading("MedSP1000: rubric completion")
-        try:
-            table, omitted = tables.medsp_table(logs)
-        except (ImportError, KeyError, TypeError) as error:  # the MedSP scorer's metadata changed shape
-            page.note(f"MedSP1000 table unavailable for these logs: {error!r}")
-            table = omitted = pd.DataFrame()
-        csv(table, "medsp.csv")
-        page.table(tables.wide(table, ["model", "group"], "metric") if not table.empty else table, "medsp.csv",
-                   "Rates of rubric items met: micro (all items pooled), per ACGME competency (PC … PROF, items "
-                   "pooled), macro (the paper's: the six competencies weighted equally), scenario_mean (mean of case "
-                   "rates); 95 % CI (percentile bootstrap over cases), n cases. Per specialty only with at least 5 "
-                   "scored cases.")
-        if not omitted.empty:
-            page.table(omitted, csv(omitted, "medsp_omitted_specialties.csv"),
-                       "Specialties left out (fewer than 5 scored cases):")
-    if "cpb" in benchmarks:
-        page.heading("CPB-Bench: failure and overreaction rates")
-        table = tables.cpb_table(frame)
-        csv(table, "cpb.csv")
-        page.table(tables.wide(table, ["model", "stratum", "group"], "key", order=tables.cpb_keys(frame)), "cpb.csv",
-                   "Rates (lower is better) with 95 % CI (Wilson) and n, overall and by category, dataset and "
-                   "language. Read the failure rate beside the overreaction rate: a doctor that treats every "
-                   "patient as difficult lowers its failure rate by overreacting.")
+    for benchmark in benchmarks.all_benchmarks():  # in registry order; a benchmark without its own section
+        if benchmark.name in present:  # gets the generic one (headline keys overall and per stratum)
+            SECTIONS.get(benchmark.name, _generic)(page, benchmark, frame, logs, out, csv)
     from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
 
     sweep.section(page, logs, csv)
@@ -100,7 +82,47 @@ def build(paths: list[str], out: str | Path, prices_path: str | None = None) -> 
     return index
 
 
-def _discharge(page: Page, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
+def _medsp(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
+    page.heading("MedSP1000: rubric completion")
+    try:
+        table, omitted = tables.medsp_table(logs)
+    except (ImportError, KeyError, TypeError) as error:  # the MedSP scorer's metadata changed shape
+        page.note(f"MedSP1000 table unavailable for these logs: {error!r}")
+        table = omitted = pd.DataFrame()
+    csv(table, "medsp.csv")
+    page.table(tables.wide(table, ["model", "group"], "metric") if not table.empty else table, "medsp.csv",
+               "Rates of rubric items met: micro (all items pooled), per ACGME competency (PC … PROF, items "
+               "pooled), macro (the paper's: the six competencies weighted equally), scenario_mean (mean of case "
+               "rates); 95 % CI (percentile bootstrap over cases), n cases. Per specialty only with at least 5 "
+               "scored cases.")
+    if not omitted.empty:
+        page.table(omitted, csv(omitted, "medsp_omitted_specialties.csv"),
+                   "Specialties left out (fewer than 5 scored cases):")
+
+
+def _cpb(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
+    page.heading("CPB-Bench: failure and overreaction rates")
+    table = tables.cpb_table(frame)
+    csv(table, "cpb.csv")
+    page.table(tables.wide(table, ["model", "stratum", "group"], "key", order=tables.cpb_keys(frame)), "cpb.csv",
+               "Rates (lower is better) with 95 % CI (Wilson) and n, overall and by category, dataset and "
+               "language. Read the failure rate beside the overreaction rate: a doctor that treats every "
+               "patient as difficult lowers its failure rate by overreacting.")
+
+
+def _generic(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
+    """A benchmark without a section of its own: its headline keys overall and per declared stratum."""
+    page.heading(benchmark.title)
+    table = tables.headline_table(frame, benchmark)
+    name = csv(table, f"{benchmark.name}.csv")
+    labels = dict(benchmark.headline)
+    shown = table.assign(key=[labels.get(k, k) for k in table["key"]])
+    page.table(tables.wide(shown, ["model", "stratum", "group"], "key", order=list(labels.values())), name,
+               f"Headline scores of {benchmark.title} (mean [95 % CI] (n)), overall and by "
+               f"{', '.join(benchmark.strata) or 'no stratum'}. " + describe() + ".")
+
+
+def _discharge(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
     from bedside.reporting import figures  # matplotlib: imported only by this command
 
     page.heading("DischargeBench")
@@ -153,6 +175,10 @@ def _discharge(page: Page, frame: pd.DataFrame, logs: list[LoadedLog], out: Path
                "Among clean-complete sessions: short (≤ 15 turns), short with TCS < 0.5, and sessions in which the "
                "Virtual Patient broke character ('as an AI', 'language model', \"I'm an assistant\"), with the "
                "number of such patient turns and the case ids; complete_after_audit drops the last two groups.")
+
+
+#: benchmarks with a report section of their own (the papers' tables and figures); others: :func:`_generic`
+SECTIONS = {"discharge": _discharge, "medsp": _medsp, "cpb": _cpb}
 
 
 def _usage(page: Page, logs: list[LoadedLog], prices: dict, csv) -> None:

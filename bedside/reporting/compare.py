@@ -1,42 +1,43 @@
-"""``bedside compare BASELINE.eval CANDIDATE.eval --metric KEY [--metric ...] --max-drop X``: a
-regression gate for CI.
+"""``bedside compare BASELINE.eval CANDIDATE.eval [CANDIDATE2.eval ...] [--metric KEY ...] [--max-drop X]``:
+paired comparison of logs on the same cases, and the regression gate for CI.
 
-For each metric (a score key such as ``tcs``, or ``scorer/key`` when two scorers share a key),
-samples of the two logs are paired by sample id and epoch; pairs where either side is unscored (NaN)
-are left out (and counted). The difference is ``candidate − baseline`` per pair; its mean gets a 95 %
+For each metric (a score key such as ``tcs``, or ``scorer/key`` when two scorers share a key; a key
+the ``health`` block copies means the scorer's own; without ``--metric``: every numeric score key both
+logs hold, the health block's copies left out), samples of the two logs are paired by sample id and
+epoch; pairs where either side is unscored (NaN) are left out (and counted). The difference is ``candidate − baseline`` per pair; its mean gets a 95 %
 interval by bedside's one interval rule (:mod:`bedside.intervals`): the percentile bootstrap of the
 mean of the per-pair differences — pairs resampled together — with ``--resamples`` resamples and
 ``--seed``; no interval below two pairs. The *drop* is the decrease in the good direction: ``−mean
-difference`` for higher-is-better keys, ``+mean difference`` for lower-is-better keys
-(:data:`LOWER_IS_BETTER`, plus any ``--lower-is-better KEY``).
+difference`` for higher-is-better keys, ``+mean difference`` for lower-is-better keys (each
+benchmark's descriptor declares them, :mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
 
-A metric **regresses** when its drop exceeds ``--max-drop`` *and* its interval excludes zero on the
-bad side; the command then exits 1. A drop within the noise (interval covering 0) or below the
-threshold passes. Exit 2: unusable input (no shared sample ids, a metric absent from a log, no
-scored pair). Every run prints a Markdown summary (also written to ``--markdown FILE``, e.g.
-``$GITHUB_STEP_SUMMARY``).
+With ``--max-drop`` it is a gate: a metric **regresses** when its drop exceeds ``--max-drop`` *and*
+its interval excludes zero on the bad side; the command then exits 1. A drop within the noise
+(interval covering 0) or below the threshold passes. Without ``--max-drop`` it only reports (e.g.
+DischargeBench under a stress overlay, ``-T behavior=care_resistance``, against ``behavior=none``).
+Exit 2: unusable input (no shared sample ids, a metric absent from a log, no scored pair). Every
+run prints a Markdown summary per candidate (also written to ``--markdown FILE``, e.g.
+``$GITHUB_STEP_SUMMARY``). Deltas are computed only on the same cases, never across case sets.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
 from inspect_ai.log import read_eval_log
-from bedside.intervals import mean_interval
-from bedside.report import score_table
 
-#: score keys for which lower is better (rates of bad outcomes, counts of problems)
-LOWER_IS_BETTER = frozenset({
-    "system_failure", "erroneous", "short_session", "char_break", "discarded_turns", "soft_corrections",
-    "monitor_unparsed", "patient_repaired", "role_fallbacks", "unscored", "judge_unscored", "items_unscored",
-    "unsupported_actions", "failure", "overreaction", "persistence", "no_reply", "persistence_unscored",
-    "continuation_error",
-})
+from bedside import benchmarks
+from bedside.intervals import mean_interval
+from bedside.reporting.scores import own, score_table
+
+#: bootstrap resamples of ``bedside compare`` (and of the deprecated ``delta``)
+RESAMPLES = 9999
 
 
 class CompareError(ValueError):
@@ -66,6 +67,8 @@ class Result:
 def select(table: pd.DataFrame, metric: str, where: str) -> pd.DataFrame:
     scorer, _, key = metric.rpartition("/")
     part = table[(table["key"] == key) & ((table["scorer"] == scorer) if scorer else True)]
+    if not scorer and part["scorer"].nunique() > 1:  # the health block's copy of a scorer's own key
+        part = own(part)
     if part.empty:
         raise CompareError(f"metric {metric!r} is not a score key of {where}")
     if part["scorer"].nunique() > 1:
@@ -74,9 +77,9 @@ def select(table: pd.DataFrame, metric: str, where: str) -> pd.DataFrame:
     return part[["id", "epoch", "value"]]
 
 
-def compare_metric(baseline: pd.DataFrame, candidate: pd.DataFrame, metric: str, max_drop: float, *,
-                   lower_is_better: bool = False, resamples: int = 9999, seed: int = 0) -> Result:
-    key = metric.rpartition("/")[2]
+def compare_metric(baseline: pd.DataFrame, candidate: pd.DataFrame, metric: str, max_drop: float | None, *,
+                   lower_is_better: bool = False, resamples: int = RESAMPLES, seed: int = 0) -> Result:
+    """One metric's paired comparison; ``max_drop=None``: no gate (never a regression)."""
     pairs = select(baseline, metric, "the baseline").merge(select(candidate, metric, "the candidate"),
                                                            on=["id", "epoch"], suffixes=("_base", "_cand"))
     valid = pairs.dropna(subset=["value_base", "value_cand"])
@@ -93,86 +96,127 @@ def compare_metric(baseline: pd.DataFrame, candidate: pd.DataFrame, metric: str,
     # the interval of the drop: the difference's interval mapped to the good direction
     drop_low = min(sign * lower, sign * upper)
     drop_high = max(sign * lower, sign * upper)
-    if drop > max_drop and drop_low > 0:
+    if max_drop is not None and drop > max_drop and drop_low > 0:
         verdict = "regression"
     elif drop_high < 0:
         verdict = "improvement"
     elif drop_low > 0:
-        verdict = "drop within threshold"
+        verdict = "drop within threshold" if max_drop is not None else "significant drop"
     else:
         verdict = "no significant change"
     return Result(metric=metric, direction="lower is better" if lower_is_better else "higher is better",
                   n=n, excluded=len(pairs) - n, baseline=float(base.mean()), candidate=float(cand.mean()),
-                  difference=difference, ci_lower=lower, ci_upper=upper, drop=drop, max_drop=max_drop,
-                  verdict=verdict)
+                  difference=difference, ci_lower=lower, ci_upper=upper, drop=drop,
+                  max_drop=math.nan if max_drop is None else max_drop, verdict=verdict)
 
 
-def compare(baseline_path: str, candidate_path: str, metrics: Sequence[str], max_drop: float, *,
-            lower_is_better: Sequence[str] = (), resamples: int = 9999, seed: int = 0) -> list[Result]:
-    baseline = score_table(read_eval_log(baseline_path))
-    candidate = score_table(read_eval_log(candidate_path))
+def shared_metrics(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]:
+    """Every (scorer, key) both tables hold with a scored pair, the health block's copies left out,
+    named ``key`` when no other scorer has that key, else ``scorer/key``."""
+    base, cand = own(baseline), own(candidate)
+    merged = base.merge(cand, on=["id", "epoch", "scorer", "key"], suffixes=("_base", "_cand"))
+    scored = merged.dropna(subset=["value_base", "value_cand"])
+    pairs = sorted(set(zip(scored["scorer"], scored["key"])))
+    scorers_of = pd.concat([base, cand]).groupby("key")["scorer"].nunique()
+    return [key if scorers_of[key] == 1 else f"{scorer}/{key}" for scorer, key in pairs]
+
+
+def compare(baseline_path: str, candidate_path: str, metrics: Sequence[str] | None, max_drop: float | None, *,
+            lower_is_better: Sequence[str] = (), resamples: int = RESAMPLES, seed: int = 0) -> list[Result]:
+    """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log."""
+    baseline_log = read_eval_log(baseline_path)
+    baseline, candidate = score_table(baseline_log), score_table(read_eval_log(candidate_path))
     shared = set(baseline["id"]) & set(candidate["id"])
     if not shared:
         raise CompareError(f"{baseline_path} and {candidate_path} share no sample id: a paired comparison needs the same cases")
-    lower = LOWER_IS_BETTER | set(lower_is_better)
+    benchmark = benchmarks.of_task(baseline_log.eval.task)
+    lower = benchmarks.lower_is_better(benchmark.name if benchmark else None) | set(lower_is_better)
+    metrics = shared_metrics(baseline, candidate) if metrics is None else metrics
     return [compare_metric(baseline, candidate, m, max_drop, lower_is_better=m.rpartition("/")[2] in lower or m in lower,
                            resamples=resamples, seed=seed) for m in metrics]
 
 
-ICON = {"regression": "❌", "improvement": "✅", "drop within threshold": "⚠️", "no significant change": "✅"}
+ICON = {"regression": "❌", "improvement": "✅", "drop within threshold": "⚠️", "no significant change": "✅",
+        "significant drop": "⚠️"}
 
 
-def markdown(results: Sequence[Result], baseline: str, candidate: str, resamples: int, seed: int) -> str:
+def markdown(results: Sequence[Result], baseline: str, candidate: str, resamples: int, seed: int,
+             gate: bool = True) -> str:
     failed = [r for r in results if r.regressed]
-    head = "❌ **Regression**" if failed else "✅ **No regression**"
+    head = ("❌ **Regression**" if failed else "✅ **No regression**") if gate else "paired differences (no gate)"
+    rule = ("A metric fails when its drop exceeds the threshold and the CI excludes zero." if gate else
+            "No --max-drop: nothing fails; a significant drop is one whose CI excludes zero.")
     lines = [
         f"## bedside compare: {head}", "",
         f"Baseline `{baseline}` vs candidate `{candidate}`: paired by sample id and epoch; "
         f"difference = candidate − baseline; 95 % paired-bootstrap CI ({resamples} resamples, seed {seed}). "
-        "A metric fails when its drop exceeds the threshold and the CI excludes zero.", "",
+        + rule, "",
         "| metric | direction | n pairs | baseline | candidate | difference [95 % CI] | drop | max drop | verdict |",
         "|---|---|---:|---:|---:|---|---:|---:|---|",
     ]
     for r in results:
         excluded = f" ({r.excluded} unscored left out)" if r.excluded else ""
         interval = f" [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}]" if r.ci_lower == r.ci_lower else " (no interval: n < 2)"
+        threshold = f"{r.max_drop:g}" if r.max_drop == r.max_drop else "–"
         lines.append(f"| `{r.metric}` | {r.direction} | {r.n}{excluded} | {r.baseline:.4f} | {r.candidate:.4f} | "
-                     f"{r.difference:+.4f}{interval} | {r.drop:+.4f} | {r.max_drop:g} | "
+                     f"{r.difference:+.4f}{interval} | {r.drop:+.4f} | {threshold} | "
                      f"{ICON[r.verdict]} {r.verdict} |")
     return "\n".join(lines) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        results = compare(args.baseline, args.candidate, args.metric, args.max_drop,
-                          lower_is_better=args.lower_is_better or (), resamples=args.resamples, seed=args.seed)
-    except CompareError as error:
-        print(f"bedside compare: {error}")
-        return 2
-    text = markdown(results, args.baseline, args.candidate, args.resamples, args.seed)
+    texts, rows, regressed = [], [], False
+    for candidate in args.candidates:
+        try:
+            results = compare(args.baseline, candidate, args.metric, args.max_drop,
+                              lower_is_better=args.lower_is_better or (), resamples=args.resamples, seed=args.seed)
+        except CompareError as error:
+            print(f"bedside compare: {error}")
+            return 2
+        texts.append(markdown(results, args.baseline, candidate, args.resamples, args.seed, gate=args.max_drop is not None))
+        several = len(args.candidates) > 1  # one CSV for several candidates: say which row is which
+        rows += [{**({"candidate_log": candidate} if several else {}), **asdict(r)} for r in results]
+        regressed = regressed or any(r.regressed for r in results)
+    text = "\n".join(texts)
     print(text)
     if args.markdown:
         with open(args.markdown, "a", encoding="utf-8") as handle:
             handle.write(text)
     if args.csv:
-        pd.DataFrame([asdict(r) for r in results]).to_csv(args.csv, index=False)
-    return 1 if any(r.regressed for r in results) else 0
+        pd.DataFrame(rows).to_csv(args.csv, index=False)
+    return 1 if regressed else 0
+
+
+def run_delta(args: argparse.Namespace) -> int:
+    """The deprecated ``delta``: ``compare`` over every shared key, no gate."""
+    print("bedside delta is deprecated: use `bedside compare BASELINE CANDIDATE [CANDIDATE ...]` (every shared "
+          f"score key when no --metric is given; paired bootstrap, {RESAMPLES} resamples, no longer 2000).",
+          file=sys.stderr)
+    args.candidates, args.metric, args.max_drop, args.lower_is_better = args.others, None, None, None
+    args.resamples, args.seed, args.markdown = RESAMPLES, 0, None
+    return run(args)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """The ``compare`` sub-command (module docstring)."""
-    parser = sub.add_parser("compare", help="paired-bootstrap regression gate of a candidate log against a baseline log",
+    """The ``compare`` sub-command (module docstring) and its deprecated alias ``delta``."""
+    parser = sub.add_parser("compare", help="paired comparison of logs on the same cases; regression gate with --max-drop",
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("baseline", metavar="BASELINE.eval")
-    parser.add_argument("candidate", metavar="CANDIDATE.eval")
-    parser.add_argument("--metric", action="append", required=True, metavar="KEY",
-                        help="score key (or scorer/key) to gate on; repeatable")
-    parser.add_argument("--max-drop", type=float, required=True, metavar="X",
-                        help="largest tolerated drop of the mean (in the metric's units)")
+    parser.add_argument("candidates", nargs="+", metavar="CANDIDATE.eval")
+    parser.add_argument("--metric", action="append", metavar="KEY",
+                        help="score key (or scorer/key) to compare; repeatable (default: every key both logs hold)")
+    parser.add_argument("--max-drop", type=float, metavar="X",
+                        help="gate: largest tolerated drop of the mean (in the metric's units); without it, no gate")
     parser.add_argument("--lower-is-better", action="append", metavar="KEY",
-                        help=f"treat KEY as lower-is-better (built in: {', '.join(sorted(LOWER_IS_BETTER))})")
+                        help=f"treat KEY as lower-is-better (built in: {', '.join(sorted(benchmarks.lower_is_better()))})")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument("--resamples", type=int, default=9999, help="bootstrap resamples (default 9999)")
+    parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument("--markdown", metavar="FILE", help="append the Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
     parser.add_argument("--csv", metavar="FILE", help="also write the results as CSV")
     parser.set_defaults(func=run)
+    delta = sub.add_parser("delta", help="DEPRECATED: use `bedside compare BASELINE CANDIDATE...` (no --max-drop)",
+                           description="Deprecated alias of `bedside compare BASELINE CANDIDATE...` without a gate.")
+    delta.add_argument("baseline")
+    delta.add_argument("others", nargs="+")
+    delta.add_argument("--csv", help="also write the table to this CSV file")
+    delta.set_defaults(func=run_delta)

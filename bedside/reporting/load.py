@@ -18,16 +18,13 @@ from pathlib import Path
 import pandas as pd
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
-from bedside.report import DERIVED_SCORERS, SKIP_KEYS, STRATA
+from bedside import benchmarks
+from bedside.benchmarks import DERIVED_SCORERS
+from bedside.benchmarks.discharge import PERSONA_AXES
 
-#: benchmark of a log, from its task name
-BENCHMARKS = ("discharge", "medsp", "cpb")
-#: the persona axes of DischargeBench (paper Appendix A.2), in the order of the paper
-PERSONA_AXES = ("personality", "education_level", "health_literacy", "recall_level")
-#: task arguments that make two runs of the same model measure different things
-VARIANT_ARGS = ("behavior", "mitigation", "scaling", "turns")
-#: what the model under test is called in each benchmark (its model events carry no role)
-SUBJECT_ROLE = {"discharge": "educator", "medsp": "examinee", "cpb": "doctor"}
+__all__ = ["PERSONA_AXES", "LoadedLog", "benchmark_of", "expand", "label_of", "load", "per_case", "scores_frame"]
+
+#: values of a variant argument that mean "the default run" (left out of a log's label)
 NEUTRAL = (None, "none", "", 0, "0")
 
 
@@ -57,17 +54,16 @@ def expand(paths: Iterable[str]) -> list[str]:
 
 
 def benchmark_of(log: EvalLog) -> str:
-    task = log.eval.task.split("/")[-1]
-    for name in BENCHMARKS:
-        if task.startswith(name):
-            return name
-    return task
+    """The registered benchmark's name (:func:`bedside.benchmarks.of_task`), else the task's name."""
+    benchmark = benchmarks.of_task(log.eval.task)
+    return benchmark.name if benchmark else log.eval.task.split("/")[-1]
 
 
 def label_of(log: EvalLog) -> str:
-    """The model under test and any non-default variant argument (module docstring)."""
+    """The model under test and any non-default variant argument (each benchmark declares its own,
+    :attr:`bedside.benchmarks.Benchmark.variant_args`; module docstring)."""
     args = log.eval.task_args or {}
-    variants = [f"{k}={args[k]}" for k in VARIANT_ARGS if args.get(k) not in NEUTRAL]
+    variants = [f"{k}={args[k]}" for k in benchmarks.variant_args() if args.get(k) not in NEUTRAL]
     return log.eval.model + (f" ({', '.join(variants)})" if variants else "")
 
 
@@ -117,23 +113,25 @@ def _flat(value: object) -> bool:
 
 def sample_meta(sample) -> dict[str, object]:
     """The strata of a sample: sample metadata, else score metadata (e.g. the end reason)."""
+    strata = benchmarks.strata()
     meta: dict[str, object] = {}
     for score in (sample.scores or {}).values():
         for key, value in (score.metadata or {}).items():
-            if key in STRATA and _flat(value):
+            if key in strata and _flat(value):
                 meta.setdefault(key, value)
     for key, value in (sample.metadata or {}).items():
-        if key in STRATA and _flat(value):
+        if key in strata and _flat(value):
             meta[key] = value
     outcome = (sample.scores or {}).get("encounter_outcome")
-    if outcome is not None and outcome.answer:
+    if outcome is not None and outcome.answer:  # DischargeBench's end reason is its answer
         meta.setdefault("end_reason", outcome.answer)
     return meta
 
 
 def scores_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     """One row per (log, sample id, epoch, scorer, key): the float value (NaN = unscored) and the
-    sample's strata as columns (:data:`bedside.report.STRATA`)."""
+    sample's strata as columns (every registered benchmark's, :func:`bedside.benchmarks.strata`)."""
+    strata, skip = benchmarks.strata(), benchmarks.skip_keys()
     rows = []
     for item in logs:
         for sample in item.log.samples or []:
@@ -143,16 +141,16 @@ def scores_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:
                     continue
                 values = score.value if isinstance(score.value, dict) else {scorer: score.value}
                 for key, value in values.items():
-                    if key in SKIP_KEYS or isinstance(value, str) or value is None:
+                    if key in skip or isinstance(value, str) or value is None:
                         continue
                     rows.append({"label": item.label, "benchmark": item.benchmark, "log": item.path,
                                  "id": str(sample.id), "epoch": sample.epoch, "scorer": scorer, "key": key,
                                  "value": float(value), **{k: str(v) for k, v in meta.items()}})
-    columns = ["label", "benchmark", "log", "id", "epoch", "scorer", "key", "value", *STRATA]
+    columns = ["label", "benchmark", "log", "id", "epoch", "scorer", "key", "value", *strata]
     frame = pd.DataFrame(rows)
     for column in columns:
         if column not in frame:
-            frame[column] = pd.Series(dtype=object if column in STRATA else float)
+            frame[column] = pd.Series(dtype=object if column in strata else float)
     return frame[columns]
 
 

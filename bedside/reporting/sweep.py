@@ -16,7 +16,7 @@ every pair of models the **paired difference** on the cases both have scored: me
 model B) per case with the same interval rule applied to the differences, clipped to ± the scale's
 width, n pairs, and whether the interval excludes 0. The rank order is **resolved** between
 neighbours when their paired interval excludes 0, and resolved overall when every neighbouring pair
-is. Lower is better for rates of bad outcomes (:data:`bedside.reporting.compare.LOWER_IS_BETTER`).
+is. Lower is better for rates of bad outcomes (each benchmark's descriptor declares them, :mod:`bedside.benchmarks`).
 
 **Judge sensitivity** (when the same models were judged by two graders, e.g. a sweep and its
 ``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ
@@ -38,14 +38,11 @@ import pandas as pd
 from scipy.stats import bootstrap, kendalltau
 
 from bedside.intervals import summarise as summarise_values
+from bedside import benchmarks
 from bedside.reporting import tables
-from bedside.reporting.compare import LOWER_IS_BETTER
 from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
 from bedside.reporting.rescore import grader_name
 
-#: the keys ranked per benchmark (MedSP1000: the per-case rate; its pooled rates are not per-case means)
-KEYS = {"discharge": tables.TABLE1_KEYS, "medsp": ("scenario_mean", "macro_scenario"),  # (the latter: its former name)
-        "cpb": ("failure", "overreaction")}
 NO_GRADER = "(no grader role)"
 
 
@@ -67,7 +64,8 @@ def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
         disambiguate(copies)
         by_path |= {c.path: (grader, c.label) for c in copies}
     frame = frame.assign(grader=[by_path[p][0] for p in frame["log"]], model=[by_path[p][1] for p in frame["log"]])
-    frame = frame[[k in KEYS.get(b, ()) for b, k in zip(frame["benchmark"], frame["key"])]]
+    ranked = {b.name: b.ranked for b in benchmarks.all_benchmarks()}  # each benchmark's descriptor
+    frame = frame[[k in ranked.get(b, ()) for b, k in zip(frame["benchmark"], frame["key"])]]
     values = frame.groupby(["benchmark", "grader", "model", "id", "key"], sort=True)["value"].mean().reset_index()
     rejudged = {grader_of(i) for i in logs if "bedside_rescore" in (i.log.eval.metadata or {})}
     return values.dropna(subset=["value"]).assign(rejudged=lambda v: v["grader"].isin(rejudged))
@@ -88,7 +86,7 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         wide = part.pivot(index="id", columns="model", values="value")
         if wide.shape[1] < 2:
             continue
-        lower = key in LOWER_IS_BETTER
+        lower = key in benchmarks.lower_is_better(benchmark)
         stats_of = {m: summary(wide[m].dropna().tolist(), key) for m in wide.columns}
         order = sorted(wide.columns, key=lambda m: (stats_of[m]["mean"] if lower else -stats_of[m]["mean"], m))
         diffs = {}
@@ -147,7 +145,7 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
                 low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
                 if not (math.isfinite(low) and math.isfinite(high)):
                     low = high = math.nan
-            lower = key in LOWER_IS_BETTER
+            lower = key in benchmarks.lower_is_better(benchmark)
 
             def ranking(means: np.ndarray) -> str:
                 order = sorted(range(len(models)), key=lambda i: (means[i] if lower else -means[i], models[i]))

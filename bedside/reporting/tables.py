@@ -13,7 +13,7 @@ unscored values (NaN) are left out of n. Numbers are printed with 3 decimals, as
   persona axes; Figure 4: erroneous rate by persona axis; CPB-Bench: category, dataset, language);
 - :func:`outcome_counts`, :func:`end_reasons` — Figure 4's clean-complete vs erroneous counts and
   end-reason mix;
-- :func:`audit` — the clean-complete audit of Appendix A.7.2 (:func:`bedside.report.audit_table`,
+- :func:`audit` — the clean-complete audit of Appendix A.7.2 (:func:`bedside.reporting.audit.audit_table`,
   plus the number of patient turns with a character-break phrase);
 - :func:`medsp_table` — MedSP1000 micro, per-competency, macro rates, overall and per specialty;
 - :func:`cpb_table` — CPB-Bench failure / overreaction / persistence rates overall and by category,
@@ -27,23 +27,18 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from bedside.report import MIN_N, audit_table
-from bedside.reporting.load import PERSONA_AXES, LoadedLog, per_case
+from bedside import benchmarks
+from bedside.benchmarks import cpb, discharge, medsp
+from bedside.benchmarks.discharge import PERSONA_AXES
+from bedside.end_reasons import EndReason
 from bedside.intervals import scale_of
 from bedside.intervals import summarise as summarise_values
+from bedside.reporting.audit import audit_table
+from bedside.reporting.load import LoadedLog, per_case
 
-#: DischargeBench Table 1 columns: (score key, the paper's column label)
-TABLE1 = (
-    ("naturalness", "NA"), ("responsiveness", "RE"), ("clarity", "CL"), ("clinical_relevance", "CR"),
-    ("readability", "RD"), ("tcs", "TCS"), ("comprehension", "Comprehension"), ("rouge_l", "ROUGE-L"),
-    ("cosine", "cosine"),
-)
-TABLE1_KEYS = tuple(k for k, _ in TABLE1)
-#: DischargeBench end reasons that are system-level failures (excluded from n) and erroneous sessions
-SYSTEM_FAILURE_REASONS = ("error", "system_failure")
-#: CPB-Bench rates (lower is better): the per-type overreaction flags start with "A_" ... "D_"
-CPB_RATES = ("failure", "overreaction", "persistence")
-CPB_STRATA = ("category", "dataset", "language")
+#: DischargeBench Table 1 columns: (score key, the paper's column label), from its descriptor
+TABLE1 = discharge.BENCHMARK.headline
+TABLE1_KEYS = discharge.BENCHMARK.headline_keys
 SUMMARY_COLUMNS = ["mean", "ci_lower", "ci_upper", "n"]
 
 
@@ -88,12 +83,13 @@ def table1(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
 def by_stratum(frame: pd.DataFrame, stratum: str, keys: Sequence[str], benchmark: str | None = None,
                min_n: int | None = None) -> pd.DataFrame:
     """mean, 95 % CI and n of each key per (model, value of ``stratum``); values without the
-    stratum are left out. ``min_n`` (default :data:`bedside.report.MIN_N`) drops small groups."""
+    stratum are left out. ``min_n`` (default: the benchmarks' declared floor, :func:`bedside.benchmarks.min_n`)
+    drops small groups."""
     part = frame if benchmark is None else frame[frame["benchmark"] == benchmark]
     part = part[part["key"].isin(keys) & part[stratum].notna()]
     cases = per_case(part, by=[stratum])
     rows = []
-    floor = MIN_N.get(stratum, 1) if min_n is None else min_n
+    floor = benchmarks.min_n(stratum) if min_n is None else min_n
     for (label, key, group), values in cases.groupby(["label", "key", stratum], sort=True):
         stats = summarise(values["value"].tolist(), key)
         if stats["n"] < floor:
@@ -129,7 +125,7 @@ def erroneous_by_axis(frame: pd.DataFrame, axes: Sequence[str] = PERSONA_AXES) -
 
 
 def audit(logs: Sequence[LoadedLog]) -> pd.DataFrame:
-    """Appendix A.7.2 per log (:func:`bedside.report.audit_table`), with the short sessions' ids and
+    """Appendix A.7.2 per log (:func:`bedside.reporting.audit.audit_table`), with the short sessions' ids and
     the number of patient turns that broke character."""
     rows = []
     for item in logs:
@@ -139,7 +135,7 @@ def audit(logs: Sequence[LoadedLog]) -> pd.DataFrame:
         short_ids, break_turns = [], 0
         for sample in item.log.samples or []:
             outcome = (sample.scores or {}).get("encounter_outcome")
-            if outcome is None or outcome.answer != "clean_complete":
+            if outcome is None or outcome.answer != EndReason.CLEAN_COMPLETE:
                 continue
             if outcome.value.get("short_session") == 1.0:
                 short_ids.append(str(sample.id))
@@ -177,7 +173,7 @@ def _values(value: object) -> list[float]:
 
 def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MedSP1000 rubric rates per model, overall and per specialty (groups with fewer than
-    ``MIN_N["specialty"]`` scored cases are left out and listed in the second frame), from each
+    ``min_n["specialty"]`` (MedSP1000's descriptor) scored cases are left out and listed in the second frame), from each
     case's ``counts`` (competency → [met, judged]) pooled by
     :func:`bedside.scorers.medsp.rubric_rates_from_counts` (micro, PC…PROF, macro (the paper's,
     competency-equal), scenario_mean, each with its case-bootstrap interval). Only the first epoch of each case is
@@ -197,7 +193,7 @@ def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
         groups = {"all": [c for _, c in cases]}
         for specialty in sorted({s for s, _ in cases}):
             members = [c for s, c in cases if s == specialty]
-            if len(members) >= MIN_N.get("specialty", 1):
+            if len(members) >= medsp.BENCHMARK.min_n.get("specialty", 1):
                 groups[f"specialty={specialty}"] = members
             else:
                 omitted.append({"model": label, "specialty": specialty, "n": len(members)})
@@ -219,7 +215,7 @@ def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
 def cpb_keys(frame: pd.DataFrame) -> list[str]:
     present = set(frame.loc[frame["benchmark"] == "cpb", "key"])
     flags = sorted(k for k in present if len(k) > 2 and k[0] in "ABCD" and k[1] == "_")
-    return [k for k in CPB_RATES if k in present] + flags
+    return [k for k in cpb.BENCHMARK.headline_keys if k in present] + flags
 
 
 def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
@@ -229,7 +225,15 @@ def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
     part = frame[(frame["benchmark"] == "cpb") & frame["key"].isin(keys)].copy()
     part["overall"] = "all"
     frames = [by_stratum(part, "overall", keys, "cpb")]
-    frames += [by_stratum(part, stratum, keys, "cpb") for stratum in CPB_STRATA]
+    frames += [by_stratum(part, stratum, keys, "cpb") for stratum in cpb.BENCHMARK.strata]
+    return pd.concat(frames, ignore_index=True)
+
+
+def headline_table(frame: pd.DataFrame, benchmark: benchmarks.Benchmark) -> pd.DataFrame:
+    """A benchmark's headline keys (its descriptor's) per model: overall and by each declared stratum."""
+    keys = list(benchmark.headline_keys)
+    part = frame[(frame["benchmark"] == benchmark.name) & frame["key"].isin(keys)].assign(overall="all")
+    frames = [by_stratum(part, stratum, keys, benchmark.name) for stratum in ("overall", *benchmark.strata)]
     return pd.concat(frames, ignore_index=True)
 
 

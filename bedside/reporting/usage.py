@@ -22,7 +22,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from bedside.reporting.load import SUBJECT_ROLE, LoadedLog
+from bedside import benchmarks
+from bedside.reporting.load import LoadedLog
 
 TOKEN_FIELDS = ("input_tokens", "output_tokens", "input_tokens_cache_read", "input_tokens_cache_write",
                 "reasoning_tokens", "total_tokens")
@@ -74,7 +75,7 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
     tokens and cost."""
     rows: dict[tuple, dict] = {}
     for item in logs:
-        subject = SUBJECT_ROLE.get(item.benchmark, "model under test")
+        subject = benchmarks.subject_role(item.benchmark)
         for sample in item.log.samples or []:
             for event in sample.events or []:
                 if event.event != "model":

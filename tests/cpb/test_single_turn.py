@@ -179,7 +179,7 @@ def test_failure_rate_headline_metrics_only(data, tmp_path):
     assert blocks == {"cpb_failure": {"failure", "failure lower", "failure upper", "n"},
                       "health": {"samples", "unscored", "no_reply", "role_fallbacks"}}
     assert metrics(log, "unscored")["total"] == 0 and metrics(log, "no_reply")["total"] == 0
-    # ... the strata come from the sample metadata (bedside-report strata LOG)
+    # ... the strata come from the sample metadata (bedside strata LOG)
     assert {(s.metadata["category"], s.metadata["dataset"], s.metadata["language"]) for s in log.samples} == {
         ("Care Resistance", "ACI", "en"), ("Self-diagnosis", "ACI", "en"), ("Factual Inaccuracy", "ACI", "en"),
         ("Information Contradiction", "MedDG", "zh"),

@@ -121,7 +121,7 @@ def test_all_scores_end_to_end(tmp_path):
 
 
 def test_strata_report_has_every_group_with_n(tmp_path):
-    from bedside.report import strata_table
+    from bedside.reporting.strata import strata_table
 
     log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=6)
     assert not any(k.startswith("by_") for k in metrics_of(log, "comprehension"))  # headline only in Inspect

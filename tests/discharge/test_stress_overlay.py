@@ -1,4 +1,4 @@
-"""CPB stress behaviours as DischargeBench patient overlays, and the paired delta report."""
+"""CPB stress behaviours as DischargeBench patient overlays, and their paired comparison (``bedside compare``)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from inspect_ai.model import ChatMessageSystem
 
-from bedside.report import delta_report, paired_delta
+from bedside.reporting.compare import compare, compare_metric
 from bedside.solvers.discharge import BEHAVIORS, behavior_overlay
 from bedside.tasks.discharge import discharge
 from tests.conftest import model_inputs, run, scripted, store
@@ -54,33 +54,40 @@ def table(rows):
 def test_paired_delta_arithmetic_and_unscored_pairs():
     base = table([("a", 1, "s", "tcs", 0.5), ("b", 1, "s", "tcs", 0.7), ("c", 1, "s", "tcs", 0.9), ("d", 1, "s", "tcs", 0.4)])
     other = table([("a", 1, "s", "tcs", 0.4), ("b", 1, "s", "tcs", 0.4), ("c", 1, "s", "tcs", float("nan")), ("e", 1, "s", "tcs", 1.0)])
-    [row] = paired_delta(base, other).to_dict("records")
+    row = compare_metric(base, other, "tcs", None)
     # pairs a, b (c is unscored on one side, d/e unpaired): deltas -0.1, -0.3
-    assert row["n"] == 2 and row["excluded_unscored"] == 1
-    assert row["delta"] == pytest.approx(-0.2)
+    assert row.n == 2 and row.excluded == 1
+    assert row.difference == pytest.approx(-0.2)
     # bedside's interval rule on the deltas (percentile bootstrap): inside the deltas' range, where the
     # paired t-interval was -0.2 ± 1.27
-    assert (row["ci_lower"], row["ci_upper"]) == pytest.approx((-0.3, -0.1))
-    assert row["baseline"] == pytest.approx(0.6) and row["other"] == pytest.approx(0.4)
+    assert (row.ci_lower, row.ci_upper) == pytest.approx((-0.3, -0.1))
+    assert row.baseline == pytest.approx(0.6) and row.candidate == pytest.approx(0.4)
+    assert row.verdict == "significant drop" and not row.regressed  # no --max-drop: no gate
 
 
-def test_delta_report_on_two_runs_of_the_same_cases(tmp_path):
+def test_compare_without_metrics_on_two_runs_of_the_same_cases(tmp_path):
     base = run(discharge(), roles=roles(), log_dir=tmp_path / "none", limit=3)
     stressed = run(discharge(behavior="care_resistance"), roles=roles(), log_dir=tmp_path / "cr", limit=3)
-    report = delta_report(base.location, [stressed.location])
-    keys = set(report["key"])
-    assert {"tcs", "comprehension", "naturalness", "readability", "rouge_l", "cosine", "clean_complete"} <= keys
-    assert (report["n"] == 3).all()
-    assert "discharge behavior=care_resistance" in report["comparison"].iloc[0]
-    turns = report.set_index("key").loc["turns"]
-    assert turns["delta"] == pytest.approx(0.0)  # same topic walk, same length
+    results = compare(base.location, stressed.location, None, None)
+    report = {r.metric: r for r in results}
+    assert len(report) == len(results)  # each (scorer, key) once; a key of two scorers is written scorer/key
+    assert {"tcs", "comprehension", "naturalness", "readability", "rouge_l", "cosine", "clean_complete"} <= set(report)
+    assert {"comprehension/na_questions", "factual_consistency/na_questions"} <= set(report)
+    assert all(r.n == 3 for r in report.values())
+    assert report["turns"].difference == pytest.approx(0.0)  # same topic walk, same length
     # the resisting patient changes what the educator's turns respond to, and the report shows it
-    assert report.set_index("key").loc["readability", "delta"] != 0.0
-    out = tmp_path / "delta.csv"
-    proc = subprocess.run(
-        [str(Path(sys.executable).parent / "bedside-report"), "delta", base.location, stressed.location, "--csv", str(out)],
-        capture_output=True, text=True, timeout=120,
-    )
+    assert report["readability"].difference != 0.0
+    assert not any(r.regressed for r in report.values())  # no --max-drop: a report, not a gate
+    bin_dir = Path(sys.executable).parent
+    out = tmp_path / "compare.csv"
+    proc = subprocess.run([str(bin_dir / "bedside"), "compare", base.location, stressed.location, "--csv", str(out)],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
-    assert "behavior=care_resistance" in proc.stdout and "tcs" in proc.stdout
+    assert stressed.location in proc.stdout and "| `tcs` |" in proc.stdout and "no gate" in proc.stdout
     assert len(pd.read_csv(out)) == len(report)
+    # the old spellings still work, say they are deprecated and print what `bedside compare` prints
+    for old in ([str(bin_dir / "bedside-report"), "delta"], [str(bin_dir / "bedside"), "delta"]):
+        alias = subprocess.run([*old, base.location, stressed.location], capture_output=True, text=True, timeout=120)
+        assert alias.returncode == 0, alias.stderr
+        assert "deprecated" in alias.stderr and "bedside compare" in alias.stderr
+        assert alias.stdout == proc.stdout

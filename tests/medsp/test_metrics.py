@@ -12,7 +12,7 @@ import shutil
 import pytest
 from inspect_ai.scorer import SampleScore, Score
 
-from bedside.report import strata_table
+from bedside.reporting.strata import strata_table
 from bedside.samples.medsp import DEMO_DIR
 from bedside.scorers.medsp import micro_rate, rubric_rates, rubric_rates_from_counts
 from bedside.tasks.medsp import medsp

@@ -1,0 +1,98 @@
+"""The registry of bedside's benchmarks: one :class:`~bedside.benchmarks.descriptor.Benchmark` each.
+
+A benchmark describes itself in its own module here (roles, end reasons, strata, metric directions,
+headline keys, store model, protocols); this registry lists them, and everything that reports on
+logs asks it (:func:`of_task`, :func:`strata`, :func:`lower_is_better`, ...) instead of keeping its
+own per-benchmark tables. Adding a benchmark: a module ``bedside/benchmarks/<name>.py`` with its
+``BENCHMARK`` and one line in :data:`REGISTRY` (tests may :func:`register` a descriptor for a while).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from bedside.benchmarks import cpb, discharge, medsp
+from bedside.benchmarks.descriptor import DERIVED_SCORERS, SKIP_KEYS, Benchmark
+
+__all__ = ["Benchmark", "DERIVED_SCORERS", "REGISTRY", "all_benchmarks", "get", "of_task", "register", "strata"]
+
+#: every benchmark, in the order reports show them
+REGISTRY: list[Benchmark] = [
+    discharge.BENCHMARK,
+    medsp.BENCHMARK,
+    cpb.BENCHMARK,
+]
+
+
+def all_benchmarks() -> tuple[Benchmark, ...]:
+    return tuple(REGISTRY)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(b.name for b in REGISTRY)
+
+
+def get(name: str) -> Benchmark:
+    for benchmark in REGISTRY:
+        if benchmark.name == name:
+            return benchmark
+    raise KeyError(f"no benchmark named {name!r} (registered: {', '.join(names())})")
+
+
+def of_task(task: str) -> Benchmark | None:
+    """The benchmark whose logs a log of Inspect task ``task`` is (``None``: not a benchmark's task)."""
+    for benchmark in REGISTRY:
+        if benchmark.owns(task):
+            return benchmark
+    return None
+
+
+@contextmanager
+def register(benchmark: Benchmark) -> Iterator[Benchmark]:
+    """Add ``benchmark`` to the registry for the ``with`` block (tests, plug-ins)."""
+    if benchmark.name in names():
+        raise ValueError(f"a benchmark named {benchmark.name!r} is registered already")
+    REGISTRY.append(benchmark)
+    try:
+        yield benchmark
+    finally:
+        REGISTRY.remove(benchmark)
+
+
+def _union(values: list[tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for group in values for v in group))
+
+
+def strata() -> tuple[str, ...]:
+    """Every benchmark's strata, in registry order (a log's metadata holds only its own)."""
+    return _union([b.strata for b in REGISTRY])
+
+
+def variant_args() -> tuple[str, ...]:
+    return _union([b.variant_args for b in REGISTRY])
+
+
+def skip_keys() -> frozenset[str]:
+    """Bookkeeping score keys, left out of every table."""
+    return SKIP_KEYS.union(*(b.skip_keys for b in REGISTRY))
+
+
+def pooled_keys() -> frozenset[str]:
+    return frozenset().union(*(b.pooled_keys for b in REGISTRY))
+
+
+def min_n(stratum: str) -> int:
+    """Fewest scored cases a value of ``stratum`` needs to be reported (1 unless a benchmark says more)."""
+    return max([b.min_n[stratum] for b in REGISTRY if stratum in b.min_n] or [1])
+
+
+def lower_is_better(benchmark: str | None = None) -> frozenset[str]:
+    """Score keys for which lower is better: of ``benchmark`` (a name), else of every benchmark."""
+    if benchmark is not None and benchmark in names():
+        return get(benchmark).lower_is_better
+    return frozenset().union(*(b.lower_is_better for b in REGISTRY))
+
+
+def subject_role(benchmark: str) -> str:
+    return get(benchmark).subject_role if benchmark in names() else "model under test"

@@ -1,0 +1,57 @@
+"""``bedside audit LOG [LOG ...]``: DischargeBench's clean-complete audit (paper Appendix A.7.2).
+
+Among clean-complete sessions: the short ones (≤ 15 turns), the short ones with a Topic Checklist
+score below 0.5, and those in which the Virtual Patient broke character, with counts and case ids.
+``bedside report`` shows the same audit per model (:func:`bedside.reporting.tables.audit`).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from inspect_ai.log import EvalLog, read_eval_log
+
+from bedside.end_reasons import EndReason
+from bedside.reporting.scores import label
+
+LOW_TCS = 0.5  # A.7.2: "TCS below 0.5 (fewer than half of the required discharge topics covered)"
+
+
+def audit_table(log: EvalLog) -> dict[str, object]:
+    """DischargeBench's clean-complete audit (A.7.2) of one log."""
+    clean, short, low, breaks = [], [], [], []
+    for sample in log.samples or []:
+        outcome = (sample.scores or {}).get("encounter_outcome")
+        if outcome is None or outcome.answer != EndReason.CLEAN_COMPLETE:
+            continue
+        sid = str(sample.id)
+        clean.append(sid)
+        if outcome.value.get("short_session") == 1.0:
+            short.append(sid)
+            tcs = (sample.scores or {}).get("topic_checklist")
+            value = tcs.value.get("tcs") if tcs is not None else None
+            if isinstance(value, float) and value == value and value < LOW_TCS:
+                low.append(sid)
+        if outcome.value.get("char_break") == 1.0:
+            breaks.append(sid)
+    return {"log": label(log), "clean_complete": len(clean), "short": len(short),
+            "low_tcs_short": len(low), "char_break": len(breaks),
+            "complete_after_audit": len(set(clean) - set(low) - set(breaks)),
+            "low_tcs_short_ids": low, "char_break_ids": breaks}
+
+
+def run(args: argparse.Namespace) -> int:
+    for path in args.logs:
+        row = audit_table(read_eval_log(path))
+        print(f"{row.pop('log')}")
+        for key, value in row.items():
+            print(f"  {key}: {value}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """The ``audit`` sub-command (module docstring)."""
+    parser = sub.add_parser("audit", help="DischargeBench clean-complete audit (Appendix A.7.2)", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("logs", nargs="+", metavar="LOG")
+    parser.set_defaults(func=run)

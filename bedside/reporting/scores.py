@@ -1,0 +1,45 @@
+"""One eval log's scores as a tidy table: the foundation of ``bedside strata`` and ``bedside compare``.
+
+:func:`score_table` gives one row per (sample id, epoch, scorer, key) with the float value (NaN =
+unscored); bookkeeping keys (:func:`bedside.benchmarks.skip_keys`) and string or missing values are
+left out. :func:`own` drops the health block's copies of other scorers' keys
+(:data:`bedside.benchmarks.DERIVED_SCORERS`). ``bedside report`` reads many logs at once through
+:mod:`bedside.reporting.load` instead.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+from inspect_ai.log import EvalLog
+
+from bedside import benchmarks
+from bedside.benchmarks import DERIVED_SCORERS
+
+COLUMNS = ["id", "epoch", "scorer", "key", "value"]
+
+
+def score_table(log: EvalLog) -> pd.DataFrame:
+    """One row per (sample id, epoch, scorer, key) with the float value (NaN = unscored)."""
+    skip = benchmarks.skip_keys()
+    rows = []
+    for sample in log.samples or []:
+        for scorer, score in (sample.scores or {}).items():
+            values = score.value if isinstance(score.value, dict) else {scorer: score.value}
+            for key, value in values.items():
+                if key in skip or isinstance(value, bool | str) or value is None:
+                    continue
+                rows.append({"id": str(sample.id), "epoch": sample.epoch, "scorer": scorer, "key": key,
+                             "value": float(value)})
+    return pd.DataFrame(rows, columns=COLUMNS)
+
+
+def own(table: pd.DataFrame) -> pd.DataFrame:
+    """Without the health block's copies of other scorers' keys."""
+    return table[~table["scorer"].isin(DERIVED_SCORERS)]
+
+
+def label(log: EvalLog) -> str:
+    """``task behavior=... (model)``: how ``strata`` and ``audit`` name a log."""
+    args = log.eval.task_args or {}
+    behavior = args.get("behavior", "none")
+    return f"{log.eval.task} behavior={behavior} ({log.eval.model})"

@@ -1,0 +1,83 @@
+"""``bedside strata LOG [LOG ...] [--by KEY ...] [--csv out.csv]``: every score per stratum.
+
+Every score key's mean, 95 % CI and n per value of each stratum (each benchmark declares its strata
+in its descriptor, :mod:`bedside.benchmarks`: DischargeBench: ICD chapter, the persona axes, end
+reason; CPB-Bench: category, dataset, language; MedSP1000: specialty, reported only for specialties
+with at least 5 scored cases; MedSP's item-pooled ``micro`` and ``macro`` are pooled per specialty
+by ``bedside report`` instead). Inspect itself shows only the headline numbers. The interval follows
+bedside's one rule, chosen by each score key's declared scale (:mod:`bedside.intervals`: Wilson for
+rates declared binary, otherwise a percentile bootstrap of the mean; none below n = 2), the same as
+the headline; unscored samples are left out of n. The ``health`` scorer's copies of other scorers'
+bookkeeping are left out.
+"""
+
+from __future__ import annotations
+
+import argparse
+from collections.abc import Sequence
+
+import pandas as pd
+from inspect_ai.log import EvalLog, read_eval_log
+
+from bedside import benchmarks
+from bedside.benchmarks import DERIVED_SCORERS
+from bedside.intervals import scale_of, summarise
+from bedside.reporting.scores import label
+
+
+def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFrame:
+    """mean, 95 % CI and n of every score key per value of each stratum key present in the log
+    (``keys``: default every registered benchmark's strata)."""
+    keys = benchmarks.strata() if keys is None else keys
+    skip, pooled = benchmarks.skip_keys(), benchmarks.pooled_keys()
+    rows = []
+    for sample in log.samples or []:
+        for scorer, score in (sample.scores or {}).items():
+            if scorer in DERIVED_SCORERS:
+                continue
+            values = score.value if isinstance(score.value, dict) else {scorer: score.value}
+            meta = {**(score.metadata or {}), **(sample.metadata or {})}
+            for key, value in values.items():
+                if key in skip or key in pooled or isinstance(value, bool | str) or value is None:
+                    continue
+                for stratum in keys:
+                    if stratum in meta and isinstance(meta[stratum], str | int | float):
+                        rows.append({"stratum": stratum, "group": str(meta[stratum]), "scorer": scorer,
+                                     "key": key, "value": float(value)})
+    frame = pd.DataFrame(rows, columns=["stratum", "group", "scorer", "key", "value"])
+    out = []
+    for (stratum, scorer, key, group), part in frame.groupby(["stratum", "scorer", "key", "group"], sort=True):
+        values = [v for v in part["value"] if v == v]
+        if len(values) < benchmarks.min_n(stratum):
+            continue
+        row = summarise(values, scale_of(key))
+        out.append({"stratum": stratum, "group": group, "scorer": scorer, "key": key, **row,
+                    "unscored": len(part) - len(values)})
+    return pd.DataFrame(out, columns=["stratum", "group", "scorer", "key", "mean", "ci_lower", "ci_upper", "n",
+                                      "unscored"])
+
+
+def run(args: argparse.Namespace) -> int:
+    frames = []
+    for path in args.logs:
+        log = read_eval_log(path)
+        frame = strata_table(log, args.by or None)
+        frame.insert(0, "log", label(log))
+        frames.append(frame)
+    table = pd.concat(frames, ignore_index=True)
+    with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
+        print(table.to_string(index=False, na_rep="–"))  # "–": no interval (n < 2)
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """The ``strata`` sub-command (module docstring)."""
+    parser = sub.add_parser("strata", help="every score per stratum (mean, 95 %% CI, n)", description=__doc__,
+                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("logs", nargs="+", metavar="LOG")
+    parser.add_argument("--by", action="append", metavar="KEY",
+                        help=f"stratum key (repeatable; default: {', '.join(benchmarks.strata())})")
+    parser.add_argument("--csv", help="also write the table to this CSV file")
+    parser.set_defaults(func=run)
