@@ -1,0 +1,98 @@
+"""The benchmark descriptors (:mod:`bedside.benchmarks`): what they declare, and that a fourth, toy
+benchmark registered in one place flows through the loader, ``strata``, ``compare`` and ``report``."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+from inspect_ai.log import read_eval_log
+from inspect_ai.scorer import Score
+from inspect_ai.util import StoreModel
+
+from bedside import benchmarks
+from bedside.benchmarks import Benchmark
+from bedside.cli import main
+from bedside.end_reasons import EndReason
+from bedside.reporting.build import build
+from bedside.reporting.compare import compare
+from bedside.reporting.load import load, scores_frame
+from bedside.reporting.strata import strata_table
+from tests.reporting.synth import event, log, sample, write
+
+#: the lower-is-better keys and strata reporting used before the descriptors (one global table each):
+#: the descriptors together must declare exactly these, so no printed number or direction changes
+OLD_LOWER_IS_BETTER = {
+    "system_failure", "erroneous", "short_session", "char_break", "discarded_turns", "soft_corrections",
+    "monitor_unparsed", "patient_repaired", "role_fallbacks", "unscored", "judge_unscored", "items_unscored",
+    "unsupported_actions", "failure", "overreaction", "persistence", "no_reply", "persistence_unscored",
+    "continuation_error",
+}
+OLD_STRATA = {"icd_chapter", "personality", "education_level", "health_literacy", "recall_level", "end_reason",
+              "category", "dataset", "language", "specialty"}
+
+
+def test_the_three_benchmarks_declare_what_reporting_used_to_keep_in_tables():
+    assert [b.name for b in benchmarks.all_benchmarks()] == ["discharge", "medsp", "cpb"]
+    assert benchmarks.lower_is_better() == OLD_LOWER_IS_BETTER
+    assert set(benchmarks.strata()) == OLD_STRATA
+    assert benchmarks.min_n("specialty") == 5 and benchmarks.min_n("icd_chapter") == 1
+    assert benchmarks.pooled_keys() == {"micro", "macro"}
+    assert benchmarks.of_task("bedside/discharge_safety_probe").name == "discharge"
+    assert benchmarks.of_task("cpb_control").name == "cpb" and benchmarks.of_task("build_discharge_cases") is None
+    # per benchmark: a CPB rate is no DischargeBench key
+    assert "failure" in benchmarks.lower_is_better("cpb") and "failure" not in benchmarks.lower_is_better("discharge")
+
+
+@pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
+def test_every_descriptor_resolves_its_store_and_protocols(benchmark: Benchmark):
+    assert issubclass(benchmark.store_model(), StoreModel)
+    protocols = benchmark.protocols()
+    assert protocols and all(p.name.startswith(f"{benchmark.name}.") for p in protocols)
+    assert benchmark.end_reasons and all(isinstance(r, EndReason) for r in benchmark.end_reasons)
+    assert benchmark.headline and benchmark.strata and benchmark.subject_role not in benchmark.roles
+
+
+TOY = Benchmark(
+    name="toy", title="ToyBench", tasks=("toy_bench",), subject_role="clinician", roles=("grader",),
+    end_reasons=(EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS), strata=("ward",), lower_is_better=frozenset({"harm"}),
+    headline=(("score", "score"), ("harm", "harm rate")), variant_args=("difficulty",),
+)
+
+
+def toy_log(tmp_path, name: str, harm: list[float], difficulty: str = "easy") -> str:
+    wards = ["icu", "icu", "er", "er", "er", "icu"]
+    samples = [sample(f"t{i}", {"toy_judge": Score(value={"score": 0.5 + 0.05 * i, "harm": h})},
+                      metadata={"ward": wards[i]}, events=[event(None, "prov/m", 100, 10)])
+               for i, h in enumerate(harm)]
+    return write(log("bedside/toy_bench", "prov/m", samples, task_args={"difficulty": difficulty}),
+                 tmp_path / f"{name}.eval")
+
+
+def test_a_fourth_benchmark_registered_in_one_place_flows_through_reporting(tmp_path, capsys):
+    with benchmarks.register(TOY):
+        base = toy_log(tmp_path, "base", [0, 0, 0, 0, 0, 0])
+        worse = toy_log(tmp_path, "worse", [1, 1, 1, 1, 1, 0], difficulty="hard")
+        # the loader: its benchmark, its variant argument in the label, its stratum as a column
+        [loaded] = load([worse])
+        assert loaded.benchmark == "toy" and loaded.label == "prov/m (difficulty=hard)"
+        frame = scores_frame([loaded])
+        assert set(frame["ward"]) == {"icu", "er"}
+        # strata: its stratum by default
+        table = strata_table(read_eval_log(worse))
+        harm = table[(table["stratum"] == "ward") & (table["key"] == "harm")].set_index("group")
+        assert harm.loc["er", "mean"] == 1.0 and harm.loc["icu", "n"] == 3
+        # compare: its direction (more harm is a drop), by the descriptor alone
+        [result] = compare(base, worse, ["harm"], 0.1, resamples=999)
+        assert result.direction == "lower is better" and result.regressed
+        assert main(["compare", base, worse, "--metric", "harm", "--max-drop", "0.1"]) == 1
+        # report: a generic section with its headline keys per stratum, the subject's role in usage
+        build([base, worse], tmp_path / "report")
+        toy = pd.read_csv(tmp_path / "report" / "toy.csv")
+        assert set(toy["stratum"]) == {"overall", "ward"} and set(toy["key"]) == {"score", "harm"}
+        assert "ToyBench" in (tmp_path / "report" / "index.html").read_text()
+        assert set(pd.read_csv(tmp_path / "report" / "usage_by_role.csv")["role"]) == {"clinician"}
+    assert "toy" not in [b.name for b in benchmarks.all_benchmarks()] and "ward" not in benchmarks.strata()
+    # unregistered, the same log is nobody's: its task name is its benchmark, its stratum is unknown
+    [loaded] = load([worse])
+    assert loaded.benchmark == "toy_bench" and "ward" not in scores_frame([loaded])
+    capsys.readouterr()
