@@ -45,10 +45,11 @@ import pandas as pd
 
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
+from bedside.benchmarks.discharge import PERSONA_AXES
 from bedside.intervals import describe
 from bedside.reporting import tables, usage
 from bedside.reporting.html import Page
-from bedside.reporting.load import PERSONA_AXES, LoadedLog, load, scores_frame
+from bedside.reporting.load import LoadedLog, load, scores_frame
 
 HEATMAP_LABELS = tables.TABLE1
 

@@ -1,6 +1,7 @@
 """Reading eval logs into tidy pandas frames (one row per sample × score key).
 
-Logs are read with :func:`inspect_ai.log.read_eval_log`; a directory is expanded with
+Which benchmark a log belongs to, its strata, bookkeeping keys and variant arguments come from the
+benchmark descriptors (:mod:`bedside.benchmarks`). Logs are read with :func:`inspect_ai.log.read_eval_log`; a directory is expanded with
 :func:`inspect_ai.log.list_eval_logs` (``.eval`` and ``.json``, recursively). Each log gets a
 *label*: the model under test, plus the task arguments that change what is measured
 (``behavior`` for DischargeBench stress overlays, ``mitigation`` / ``scaling`` for CPB-Bench and
@@ -20,9 +21,6 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
-from bedside.benchmarks.discharge import PERSONA_AXES
-
-__all__ = ["PERSONA_AXES", "LoadedLog", "benchmark_of", "expand", "label_of", "load", "per_case", "scores_frame"]
 
 #: values of a variant argument that mean "the default run" (left out of a log's label)
 NEUTRAL = (None, "none", "", 0, "0")
