@@ -4,10 +4,10 @@ paired comparison of logs on the same cases, and the regression gate for CI.
 For each metric (a score key such as ``tcs``, or ``scorer/key`` when two scorers share a key; a key
 the ``health`` block copies means the scorer's own; without ``--metric``: every numeric score key both
 logs hold, the health block's copies left out), samples of the two logs are paired by sample id and
-epoch; pairs where either side is unscored (NaN) are left out (and counted). The difference is ``candidate − baseline`` per pair; its mean gets a 95 %
-interval by bedside's one interval rule (:mod:`bedside.intervals`): the percentile bootstrap of the
-mean of the per-pair differences — pairs resampled together — with ``--resamples`` resamples and
-``--seed``; no interval below two pairs. The *drop* is the decrease in the good direction: ``−mean
+epoch; pairs where either side is unscored (NaN) are left out (and counted). The difference is
+``candidate − baseline`` per pair; its mean gets a 95 % interval by bedside's one interval rule
+(:mod:`bedside.intervals`): the percentile bootstrap of the mean of the per-pair differences — pairs
+resampled together — with ``--resamples`` resamples and ``--seed``; no interval below two pairs. The *drop* is the decrease in the good direction: ``−mean
 difference`` for higher-is-better keys, ``+mean difference`` for lower-is-better keys (each
 benchmark's descriptor declares them, :mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
 
@@ -173,7 +173,8 @@ def run(args: argparse.Namespace) -> int:
         except CompareError as error:
             print(f"bedside compare: {error}")
             return 2
-        texts.append(markdown(results, args.baseline, candidate, args.resamples, args.seed, gate=args.max_drop is not None))
+        gate = args.max_drop is not None
+        texts.append(markdown(results, args.baseline, candidate, args.resamples, args.seed, gate=gate))
         several = len(args.candidates) > 1  # one CSV for several candidates: say which row is which
         rows += [{**({"candidate_log": candidate} if several else {}), **asdict(r)} for r in results]
         regressed = regressed or any(r.regressed for r in results)
@@ -199,7 +200,7 @@ def run_delta(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``compare`` sub-command (module docstring) and its deprecated alias ``delta``."""
-    parser = sub.add_parser("compare", help="paired comparison of logs on the same cases; regression gate with --max-drop",
+    parser = sub.add_parser("compare", help="paired comparison of logs on the same cases (a gate with --max-drop)",
                             description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("baseline", metavar="BASELINE.eval")
     parser.add_argument("candidates", nargs="+", metavar="CANDIDATE.eval")
