@@ -2,10 +2,11 @@
 
 Which benchmark a log belongs to, its strata, bookkeeping keys and variant arguments come from the
 benchmark descriptors (:mod:`bedside.benchmarks`). Logs are read with
-:func:`inspect_ai.log.read_eval_log`; a directory is expanded with :func:`inspect_ai.log.list_eval_logs` (``.eval`` and ``.json``, recursively). Each log gets a
-*label*: the model under test, plus the task arguments that change what is measured
-(``behavior`` for DischargeBench stress overlays, ``mitigation`` / ``scaling`` for CPB-Bench and
-MedSP1000) when they are not the default. Logs with the same label (e.g. shards of one run) are
+:func:`inspect_ai.log.read_eval_log`; a directory is expanded with :func:`inspect_ai.log.list_eval_logs`
+(``.eval`` and ``.json``, recursively). Each log gets a *label*: the model under test, plus the task
+arguments that change what is measured (each descriptor's ``variant_args``: ``behavior`` for
+DischargeBench stress overlays, ``mitigation`` / ``turns`` for CPB-Bench, ``scaling`` for MedSP1000)
+when they are not the default. Logs with the same label (e.g. shards of one run) are
 pooled.
 """
 
