@@ -85,10 +85,10 @@ from bedside.protocols.cpb import (
     OverreactionReading,
 )
 from bedside.records.cpb import CPBCase, ControlCase
+from bedside.records.cpb_store import CPBStore
 from bedside.roles import fallback_roles
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
-from bedside.solvers.cpb import CPBStore
 
 
 def parse_failure(text: str, rule: str | None = None):

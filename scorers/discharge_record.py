@@ -12,8 +12,8 @@ from inspect_ai.util import store_as
 
 from bedside.records.discharge import DischargeCase
 from bedside.scorers.metrics import summary
-from bedside.solvers.discharge import EncounterStore
-from bedside.solvers.encounter import SYSTEM_FAILURES
+from bedside.end_reasons import SYSTEM_FAILURES
+from bedside.records.discharge_store import EncounterStore
 
 #: Sample-metadata keys DischargeBench scores are grouped by in ``bedside-report strata`` (paper
 #: Sections 3.2.5-3.2.6 and 2.4), plus the end reason so erroneous-but-evaluable sessions can be
