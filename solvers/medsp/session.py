@@ -62,9 +62,9 @@ class Session:
         if role != "environment":
             return None
         exam, patient = history[-2], history[-1]
-        prompt = reply.data.pop("prompt")
-        end, info = self.resolve(exam.data, patient.data, reply.data)
-        reply.data = {**reply.data, **info, "turn": exam.data["turn"], "eos": exam.data["eos"], "prompt": prompt}
+        env = {k: v for k, v in reply.data.items() if k != "prompt"}  # the environment's reply as read
+        end, info = self.resolve(exam.data, patient.data, env)
+        reply.data = {**env, **info, "turn": exam.data["turn"], "eos": exam.data["eos"], "prompt": reply.data["prompt"]}
         if end is not None:
             reply.data["end_reason"] = end
         return end
