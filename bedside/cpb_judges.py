@@ -15,7 +15,7 @@ from bedside.calls import Answer, ask, grader
 from bedside.prompts import load_yaml, render
 from bedside.protocols.cpb import FAILURE_JUDGE
 from bedside.records.cpb import CPBCase, ControlCase, DialogueTurn
-from bedside.solvers.encounter import Turn
+from bedside.records.encounter import Turn
 
 DOCTOR_ROLE, PATIENT_ROLE = "doctor", "patient"
 _SPEAKER_ROLE = {"Doctor": DOCTOR_ROLE, "Patient": PATIENT_ROLE}

@@ -6,7 +6,7 @@ The values are the strings the logs have always carried (``EndReason`` is a ``St
 Shared by every multi-turn encounter:
 
 - ``clean_complete``: the conversation ended on its own (DischargeBench: the monitor's
-  ``session_complete``; CPB continuation: the patient's goodbye);
+  ``session_complete``, honoured once the minimum-turn guard is met);
 - ``hard_stop``: the supervisor stopped the session (DischargeBench Algorithm 1, a severe FAIL that
   stayed after the retries);
 - ``max_turns``: the turn budget ran out;
@@ -15,8 +15,9 @@ Shared by every multi-turn encounter:
   JSON-decoding errors as system-level failures).
 
 Per benchmark: MedSP1000's ``scenario_complete`` (the examinee finished the case) and
-``environment_end`` (the environment controller ended the encounter); the safety probe's
-``probe_transcript`` (a replayed transcript, no live encounter).
+``environment_end`` (the environment controller ended the encounter); CPB-Bench's ``patient_ended``
+(the continuation patient said ``[End of Conversation]``); the safety probe's ``probe_transcript``
+(a replayed transcript, no live encounter).
 """
 
 from __future__ import annotations
@@ -33,6 +34,8 @@ class EndReason(StrEnum):
     # MedSP1000
     SCENARIO_COMPLETE = "scenario_complete"
     ENVIRONMENT_END = "environment_end"
+    # CPB-Bench continuation
+    PATIENT_ENDED = "patient_ended"
     # DischargeBench safety probe (replayed transcripts)
     PROBE_TRANSCRIPT = "probe_transcript"
 

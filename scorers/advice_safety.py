@@ -32,24 +32,18 @@ import re
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
-from inspect_ai.util import StoreModel, collect, store_as
-from pydantic import Field
+from inspect_ai.util import collect, store_as
 
 from bedside.calls import UNSCORED, ask, grader
 from bedside.prompts import render
 from bedside.protocols.discharge import JUDGE_SAFETY, UNSAFE_CATEGORIES, SafetyVerdict
+from bedside.records.discharge_store import SafetyStore
 from bedside.scorers.discharge_record import case, record, system_failure_score
 from bedside.intervals import BINARY, COUNT, SCALES
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
 
 KEYS = ["unsafe_session", *(f"unsafe_{c}" for c in UNSAFE_CATEGORIES)]
-
-
-class SafetyStore(StoreModel):
-    """The per-turn verdicts of the last ``advice_safety`` run on this sample (read by the probe check)."""
-
-    turns: list[dict] = Field(default_factory=list)
 
 
 def _squash(text: str) -> str:

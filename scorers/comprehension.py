@@ -32,7 +32,7 @@ from bedside.prompts import render
 from bedside.protocols.discharge import LABELS, JUDGE_REFERENCE, grade_protocol  # noqa: F401
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import case, is_not_applicable, record, score_metrics, system_failure_score
-from bedside.solvers.discharge import comprehension_questions
+from bedside.records.discharge_store import comprehension_questions
 
 QUESTION_IDS = ("q1", "q2", "q3", "q4", "q5", "q6")
 

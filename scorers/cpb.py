@@ -84,11 +84,12 @@ from bedside.protocols.cpb import (
     FAILURE_JUDGE,
     OverreactionReading,
 )
+from bedside.end_reasons import EndReason
 from bedside.records.cpb import CPBCase, ControlCase
+from bedside.records.cpb_store import CPBStore
 from bedside.roles import fallback_roles
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
-from bedside.solvers.cpb import CPBStore
 
 
 def parse_failure(text: str, rule: str | None = None):
@@ -200,7 +201,7 @@ def cpb_persistence(judge_retries: int = 2) -> Scorer:
         record = store_as(CPBStore)
         case = load_case(state.metadata)
         assert isinstance(case, CPBCase), "cpb_persistence scores positive cases"
-        errored = float(record.continuation_end_reason == "error")
+        errored = float(record.continuation_end_reason == EndReason.ERROR)
         if record.continuation_skipped or record.continuation_end_reason is None:
             reason = record.continuation_skipped or "the continuation did not run"
             return Score(

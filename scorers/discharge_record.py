@@ -13,8 +13,8 @@ from inspect_ai.util import store_as
 
 from bedside.records.discharge import DischargeCase
 from bedside.scorers.metrics import summary
-from bedside.solvers.discharge import EncounterStore
-from bedside.solvers.encounter import SYSTEM_FAILURES
+from bedside.end_reasons import SYSTEM_FAILURES
+from bedside.records.discharge_store import EncounterStore
 
 SPEAKER = {"educator": "Educator", "patient": "Patient"}
 

@@ -32,8 +32,8 @@ from inspect_ai.util import store_as
 from bedside.roles import fallback_roles
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
-from bedside.solvers.discharge import EncounterStore
-from bedside.solvers.encounter import CLEAN_COMPLETE, SYSTEM_FAILURES
+from bedside.end_reasons import SYSTEM_FAILURES, EndReason
+from bedside.records.discharge_store import EncounterStore
 
 ROLES = ("patient", "monitor", "grader")
 SHORT_SESSION_TURNS = 15  # A.7.2: "sessions that ended in <= 15 turns"
@@ -52,7 +52,7 @@ def encounter_outcome() -> Scorer:
         record = store_as(EncounterStore)
         stats = record.agent_stats
         system = record.end_reason in SYSTEM_FAILURES
-        clean = record.end_reason == CLEAN_COMPLETE
+        clean = record.end_reason == EndReason.CLEAN_COMPLETE
         breaks = char_break_turns(record.history)
         fallbacks = fallback_roles(ROLES)
         return Score(

@@ -4,7 +4,7 @@ frozen-rubric evaluator (MAGIC-AI4Med/MedSP1000, MIT licence: ``controller.py`` 
 
 The evaluator (role ``grader``, temperature 0 via :func:`bedside.calls.grader`) sees the frozen rubric
 (system prompt) and, in the user message, the full transcript, the action log (each action with the
-environment's status and rationale) and the state summary of the encounter (:class:`bedside.solvers.medsp.SimState`).
+environment's status and rationale) and the state summary of the encounter (:class:`bedside.records.medsp.SimState`).
 It never sees the evaluator packet. It marks each item true only on explicit evidence (its prompt), with one line
 of evidence per item (bedside prompts; the official format has none). By default the whole rubric is judged in
 one call, as in the official code; ``batch_size`` (``-T judge_batch_size``) splits long rubrics into several
@@ -58,14 +58,14 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import collect, store_as
 import numpy as np
 
-from bedside.records.medsp import COMPETENCIES, RubricItem, Scenario
+from bedside.end_reasons import EndReason
+from bedside.records.medsp import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
 from bedside.roles import fallback_roles
 from bedside.calls import UNSCORED, Answer, ask, grader
 from bedside.intervals import UNIT, case_bootstrap, mean_interval
 from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable
-from bedside.solvers.encounter import ERROR
-from bedside.solvers.medsp import SCENARIO_COMPLETE, Evaluation, MedSPStore, PromptSet, SimState, load_prompt_set
+from bedside.scorers.medsp_evaluator import Evaluation, EvaluatorPrompts, load_evaluator_prompts
 
 Counts = dict[str, list[int]]  # competency -> [met, judged]
 ROLES = ("patient", "environment", "grader")
@@ -75,7 +75,7 @@ ROLES = ("patient", "environment", "grader")
 # the evaluator
 
 
-def evaluator_messages(prompts: PromptSet, scenario: Scenario, items: Sequence[RubricItem], state: SimState) -> list:
+def evaluator_messages(prompts: EvaluatorPrompts, scenario: Scenario, items: Sequence[RubricItem], state: SimState) -> list:
     """Frozen rubric (system) and transcript, action log and state summary (user); no evaluator packet."""
     return [
         ChatMessageSystem(content=prompts.evaluator_system(items)),
@@ -91,7 +91,7 @@ def batches(items: Sequence[RubricItem], batch_size: int) -> list[list[RubricIte
 
 
 async def judge_rubric(
-    model: Model, prompts: PromptSet, scenario: Scenario, items: Sequence[RubricItem], state: SimState, retries: int, batch_size: int
+    model: Model, prompts: EvaluatorPrompts, scenario: Scenario, items: Sequence[RubricItem], state: SimState, retries: int, batch_size: int
 ) -> Answer[Evaluation]:
     """Every item judged (one call per batch, each retried on its own). All or nothing: if any batch stays
     unreadable the result has no value (the case is unscored)."""
@@ -260,7 +260,7 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
     """Judge every rubric item over the encounter (module docstring): the whole rubric in one evaluator
     call by default (``batch_size`` 0), with the bedside prompts or, with ``prompts=PATH``, the official
     frozen-rubric prompts from a clone of the official repository."""
-    prompt_set = load_prompt_set(prompts)
+    prompt_set = load_evaluator_prompts(prompts)
 
     async def score(state: TaskState, target: Target) -> Score:
         scenario = Scenario.model_validate(state.metadata["scenario_record"])
@@ -270,7 +270,7 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
         fallbacks = fallback_roles(ROLES)
 
         result: Answer[Evaluation]
-        if record.end_reason == ERROR:
+        if record.end_reason == EndReason.ERROR:
             result = Answer(value=None, error=f"not evaluated: the encounter ended with an error ({record.error})")
         elif not items:  # the dataset leaves such scenarios out; nothing to ask
             result = Answer(value=None, error="the rubric has no item")
@@ -298,10 +298,10 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
                 "micro": ratio,
                 "macro": competency_mean,
                 "scenario_mean": ratio,
-                "judge_unscored": float(verdicts is None and record.end_reason != ERROR and bool(items)),
+                "judge_unscored": float(verdicts is None and record.end_reason != EndReason.ERROR and bool(items)),
                 "items_unscored": float(sum(1 for i in items if verdicts is None or i.id not in verdicts)),
-                "erroneous": float(record.end_reason == ERROR),
-                "scenario_complete": float(record.end_reason == SCENARIO_COMPLETE),
+                "erroneous": float(record.end_reason == EndReason.ERROR),
+                "scenario_complete": float(record.end_reason == EndReason.SCENARIO_COMPLETE),
                 "examinee_turns": float(record.examinee_turns),
                 "unsupported_actions": float(record.unsupported_actions),
                 "role_fallbacks": float(len(fallbacks)),

@@ -14,7 +14,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
 from bedside.calls import UNSCORED
-from bedside.scorers.advice_safety import SafetyStore
+from bedside.records.discharge_store import SafetyStore
 from bedside.intervals import BINARY, SCALES
 from bedside.scorers.metrics import summary
 

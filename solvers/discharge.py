@@ -20,8 +20,7 @@ from __future__ import annotations
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
-from inspect_ai.util import StoreModel, collect, store_as
-from pydantic import Field
+from inspect_ai.util import collect, store_as
 
 from bedside.params import BadParameter
 from bedside.persona import Persona
@@ -29,31 +28,13 @@ from bedside.prompts import load_yaml, render
 from bedside.records.discharge import DischargeCase
 from bedside.roles import role_model
 from bedside.protocols.discharge import COMPREHENSION, EDUCATOR, PATIENT
-from bedside.solvers.encounter import (
-    SYSTEM_FAILURES,
-    ChatAgent,
-    GenerationError,
-    Turn,
-    run_encounter,
-    utterance_json,
-)
+from bedside.calls import GenerationError
+from bedside.end_reasons import SYSTEM_FAILURES
+from bedside.records.discharge_store import EncounterStore, comprehension_questions
+from bedside.records.encounter import Turn
+from bedside.solvers.agent import ChatAgent, utterance_json
 from bedside.solvers.monitor import EducationMonitor
-
-
-class EncounterStore(StoreModel):
-    """What one DischargeBench encounter produced (``sample.store`` keys ``EncounterStore:*``)."""
-
-    persona: dict = Field(default_factory=dict)
-    history: list[dict] = Field(default_factory=list)
-    discards: list[dict] = Field(default_factory=list)
-    end_reason: str = ""
-    error: str | None = None
-    completion_ignored: list[int] = Field(default_factory=list)
-    soft_corrections: int = 0
-    unread_observations: list[int] = Field(default_factory=list)  # educator turns whose verdict was unreadable
-    role_fallbacks: list[str] = Field(default_factory=list)
-    agent_stats: dict[str, dict[str, int]] = Field(default_factory=dict)
-    comprehension: list[dict] = Field(default_factory=list)
+from bedside.solvers.orchestrator import run_encounter
 
 
 def educator_prompt(case: DischargeCase, persona: Persona) -> str:
@@ -104,10 +85,6 @@ def behavior_overlay(behavior: str) -> str:
     if behavior == "none":
         return ""
     return load_yaml("cpb/stress_overlays.yaml")["behaviors"][behavior]["overlay"].strip()
-
-
-def comprehension_questions() -> list[dict]:
-    return load_yaml("discharge/comprehension_questions.yaml")["questions"]
 
 
 @solver

@@ -1,4 +1,4 @@
-"""DischargeBench's Education Monitor Agent (EMA): a :class:`~bedside.solvers.encounter.Supervisor`
+"""DischargeBench's Education Monitor Agent (EMA): a :class:`~bedside.solvers.orchestrator.Supervisor`
 that judges every turn with the paper's Figure 6 prompts (``prompts/discharge/monitor_*.j2``).
 
 The monitor sees the history, the speaker, the candidate message and the full system prompt that
@@ -25,7 +25,9 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
 from bedside.calls import GenerationError, ask
 from bedside.prompts import render
 from bedside.protocols.discharge import MONITOR, Verdict
-from bedside.solvers.encounter import Turn
+from bedside.records.encounter import Turn
+from bedside.solvers.orchestrator import Decision, SupervisionState
+from bedside.solvers.supervision import decide
 
 
 class EducationMonitor:
@@ -86,6 +88,10 @@ class EducationMonitor:
             return answer.value
         self.stats["unparsed_verdicts"] += 1
         return None
+
+    def decide(self, verdict: Verdict | None, state: SupervisionState) -> Decision:
+        """Algorithm 1 (:func:`bedside.solvers.supervision.decide`)."""
+        return decide(verdict, state)
 
     def correction(self, verdict: Verdict) -> str:
         instruction = verdict.correction_instruction or verdict.reasoning or "Stay faithful to your instructions."

@@ -6,9 +6,8 @@ from __future__ import annotations
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import store_as
 
-from bedside.solvers.discharge import EncounterStore
-
-PROBE_END = "probe_transcript"
+from bedside.end_reasons import EndReason
+from bedside.records.discharge_store import EncounterStore
 
 
 @solver
@@ -16,7 +15,7 @@ def replay_transcript() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         rec = store_as(EncounterStore)
         rec.history = [{"role": t["role"], "message": t["message"]} for t in state.metadata["probe"]["turns"]]
-        rec.end_reason = PROBE_END
+        rec.end_reason = EndReason.PROBE_TRANSCRIPT
         return state
 
     return solve

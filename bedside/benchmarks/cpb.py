@@ -25,6 +25,6 @@ BENCHMARK = Benchmark(
     headline=tuple((rate, rate) for rate in RATES),
     ranked_keys=("failure", "overreaction"),
     variant_args=("mitigation", "turns"),
-    store="bedside.solvers.cpb:CPBStore",
+    store="bedside.records.cpb_store:CPBStore",
     protocols_module="bedside.protocols.cpb",
 )

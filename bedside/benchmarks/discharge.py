@@ -39,6 +39,6 @@ BENCHMARK = Benchmark(
     skip_keys=frozenset({"safety_turns", "safety_unsafe_turns", "safety_unscored_turns"}),
     headline=TABLE1,
     variant_args=("behavior",),
-    store="bedside.solvers.discharge:EncounterStore",
+    store="bedside.records.discharge_store:EncounterStore",
     protocols_module="bedside.protocols.discharge",
 )

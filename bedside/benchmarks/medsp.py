@@ -28,6 +28,6 @@ BENCHMARK = Benchmark(
     # a sweep ranks on the per-case rate (the pooled rates are not per-case means; the second: its former name)
     ranked_keys=("scenario_mean", "macro_scenario"),
     variant_args=("scaling",),
-    store="bedside.solvers.medsp:MedSPStore",
+    store="bedside.records.medsp.store:MedSPStore",
     protocols_module="bedside.protocols.medsp",
 )

@@ -106,7 +106,7 @@ ITEMS = [RubricItem(id="PC.1", competency="PC", text="Checked the airway"),
 
 
 def cases() -> list[Case]:
-    from solvers.medsp import BedsidePrompts
+    from bedside.scorers.medsp_evaluator import BedsideEvaluatorPrompts
 
     j = json.dumps
     verdict = {"verdict": "WARN", "issue": "prompt_unfaithful", "severity": "minor", "action": "soft_correction",
@@ -174,7 +174,7 @@ def cases() -> list[Case]:
              j({"feedback": ["BP 120/80"], "events": [], "actors_present": {}, "action_assessments": [], "patient_status": "stable",
                 "progress_index": 1, "state_label": "assessment", "should_end": False, "completion_reason": ""}, indent=1),
              JSON_STYLES, _reply_key),
-        Case("medsp.evaluator", BedsidePrompts().evaluator_protocol(ITEMS),
+        Case("medsp.evaluator", BedsideEvaluatorPrompts().evaluator_protocol(ITEMS),
              j({"reasoning": ["ok"], "items": {"PC.1": {"met": True, "evidence": "t3"}, "ICS.1": {"met": False, "evidence": ""}}}, indent=1),
              {**JSON_STYLES, "item_left_out": lambda t: j({"reasoning": [], "items": {"PC.1": {"met": True, "evidence": "t3"}}})},
              lambda v: {k: x["met"] for k, x in v.verdicts.items()}),

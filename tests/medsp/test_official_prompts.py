@@ -12,6 +12,7 @@ import pytest
 from bedside.params import BadParameter
 from bedside.records.medsp import load_scenarios
 from bedside.samples.medsp import DEMO_DIR
+from bedside.scorers.medsp_evaluator import load_evaluator_prompts
 from bedside.solvers.medsp import OfficialPromptsError, load_prompt_set
 from bedside.tasks.medsp import medsp
 from tests.medsp.helpers import ANAPHYLAXIS, BACK_PAIN, calls, run_one, score, store, turns_of, write_fake_clone
@@ -31,7 +32,7 @@ def test_the_loader_runs_only_the_prompt_builders(clone, capsys):
     system = prompts.examinee_system(SCENARIO)
     assert system.startswith("FAKE-OFFICIAL examinee system.") and SCENARIO.examinee.text() in system
     assert prompts.first_feedback() == "FAKE-OFFICIAL placeholder: nothing yet."  # from SimulationController.__init__
-    rubric = prompts.evaluator_system(SCENARIO.rubric.items())
+    rubric = load_evaluator_prompts(str(clone)).evaluator_system(SCENARIO.rubric.items())
     assert "PC:\n- Obtains vital signs and places the patient on a cardiac monitor" in rubric
     # the clone's src/simulate folder works as well as its root
     assert load_prompt_set(str(clone / "src" / "simulate")).examinee_system(SCENARIO) == system
@@ -84,7 +85,7 @@ def test_official_panel_and_selector_prompts(clone, tmp_path):
 
 
 def test_reading_the_official_evaluator_reply(clone):
-    prompts = load_prompt_set(str(clone))
+    prompts = load_evaluator_prompts(str(clone))
     items = SCENARIO.rubric.items()
     by_comp = {c: {i.text: True for i in items if i.competency == c} for c in ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")}
     reply = {"reasoning": ["ok"], **by_comp}

@@ -25,16 +25,19 @@ from bedside.protocols.medsp import (
 from bedside.testing.scripted import ScriptedEngine
 from bedside.records.medsp import load_scenarios
 from bedside.samples.medsp import DEMO_DIR
-from bedside.solvers.encounter import ReplyParseError
+from bedside.calls import ReplyParseError
 from bedside.protocols.medsp import read_environment as parse_environment
 from bedside.protocols.medsp import read_examinee as parse_examinee
 from bedside.protocols.medsp import read_patient as parse_patient
-from bedside.solvers.medsp import BedsidePrompts, SimState
+from bedside.records.medsp import SimState
+from bedside.scorers.medsp_evaluator import BedsideEvaluatorPrompts
+from bedside.solvers.medsp import BedsidePrompts
 from tests.conftest import REPO, scripted
 
 SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "bedside_demo_anaphylaxis")
 INSPECT = str(Path(sys.executable).parent / "inspect")
 P = BedsidePrompts()
+E = BedsideEvaluatorPrompts()
 
 
 def prompts_as_sent() -> dict[str, list]:
@@ -50,7 +53,7 @@ def prompts_as_sent() -> dict[str, list]:
         "medsp.examinee": [exam, turn],
         "medsp.patient": [P.patient_system(SCENARIO), P.patient_turn("c", "c", state, "Hello")],
         "medsp.environment": [P.environment_system(SCENARIO), P.environment_turn("c", "c", state, "Hello", ["x"], ["Hi"], True)],
-        "medsp.evaluator": [P.evaluator_system(items), P.evaluator_user("c", "c", state)],
+        "medsp.evaluator": [E.evaluator_system(items), E.evaluator_user("c", "c", state)],
         "medsp.bon_selector": [exam, P.selector(turn, candidates)],
         "medsp.panel_domains": [exam, P.domains(5)],
         "medsp.panel_specialist": [f"{exam}\n\n{overlay}", consult],

@@ -27,12 +27,14 @@ from bedside.testing.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, Lo
 from bedside.scorers.conversation_quality import conversation_quality
 from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.topic_checklist import topic_checklist
-from bedside.solvers.encounter import CLEAN_COMPLETE, ERROR, HARD_STOP, MAX_TURNS, SYSTEM_FAILURE, SYSTEM_FAILURES
+from bedside.end_reasons import SYSTEM_FAILURES, EndReason
 from bedside.tasks.discharge import discharge
 from bedside.tasks.medsp import medsp
 from tests.reliability.helpers import ServerProcess, account, end_reasons, fast_model, model_events, replicate_discharge
 
 DISCHARGE_ROLES = ("patient", "monitor", "grader")
+CLEAN_COMPLETE, HARD_STOP, MAX_TURNS = EndReason.CLEAN_COMPLETE, EndReason.HARD_STOP, EndReason.MAX_TURNS
+ERROR, SYSTEM_FAILURE = EndReason.ERROR, EndReason.SYSTEM_FAILURE
 END_REASONS = {CLEAN_COMPLETE, HARD_STOP, MAX_TURNS, ERROR, SYSTEM_FAILURE}
 JUDGE_SCORERS = ("conversation_quality", "topic_checklist")
 MAX_RETRIES = 4
@@ -291,7 +293,7 @@ def test_exhausted_retries_record_the_providers_message():
 
     from inspect_ai.model import ChatMessageUser
 
-    from bedside.solvers.encounter import GenerationError, generate_checked
+    from bedside.calls import GenerationError, generate_checked
 
     with LoopbackServer(faults=[Fault("http_500", 1.0)]) as server, pointed_at(server.base_url):
         model = fast_model("patient")

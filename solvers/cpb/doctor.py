@@ -1,0 +1,192 @@
+"""The CPB-Bench doctor (the model under test) and its mitigation strategies (module docstring of
+:mod:`bedside.solvers.cpb`): the doctor's prompts in text and chat format, the mitigations' extra calls
+(analysis before, self-check after) and :class:`DialogueAgent`, the view that starts with the dataset's
+conversation segment. The replies are read by the ``cpb.*`` protocols (:mod:`bedside.protocols.cpb`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser, get_model
+
+from bedside.calls import GenerationError, ask
+from bedside.cpb_judges import DOCTOR_ROLE, dialogue_turns, transcript_text
+from bedside.prompts import load_yaml, render
+from bedside.protocols import Protocol, Reply
+from bedside.protocols.cpb import (
+    _DOCTOR_LABEL,
+    ANALYSIS,
+    DOCTOR,
+    DOCTOR_CHAT,
+    DOCTOR_CHAT_STEP_BY_STEP,
+    DOCTOR_STEP_BY_STEP,
+    SELF_CHECK,
+)
+from bedside.records.cpb import CPBCase, ControlCase
+from bedside.records.encounter import Turn
+from bedside.solvers.agent import ChatAgent
+
+MITIGATIONS: tuple[str, ...] = ("none", "step_by_step", "behavior_instruction", "analyze_patient", "self_check")
+MITIGATION_ALIASES: dict[str, str] = {
+    **{m: m for m in MITIGATIONS},
+    "cot": "step_by_step",
+    "chain_of_thought": "step_by_step",
+    "instruction": "behavior_instruction",
+    "behaviour_instruction": "behavior_instruction",
+    "eval_patient": "analyze_patient",
+    "analyse_patient": "analyze_patient",
+    "self_eval": "self_check",
+    "self_check_then_revise": "self_check",
+}
+DOCTOR_FORMATS: tuple[str, ...] = ("text", "chat")
+
+
+def mitigation_name(value: str | None) -> str:
+    """Normalise a ``mitigation=`` value; unknown values are an error listing the accepted ones."""
+    key = (value or "none").strip().lower().replace("-", "_").replace(" ", "_")
+    if key not in MITIGATION_ALIASES:
+        raise ValueError(
+            f"mitigation={value!r} is not a CPB-Bench mitigation; use one of {list(MITIGATIONS)} "
+            f"(aliases: {sorted(set(MITIGATION_ALIASES) - set(MITIGATIONS))})"
+        )
+    return MITIGATION_ALIASES[key]
+
+
+def doctor_prompt(mitigation: str, conversation: str, analysis: str = "") -> str:
+    """The doctor's one user message (``doctor_format=text``)."""
+    return render(
+        "cpb/doctor.j2",
+        mitigation=mitigation,
+        conversation=conversation,
+        behavior_instructions=load_yaml("cpb/behavior_instructions.yaml"),
+        analysis=analysis,
+    )
+
+
+def doctor_system_prompt(mitigation: str, analysis: str = "") -> str:
+    """The doctor's system prompt (``doctor_format=chat``)."""
+    return render(
+        "cpb/doctor_chat.j2",
+        mitigation=mitigation,
+        behavior_instructions=load_yaml("cpb/behavior_instructions.yaml"),
+        analysis=analysis,
+    )
+
+
+def doctor_protocol(mitigation: str, doctor_format: str) -> Protocol:
+    step = mitigation == "step_by_step"
+    if doctor_format == "chat":
+        return DOCTOR_CHAT_STEP_BY_STEP if step else DOCTOR_CHAT
+    return DOCTOR_STEP_BY_STEP if step else DOCTOR
+
+
+@dataclass
+class DialogueAgent(ChatAgent):
+    """A :class:`ChatAgent` whose view starts with a fixed dialogue (``prefix``: the dataset
+    segment and, in the continuation, the first reply) before the encounter's own history.
+    ``seed_offset`` is added to every call's attempt number (fresh samples for a re-run
+    continuation)."""
+
+    prefix: list[Turn] = field(default_factory=list)
+    seed_offset: int = 0
+
+    def view(self, history: Sequence[Turn]) -> list[Turn]:
+        return [*self.prefix, *history]
+
+    def conversation(self, history: Sequence[Turn]) -> str:
+        return transcript_text(self.view(history))
+
+
+@dataclass
+class CPBDoctor(DialogueAgent):
+    """The doctor (model under test) with one of the mitigation strategies (module docstring)."""
+
+    mitigation: str = "none"
+    doctor_format: str = "text"
+    trailing_cue: str | None = None  # chat format: asks for the doctor's turn after a doctor turn
+    last_messages: list[ChatMessage] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.stats.update({"analysis_calls": 0, "self_check_calls": 0, "self_check_unparsed": 0, "revised": 0})
+
+    def messages(
+        self, history: Sequence[Turn], correction: str | None = None, extra_user: str | None = None
+    ) -> list[ChatMessage]:
+        return self.doctor_messages(history)
+
+    def doctor_messages(self, history: Sequence[Turn], analysis: str = "") -> list[ChatMessage]:
+        if self.doctor_format == "text":
+            return [ChatMessageUser(content=doctor_prompt(self.mitigation, self.conversation(history), analysis))]
+        # chat: the system prompt and the dialogue as chat history, own turns merged
+        self.system_prompt = doctor_system_prompt(self.mitigation, analysis)
+        chat = ChatAgent.messages(self, self.view(history))
+        merged: list[ChatMessage] = []
+        for m in chat:
+            if merged and isinstance(m, ChatMessageAssistant) and isinstance(merged[-1], ChatMessageAssistant):
+                merged[-1] = ChatMessageAssistant(content=f"{merged[-1].text}\n\n{m.text}")
+            else:
+                merged.append(m)
+        if self.trailing_cue and isinstance(merged[-1], ChatMessageAssistant):
+            merged.append(ChatMessageUser(content=self.trailing_cue))
+        return merged
+
+    async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
+        extra: dict[str, Any] = {}
+        analysis_text = ""
+        conversation = self.conversation(history)
+        if self.mitigation == "analyze_patient":
+            analysis = await ask(
+                self.model, render("cpb/analyze_patient.j2", conversation=conversation), ANALYSIS, retries=self.parse_retries,
+            )  # fmt: skip
+            self.stats["analysis_calls"] += len(analysis.replies)
+            if not analysis.ok:
+                raise GenerationError(f"doctor, analysis step: {analysis.error}")
+            analysis_text = analysis.value or ""
+            extra["analysis"] = analysis_text
+        messages = self.doctor_messages(history, analysis_text)
+        self.last_messages = messages
+        reply = await self.ask(messages, attempt + self.seed_offset)
+        if self.mitigation == "self_check":
+            review = await ask(
+                self.model, render("cpb/self_check.j2", conversation=conversation, reply=reply.message), SELF_CHECK,
+                retries=self.parse_retries,
+            )  # fmt: skip
+            self.stats["self_check_calls"] += len(review.replies)
+            extra["draft"] = reply.message
+            extra["self_check"] = review.value
+            if not review.ok:
+                self.stats["self_check_unparsed"] += 1
+                extra["self_check_error"] = review.error
+                transcript().info({"role": self.role, "self_check_unparsed": review.replies, "error": review.error}, source="parse")
+            elif review.value and review.value["verdict"] == "REVISE" and review.value["revised_response"]:
+                self.stats["revised"] += 1
+                revised = _DOCTOR_LABEL.sub("", review.value["revised_response"], count=1).strip()
+                reply = Reply(message=revised or reply.message, raw=review.value["revised_response"], repaired=reply.repaired)
+        reply.data = {**reply.data, **extra}
+        return reply
+
+
+def make_doctor(
+    case: CPBCase | ControlCase,
+    mitigation: str,
+    parse_retries: int,
+    doctor_format: str = "text",
+    prefix: list[Turn] | None = None,
+) -> CPBDoctor:
+    return CPBDoctor(
+        role=DOCTOR_ROLE,
+        model=get_model(),
+        system_prompt="",
+        policy="observe",
+        protocol=doctor_protocol(mitigation, doctor_format),
+        kickoff=render("cpb/kickoff.j2") if doctor_format == "chat" else None,
+        render_own=lambda turn: turn.message,
+        parse_retries=parse_retries,
+        prefix=prefix if prefix is not None else dialogue_turns(case.conversation_segment),
+        mitigation=mitigation,
+        doctor_format=doctor_format,
+        trailing_cue=render("cpb/continue_cue.j2") if doctor_format == "chat" else None,
+    )

@@ -1,0 +1,46 @@
+"""CPB-Bench single turn (:func:`cpb_reply`): the doctor's reply to the conversation segment, with an
+optional mitigation strategy (module docstring of :mod:`bedside.solvers.cpb`)."""
+
+from __future__ import annotations
+
+from inspect_ai.log import transcript
+from inspect_ai.model import ChatMessageAssistant, ModelOutput
+from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.util import store_as
+
+from bedside.calls import GenerationError
+from bedside.cpb_judges import DOCTOR_ROLE, load_case
+from bedside.records.cpb_store import CPBStore
+from bedside.solvers.cpb.doctor import DOCTOR_FORMATS, make_doctor, mitigation_name
+
+
+@solver
+def cpb_reply(mitigation: str = "none", parse_retries: int = 2, doctor_format: str = "text"):
+    """The doctor's reply to the conversation segment, with an optional mitigation strategy."""
+    mitigation = mitigation_name(mitigation)
+    if doctor_format not in DOCTOR_FORMATS:
+        raise ValueError(f"doctor_format={doctor_format!r}: use one of {list(DOCTOR_FORMATS)}")
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        case = load_case(state.metadata)
+        record = store_as(CPBStore)
+        record.mitigation = mitigation
+        record.doctor_format = doctor_format
+        doctor = make_doctor(case, mitigation, parse_retries, doctor_format)
+        state.messages = doctor.messages([])
+        try:
+            reply = await doctor.reply([], None, 0)
+        except GenerationError as ex:
+            record.error = str(ex)
+            transcript().info({"case_id": case.case_id, "error": record.error}, source="cpb")
+            state.output = ModelOutput.from_content(model=str(doctor.model), content="")
+            record.agent_stats = {DOCTOR_ROLE: doctor.stats}
+            return state
+        record.reply = reply.message
+        record.trace = {k: v for k, v in reply.data.items() if v is not None}
+        record.agent_stats = {DOCTOR_ROLE: doctor.stats}
+        state.messages = [*doctor.last_messages, ChatMessageAssistant(content=reply.message)]
+        state.output = ModelOutput.from_content(model=str(doctor.model), content=reply.message)
+        return state
+
+    return solve

@@ -1,0 +1,230 @@
+"""DischargeBench's supervision policy (paper Appendix A.3.3, Algorithm 1) as a pure function, row by row,
+and the orchestrator carrying out its decisions with stub agents and a stub supervisor (no model, no eval)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import pytest
+
+from bedside.end_reasons import EndReason
+from bedside.protocols import Reply
+from bedside.protocols.discharge import Verdict
+from bedside.records.encounter import Turn
+from bedside.solvers.orchestrator import Decision, SupervisionState, run_encounter
+from bedside.solvers.supervision import decide
+
+
+def verdict(kind: str, severity: str | None = None, complete: bool = False) -> Verdict:
+    return Verdict(verdict=kind, severity=severity, correction_instruction=f"fix {kind}", session_complete=complete)
+
+
+SEVERITIES = (None, "minor", "moderate", "severe")
+
+
+# ---------------------------------------------------------------------------------------------
+# decide(): every row of Algorithm 1
+
+
+@pytest.mark.parametrize("kind", ["PASS", "WARN", "FAIL"])
+@pytest.mark.parametrize("severity", SEVERITIES)
+@pytest.mark.parametrize("attempt", [0, 2, 5])
+def test_row_5_an_observed_turn_is_always_accepted(kind, severity, attempt):
+    """role = Educator: accepted whatever the verdict, never corrected, retried or stopped."""
+    state = SupervisionState(policy="observe", attempt=attempt, max_retries=2)
+    assert decide(verdict(kind, severity), state) is Decision.ACCEPT
+
+
+def test_an_unreadable_verdict_on_an_observed_turn_is_accepted():
+    assert decide(None, SupervisionState(policy="observe")) is Decision.ACCEPT
+
+
+@pytest.mark.parametrize("severity", SEVERITIES)
+def test_row_5_a_pass_is_accepted(severity):
+    """e.verdict = Pass: accepted without a nudge, even if the monitor filled in a severity."""
+    assert decide(verdict("PASS", severity), SupervisionState(policy="moderate")) is Decision.ACCEPT
+
+
+@pytest.mark.parametrize("severity", SEVERITIES)
+@pytest.mark.parametrize("attempt", [0, 2])
+def test_row_11_a_warn_is_soft_corrected(severity, attempt):
+    """e.verdict = Warn (any severity, also severe): accepted, with the correction for the next turn."""
+    state = SupervisionState(policy="moderate", attempt=attempt, max_retries=2)
+    assert decide(verdict("WARN", severity), state) is Decision.SOFT_CORRECT
+
+
+@pytest.mark.parametrize("severity", ["minor", "moderate"])
+@pytest.mark.parametrize("attempt", [0, 2])
+def test_row_11_a_minor_or_moderate_fail_is_soft_corrected(severity, attempt):
+    state = SupervisionState(policy="moderate", attempt=attempt, max_retries=2)
+    assert decide(verdict("FAIL", severity), state) is Decision.SOFT_CORRECT
+
+
+@pytest.mark.parametrize("severity", ["severe", None])
+def test_rows_17_23_a_severe_fail_is_discarded_and_retried_within_the_budget(severity):
+    """ρ[t] < R_max: the turn is discarded and regenerated (a FAIL without severity counts as severe)."""
+    for attempt in (0, 1):
+        state = SupervisionState(policy="moderate", attempt=attempt, max_retries=2)
+        assert decide(verdict("FAIL", severity), state) is Decision.DISCARD_AND_RETRY
+
+
+@pytest.mark.parametrize("severity", ["severe", None])
+def test_rows_19_20_a_severe_fail_with_the_budget_spent_is_a_hard_stop(severity):
+    """ρ[t] ≥ R_max: hard stop."""
+    for attempt, budget in ((2, 2), (3, 2), (0, 0), (1, 1)):
+        state = SupervisionState(policy="moderate", attempt=attempt, max_retries=budget)
+        assert decide(verdict("FAIL", severity), state) is Decision.HARD_STOP
+
+
+def test_an_unreadable_verdict_on_a_supervised_turn_is_a_system_failure():
+    """Section 3.4: JSON-decoding errors are system-level failures; a supervised turn is never accepted unsupervised."""
+    assert decide(None, SupervisionState(policy="moderate")) is Decision.SYSTEM_FAILURE
+
+
+def test_an_unsupervised_agent_is_accepted():
+    assert decide(verdict("FAIL", "severe"), SupervisionState(policy="none", attempt=9, max_retries=0)) is Decision.ACCEPT
+
+
+def test_the_monitors_own_action_field_is_not_obeyed():
+    """Algorithm 1 decides from verdict and severity; the monitor's recommended action is recorded only."""
+    state = SupervisionState(policy="moderate")
+    assert decide(Verdict(verdict="PASS", action="hard_stop"), state) is Decision.ACCEPT
+    assert decide(Verdict(verdict="FAIL", severity="severe", action="soft_correction"), state) is Decision.DISCARD_AND_RETRY
+
+
+# ---------------------------------------------------------------------------------------------
+# the orchestrator carries the decisions out
+
+
+@dataclass
+class StubAgent:
+    role: str
+    policy: str = "moderate"
+    system_prompt: str = "SYSTEM"
+    ends_at: int | None = None  # reply number that ends the session
+    seen: list[tuple[int, str | None, int]] = field(default_factory=list)  # (history length, correction, attempt)
+
+    def active(self, history: Sequence[Turn]) -> bool:
+        return True
+
+    def prompt(self, correction: str | None = None) -> str:
+        return self.system_prompt if not correction else f"{self.system_prompt}\n\n{correction}"
+
+    async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
+        self.seen.append((len(history), correction, attempt))
+        n = len(self.seen)
+        return Reply(message=f"{self.role} {n}", raw=f"{self.role} {n}", ends_session=n == self.ends_at)
+
+
+class StubSupervisor:
+    """Verdicts from a script: (role, reply number of that role) -> Verdict; PASS otherwise."""
+
+    def __init__(self, script: dict[tuple[str, int], Verdict | None]) -> None:
+        self.script = script
+        self.counts: dict[str, int] = {}
+        self.stats: dict[str, int] = {}
+        self.decisions: list[Decision] = []
+
+    async def evaluate(self, history, role, message, agent_prompt):
+        self.counts[role] = self.counts.get(role, 0) + 1
+        return self.script.get((role, self.counts[role]), verdict("PASS"))
+
+    def decide(self, v, state):
+        self.decisions.append(decide(v, state))
+        return self.decisions[-1]
+
+    def correction(self, v: Verdict) -> str:
+        return f"CORRECT: {v.correction_instruction}"
+
+
+def run(agents, supervisor, **kw):
+    return asyncio.run(run_encounter(agents, supervisor, **kw))
+
+
+def test_orchestrator_soft_correction_applies_to_the_next_turn_only():
+    educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
+    sup = StubSupervisor({("patient", 1): verdict("WARN", "minor")})
+    result = run([educator, patient], sup, min_turns=0, max_turns=6)
+    assert result.end_reason == EndReason.MAX_TURNS and len(result.history) == 6
+    assert [c for _, c, _ in patient.seen] == [None, "CORRECT: fix WARN", None]
+    assert result.history[1].was_corrected and result.soft_corrections == 1
+    assert result.history[3].correction_applied == "CORRECT: fix WARN" and not result.discards
+
+
+def test_orchestrator_discards_then_hard_stops_after_the_budget():
+    educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
+    severe = verdict("FAIL", "severe")
+    sup = StubSupervisor({("patient", 1): severe, ("patient", 2): severe, ("patient", 3): severe})
+    result = run([educator, patient], sup, min_turns=0, max_turns=10, max_retries=2)
+    assert result.end_reason == EndReason.HARD_STOP
+    assert [t.role for t in result.history] == ["educator"]  # the discarded turns never entered the history
+    assert [(d.attempt, d.message) for d in result.discards] == [(1, "patient 1"), (2, "patient 2"), (3, "patient 3")]
+    assert [a for _, _, a in patient.seen] == [0, 1, 2]  # regenerated with fresh attempts, with the correction
+    assert [c for _, c, _ in patient.seen] == [None, "CORRECT: fix FAIL", "CORRECT: fix FAIL"]
+    assert sup.decisions[-3:] == [Decision.DISCARD_AND_RETRY, Decision.DISCARD_AND_RETRY, Decision.HARD_STOP]
+
+
+def test_orchestrator_a_retry_that_passes_is_accepted():
+    educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
+    sup = StubSupervisor({("patient", 1): verdict("FAIL", "severe")})
+    result = run([educator, patient], sup, min_turns=0, max_turns=4)
+    assert [t.message for t in result.history] == ["educator 1", "patient 2", "educator 2", "patient 3"]
+    assert result.history[1].attempts == 2 and len(result.discards) == 1
+
+
+def test_orchestrator_unreadable_verdicts():
+    educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
+    sup = StubSupervisor({("educator", 1): None, ("patient", 1): None})
+    result = run([educator, patient], sup, min_turns=0, max_turns=10)
+    assert result.end_reason == EndReason.SYSTEM_FAILURE and "verdict stayed unreadable" in (result.error or "")
+    assert result.unread_observations == [0] and [t.role for t in result.history] == ["educator"]
+
+
+def test_orchestrator_minimum_turn_guard_on_session_complete():
+    educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
+    sup = StubSupervisor({("patient", 1): verdict("PASS", complete=True), ("patient", 2): verdict("PASS", complete=True)})
+    result = run([educator, patient], sup, min_turns=4, max_turns=10)
+    assert result.end_reason == EndReason.CLEAN_COMPLETE and len(result.history) == 4
+    assert result.completion_ignored == [1]
+
+
+def test_orchestrator_a_reply_that_ends_the_session():
+    doctor, patient = StubAgent("doctor", policy="none"), StubAgent("patient", policy="none", ends_at=2)
+    result = run([patient, doctor], None, min_turns=0, max_turns=10)
+    assert result.end_reason == EndReason.CLEAN_COMPLETE and [t.message for t in result.history][-1] == "patient 2"
+
+
+class StubController:
+    """Counts turns before each one and ends the encounter after the third reply of role ``b``."""
+
+    def __init__(self) -> None:
+        self.before: list[tuple[str, int]] = []
+        self.after: list[str] = []
+
+    def before_turn(self, role, history):
+        self.before.append((role, len(history)))
+
+    def after_reply(self, role, history, reply):
+        self.after.append(reply.message)
+        reply.data["seen_by_controller"] = True
+        return EndReason.SCENARIO_COMPLETE if reply.message == "b 3" else None
+
+
+def test_orchestrator_advances_the_controller_and_obeys_its_end():
+    a, b = StubAgent("a", policy="none"), StubAgent("b", policy="none")
+    controller = StubController()
+    result = run([a, b], None, min_turns=0, max_turns=20, controller=controller)
+    assert result.end_reason == EndReason.SCENARIO_COMPLETE and len(result.history) == 6
+    assert controller.before == [("a", 0), ("b", 1), ("a", 2), ("b", 3), ("a", 4), ("b", 5)]
+    assert controller.after == [t.message for t in result.history]
+    assert all(t.data["seen_by_controller"] for t in result.history)
+
+
+def test_orchestrator_never_tells_the_controller_about_a_discarded_reply():
+    a = StubAgent("a")
+    controller = StubController()
+    sup = StubSupervisor({("a", 1): verdict("FAIL", "severe")})
+    result = run([a], sup, min_turns=0, max_turns=2, controller=controller)
+    assert controller.after == ["a 2", "a 3"] and [t.message for t in result.history] == ["a 2", "a 3"]
