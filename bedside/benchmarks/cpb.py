@@ -17,7 +17,7 @@ BENCHMARK = Benchmark(
     subject_role="doctor",
     roles=("patient", "grader"),
     # the continuation's ends (single-turn samples have none)
-    end_reasons=(EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS, EndReason.ERROR),
+    end_reasons=(EndReason.PATIENT_ENDED, EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS, EndReason.ERROR),
     strata=("category", "dataset", "language"),
     lower_is_better=HEALTH_LOWER_IS_BETTER | {
         "failure", "overreaction", "persistence", "no_reply", "persistence_unscored", "continuation_error",
