@@ -246,6 +246,7 @@ class CPBDoctor(DialogueAgent):
         if self.mitigation == "analyze_patient":
             analysis = await ask(
                 self.model, render("cpb/analyze_patient.j2", conversation=conversation), ANALYSIS, retries=self.parse_retries,
+                context=dict(conversation=conversation),
             )  # fmt: skip
             self.stats["analysis_calls"] += len(analysis.replies)
             if not analysis.ok:
@@ -254,11 +255,12 @@ class CPBDoctor(DialogueAgent):
             extra["analysis"] = analysis_text
         messages = self.doctor_messages(history, analysis_text)
         self.last_messages = messages
-        reply = await self.ask(messages, attempt + self.seed_offset)
+        reply = await self.ask(messages, attempt + self.seed_offset,
+                               context=dict(mitigation=self.mitigation, dialogue=self.view(history), analysis=analysis_text))
         if self.mitigation == "self_check":
             review = await ask(
                 self.model, render("cpb/self_check.j2", conversation=conversation, reply=reply.message), SELF_CHECK,
-                retries=self.parse_retries,
+                retries=self.parse_retries, context=dict(conversation=conversation, reply=reply.message),
             )  # fmt: skip
             self.stats["self_check_calls"] += len(review.replies)
             extra["draft"] = reply.message
@@ -318,7 +320,7 @@ class CPBPatient(DialogueAgent):
         ]
 
     async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
-        return await self.ask(self.messages(history), attempt + self.seed_offset)
+        return await self.ask(self.messages(history), attempt + self.seed_offset, context=dict(dialogue=self.view(history)))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -406,6 +408,7 @@ def cpb_continuation(
             role=PATIENT_ROLE,
             model=patient_model,
             system_prompt=patient_system_prompt(case),
+            context=dict(original=dialogue_turns(case.complete_conversation)),
             policy="none",
             protocol=PATIENT,
             parse_retries=parse_retries,

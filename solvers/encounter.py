@@ -153,6 +153,7 @@ class ChatAgent:
     parse_retries: int = 2
     active: Callable[[Sequence[Turn]], bool] = lambda history: True  # False: skip this agent's turn
     stats: dict[str, int] = field(default_factory=lambda: {"calls": 0, "repaired": 0, "unparsed": 0})
+    context: dict[str, Any] = field(default_factory=dict)  # what the system prompt was rendered from (call tags)
 
     def prompt(self, correction: str | None = None) -> str:
         return self.system_prompt if not correction else f"{self.system_prompt}\n\n{correction}"
@@ -189,6 +190,7 @@ class ChatAgent:
         attempt: int = 0,
         protocol: ReplyProtocol | None = None,
         config: GenerateConfig | None = None,
+        context: dict[str, Any] | None = None,
     ) -> Reply:
         """One call through :func:`bedside.calls.ask`: unreadable replies are retried with fresh samples
         (``seed``), then :class:`GenerationError`. ``protocol`` and ``config`` override the agent's own for
@@ -204,6 +206,7 @@ class ChatAgent:
             attempt=attempt,
             config=self.config.merge(config) if config is not None else self.config,
             who=self.role,
+            context={**self.context, **(context or {})},
         )
         self.stats["calls"] += answer.attempts
         self.stats["unparsed"] += answer.unreadable
@@ -211,7 +214,7 @@ class ChatAgent:
         return answer.require()
 
     async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
-        return await self.ask(self.messages(history, correction), attempt)
+        return await self.ask(self.messages(history, correction), attempt, context=dict(correction=correction))
 
 
 @dataclass

@@ -108,7 +108,7 @@ from aiohttp import web
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
 from bedside.structured import PROBE_NAME
-from bedside.protocols import HEADER
+from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, TAG
 from bedside.testing.scripted import ScriptedEngine
 
 ENV_API_KEY = "LOOPBACK_API_KEY"
@@ -352,7 +352,7 @@ class LoopbackServer:
     @property
     def env(self) -> dict[str, str]:
         """The variables that point ``openai-api/loopback/...`` models at this server."""
-        return {ENV_API_KEY: "loopback", ENV_BASE_URL: self.base_url}
+        return {ENV_API_KEY: "loopback", ENV_BASE_URL: self.base_url, LOOPBACK_URL_ENV: self.base_url}
 
     def start(self) -> LoopbackServer:
         if self._thread is not None:
@@ -517,6 +517,10 @@ class LoopbackServer:
 
     def _read(self, body: dict[str, Any], header: str | None = None) -> Request:
         messages = to_chat_messages(body["messages"])
+        tag = body.get(BODY_KEY)
+        if isinstance(tag, dict) and messages:  # the tag, as bedside.calls sends it on this channel only
+            meta = {TAG: {"name": tag.get("name"), "context": tag.get("context") or {}}}
+            messages[-1] = messages[-1].model_copy(update={"metadata": meta})
         name, found_by = protocol_from_schema_name(body.get("response_format")), "response_format"
         if name is None:
             name, found_by = (header, "header") if header else (None, UNKNOWN)
