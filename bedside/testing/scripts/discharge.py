@@ -21,7 +21,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
 
-from bedside.testing.scripts import last_user_text, system_text
+from bedside.testing.scripts import context, last_user_text
 
 
 @dataclass
@@ -197,17 +197,18 @@ STRESS_LINES = {
 }
 
 
-def _stress_line(system: str, n: int) -> str | None:
-    if "## Your Behaviour In This Conversation" not in system or n not in (2, 4):
+def _stress_line(overlay: str, n: int) -> str | None:
+    if not overlay or n not in (2, 4):
         return None
-    return next((line for phrase, line in STRESS_LINES.items() if phrase in system), None)
+    return next((line for phrase, line in STRESS_LINES.items() if phrase in overlay), None)
 
 
-def _persona_reply(system: str, educator_said: str, n: int, corrected: bool) -> str:
-    stress = _stress_line(system, n)
+def _persona_reply(ctx: dict[str, Any], educator_said: str, n: int, corrected: bool) -> str:
+    stress = _stress_line(ctx.get("behavior_overlay") or "", n)
     if stress and not corrected:
         return stress
-    style = next((v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in system), "Okay. {echo}")
+    persona = f"You are {ctx['personality_description']}"
+    style = next((v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in persona), "Okay. {echo}")
     first = sentences(_strip_ack(educator_said))[:1]
     words = (first[0] if first else "what you said").rstrip(".!?").split()
     echo = "So " + " ".join(words[:14]).lower().replace("i'm", "you're") + "?" if n % 3 == 0 else "I understand."
@@ -217,7 +218,7 @@ def _persona_reply(system: str, educator_said: str, n: int, corrected: bool) -> 
 
 
 def educator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    note = system_text(messages).split("# Discharge Note", 1)[-1].split("\n---\n# Topics to Cover", 1)[0]
+    note = context(messages)["discharge_note"]
     plan = educator_plan(note)
     if o.educator_topics:
         plan = plan[: o.educator_topics]
@@ -234,16 +235,16 @@ def educator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return text
 
 def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    system = system_text(messages)
+    ctx = context(messages)
     n = sum(isinstance(m, ChatMessageAssistant) for m in messages) + 1
     educator_said = last_user_text(messages)
-    corrected = "CORRECTION FOR THIS RESPONSE" in system
+    corrected = bool(ctx.get("correction"))
     if n in o.break_character_turns and attempt < o.break_character_attempts:
         utterance = "As an AI language model, I don't actually have a body or a hospital stay to talk about."
     elif any(p in educator_said.lower() for p in SIGN_OFF):
         utterance = "Okay, thank you for explaining everything. Goodbye!"
     else:
-        utterance = _persona_reply(system, educator_said, n, corrected)
+        utterance = _persona_reply(ctx, educator_said, n, corrected)
     if n in o.broken_json_turns and attempt == 0:
         return '{"utterance": "' + utterance[:20]
     payload = json.dumps({"utterance": utterance}, ensure_ascii=False)
@@ -252,7 +253,7 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return payload
 
 def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    question = last_user_text(messages).rsplit("Question:", 1)[-1].strip().lower()
+    question = context(messages)["question"].strip().lower()
     keys = next((k for q, k in _COMPREHENSION_KEYS if any(w in question for w in q)), ())
     said = [m.text for m in messages if isinstance(m, ChatMessageUser)]
     answer = "I don't know."
@@ -263,16 +264,14 @@ def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return json.dumps({"utterance": answer}, ensure_ascii=False)
 
 def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    request = last_user_text(messages)
-    role = re.search(r"^Speaker : (.*)$", request, re.MULTILINE)
-    role_name = role.group(1).strip() if role else ""
+    ctx = context(messages)
+    role_name = ctx["current_role"]
     if attempt < o.monitor_malformed_attempts and (not o.monitor_malformed_roles or role_name in o.monitor_malformed_roles):
         return "Verdict: PASS. The turn looks fine to me."
-    history = re.findall(r"^\[Turn (\d+)\] (\w+): (.*)$", request, re.MULTILINE)
+    history = ctx["history"]
     t = len(history)
-    message_match = re.search(r"^Message : (.*?)\n## Your Task", request, re.MULTILINE | re.DOTALL)
-    message = message_match.group(1).strip() if message_match else ""
-    last_educator = next((m for _, r, m in reversed(history) if r == "EDUCATOR"), "")
+    message = ctx["current_message"].strip()
+    last_educator = next((h["message"].split("\n", 1)[0] for h in reversed(history) if h["role"] == "educator"), "")
     verdict: dict[str, Any] = {
         "verdict": "PASS",
         "issue": "none",
@@ -413,8 +412,13 @@ def dialogue_answer(educator_lines: list[str], topic: str) -> str:
     return "not applicable"
 
 
-def _conversation(prompt: str, header: str, stop: str | None = None) -> tuple[list[str], list[str]]:
-    lines = [ln.strip().removeprefix("- ") for ln in _between(prompt, header, stop).splitlines() if ln.strip()]
+def _lines(conversation: list[str]) -> list[str]:
+    """The conversation's ``Educator: ...`` / ``Patient: ...`` lines, one per text line."""
+    return [ln.strip() for line in conversation for ln in line.splitlines() if ln.strip()]
+
+
+def _conversation(conversation: list[str]) -> tuple[list[str], list[str]]:
+    lines = _lines(conversation)
     educator = [ln.removeprefix("Educator: ") for ln in lines if ln.startswith("Educator: ")]
     patient = [ln.removeprefix("Patient: ") for ln in lines if ln.startswith("Patient: ")]
     return educator, patient
@@ -423,8 +427,7 @@ def _conversation(prompt: str, header: str, stop: str | None = None) -> tuple[li
 def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "quality", attempt):
         return "I would rate this conversation as mostly natural and clear."
-    prompt = last_user_text(messages)
-    lines = [ln.strip().removeprefix("- ") for ln in _between(prompt, "Conversation history:").splitlines() if ln.strip()]
+    lines = _lines(context(messages)["conversation"])
     educator = [ln for ln in lines if ln.startswith("Educator: ")]
     questions = sum(1 for i, ln in enumerate(lines[:-1]) if ln.startswith("Patient: ") and "?" in ln)
     answered = sum(
@@ -454,9 +457,9 @@ def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "checklist", attempt):
         return '{"Q1": {"answer": "yes", "reason": "discussed"'
-    prompt = last_user_text(messages)
-    items = re.findall(r"^(Q\d(?:\.\d)?)\. \[(.+?)\]", _between(prompt, "Checklist:", "Patient Note:"), re.MULTILINE)
-    educator, _ = _conversation(prompt, "Conversation History:", "Provide your response")
+    ctx = context(messages)
+    items = [(q["id"], q["topic"]) for q in ctx["questions"]]
+    educator, _ = _conversation(ctx["conversation"])
     answers = {}
     for qid, topic_name in items:
         topic = CHECKLIST_TOPICS.get(topic_name)
@@ -472,20 +475,16 @@ def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> st
 def judge_reference(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "reference", attempt):
         return ""
-    prompt = last_user_text(messages)
-    note = _between(prompt, "Discharge note:", "\nQuestion:")
-    topic = _question_topic(prompt.rsplit("Question:", 1)[-1])
+    ctx = context(messages)
+    note = ctx["discharge_note"]
+    topic = _question_topic(ctx["question"])
     return note_answer(note, topic) if topic else "not applicable"
 
 
 def judge_comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "comprehension", attempt):
         return "All answers look correct."
-    prompt = last_user_text(messages)
-    items = re.findall(
-        r"^Item (\w+)\nQuestion: .*?\nReference answer \(from the discharge note\): (.*?)\nPatient's answer: (.*?)$",
-        prompt, re.MULTILINE,
-    )
+    items = [(i["id"], str(i["reference"]), str(i["answer"])) for i in context(messages)["items"]]
     if len(items) > 1 and _malformed(o, "comprehension_batch", attempt):  # only batched grading fails
         return '{"q1": {"label": "correct"'
     grades = {}
@@ -505,7 +504,7 @@ def judge_comprehension(messages: list[ChatMessage], attempt: int, o: Options) -
 def judge_factual(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "factual", attempt):
         return '[{"question": "what is the discharge diagnosis", "answer": "pneumonia"}]'
-    source = last_user_text(messages).rsplit("Source:", 1)[-1]
+    source = context(messages)["source"]
     if "Discharge Diagnosis:" in source:
         answers = [note_answer(source, t) for t in FACTUAL_TOPICS]
     else:
@@ -538,10 +537,6 @@ _COMMON_DRUGS = ("ciprofloxacin", "amoxicillin", "azithromycin", "warfarin", "in
                  "prednisone", "aspirin", "ibuprofen", "lisinopril", "clopidogrel", "levofloxacin", "doxycycline")
 _DISEASES = ("cancer", "tumor", "infection", "pneumonia", "diabetes", "failure", "fracture", "stroke", "clot", "ulcer")
 _FOUND = re.compile(r"showed|found|diagnos|also have|you have", re.IGNORECASE)
-
-
-def _tagged(prompt: str, tag: str) -> str:
-    return _between(prompt, f"<{tag}>", f"</{tag}>").strip()
 
 
 def _note_medicines(note: str) -> dict[str, str]:
@@ -620,8 +615,8 @@ def _safety_verdict(note: str, patient: str, turn: str) -> tuple[str, str, str]:
 def judge_safety(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "safety", attempt):
         return "The educator's advice looks mostly fine to me."
-    prompt = last_user_text(messages)
-    category, evidence, note_evidence = _safety_verdict(_tagged(prompt, "note"), _tagged(prompt, "patient"), _tagged(prompt, "educator"))
+    ctx = context(messages)
+    category, evidence, note_evidence = _safety_verdict(ctx["note"].strip(), ctx["patient"].strip(), ctx["turn"].strip())
     return json.dumps({"category": category, "evidence": evidence, "note_evidence": note_evidence})
 
 
