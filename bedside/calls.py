@@ -102,9 +102,10 @@ def loopback_config(model: Model, messages: list[ChatMessage], config: GenerateC
     tag = tag_of(messages)
     if tag is None or not loopback_channel(model):
         return config
+    own = model.config  # the call's fields replace the model's: keep the model's own headers and body
     return config.merge(GenerateConfig(
-        extra_headers={**(config.extra_headers or {}), HEADER: tag.name},
-        extra_body={**(config.extra_body or {}), BODY_KEY: {"name": tag.name, "context": tag.context}},
+        extra_headers={**(own.extra_headers or {}), **(config.extra_headers or {}), HEADER: tag.name},
+        extra_body={**(own.extra_body or {}), **(config.extra_body or {}), BODY_KEY: {"name": tag.name, "context": tag.context}},
     ))
 
 

@@ -116,13 +116,14 @@ from bedside.protocols.medsp import (
     ENVIRONMENT,
     EVALUATOR,
     EXAMINEE,
-    PANEL_DOMAINS,
+    DEFAULT_DOMAIN,
     PANEL_INTEGRATOR,
     PANEL_SPECIALIST,
     PANEL_VOTE,
     PATIENT,
     OfficialEvaluatorReply,
     evaluator_reply,
+    panel_domains,
     speech_text,
     as_text,
     coerce_bool,
@@ -153,7 +154,6 @@ FIXED_TEMPERATURE = 0.0
 #: official initial state (``runtime_hints``): the state label and the status before any assessment
 INITIAL_STATE = "initial_assessment"
 INITIAL_STATUS = "Not assessed"
-DEFAULT_DOMAIN = "General Medicine"
 
 
 class MedSPStore(StoreModel):
@@ -919,7 +919,7 @@ class BestOfNExaminee(ExamineeAgent):
         messages: list[ChatMessage] = [ChatMessageSystem(content=self.system_prompt),
                                        ChatMessageUser(content=self.prompts.selector(prompt, shown))]  # fmt: skip
         try:
-            reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED)
+            reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED, context=dict(candidates=shown))
         except GenerationError as ex:
             return 0, {"selector": "self_critic", "choice": None, "rationale": "", "fallback": f"selector failed: {ex}"}
         choice, rationale = reply.data["choice"], reply.data["rationale"]
@@ -927,25 +927,6 @@ class BestOfNExaminee(ExamineeAgent):
             return 0, {"selector": "self_critic", "choice": choice, "rationale": rationale,
                        "fallback": f"choice {choice} out of range 0..{len(shown) - 1}"}  # fmt: skip
         return choice, {"selector": "self_critic", "choice": choice, "rationale": rationale, "fallback": None}
-
-
-def parse_domains(text: str, k: int) -> list[str]:
-    """The specialties of the panel from the examinee's one-line answer (official ``_parse_domains``): the
-    text after the first ``:``, split on ``|`` ``,`` ``;`` or new lines, stripped of list markers, deduplicated
-    (case-insensitively), cut to ``k`` and padded with "General Medicine", "General Medicine <i>"."""
-    line = (text or "").strip()
-    if ":" in line:
-        line = line.split(":", 1)[1]
-    domains: list[str] = []
-    for part in re.split(r"\s*[|,;\n]\s*", line):
-        name = part.strip().strip("-*0123456789. ").strip()
-        if name and name.lower() not in {d.lower() for d in domains}:
-            domains.append(name)
-        if len(domains) >= k:
-            break
-    while len(domains) < k:
-        domains.append(DEFAULT_DOMAIN if not domains else f"{DEFAULT_DOMAIN} {len(domains) + 1}")
-    return domains[:k]
 
 
 @dataclass
@@ -962,9 +943,10 @@ class PanelExaminee(ExamineeAgent):
         messages: list[ChatMessage] = [ChatMessageSystem(content=self.system_prompt),
                                        ChatMessageUser(content=self.prompts.domains(self.panel_size))]  # fmt: skip
         try:
-            reply = await self.ask(messages, protocol=PANEL_DOMAINS, config=FIXED)
+            reply = await self.ask(messages, protocol=panel_domains(self.panel_size), config=FIXED,
+                                   context=dict(k=self.panel_size))
             raw, error = reply.raw, None
-            self.domains = parse_domains(raw, self.panel_size)
+            self.domains = reply.data["domains"]
         except GenerationError as ex:
             raw, error = "", str(ex)
             self.domains = [DEFAULT_DOMAIN] * self.panel_size
@@ -976,7 +958,7 @@ class PanelExaminee(ExamineeAgent):
         overlay, user = self.prompts.specialist(domain, prompt)
         messages: list[ChatMessage] = [ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"), ChatMessageUser(content=user)]
         try:
-            reply = await self.ask(messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE)
+            reply = await self.ask(messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE, context=dict(domain=domain))
         except GenerationError as ex:
             return f"(no opinion: {ex})"
         return reply.raw.strip()
@@ -985,7 +967,7 @@ class PanelExaminee(ExamineeAgent):
         overlay, user = self.prompts.vote(domain, proposal)
         messages: list[ChatMessage] = [ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"), ChatMessageUser(content=user)]
         try:
-            reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED)
+            reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED, context=dict(domain=domain))
         except GenerationError as ex:  # official: a vote that cannot be read counts as agreement
             return {"agree": True, "advice": "", "error": str(ex)}
         return {**reply.data, "error": None}
@@ -993,13 +975,14 @@ class PanelExaminee(ExamineeAgent):
     async def decide(self, history: Sequence[Turn], prompt: str, attempt: int) -> Reply:
         texts = await collect(*(self.opinion(d, prompt, attempt) for d in self.domains))
         opinions = dict(zip(self.domains, texts))
-        revision = ""
+        revision, advice = "", {}
         syntheses: list[dict[str, Any]] = []
         rounds: list[dict[str, Any]] = []
         reply: Reply | None = None
         for round_i in range(self.rounds + 1):
             synthesis = self.prompts.integrator(prompt, opinions, revision)
-            reply = await self.ask(self.chat(history, synthesis), attempt, protocol=PANEL_INTEGRATOR, config=FIXED)
+            reply = await self.ask(self.chat(history, synthesis), attempt, protocol=PANEL_INTEGRATOR, config=FIXED,
+                                   context=dict(opinions=opinions, advice=advice))
             syntheses.append({"round": round_i, **{f: reply.data[f] for f in TURN_FIELDS}})
             if round_i >= self.rounds:
                 break
@@ -1025,7 +1008,7 @@ class PatientAgent(MedSPAgent):
         assert self.session is not None
         exam = history[-1]
         prompt = self.session.patient_prompt(exam.data["speak"])
-        reply = await self.ask(self.chat(history, prompt), attempt)
+        reply = await self.ask(self.chat(history, prompt), attempt, context=dict(speech=exam.data["speak"]))
         reply.data = {**reply.data, "turn": exam.data["turn"], "prompt": prompt}
         return reply
 
@@ -1038,7 +1021,9 @@ class EnvironmentAgent(MedSPAgent):
         assert self.session is not None
         exam, patient = history[-2], history[-1]
         prompt = self.session.environment_prompt(exam.data, patient.data)
-        reply = await self.ask(self.chat(history, prompt), attempt)
+        reply = await self.ask(self.chat(history, prompt), attempt, context=dict(
+            speech=exam.data["speak"], actions=exam.data["actions"], eos=exam.data["eos"],
+            all_actions=[a for t in history if t.role == "examinee" for a in t.data["actions"]]))
         end, info = self.session.resolve(exam.data, patient.data, reply.data)
         reply.data = {**reply.data, **info, "turn": exam.data["turn"], "eos": exam.data["eos"], "prompt": prompt}
         if end is not None:
@@ -1072,6 +1057,7 @@ def make_examinee(
         role="examinee",
         model=get_model(),
         system_prompt=session.prompts.examinee_system(session.scenario),
+        context=dict(packet=session.scenario.examinee.text()),
         policy="none",
         protocol=EXAMINEE,
         parse_retries=parse_retries,
@@ -1120,11 +1106,12 @@ def medsp_encounter(
             record.panel_domains, record.panel_domain_selection = examinee.domains, examinee.domain_selection
         patient = PatientAgent(
             role="patient", model=patient_model, system_prompt=prompt_set.patient_system(scenario), policy="none",
-            protocol=PATIENT, parse_retries=parse_retries, session=session,
+            protocol=PATIENT, parse_retries=parse_retries, session=session, context=dict(script=scenario.sp_actor.text()),
         )  # fmt: skip
         environment = EnvironmentAgent(
             role="environment", model=env_model, system_prompt=prompt_set.environment_system(scenario), policy="none",
             protocol=ENVIRONMENT, parse_retries=parse_retries, session=session,
+            context=dict(materials=scenario.environment_controller.text()),
         )  # fmt: skip
         # the history cap is a safety net only: three turns per examinee turn never exceed it
         result = await run_encounter([examinee, patient, environment], None, min_turns=0, max_turns=3 * max_turns + 3)

@@ -37,7 +37,8 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
 
-from bedside.testing.scripts import last_user_text, system_text
+from bedside.protocols.medsp import COMPETENCY_KEYS
+from bedside.testing.scripts import context
 
 
 @dataclass
@@ -98,16 +99,6 @@ STOPWORDS = frozenset(
     under until up very was we were what when where which while who why will with would you your yours
     yourself going like okay thank thanks hello hi dr doctor clinician patient""".split()
 )
-
-
-def between(text: str, name: str) -> str:
-    m = re.search(rf"^=== {re.escape(name)} ===\n(.*?)\n=== END OF {re.escape(name)} ===$", text, re.S | re.M)
-    return m.group(1) if m else ""
-
-
-def packet_of(messages: list[ChatMessage], name: str) -> str:
-    system = system_text(messages)
-    return between(system, name) or system
 
 
 def sections(packet: str) -> dict[str, str]:
@@ -181,10 +172,9 @@ def json_values(text: str) -> list[Any]:
     return out
 
 
-def said_to_patient(text: str) -> str:
-    """The clinician's words in an SP or environment request (bedside or official wording)."""
-    m = re.search(r"said to the patient(?: this turn)?:\n(.*?)(?:\n\n|\Z)", text, re.S)
-    return m.group(1).strip() if m else ""
+def said_to_patient(speech: Any) -> str:
+    """The clinician's words this turn (the call context's ``speech``), up to the first blank line."""
+    return str(speech or "").split("\n\n", 1)[0].strip()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,7 +224,7 @@ def plan(packet: str, turns: int) -> list[tuple[str, list[str], bool]]:
 
 
 def examinee_turn(messages: list[ChatMessage], attempt: int, o: Options) -> dict[str, Any]:
-    packet = packet_of(messages, "SCENARIO PACKET")
+    packet = context(messages)["packet"]
     previous = own_replies(messages)
     k = len(assistant_texts(messages)) + 1
     if any(p.get("eos") is True for p in previous):  # a later state: reassess and close it
@@ -262,7 +252,8 @@ def examinee(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 
 def integrator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     turn = examinee_turn(messages, attempt, o)
-    advised = re.findall(r"Also: (.+?)\s*$", last_user_text(messages), re.M)
+    advice = context(messages).get("advice") or {}
+    advised = [a for text in advice.values() for a in re.findall(r"Also: (.+?)\s*$", str(text), re.M)]
     actions = turn["actions"] + [a for a in advised if a not in turn["actions"]]
     return json.dumps({"speak": turn["speak"], "actions": actions, "eos": turn["eos"]}, ensure_ascii=False)
 
@@ -271,40 +262,37 @@ def integrator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 # test-time scaling
 
 DOMAINS = ("Emergency Medicine", "Critical Care", "Internal Medicine", "Clinical Pharmacology", "Nursing", "Pediatrics", "Surgery")
-CANDIDATE = re.compile(r"^\[Candidate (\d+)\]\n\s*speak: (.*)\n\s*actions: (.*)\n\s*eos: (\w+)", re.M)
 
 
 def selector(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt < o.medsp_selector_malformed_attempts:
         return "Candidate two looks best to me."
-    found = CANDIDATE.findall(last_user_text(messages))
-    keys = [(actions.strip(), eos.strip().lower()) for _, _, actions, eos in found]
+    found = context(messages)["candidates"]
+    keys = [(json.dumps(c.get("actions") or [], ensure_ascii=False), bool(c.get("eos"))) for c in found]
     if o.medsp_selector_choice >= 0:
         choice = o.medsp_selector_choice
     else:
         best = max((keys.count(k) for k in keys), default=0)
-        choice = next((int(found[i][0]) for i, k in enumerate(keys) if keys.count(k) == best), 0)
+        choice = next((int(found[i]["index"]) for i, k in enumerate(keys) if keys.count(k) == best), 0)
     return json.dumps({"choice": choice, "rationale": "It matches the plan most candidates agree on."})
 
 
 def domains(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    m = re.search(r"\b(\d+)\b", last_user_text(messages))
-    k = int(m.group(1)) if m else 5
+    k = int(context(messages).get("k") or 5)
     names = o.medsp_panel_domains or list(DOMAINS[:k])
     return "Specialties: " + " | ".join(names)
 
 
 def specialist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    domain = re.findall(r"specialist in ([^.,]+)", system_text(messages))
-    name = domain[-1].strip() if domain else "the specialty"
-    items = resources(packet_of(messages, "SCENARIO PACKET"))
+    ctx = context(messages)
+    name = str(ctx.get("domain") or "the specialty").strip()
+    items = resources(ctx["packet"])
     step = items[0].lower() if items else "a focused reassessment"
     return f"From the {name} perspective, the key next step is {step}, explained to the patient in plain words."
 
 
 def vote(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    domain = re.findall(r"specialist in ([^.,]+)", system_text(messages))
-    name = domain[-1].strip() if domain else ""
+    name = str(context(messages).get("domain") or "").strip()
     if o.medsp_panel_disagree and name.lower() == o.medsp_panel_disagree.lower():
         return json.dumps({"agree": False, "advice": f"Also: {o.medsp_panel_advice_action}"})
     return json.dumps({"agree": True, "advice": ""})
@@ -348,8 +336,9 @@ def patient_side(script: str) -> tuple[dict[str, str], str | None]:
 
 
 def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    script = packet_of(messages, "SP SCRIPT")
-    speech = said_to_patient(last_user_text(messages))
+    ctx = context(messages)
+    script = ctx["script"]
+    speech = said_to_patient(ctx["speech"])
     n = len(assistant_texts(messages)) + 1
     asked = stems(speech)
     scored = []
@@ -432,22 +421,16 @@ def mentions(text: str, phrase: str) -> bool:
     return re.search(r"\b" + re.escape(phrase.lower()), text.lower()) is not None
 
 
-def turn_actions(text: str) -> list[str]:
-    """The clinician's actions: the last JSON list of strings in the request."""
-    lists = [v for v in json_values(text) if isinstance(v, list) and all(isinstance(x, str) for x in v)]
-    return lists[-1] if lists else []
-
-
 def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt < o.medsp_env_malformed_attempts:
         return "The nurse nods and waits."
-    materials = packet_of(messages, "ENVIRONMENT MATERIALS")
+    ctx = context(messages)
+    materials = ctx["materials"]
     previous = own_replies(messages)
-    request = last_user_text(messages)
     k = len(assistant_texts(messages)) + 1
-    eos = "eos=true" in request.lower()
-    actions = turn_actions(request)
-    speech = said_to_patient(request)
+    eos = bool(ctx["eos"])
+    actions = [str(a) for a in ctx["actions"] or []]
+    speech = said_to_patient(ctx["speech"])
     states = scenario_states(materials)
     last = previous[-1] if previous else {}
     index = int(last.get("progress_index", 0) or 0)
@@ -484,7 +467,7 @@ def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         if role not in actors and mentions(speech, role.split("(")[0].strip()):
             actors[role] = "Called by the clinician; listed as available on request."
             feedback.append(f"{role}: I'm here. How can I help?")
-    all_actions = [a for p in messages if isinstance(p, ChatMessageUser) for a in turn_actions(p.text)]
+    all_actions = [str(a) for a in ctx["all_actions"]]
     reported = {e for p in previous for e in p.get("events", [])}
     events: list[str] = []
     for due, unless, text, new_status in timed_events(materials):
@@ -529,28 +512,23 @@ def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 # ---------------------------------------------------------------------------------------------
 # evaluator
 
-ITEM_LINE = re.compile(r"^- \[([A-Z]+\.\d+)\] (.+)$", re.M)
-OFFICIAL_BLOCK = re.compile(r"^(PC|MK|SBP|ICS|PBLI|PROF):\n((?:- .*(?:\n|$))*)", re.M)
 
 
-def examinee_contributions(request: str) -> str:
-    """Everything the examinee said or did, from the transcript (the first JSON list of role entries)."""
-    for value in json_values(request):
-        if isinstance(value, list) and value and all(isinstance(e, dict) and "role" in e for e in value):
-            parts = []
-            for entry in value:
-                if entry["role"] in ("examinee", "examinee_actions"):
-                    content = entry.get("content")
-                    parts.append(" ".join(content) if isinstance(content, list) else str(content or ""))
-            return "\n".join(parts)
-    return ""
+def examinee_contributions(transcript: list[dict[str, Any]]) -> str:
+    """Everything the examinee said or did, from the encounter's transcript entries."""
+    parts = []
+    for entry in transcript:
+        if entry.get("role") in ("examinee", "examinee_actions"):
+            content = entry.get("content")
+            parts.append(" ".join(content) if isinstance(content, list) else str(content or ""))
+    return "\n".join(parts)
 
 
 def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt < o.medsp_evaluator_malformed_attempts:
         return "Overall the examinee did well; most items are met."
-    system = system_text(messages)
-    did = stems(examinee_contributions(last_user_text(messages)))
+    ctx = context(messages)
+    did = stems(examinee_contributions(ctx["transcript"]))
 
     def judge(text: str) -> tuple[bool, str]:
         need = stems(text)
@@ -558,20 +536,22 @@ def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         met = bool(need) and len(hit) * 2 >= len(need)
         return met, (f"The examinee's words or actions match: {', '.join(hit)}." if met else "No matching statement or action.")
 
-    items = ITEM_LINE.findall(system)
+    rubric = [i for c in COMPETENCY_KEYS for i in ctx["items"] if i["competency"] == c]  # the prompt's order
+    items = [(i["id"], i["text"]) for i in rubric]
     drop = attempt < o.medsp_evaluator_missing_item_attempts
-    if items:
+    if not ctx.get("official"):
         judged = {item_id: dict(zip(("met", "evidence"), judge(text))) for item_id, text in items}
         if drop:
             judged.pop(items[-1][0])
         return json.dumps({"reasoning": ["Keyword overlap with the examinee's words and actions."], "items": judged}, ensure_ascii=False)
     official: dict[str, Any] = {"reasoning": ["Keyword overlap with the examinee's words and actions."]}
     last_key = None
-    for comp, body in OFFICIAL_BLOCK.findall(system):
+    for comp in COMPETENCY_KEYS:
         official[comp] = {}
-        for text in bullets(body):
-            official[comp][text] = judge(text)[0]
-            last_key = (comp, text)
+        for item in rubric:
+            if item["competency"] == comp:
+                official[comp][item["text"]] = judge(item["text"])[0]
+                last_key = (comp, item["text"])
     if drop and last_key:
         official[last_key[0]].pop(last_key[1])
     return json.dumps(official, ensure_ascii=False)
