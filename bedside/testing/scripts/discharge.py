@@ -207,7 +207,7 @@ def _persona_reply(ctx: dict[str, Any], educator_said: str, n: int, corrected: b
     stress = _stress_line(ctx.get("behavior_overlay") or "", n)
     if stress and not corrected:
         return stress
-    persona = f"You are {ctx['personality_description']}"
+    persona = f"You are {ctx.get('personality_description', '')}"  # a raw HTTP request may carry no context
     style = next((v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in persona), "Okay. {echo}")
     first = sentences(_strip_ack(educator_said))[:1]
     words = (first[0] if first else "what you said").rstrip(".!?").split()
