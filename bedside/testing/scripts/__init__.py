@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
+from inspect_ai.model import ChatMessage, ChatMessageUser
 
 from bedside.protocols import tag_of
 
@@ -18,11 +18,8 @@ def context(messages: list[ChatMessage]) -> dict[str, Any]:
     return tag.context if tag is not None else {}
 
 
-def system_text(messages: list[ChatMessage]) -> str:
-    return "\n".join(m.text for m in messages if isinstance(m, ChatMessageSystem))
-
-
 def last_user_text(messages: list[ChatMessage]) -> str:
+    """The latest conversation turn the role was shown (its last user message)."""
     for m in reversed(messages):
         if isinstance(m, ChatMessageUser):
             return m.text
