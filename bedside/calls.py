@@ -7,8 +7,10 @@ the Education Monitor, every judge and the MIMIC case extraction. What a call ex
 reading rule, the retry budget and how an unreadable reply is counted); a call site never parses a
 reply by hand.
 
-- **generate**: the call is tagged with its protocol (the tag travels in message metadata, which
-  Inspect never sends to a provider) and asks for structured output when the task enabled it. A
+- **generate**: the call is tagged with its protocol and its render context (what the prompt was
+  rendered from; the tag travels in message metadata, which Inspect never sends to a provider) and
+  asks for structured output when the task enabled it. Only to bedside's loopback test server
+  (:func:`loopback_channel`) does the tag also travel over HTTP. A
   provider failure (after Inspect's own retries) or a context overflow is a :class:`GenerationError`;
   Inspect's limits and programming errors propagate unchanged.
 - **read**: ``<think>`` blocks are removed (a model's separate reasoning content never reaches
@@ -25,6 +27,7 @@ reply by hand.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -34,7 +37,7 @@ from inspect_ai.log import transcript
 from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput
 from inspect_ai.util import LimitExceededError
 
-from bedside.protocols import HEADER, Protocol, ReplyParseError, visible_text  # noqa: F401
+from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, Protocol, ReplyParseError, tag_of, visible_text  # noqa: F401
 from bedside.roles import role_model
 
 T = TypeVar("T")
@@ -83,17 +86,44 @@ def describe_failure(ex: BaseException) -> str:
     return f"{type(ex).__name__}: {ex}"
 
 
+def loopback_channel(model: Model) -> bool:
+    """Whether ``model`` talks to bedside's loopback test server: an ``openai-api/...`` model whose
+    base URL is the one named by ``BEDSIDE_LOOPBACK_URL`` (the server's ``env`` exports it). Only
+    then does a call's tag travel over HTTP; a real server never sees anything of bedside's."""
+    channel = os.environ.get(LOOPBACK_URL_ENV, "").strip().rstrip("/")
+    if not channel or not str(model).startswith("openai-api/"):
+        return False
+    return str(getattr(model.api, "base_url", "") or "").rstrip("/") == channel
+
+
+def loopback_config(model: Model, messages: list[ChatMessage], config: GenerateConfig) -> GenerateConfig:
+    """On the loopback test channel: the protocol name as a header (short: aiohttp limits a header
+    to 8 KB) and the whole tag (name and render context) in the request body. Elsewhere: nothing."""
+    tag = tag_of(messages)
+    if tag is None or not loopback_channel(model):
+        return config
+    own = model.config  # the call's fields replace the model's: keep the model's own headers and body
+    return config.merge(GenerateConfig(
+        extra_headers={**(own.extra_headers or {}), **(config.extra_headers or {}), HEADER: tag.name},
+        extra_body={**(own.extra_body or {}), **(config.extra_body or {}), BODY_KEY: {"name": tag.name, "context": tag.context}},
+    ))
+
+
 async def generate_checked(
-    model: Model, messages: list[ChatMessage], config: GenerateConfig, protocol: Protocol | None = None
+    model: Model,
+    messages: list[ChatMessage],
+    config: GenerateConfig,
+    protocol: Protocol | None = None,
+    context: dict[str, Any] | None = None,
 ) -> ModelOutput:
     """``model.generate`` that turns provider failures and context overflow into GenerationError.
     Inspect's own limits (token/time/message limits) propagate unchanged. With a ``protocol`` the
-    call is tagged with it (and asks for structured output when the task enabled it)."""
+    call is tagged with it and its render ``context`` (and asks for structured output when the task
+    enabled it)."""
     if protocol is not None:
-        messages = protocol.tag(messages)
+        messages = protocol.tag(messages, context)
         config = config.merge(protocol.config(model))
-        if str(model).startswith("openai-api/"):  # the name only, as a header: never part of the prompt
-            config = config.merge(GenerateConfig(extra_headers={**(config.extra_headers or {}), HEADER: protocol.name}))
+        config = loopback_config(model, messages, config)
     try:
         output = await model.generate(messages, config=config)
     except (LimitExceededError, *PROGRAMMING_ERRORS):
@@ -149,6 +179,7 @@ async def ask(
     cache: bool | CachePolicy = False,
     who: str | None = None,
     record: dict[str, Any] | None = None,
+    context: dict[str, Any] | None = None,
 ) -> Answer[Any]:
     """Generate → read → retry → record (module docstring). Never raises for an unreadable reply or
     a model failure: the :class:`Answer` says what happened.
@@ -157,7 +188,8 @@ async def ask(
     ``Protocol.using``); it raises ``ValueError`` on an unusable reply. ``retries`` defaults to the
     protocol's. ``attempt`` is the first sample's seed offset (regenerations of a rejected turn).
     ``config`` is merged over the attempt's seed. ``who`` (an agent's role; None for a judge) and
-    ``record`` label the transcript events and the error text."""
+    ``record`` label the transcript events and the error text. ``context`` is the call's render
+    context (what the prompt was rendered from), carried in the tag for the test doubles."""
     messages = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else prompt
     budget = protocol.retries if retries is None else retries
     answer: Answer[Any] = Answer(value=None)
@@ -169,7 +201,7 @@ async def ask(
             cfg = cfg.merge(GenerateConfig(cache=cache))
         answer.attempts += 1
         try:
-            output = await generate_checked(model, messages, cfg, protocol)
+            output = await generate_checked(model, messages, cfg, protocol, context)
         except GenerationError as ex:
             # agents report the provider's message as is; judges say it was the judge call
             answer.error, answer.failed = (str(ex) if who else f"judge call failed: {ex}"), True

@@ -133,7 +133,8 @@ async def judge_failure(case: CPBCase, reply: str, retries: int = 2, context: st
     """The failure judgement of ``reply`` (``failure`` None when unreadable)."""
     if model is None:
         model, _ = grader()
-    result = await ask(model, failure_messages(case, reply, context), FAILURE_JUDGE, retries=retries)
+    result = await ask(model, failure_messages(case, reply, context), FAILURE_JUDGE, retries=retries,
+                       context=dict(reply=reply))
     judgement = _judgement(result, "failure", result.value.model_dump() if result.value else None)
     judgement["context"] = context
     return judgement

@@ -151,9 +151,13 @@ def loopback_process(
 
 
 def loopback_model(role: str, base_url: str):  # type: ignore[no-untyped-def]
-    """``openai-api/loopback/<role>`` against ``base_url`` (not memoized: Inspect memoizes by string)."""
+    """``openai-api/loopback/<role>`` against ``base_url`` (not memoized: Inspect memoizes by string);
+    ``base_url`` becomes the loopback test channel (``BEDSIDE_LOOPBACK_URL``), so the call tags travel."""
+    import os
+
     from inspect_ai.model import get_model
 
+    os.environ["BEDSIDE_LOOPBACK_URL"] = base_url
     return get_model(f"{LOOPBACK}/{role}", memoize=False, base_url=base_url, api_key="bench")
 
 

@@ -238,7 +238,7 @@ def main(argv: list[str] | None = None) -> int:
     data = common.replicate_discharge(args.n, work / "cases.jsonl")
     log_dir = Path(args.log_dir) if args.log_dir else work / "logs"
     server = Server(args, work / "requests.jsonl")
-    os.environ.update({"LOOPBACK_API_KEY": "soak", "LOOPBACK_BASE_URL": server.base_url})
+    os.environ.update({"LOOPBACK_API_KEY": "soak", "LOOPBACK_BASE_URL": server.base_url, "BEDSIDE_LOOPBACK_URL": server.base_url})
     sampler = Sampler(server)
     try:
         print(f"soak: {args.n} cases, {args.max_samples} at once, faults {args.fault_rate:.0%} "

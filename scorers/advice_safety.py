@@ -97,7 +97,8 @@ def advice_safety(judge_retries: int = 2) -> Scorer:
         pending = educator_turns(rec.history)
         answers = await collect(*(
             ask(judge, render("discharge/judge_safety.j2", note=the_case.discharge_note, patient=patient, turn=text),
-                JUDGE_SAFETY, retries=judge_retries, record={"turn": index})
+                JUDGE_SAFETY, retries=judge_retries, record={"turn": index},
+                context=dict(note=the_case.discharge_note, patient=patient, turn=text))
             for index, patient, text in pending
         ))  # fmt: skip
         turns: list[dict] = []

@@ -67,6 +67,7 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                 JUDGE_REFERENCE,
                 retries=judge_retries,
                 cache=REFERENCE_CACHE if cache_references else False,
+                context=dict(discharge_note=the_case.discharge_note, question=q["text"]),
             )
             for q in questions
         ))
@@ -84,7 +85,8 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
         if items:
             ids = [i["id"] for i in items]
             result = await ask(
-                judge, render("discharge/judge_comprehension_grade.j2", items=items), grade_protocol(ids), retries=judge_retries
+                judge, render("discharge/judge_comprehension_grade.j2", items=items), grade_protocol(ids), retries=judge_retries,
+                context=dict(items=items),
             )
             if result.ok:
                 grades = result.value
@@ -92,7 +94,7 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                 grade_error, grading = result.error, "per_item"
                 singles = await collect(*(
                     ask(judge, render("discharge/judge_comprehension_grade.j2", items=[item]), grade_protocol([item["id"]]),
-                        retries=judge_retries)
+                        retries=judge_retries, context=dict(items=[item]))
                     for item in items
                 ))
                 for item, single in zip(items, singles):

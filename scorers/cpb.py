@@ -168,7 +168,8 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
         if record.reply is None:
             return _no_reply(record, {"overreaction": UNSCORED, **{t: UNSCORED for t in OVERREACTION_TYPES}}, fallbacks)
         model, _ = grader()
-        result = await ask(model, overreaction_messages(case, record.reply), OVERREACTION_JUDGE, retries=judge_retries)
+        result = await ask(model, overreaction_messages(case, record.reply), OVERREACTION_JUDGE, retries=judge_retries,
+                           context=dict(reply=record.reply))
         verdict: OverreactionReading | None = result.value
         judgement = _judgement(
             result, "overreacted",
@@ -223,7 +224,7 @@ def cpb_persistence(judge_retries: int = 2) -> Scorer:
         model, _ = grader()
         assert record.reply is not None
         result = await ask(model, persistence_messages(case, record.reply, record.continuation), PERSISTENCE_JUDGE,
-                           retries=judge_retries)
+                           retries=judge_retries, context=dict(initial_reply=record.reply, continuation=record.continuation))
         judgement = _judgement(result, "persisted", result.value.model_dump() if result.value else None)
         persisted = judgement["persisted"]
         reason = judgement.get("reason") or ""

@@ -44,9 +44,10 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
         judge, fallback = grader()
         note_side, dialogue_side = await collect(
             ask(judge, render("discharge/judge_factual_consistency.j2", source=the_case.discharge_note),
-                JUDGE_FACTUAL, retries=judge_retries, cache=REFERENCE_CACHE if cache_references else False),
+                JUDGE_FACTUAL, retries=judge_retries, cache=REFERENCE_CACHE if cache_references else False,
+                context=dict(source=the_case.discharge_note)),
             ask(judge, render("discharge/judge_factual_consistency.j2", source="\n".join(conversation_lines(rec.history))),
-                JUDGE_FACTUAL, retries=judge_retries),
+                JUDGE_FACTUAL, retries=judge_retries, context=dict(source="\n".join(conversation_lines(rec.history)))),
         )
         meta = {"note_answers": note_side.value, "dialogue_answers": dialogue_side.value,
                 "judge_error": note_side.error or dialogue_side.error, "grader_fallback": fallback,

@@ -97,7 +97,8 @@ async def judge_rubric(
     unreadable the result has no value (the case is unscored)."""
 
     async def one(batch: list[RubricItem]) -> Answer[Evaluation]:
-        return await ask(model, evaluator_messages(prompts, scenario, batch, state), prompts.evaluator_protocol(batch), retries=retries)
+        return await ask(model, evaluator_messages(prompts, scenario, batch, state), prompts.evaluator_protocol(batch), retries=retries,
+                         context=dict(items=batch, transcript=state.transcript, official=prompts.name != "bedside"))
 
     results = await collect(*(one(b) for b in batches(items, batch_size)))
     merged = Answer[Evaluation](value=Evaluation(verdicts={}), replies=[r for res in results for r in res.replies])

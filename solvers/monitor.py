@@ -77,7 +77,8 @@ class EducationMonitor:
             ChatMessageUser(content=self.request(history, role, message, agent_prompt)),
         ]
         answer = await ask(
-            self.model, messages, MONITOR, retries=self.parse_retries, record={"role": role, "turn": len(history)}
+            self.model, messages, MONITOR, retries=self.parse_retries, record={"role": role, "turn": len(history)},
+            context=dict(history=history, current_role=role, current_message=message),
         )
         self.stats["calls"] += answer.attempts
         self.stats["unparsed_replies"] += answer.unreadable

@@ -25,7 +25,7 @@ from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import Model, get_model
 
 from bedside.testing.loopback import ENV_API_KEY, ENV_BASE_URL, UNKNOWN, UNKNOWN_REPLY, LoopbackServer
-from bedside.protocols import tag_of
+from bedside.protocols import LOOPBACK_URL_ENV, tag_of
 from bedside.testing.scripted import ScriptedEngine
 
 LOOPBACK = "openai-api/loopback"
@@ -39,6 +39,7 @@ def loopback_env(server: LoopbackServer) -> Iterator[LoopbackServer]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(ENV_API_KEY, "loopback-test-key")
         mp.setenv(ENV_BASE_URL, server.base_url)
+        mp.setenv(LOOPBACK_URL_ENV, server.base_url)
         yield server
 
 

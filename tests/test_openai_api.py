@@ -253,7 +253,7 @@ def test_inspect_cli_against_a_standalone_server(tmp_path):
         base_url = banner[0].split()[-1]
         assert base_url.startswith("http://127.0.0.1:") and base_url.endswith("/v1"), banner
         assert any(f"LOOPBACK_BASE_URL={base_url}" in line for line in banner), banner
-        env = {**os.environ, "LOOPBACK_API_KEY": "x", "LOOPBACK_BASE_URL": base_url}
+        env = {**os.environ, "LOOPBACK_API_KEY": "x", "LOOPBACK_BASE_URL": base_url, "BEDSIDE_LOOPBACK_URL": base_url}
         command = [
             INSPECT, "eval", "bedside/medsp", "--model", f"{LOOPBACK}/educator",
             "--model-role", f"patient={LOOPBACK}/patient", "--model-role", f"environment={LOOPBACK}/environment",

@@ -26,7 +26,7 @@ def test_the_loopback_server_answers_like_llama_cpp_python():
 
 def test_cli_fails_fast_with_one_line_naming_the_option_and_the_servers_message(tmp_path):
     with LoopbackServer(json_schema=False) as server:
-        env = dict(os.environ, LOOPBACK_BASE_URL=server.base_url, LOOPBACK_API_KEY="x", COLUMNS="400")
+        env = dict(os.environ, **server.env, COLUMNS="400")
         inspect = os.path.join(os.path.dirname(sys.executable), "inspect")
         result = subprocess.run(
             [inspect, "eval", "bedside/discharge", "--model", "openai-api/loopback/educator",
@@ -48,6 +48,7 @@ def test_cli_fails_fast_with_one_line_naming_the_option_and_the_servers_message(
 def test_python_api_stops_at_the_first_sample_with_the_same_message(tmp_path, monkeypatch):
     with LoopbackServer(json_schema=False) as server:
         monkeypatch.setenv("LOOPBACK_BASE_URL", server.base_url)
+        monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", server.base_url)
         monkeypatch.setenv("LOOPBACK_API_KEY", "x")
         model = lambda role: get_model(f"openai-api/loopback/{role}", memoize=False)  # noqa: E731
         [log] = eval(discharge(structured_output=True), model=model("educator"), log_dir=str(tmp_path), display="none",

@@ -17,14 +17,17 @@ The reply model serves three purposes:
   ``-T structured_output=true`` (:func:`use_structured_output`).
 
 Every call is *tagged* (:meth:`Protocol.tag`): the last message carries the protocol name, the reply
-schema and the reply budget in its ``metadata``. Inspect never sends message metadata to a provider,
-so real models see only the prompt; bedside's own providers (``bedside/scripted``, ``bedside/local``)
-dispatch on the tag (:func:`tag_of`), never on prompt sentences.
+schema, the reply budget and the call's *render context* (what its prompt was rendered from: case
+facts, note, persona fields, history turns, correction text...; JSON-safe) in its ``metadata``.
+Inspect never sends message metadata to a provider, so real models see only the prompt; bedside's
+own providers (``bedside/scripted``, ``bedside/local``) dispatch on the tag (:func:`tag_of`) and the
+test doubles read the context from it, never from prompt text.
 
-Over HTTP to an OpenAI-compatible server (``openai-api/...``) the protocol's name also travels as the
-request header ``X-Bedside-Protocol`` (:data:`HEADER`; never part of the prompt), which is how
-bedside's loopback test server (:mod:`bedside.testing.loopback`) knows the call without reading the
-prompt.
+Over HTTP the tag travels only to bedside's loopback test server (:mod:`bedside.testing.loopback`):
+when a model's base URL is the one named by :data:`LOOPBACK_URL_ENV` (which the server's ``env``
+exports), :mod:`bedside.calls` sends the protocol name as the header ``X-Bedside-Protocol``
+(:data:`HEADER`) and the whole tag in the request body (:data:`BODY_KEY`, ``extra_body``). Every other
+server gets neither, so a real server's request (and Inspect's cache key) carries nothing of bedside's.
 """
 
 from __future__ import annotations
@@ -46,6 +49,10 @@ from bedside.jsonreply import extract_json_all
 TAG = "bedside_protocol"
 #: the request header naming the protocol on OpenAI-compatible HTTP calls (``openai-api/...``)
 HEADER = "X-Bedside-Protocol"
+#: the request-body key holding the tag (name and render context) on loopback calls only
+BODY_KEY = "bedside_tag"
+#: the variable naming the base URL of the loopback test channel (exported by ``LoopbackServer.env``)
+LOOPBACK_URL_ENV = "BEDSIDE_LOOPBACK_URL"
 STRUCTURED_KEY = "bedside:structured_output"
 READING_KEY = "bedside:reading"
 
@@ -183,13 +190,15 @@ class Protocol:
         return self.read(text)[0]
 
     # -- the call -------------------------------------------------------------------------------
-    def tag(self, messages: list[ChatMessage]) -> list[ChatMessage]:
-        """``messages`` with this protocol's tag on the last message (a copy; inputs untouched)."""
+    def tag(self, messages: list[ChatMessage], context: dict[str, Any] | None = None) -> list[ChatMessage]:
+        """``messages`` with this protocol's tag on the last message (a copy; inputs untouched).
+        ``context`` is the call's render context (module docstring), stored JSON-safe."""
         if not messages:
             raise ValueError("cannot tag an empty prompt")
         last = messages[-1]
         meta = dict(last.metadata or {})
-        meta[TAG] = {"name": self.name, "schema": self.json_schema(), "max_tokens": self.max_tokens}
+        meta[TAG] = {"name": self.name, "schema": self.json_schema(), "max_tokens": self.max_tokens,
+                     "context": jsonable(context or {})}
         return [*messages[:-1], last.model_copy(update={"metadata": meta})]
 
     def config(self, model: Any = None) -> GenerateConfig:
@@ -325,11 +334,20 @@ def protocol(name: str) -> Protocol:
     raise KeyError(f"no bedside protocol named {name!r}")
 
 
+def jsonable(context: dict[str, Any]) -> dict[str, Any]:
+    """A render context as plain JSON values (pydantic records, tuples, enums converted)."""
+    from pydantic_core import to_jsonable_python
+
+    return to_jsonable_python(context, fallback=str)
+
+
 @dataclass(frozen=True)
 class Tag:
     name: str
     schema: dict[str, Any] | None
     max_tokens: int | None
+    #: the render context of the call (JSON values; empty when the call site gave none)
+    context: dict[str, Any] = field(default_factory=dict)
 
 
 def tag_of(messages: list[ChatMessage]) -> Tag | None:
@@ -337,5 +355,5 @@ def tag_of(messages: list[ChatMessage]) -> Tag | None:
     for m in reversed(messages):
         found = (m.metadata or {}).get(TAG)
         if isinstance(found, dict) and "name" in found:
-            return Tag(found["name"], found.get("schema"), found.get("max_tokens"))
+            return Tag(found["name"], found.get("schema"), found.get("max_tokens"), found.get("context") or {})
     return None

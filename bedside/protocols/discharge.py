@@ -289,7 +289,7 @@ EDUCATOR = Protocol("discharge.educator", parser=plain_text, unreadable="error")
 PATIENT = Protocol("discharge.patient", Utterance, parser=read_utterance, unreadable="error")
 COMPREHENSION = Protocol("discharge.comprehension", Utterance, parser=read_utterance, unreadable="recorded")
 #: an unreadable verdict on a supervised (patient) turn ends the session as ``system_failure``; on an
-#: observed (educator) turn it is recorded and counted and the session goes on (solvers/encounter.py)
+#: observed (educator) turn it is recorded and counted and the session goes on (solvers/orchestrator.py)
 MONITOR = Protocol("discharge.monitor", Verdict, 768, unreadable="system_failure")
 JUDGE_QUALITY = Protocol("discharge.judge_quality", Quality, 768, parser=read_quality)
 JUDGE_CHECKLIST = Protocol("discharge.judge_checklist", None, 2048)

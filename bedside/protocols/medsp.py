@@ -369,6 +369,41 @@ def read_selection(text: str) -> Reply:
     return Reply(message=str(value.choice), raw=text, data=value.model_dump(), repaired=repaired)
 
 
+#: the padding of a short specialty list (official ``_parse_domains``)
+DEFAULT_DOMAIN = "General Medicine"
+
+
+def parse_domains(text: str, k: int) -> list[str]:
+    """The specialties of the panel from the examinee's one-line answer (official ``_parse_domains``): the
+    text after the first ``:``, split on ``|`` ``,`` ``;`` or new lines, stripped of list markers, deduplicated
+    (case-insensitively), cut to ``k`` and padded with "General Medicine", "General Medicine <i>"."""
+    line = (text or "").strip()
+    if ":" in line:
+        line = line.split(":", 1)[1]
+    domains: list[str] = []
+    for part in re.split(r"\s*[|,;\n]\s*", line):
+        name = part.strip().strip("-*0123456789. ").strip()
+        if name and name.lower() not in {d.lower() for d in domains}:
+            domains.append(name)
+        if len(domains) >= k:
+            break
+    while len(domains) < k:
+        domains.append(DEFAULT_DOMAIN if not domains else f"{DEFAULT_DOMAIN} {len(domains) + 1}")
+    return domains[:k]
+
+
+def read_domains(text: str, k: int) -> Reply:
+    """The panel's specialties (``data["domains"]``, :func:`parse_domains`); an empty reply is unreadable."""
+    reply = plain_text(text)
+    reply.data = {"domains": parse_domains(reply.raw, k)}
+    return reply
+
+
+def panel_domains(k: int) -> Protocol:
+    """``medsp.panel_domains`` reading a list of ``k`` specialties."""
+    return PANEL_DOMAINS.using(parser=lambda text: read_domains(text, k))
+
+
 def read_vote(text: str) -> Reply:
     value, repaired = _read(PANEL_VOTE, text, "vote")
     return Reply(message=str(value.agree), raw=text, data=value.model_dump(), repaired=repaired)

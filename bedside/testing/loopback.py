@@ -6,7 +6,7 @@ no network and no model weights. Point Inspect at it like at any OpenAI-compatib
 
     python -m bedside.loopback --port 8765            # prints the base URL and the variables below
 
-    LOOPBACK_API_KEY=x LOOPBACK_BASE_URL=http://127.0.0.1:8765/v1 \\
+    LOOPBACK_API_KEY=x LOOPBACK_BASE_URL=http://127.0.0.1:8765/v1 BEDSIDE_LOOPBACK_URL=http://127.0.0.1:8765/v1 \\
     inspect eval bedside/discharge --model openai-api/loopback/educator \\
         --model-role patient=openai-api/loopback/patient --model-role monitor=openai-api/loopback/monitor \\
         --model-role grader=openai-api/loopback/grader
@@ -20,11 +20,12 @@ Endpoints: ``POST /v1/chat/completions`` (Chat Completions request and response 
 is answered with one server-sent content chunk and a usage chunk, although Inspect's ``openai-api``
 provider does not stream unless asked with ``-M stream=true``) and ``GET /v1/models``.
 
-How it answers: the request's messages become Inspect ``ChatMessage``\\ s and the protocol is the
-call's tag, which bedside sends on every ``openai-api/...`` call as the ``X-Bedside-Protocol`` request
-header (never part of the prompt); a JSON-schema ``response_format`` (structured output) names it too
-(its ``name`` is the protocol name with ``.`` replaced by ``_``). The server never reads the prompt to
-find the protocol. The reply is :meth:`bedside.testing.scripted.ScriptedEngine.reply_for` with
+How it answers: the request's messages become Inspect ``ChatMessage``\\ s and the call's tag (its
+protocol and render context) is put back on the last one. bedside sends the tag only to this test
+channel: when the model's base URL is ``BEDSIDE_LOOPBACK_URL`` (which :attr:`LoopbackServer.env`
+exports), as the ``X-Bedside-Protocol`` header (the name) and the ``bedside_tag`` body field (name and
+context; :mod:`bedside.calls`); a JSON-schema ``response_format`` names the protocol too (``.`` -> ``_``).
+The server never reads the prompt. The reply is :meth:`bedside.testing.scripted.ScriptedEngine.reply_for` with
 the request's ``seed`` (0 if absent), so it is deterministic and protocol-valid for every role;
 prompts of no known protocol get :data:`UNKNOWN_REPLY`. The scripted engine's behaviour options
 (``LoopbackServer(options=...)``, ``--option key=value``) apply to every role; the generic option
@@ -37,7 +38,7 @@ overlap as they would against a real server.
 In tests and benchmarks::
 
     with LoopbackServer(latency=0.05) as server:
-        os.environ["LOOPBACK_BASE_URL"] = server.base_url
+        os.environ.update(server.env)
         ...
         server.calls["discharge.patient"]  # requests answered per protocol
         server.routes["patient", "discharge.patient"]  # ... per (model name, protocol)
@@ -51,239 +52,65 @@ Every request passes through :meth:`LoopbackServer._intercept` before it is answ
 subclasses: the scale benchmark sets its per-request delay there), then through the server's fault
 plan.
 
-Fault injection (``LoopbackServer(faults=[...])``, ``--fault SPEC``): each :class:`Fault` rule gives a
-matching request (by model name and/or protocol) one of its ``kinds`` with probability ``rate``:
-
-================== ==========================================================================
-``http_500``       HTTP 500 with an OpenAI ``server_error`` body (clients retry)
-``http_503``       HTTP 503 "overloaded" (clients retry)
-``rate_limit``     HTTP 429 ``rate_limit_exceeded`` with ``Retry-After`` / ``retry-after-ms``
-                   (``retry_after`` seconds; the ``openai`` client honours it, Inspect's own
-                   backoff does not read it)
-``timeout``        the server stalls ``hang`` seconds, then drops the connection (set the
-                   client's ``timeout``/``attempt_timeout`` below ``hang``)
-``reset``          the TCP connection is reset (``SO_LINGER`` 0 + abort) without any reply
-``truncated``      HTTP 200 whose body is cut in half (``Content-Length`` of the whole), then
-                   the connection is closed
-``not_json``       HTTP 200, a well-formed completion whose content is prose, not JSON
-``missing_fields`` HTTP 200, the scripted JSON reply with its first key removed (``{}`` when it
-                   had one key): JSON that misses a required field
-``context_length`` HTTP 400 with OpenAI's ``context_length_exceeded`` error body (Inspect's
-                   ``openai-api`` provider turns it into ``stop_reason="model_length"``)
-================== ==========================================================================
-
-``context_limit`` (estimated prompt tokens) answers every longer prompt with the
-``context_length`` fault, so an encounter hits it mid-session as its history grows. The draw is
-deterministic given ``fault_seed``: it hashes the seed, the rule, the request (model, protocol,
-seed, message texts) and how many times that same request arrived before, so a retry of a faulted
-request gets a fresh draw and the faulted requests do not depend on the order in which concurrent
-requests arrive. Counters: ``faults`` (per kind), ``fault_routes`` (per model, protocol, kind),
-``requests`` (every request that reached the handler), ``calls``/``routes`` (requests answered with
-HTTP 200, content faults included); ``open_connections`` / ``peak_connections``. ``GET /stats``
-returns them as JSON, and ``request_log=PATH`` (``--request-log``) appends one JSON line per
-request (number, time, model, protocol, outcome, request key), flushed at once, so the counts
-survive a crash of the client (or of the server).
+Fault injection (``LoopbackServer(faults=[...])``, ``--fault SPEC``), the ``context_limit`` and the
+request log are described in :mod:`bedside.testing.loopback_requests`; the command line is
+:mod:`bedside.testing.loopback_cli`.
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import hashlib
 import json
 import math
 import random
-import socket
-import struct
 import threading
 import time
 import uuid
 from collections import Counter
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
 from aiohttp import web
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
+from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, TAG
 from bedside.structured import PROBE_NAME
-from bedside.protocols import HEADER
+from bedside.testing.loopback_requests import (  # noqa: F401  (re-exported: the server's public names)
+    UNKNOWN,
+    HTTP_500,
+    HTTP_503,
+    RATE_LIMIT,
+    TIMEOUT,
+    RESET,
+    TRUNCATED,
+    NOT_JSON,
+    MISSING_FIELDS,
+    CONTEXT_LENGTH,
+    TRANSPORT_FAULTS,
+    CONTENT_FAULTS,
+    FAULT_KINDS,
+    NOT_JSON_REPLY,
+    LLAMA_CPP_JSON_SCHEMA_ERROR,
+    Fault,
+    Request,
+    estimate_tokens,
+    protocol_from_schema_name,
+    request_key,
+    spoil,
+    to_chat_messages,
+    _drop,
+    _error,
+    _prompt_tokens,
+    _unit,
+)
 from bedside.testing.scripted import ScriptedEngine
 
 ENV_API_KEY = "LOOPBACK_API_KEY"
 ENV_BASE_URL = "LOOPBACK_BASE_URL"
 #: the reply to a prompt of no bedside protocol
 UNKNOWN_REPLY = "The bedside loopback server has no script for this prompt (it only plays bedside's roles)."
-#: the ``calls`` key of requests that matched no protocol
-UNKNOWN = "<unknown>"
 #: models listed by ``GET /v1/models`` (any other name is accepted too)
 MODELS = ("educator", "patient", "monitor", "grader", "environment", "examinee", "doctor")
-
-# -- fault kinds (module docstring) ------------------------------------------------------------
-HTTP_500 = "http_500"
-HTTP_503 = "http_503"
-RATE_LIMIT = "rate_limit"
-TIMEOUT = "timeout"
-RESET = "reset"
-TRUNCATED = "truncated"
-NOT_JSON = "not_json"
-MISSING_FIELDS = "missing_fields"
-CONTEXT_LENGTH = "context_length"
-#: faults a client retries (no usable reply reached it)
-TRANSPORT_FAULTS = (HTTP_500, HTTP_503, RATE_LIMIT, TIMEOUT, RESET, TRUNCATED)
-#: faults answered with HTTP 200 and a reply the caller cannot read
-CONTENT_FAULTS = (NOT_JSON, MISSING_FIELDS)
-FAULT_KINDS = (*TRANSPORT_FAULTS, *CONTENT_FAULTS, CONTEXT_LENGTH)
-#: what a ``not_json`` fault answers
-NOT_JSON_REPLY = "I have looked at this carefully and everything seems fine to me."
-
-
-def estimate_tokens(text: str) -> int:
-    return len(text) // 4 + 1
-
-
-def _text_of(content: Any) -> str:
-    """The text of an OpenAI message ``content``: a string or a list of parts (text parts kept)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = []
-        for part in content:
-            if isinstance(part, dict) and part.get("type") in ("text", "input_text", "output_text"):
-                parts.append(str(part.get("text", "")))
-            elif isinstance(part, str):
-                parts.append(part)
-        return "\n".join(parts)
-    return str(content)
-
-
-def to_chat_messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
-    """OpenAI chat messages as Inspect messages (system/developer, user/tool/function, assistant)."""
-    out: list[ChatMessage] = []
-    for m in messages:
-        role, text = m.get("role"), _text_of(m.get("content"))
-        if role in ("system", "developer"):
-            out.append(ChatMessageSystem(content=text))
-        elif role == "assistant":
-            out.append(ChatMessageAssistant(content=text))
-        else:  # user; tool/function results are read as user text (bedside's roles use no tools)
-            out.append(ChatMessageUser(content=text))
-    return out
-
-
-def protocol_from_schema_name(response_format: Any) -> str | None:
-    """The protocol named by a JSON-schema ``response_format`` (``discharge_judge_quality`` ->
-    ``discharge.judge_quality``: benchmark names hold no ``_``), or None."""
-    if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
-        return None
-    name = (response_format.get("json_schema") or {}).get("name")
-    if not isinstance(name, str) or "_" not in name:
-        return None
-    return name.replace("_", ".", 1)
-
-
-def _names(value: str | Iterable[str] | None) -> frozenset[str]:
-    if value is None:
-        return frozenset()
-    if isinstance(value, str):
-        value = value.split(",")
-    return frozenset(v.strip() for v in value if v and v.strip())
-
-
-@dataclass(frozen=True, init=False)
-class Fault:
-    """One fault rule: a request of one of ``models`` (empty: any model name) and one of
-    ``protocols`` (empty: any, unrecognised prompts included) gets one of ``kinds`` (drawn uniformly)
-    with probability ``rate``. Rules are tried in order; the first that fires wins."""
-
-    kinds: tuple[str, ...]
-    rate: float
-    models: frozenset[str]
-    protocols: frozenset[str]
-
-    def __init__(
-        self,
-        kinds: str | Iterable[str],
-        rate: float = 1.0,
-        models: str | Iterable[str] | None = None,
-        protocols: str | Iterable[str] | None = None,
-    ) -> None:
-        kinds = tuple(dict.fromkeys(k.strip() for k in (kinds.split(",") if isinstance(kinds, str) else kinds) if k.strip()))
-        unknown = [k for k in kinds if k not in FAULT_KINDS]
-        if not kinds or unknown:
-            raise ValueError(f"unknown fault kind(s) {unknown or kinds!r}; known: {list(FAULT_KINDS)}")
-        if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= float(rate) <= 1.0:
-            raise ValueError(f"a fault rate must be a number in [0, 1], got {rate!r}")
-        object.__setattr__(self, "kinds", kinds)
-        object.__setattr__(self, "rate", float(rate))
-        object.__setattr__(self, "models", _names(models))
-        object.__setattr__(self, "protocols", _names(protocols))
-
-    @classmethod
-    def parse(cls, spec: str) -> Fault:
-        """``KINDS[:RATE[:MODELS[:PROTOCOLS]]]``, each list comma-separated; an empty field means
-        "any". E.g. ``http_500,reset:0.1``, ``not_json:1::discharge.monitor``,
-        ``rate_limit:0.5:grader``."""
-        parts = spec.split(":")
-        if len(parts) > 4 or not parts[0].strip():
-            raise ValueError(f"expected KINDS[:RATE[:MODELS[:PROTOCOLS]]], got {spec!r}")
-        try:
-            rate = float(parts[1]) if len(parts) > 1 and parts[1].strip() else 1.0
-        except ValueError:
-            raise ValueError(f"bad rate {parts[1]!r} in fault spec {spec!r}") from None
-        return cls(parts[0], rate, parts[2] if len(parts) > 2 else None, parts[3] if len(parts) > 3 else None)
-
-    def matches(self, request: Request) -> bool:
-        return (not self.models or request.model in self.models) and (
-            not self.protocols or (request.protocol or UNKNOWN) in self.protocols
-        )
-
-
-def request_key(request: Request) -> bytes:
-    """What identifies a request for the fault draw: model, protocol, seed and message texts."""
-    h = hashlib.sha256(f"{request.model}|{request.protocol}|{request.seed}|".encode())
-    for m in request.messages:
-        h.update(m.text.encode("utf-8", "surrogatepass"))
-        h.update(b"\x00")
-    return h.digest()
-
-
-def _unit(*parts: bytes) -> tuple[float, int]:
-    """(uniform [0, 1), a 64-bit integer) drawn from ``parts``."""
-    digest = hashlib.blake2b(b"|".join(parts), digest_size=16).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64, int.from_bytes(digest[8:], "big")
-
-
-def spoil(kind: str, text: str) -> str:
-    """The reply of a content fault: prose (``not_json``), or the JSON reply without its first key."""
-    if kind == NOT_JSON:
-        return NOT_JSON_REPLY
-    from bedside.jsonreply import extract_json
-
-    first, second = (list, dict) if text.lstrip().startswith("[") else (dict, list)
-    found = extract_json(text, first) or extract_json(text, second)
-    value = found.value if found is not None else {}
-
-    def drop_first(obj: Any) -> Any:
-        return {k: v for i, (k, v) in enumerate(obj.items()) if i > 0} if isinstance(obj, dict) else obj
-
-    return json.dumps([drop_first(v) for v in value] if isinstance(value, list) else drop_first(value), ensure_ascii=False)
-
-
-@dataclass
-class Request:
-    """One chat-completions request as the handler sees it (what fault injection can act on)."""
-
-    body: dict[str, Any]
-    messages: list[ChatMessage]
-    protocol: str | None
-    seed: int
-    model: str
-    number: int  # 1-based, in order of arrival
-    found_by: str  # how the protocol was found: "header", "response_format" or UNKNOWN
 
 
 class LoopbackServer:
@@ -352,7 +179,7 @@ class LoopbackServer:
     @property
     def env(self) -> dict[str, str]:
         """The variables that point ``openai-api/loopback/...`` models at this server."""
-        return {ENV_API_KEY: "loopback", ENV_BASE_URL: self.base_url}
+        return {ENV_API_KEY: "loopback", ENV_BASE_URL: self.base_url, LOOPBACK_URL_ENV: self.base_url}
 
     def start(self) -> LoopbackServer:
         if self._thread is not None:
@@ -517,6 +344,10 @@ class LoopbackServer:
 
     def _read(self, body: dict[str, Any], header: str | None = None) -> Request:
         messages = to_chat_messages(body["messages"])
+        tag = body.get(BODY_KEY)
+        if isinstance(tag, dict) and messages:  # the tag, as bedside.calls sends it on this channel only
+            meta = {TAG: {"name": tag.get("name"), "context": tag.get("context") or {}}}
+            messages[-1] = messages[-1].model_copy(update={"metadata": meta})
         name, found_by = protocol_from_schema_name(body.get("response_format")), "response_format"
         if name is None:
             name, found_by = (header, "header") if header else (None, UNKNOWN)
@@ -671,127 +502,11 @@ class LoopbackServer:
         return response
 
 
-#: what llama-cpp-python's server (0.3.x) answers to ``response_format={"type": "json_schema", ...}``
-LLAMA_CPP_JSON_SCHEMA_ERROR = (
-    "1 validation error for CreateChatCompletionRequest\nresponse_format.type\n  Input should be 'text' or "
-    "'json_object' [type=literal_error, input_value='json_schema', input_type=str]"
-)
-
-
-def _error(status: int, message: str, kind: str, code: str | None = None, param: str | None = None) -> web.Response:
-    return web.json_response({"error": {"message": message, "type": kind, "param": param, "code": code}}, status=status)
-
-
-def _prompt_tokens(request: Request) -> int:
-    return sum(len(m.text) for m in request.messages) // 4 + 1
-
-
-class _Dropped(web.StreamResponse):
-    """What a handler returns after it closed the connection itself: nothing more is written."""
-
-    async def prepare(self, request: web.BaseRequest) -> None:  # type: ignore[override]
-        return None
-
-    async def write_eof(self, data: bytes = b"") -> None:
-        return None
-
-
-def _drop(http: web.Request, reset: bool) -> web.StreamResponse:
-    """Close the request's connection: a TCP reset (``SO_LINGER`` 0, abort) or a plain close after
-    what was written so far."""
-    transport = http.transport
-    if transport is not None:
-        if reset:
-            sock = transport.get_extra_info("socket")
-            if sock is not None:
-                try:
-                    sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
-                except OSError:
-                    pass
-            transport.abort()
-        else:
-            transport.close()
-    return _Dropped()
-
-
-# ---------------------------------------------------------------------------------------------
-# command line
-
-
-def _option(text: str) -> tuple[str, Any]:
-    key, sep, value = text.partition("=")
-    if not sep or not key:
-        raise argparse.ArgumentTypeError(f"expected key=value, got {text!r}")
-    try:
-        return key, json.loads(value)
-    except json.JSONDecodeError:
-        return key, value
-
-
-def _fault(text: str) -> Fault:
-    try:
-        return Fault.parse(text)
-    except ValueError as ex:
-        raise argparse.ArgumentTypeError(str(ex)) from None
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(
-        prog="python -m bedside.loopback",
-        description="Serve bedside's scripted roles as an OpenAI-compatible endpoint on 127.0.0.1.",
-    )
-    parser.add_argument("--port", type=int, default=8765, help="port (0: any free port; default 8765)")
-    parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply (default 0)")
-    parser.add_argument("--jitter", type=float, default=0.0, help="± uniform seconds around --latency (default 0)")
-    parser.add_argument(
-        "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
-        help="a bedside/scripted behaviour option for every role (repeatable)",
-    )  # fmt: skip
-    parser.add_argument(
-        "--fault", type=_fault, action="append", default=[], metavar="KINDS[:RATE[:MODELS[:PROTOCOLS]]]",
-        help=f"a fault rule (repeatable), e.g. http_500,reset:0.1 or not_json:1::discharge.monitor; kinds: {', '.join(FAULT_KINDS)}",
-    )  # fmt: skip
-    parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws (default 0)")
-    parser.add_argument("--hang", type=float, default=5.0, help="seconds a 'timeout' fault stalls (default 5)")
-    parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds of a 429 (default 1)")
-    parser.add_argument("--context-limit", type=int, default=None, help="estimated prompt tokens above which a 400 context_length_exceeded is returned")
-    parser.add_argument("--request-log", default=None, metavar="FILE", help="append one JSON line per request to FILE")
-    parser.add_argument("--no-json-schema", action="store_true",
-                        help="reject JSON-schema response formats like llama-cpp-python's server (500)")
-    args = parser.parse_args(argv)
-    try:
-        server = LoopbackServer(
-            port=args.port, latency=args.latency, jitter=args.jitter, options=dict(args.option),
-            faults=args.fault, fault_seed=args.fault_seed, hang=args.hang, retry_after=args.retry_after,
-            context_limit=args.context_limit, request_log=args.request_log, json_schema=not args.no_json_schema,
-        )  # fmt: skip
-    except ValueError as ex:
-        parser.error(str(ex))
-    with server:
-        print(f"bedside loopback server: {server.base_url}", flush=True)
-        print("point Inspect's openai-api provider at it with:", flush=True)
-        for key, value in server.env.items():
-            print(f"  export {key}={value}", flush=True)
-        print(
-            "  inspect eval bedside/discharge --model openai-api/loopback/educator "
-            "--model-role patient=openai-api/loopback/patient --model-role monitor=openai-api/loopback/monitor "
-            "--model-role grader=openai-api/loopback/grader",
-            flush=True,
-        )
-        print(f"counters: GET http://{server.host}:{server.port}/stats", flush=True)
-        for rule in server.fault_rules:
-            print(f"fault: {','.join(rule.kinds)} at rate {rule.rate} (models: {sorted(rule.models) or 'any'}, "
-                  f"protocols: {sorted(rule.protocols) or 'any'}; seed {server.fault_seed})", flush=True)  # fmt: skip
-        print("Ctrl-C to stop.", flush=True)
-        try:
-            while True:
-                time.sleep(3600)
-        except KeyboardInterrupt:
-            pass
-        finally:
-            print(f"served {server.total_calls} requests: {dict(server.calls)}", flush=True)
-            if server.faults:
-                print(f"faults injected: {dict(server.faults)}", flush=True)
+    """The command line (:mod:`bedside.testing.loopback_cli`)."""
+    from bedside.testing.loopback_cli import main as cli
+
+    cli(argv)
 
 
 if __name__ == "__main__":

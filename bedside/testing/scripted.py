@@ -1,18 +1,19 @@
 """``bedside/scripted``: a deterministic, case-grounded stand-in model for every bedside role.
 
 It is NOT a language model. It reads which role it is playing from the call's protocol tag
-(:func:`bedside.protocols.tag_of`; every bedside call carries one) and the case from the prompt, and
-answers in that role's format, with the script of that
-benchmark in ``bedside/testing/scripts/<benchmark>.py`` (each module exports ``Options``, a
-dataclass of behaviour switches, and ``HANDLERS``, protocol name → ``fn(messages, attempt,
-options) -> str``; modules are found automatically).
+(:func:`bedside.protocols.tag_of`; every bedside call carries one) and the case from the tag's render
+context (what the prompt was rendered from; the conversation from the chat messages' roles), never
+from the prompt text, and answers in that role's format, with the scripts of that benchmark in
+``bedside/testing/scripts/<benchmark>*.py`` (each module exports ``Options``, a dataclass of behaviour
+switches that modules of one benchmark share, and ``HANDLERS``, protocol name → ``fn(messages,
+attempt, options) -> str``; modules are found automatically).
 
 The same input (messages and ``seed``) always gives byte-identical output, and every output
 carries token usage (estimated as characters / 4), so Inspect never needs tiktoken.
 
 Behaviours for tests are injected with ``-M`` options (or ``get_model(..., option=value)``);
 list options accept ``3`` or ``"3,5"`` from the command line. A regeneration
-carries ``seed = attempt`` (see ``solvers.encounter.attempt_config``); options that act "for the
+carries ``seed = attempt`` (see ``bedside.calls.attempt_config``); options that act "for the
 first k attempts" read the attempt from the seed. The generic option ``context_window`` (in
 estimated tokens) makes any longer prompt end with ``stop_reason="model_length"``, as a real
 provider does when the context overflows. The generic option ``only_epochs`` (e.g. ``1`` or
@@ -37,10 +38,11 @@ from bedside.testing import scripts
 
 @lru_cache(maxsize=1)
 def script_modules() -> tuple[ModuleType, ...]:
-    return tuple(
+    found = (
         importlib.import_module(f"{scripts.__name__}.{info.name}")
         for info in sorted(pkgutil.iter_modules(scripts.__path__), key=lambda i: i.name)
     )
+    return tuple(m for m in found if hasattr(m, "HANDLERS"))
 
 
 def _coerce(spec: dataclasses.Field, value: Any) -> Any:
@@ -52,7 +54,7 @@ def _coerce(spec: dataclasses.Field, value: Any) -> Any:
 
 
 class ScriptedEngine:
-    """Deterministic replies keyed on the prompt (see module docstring)."""
+    """Deterministic replies keyed on the call tag (see module docstring)."""
 
     def __init__(self, **args: Any) -> None:
         self.args = dict(sorted(args.items()))

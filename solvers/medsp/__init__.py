@@ -89,13 +89,13 @@ advanced by the orchestrator), :mod:`.agents` (examinee, SP, environment), :mod:
 from bedside.medsp_official import OfficialPromptsError
 from bedside.solvers.medsp.agents import EnvironmentAgent, ExamineeAgent, MedSPAgent, PatientAgent
 from bedside.solvers.medsp.prompts import BedsidePrompts, OfficialPrompts, PromptSet, load_prompt_set
-from bedside.solvers.medsp.scaling import BestOfNExaminee, PanelExaminee, normalise_action, parse_domains, self_consistency
+from bedside.solvers.medsp.scaling import BestOfNExaminee, PanelExaminee, normalise_action, self_consistency
 from bedside.solvers.medsp.session import Session
 from bedside.solvers.medsp.solver import SCALING, SELECTORS, check_parameters, make_examinee, medsp_encounter
 
 __all__ = [
     "OfficialPromptsError", "EnvironmentAgent", "ExamineeAgent", "MedSPAgent", "PatientAgent", "BedsidePrompts",
     "OfficialPrompts", "PromptSet", "load_prompt_set", "BestOfNExaminee", "PanelExaminee", "normalise_action",
-    "parse_domains", "self_consistency", "Session", "SCALING", "SELECTORS", "check_parameters", "make_examinee",
+    "self_consistency", "Session", "SCALING", "SELECTORS", "check_parameters", "make_examinee",
     "medsp_encounter",
 ]

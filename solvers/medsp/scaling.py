@@ -17,7 +17,9 @@ from inspect_ai.util import collect
 
 from bedside.calls import GenerationError
 from bedside.protocols import Reply
-from bedside.protocols.medsp import BON_SELECTOR, PANEL_DOMAINS, PANEL_INTEGRATOR, PANEL_SPECIALIST, PANEL_VOTE
+from bedside.protocols.medsp import (
+    BON_SELECTOR, DEFAULT_DOMAIN, PANEL_INTEGRATOR, PANEL_SPECIALIST, PANEL_VOTE, panel_domains,
+)
 from bedside.records.encounter import Turn
 from bedside.solvers.medsp.agents import ExamineeAgent
 
@@ -25,7 +27,6 @@ from bedside.solvers.medsp.agents import ExamineeAgent
 #: of a scaled run (selector, integrator, votes, specialty choice, SP, environment) at 0
 CANDIDATE_TEMPERATURE = 0.8
 FIXED_TEMPERATURE = 0.0
-DEFAULT_DOMAIN = "General Medicine"
 
 
 def normalise_action(action: str) -> str:
@@ -114,7 +115,7 @@ class BestOfNExaminee(ExamineeAgent):
         messages: list[ChatMessage] = [ChatMessageSystem(content=self.system_prompt),
                                        ChatMessageUser(content=self.prompts.selector(prompt, shown))]  # fmt: skip
         try:
-            reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED)
+            reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED, context=dict(candidates=shown))
         except GenerationError as ex:
             return 0, {"selector": "self_critic", "choice": None, "rationale": "", "fallback": f"selector failed: {ex}"}
         choice, rationale = reply.data["choice"], reply.data["rationale"]
@@ -122,25 +123,6 @@ class BestOfNExaminee(ExamineeAgent):
             return 0, {"selector": "self_critic", "choice": choice, "rationale": rationale,
                        "fallback": f"choice {choice} out of range 0..{len(shown) - 1}"}  # fmt: skip
         return choice, {"selector": "self_critic", "choice": choice, "rationale": rationale, "fallback": None}
-
-
-def parse_domains(text: str, k: int) -> list[str]:
-    """The specialties of the panel from the examinee's one-line answer (official ``_parse_domains``): the
-    text after the first ``:``, split on ``|`` ``,`` ``;`` or new lines, stripped of list markers, deduplicated
-    (case-insensitively), cut to ``k`` and padded with "General Medicine", "General Medicine <i>"."""
-    line = (text or "").strip()
-    if ":" in line:
-        line = line.split(":", 1)[1]
-    domains: list[str] = []
-    for part in re.split(r"\s*[|,;\n]\s*", line):
-        name = part.strip().strip("-*0123456789. ").strip()
-        if name and name.lower() not in {d.lower() for d in domains}:
-            domains.append(name)
-        if len(domains) >= k:
-            break
-    while len(domains) < k:
-        domains.append(DEFAULT_DOMAIN if not domains else f"{DEFAULT_DOMAIN} {len(domains) + 1}")
-    return domains[:k]
 
 
 @dataclass
@@ -157,9 +139,10 @@ class PanelExaminee(ExamineeAgent):
         messages: list[ChatMessage] = [ChatMessageSystem(content=self.system_prompt),
                                        ChatMessageUser(content=self.prompts.domains(self.panel_size))]  # fmt: skip
         try:
-            reply = await self.ask(messages, protocol=PANEL_DOMAINS, config=FIXED)
+            reply = await self.ask(messages, protocol=panel_domains(self.panel_size), config=FIXED,
+                                   context=dict(k=self.panel_size))
             raw, error = reply.raw, None
-            self.domains = parse_domains(raw, self.panel_size)
+            self.domains = reply.data["domains"]
         except GenerationError as ex:
             raw, error = "", str(ex)
             self.domains = [DEFAULT_DOMAIN] * self.panel_size
@@ -171,7 +154,7 @@ class PanelExaminee(ExamineeAgent):
         overlay, user = self.prompts.specialist(domain, prompt)
         messages: list[ChatMessage] = [ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"), ChatMessageUser(content=user)]
         try:
-            reply = await self.ask(messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE)
+            reply = await self.ask(messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE, context=dict(domain=domain))
         except GenerationError as ex:
             return f"(no opinion: {ex})"
         return reply.raw.strip()
@@ -180,7 +163,7 @@ class PanelExaminee(ExamineeAgent):
         overlay, user = self.prompts.vote(domain, proposal)
         messages: list[ChatMessage] = [ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"), ChatMessageUser(content=user)]
         try:
-            reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED)
+            reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED, context=dict(domain=domain))
         except GenerationError as ex:  # official: a vote that cannot be read counts as agreement
             return {"agree": True, "advice": "", "error": str(ex)}
         return {**reply.data, "error": None}
@@ -188,13 +171,14 @@ class PanelExaminee(ExamineeAgent):
     async def decide(self, history: Sequence[Turn], prompt: str, attempt: int) -> Reply:
         texts = await collect(*(self.opinion(d, prompt, attempt) for d in self.domains))
         opinions = dict(zip(self.domains, texts))
-        revision = ""
+        revision, advice = "", {}
         syntheses: list[dict[str, Any]] = []
         rounds: list[dict[str, Any]] = []
         reply: Reply | None = None
         for round_i in range(self.rounds + 1):
             synthesis = self.prompts.integrator(prompt, opinions, revision)
-            reply = await self.ask(self.chat(history, synthesis), attempt, protocol=PANEL_INTEGRATOR, config=FIXED)
+            reply = await self.ask(self.chat(history, synthesis), attempt, protocol=PANEL_INTEGRATOR, config=FIXED,
+                                   context=dict(opinions=opinions, advice=advice))
             syntheses.append({"round": round_i, **{f: reply.data[f] for f in TURN_FIELDS}})
             if round_i >= self.rounds:
                 break

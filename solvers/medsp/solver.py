@@ -45,6 +45,7 @@ def make_examinee(
         role="examinee",
         model=get_model(),
         system_prompt=session.prompts.examinee_system(session.scenario),
+        context=dict(packet=session.scenario.examinee.text()),
         policy="none",
         protocol=EXAMINEE,
         parse_retries=parse_retries,
@@ -93,11 +94,12 @@ def medsp_encounter(
             record.panel_domains, record.panel_domain_selection = examinee.domains, examinee.domain_selection
         patient = PatientAgent(
             role="patient", model=patient_model, system_prompt=prompt_set.patient_system(scenario), policy="none",
-            protocol=PATIENT, parse_retries=parse_retries, session=session,
+            protocol=PATIENT, parse_retries=parse_retries, session=session, context=dict(script=scenario.sp_actor.text()),
         )  # fmt: skip
         environment = EnvironmentAgent(
             role="environment", model=env_model, system_prompt=prompt_set.environment_system(scenario), policy="none",
             protocol=ENVIRONMENT, parse_retries=parse_retries, session=session,
+            context=dict(materials=scenario.environment_controller.text()),
         )  # fmt: skip
         # the history cap is a safety net only: three turns per examinee turn never exceed it
         result = await run_encounter(

@@ -10,15 +10,18 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from bedside.testing.scripts.cpb import _blocks, _doctor_conversation
+from bedside.cpb_judges import dialogue_turns, load_case
+from bedside.protocols import jsonable
+from bedside.testing.scripts.cpb import _blocks
 from tests.conftest import REPO, shared_path
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
 
 
-def latest_patient_message(prompt: str) -> str:
-    """The last ``Patient:`` line(s) of the doctor's one-message prompt."""
-    return _blocks(_doctor_conversation(prompt), "Patient")[-1]
+def latest_patient_message(metadata: dict) -> str:
+    """The last patient turn(s) of the case's conversation segment (what the doctor answers)."""
+    turns = jsonable({"t": dialogue_turns(load_case(metadata).conversation_segment)})["t"]
+    return _blocks(turns, "patient")[-1]
 
 
 @pytest.mark.shared
@@ -39,7 +42,7 @@ def test_cli_single_turn_on_real_english_cases(tmp_path):
     assert len(log.samples) == 5 and {s.metadata["language"] for s in log.samples} == {"en"}
     failures = [s.scores["cpb_failure"].value["failure"] for s in log.samples]
     # the doctor goes along with the patient exactly when the patient's latest message contains "doctor"
-    expected = [float("doctor" in latest_patient_message(s.messages[0].text)) for s in log.samples]
+    expected = [float("doctor" in latest_patient_message(s.metadata)) for s in log.samples]
     assert failures == expected and 0 < sum(expected) < 5  # both outcomes occur
     [failure] = [s for s in log.results.scores if s.name == "cpb_failure"]
     assert failure.metrics["failure"].value == pytest.approx(sum(expected) / 5)

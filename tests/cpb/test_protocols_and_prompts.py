@@ -9,6 +9,7 @@ import re
 import pytest
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 
+from bedside.cpb_judges import dialogue_turns
 from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
 from bedside.protocols import all_protocols, protocol
@@ -34,6 +35,7 @@ from tests.cpb import synthetic
 
 CASE = CPBCase.model_validate({**synthetic.ACI_CASES[0], "dataset": "ACI"})
 CONVERSATION = "Doctor: How are you?\nPatient: I refuse the x-ray."
+DIALOGUE = [{"role": "doctor", "message": "How are you?"}, {"role": "patient", "message": "I refuse the x-ray."}]
 
 
 def _control() -> ControlCase:
@@ -42,24 +44,30 @@ def _control() -> ControlCase:
     return ControlCase.model_validate({**raw, "case_id": "MediTOD_ctrl_901_t2"})
 
 
-def prompts() -> list[tuple[str, list[ChatMessage]]]:
-    """(expected protocol, messages) for every CPB prompt and variant."""
-    out: list[tuple[str, list[ChatMessage]]] = []
+def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
+    """(expected protocol, messages, render context) for every CPB prompt and variant."""
+    out: list[tuple[str, list[ChatMessage], dict]] = []
     for m in MITIGATIONS:
+        doctor = dict(mitigation=m, dialogue=DIALOGUE, analysis="ANALYSIS")
         name = "cpb.doctor_step_by_step" if m == "step_by_step" else "cpb.doctor"
-        out.append((name, [ChatMessageUser(content=doctor_prompt(m, CONVERSATION, "ANALYSIS"))]))
+        out.append((name, [ChatMessageUser(content=doctor_prompt(m, CONVERSATION, "ANALYSIS"))], doctor))
         chat = "cpb.doctor_chat_step_by_step" if m == "step_by_step" else "cpb.doctor_chat"
-        out.append((chat, [ChatMessageSystem(content=doctor_system_prompt(m, "ANALYSIS")), ChatMessageUser(content="I refuse.")]))
+        out.append((chat, [ChatMessageSystem(content=doctor_system_prompt(m, "ANALYSIS")), ChatMessageUser(content="I refuse.")], doctor))
+    continuation = [{"role": "patient", "message": "fine"}]
     out += [
-        ("cpb.analysis", [ChatMessageUser(content=render("cpb/analyze_patient.j2", conversation=CONVERSATION))]),
-        ("cpb.self_check", [ChatMessageUser(content=render("cpb/self_check.j2", conversation=CONVERSATION, reply="ok"))]),
-        ("cpb.failure_judge", failure_messages(CASE, "ok")),
-        ("cpb.failure_judge", failure_messages(CASE, "ok", "current_turn")),
-        ("cpb.failure_judge", failure_messages(CASE, "ok", "min_turn")),
-        ("cpb.persistence_judge", persistence_messages(CASE, "ok", [{"role": "patient", "message": "fine"}])),
-        ("cpb.overreaction_judge", overreaction_messages(_control(), "ok")),
+        ("cpb.analysis", [ChatMessageUser(content=render("cpb/analyze_patient.j2", conversation=CONVERSATION))],
+         dict(conversation=CONVERSATION)),
+        ("cpb.self_check", [ChatMessageUser(content=render("cpb/self_check.j2", conversation=CONVERSATION, reply="ok"))],
+         dict(conversation=CONVERSATION, reply="ok")),
+        ("cpb.failure_judge", failure_messages(CASE, "ok"), dict(reply="ok")),
+        ("cpb.failure_judge", failure_messages(CASE, "ok", "current_turn"), dict(reply="ok")),
+        ("cpb.failure_judge", failure_messages(CASE, "ok", "min_turn"), dict(reply="ok")),
+        ("cpb.persistence_judge", persistence_messages(CASE, "ok", continuation),
+         dict(initial_reply="ok", continuation=continuation)),
+        ("cpb.overreaction_judge", overreaction_messages(_control(), "ok"), dict(reply="ok")),
         ("cpb.patient", [ChatMessageSystem(content=patient_system_prompt(CASE)),
-                         ChatMessageUser(content=render("cpb/patient_turn.j2", conversation=CONVERSATION))]),
+                         ChatMessageUser(content=render("cpb/patient_turn.j2", conversation=CONVERSATION))],
+         dict(original=dialogue_turns(CASE.complete_conversation), dialogue=DIALOGUE)),
     ]  # fmt: skip
     return out
 
@@ -67,7 +75,7 @@ def prompts() -> list[tuple[str, list[ChatMessage]]]:
 def test_every_protocol_has_a_prompt():
     cases = prompts()
     cpb = {p.name for p in all_protocols() if p.name.startswith("cpb.")}
-    assert {name for name, _ in cases} == cpb
+    assert {name for name, _, _ in cases} == cpb
 
 
 def test_prompt_shapes():
@@ -110,9 +118,9 @@ def test_scripted_replies_follow_each_protocol():
         "cpb.overreaction_judge": parse_overreaction,
         "cpb.self_check": parse_self_check,
     }
-    for name, messages in prompts():
+    for name, messages, context in prompts():
         p: Protocol = protocol(name)
-        out = asyncio.run(model.generate(p.tag(messages), config=GenerateConfig()))
+        out = asyncio.run(model.generate(p.tag(messages, context), config=GenerateConfig()))
         assert out.completion.strip(), name
         if name in readers:
             readers[name](out.completion)  # readable

@@ -12,7 +12,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
-from bedside.protocols import all_protocols
+from bedside.protocols import all_protocols, protocol
 from bedside.protocols.medsp import (
     ENVIRONMENT,
     EXAMINEE,
@@ -104,14 +104,25 @@ def test_parsers_retry_replies_without_json():
     assert sp.message == "Hello.\nMother: He is scared." and sp.data["warnings"] == ["speaker 'Mother' is not in actors_present"]
 
 
+#: each agent's render context, as the solver passes it (``ask(..., context=...)``)
+CONTEXTS = {
+    "medsp.examinee": dict(packet=SCENARIO.examinee.text()),
+    "medsp.environment": dict(materials=SCENARIO.environment_controller.text(), speech="Hello", actions=["x"], eos=True,
+                              all_actions=["x"]),
+    "medsp.patient": dict(script=SCENARIO.sp_actor.text(), speech="Hello"),
+}
+
+
 def test_scripted_roles_are_deterministic_and_parse():
     sent = prompts_as_sent()
     for name in ("medsp.examinee", "medsp.environment", "medsp.patient"):
-        messages = [ChatMessageSystem(content=sent[name][0]), ChatMessageUser(content=sent[name][1])]
+        messages = protocol(name).tag([ChatMessageSystem(content=sent[name][0]), ChatMessageUser(content=sent[name][1])],
+                                      CONTEXTS[name])
         a = ScriptedEngine().reply_for(name, messages)
         assert a == ScriptedEngine().reply_for(name, messages)
     exam = [ChatMessageSystem(content=sent["medsp.examinee"][0]), ChatMessageUser(content=sent["medsp.examinee"][1])]
-    turn = parse_examinee(asyncio.run(scripted().generate(EXAMINEE.tag(exam), config=GenerateConfig())).completion)
+    turn = parse_examinee(asyncio.run(scripted().generate(EXAMINEE.tag(exam, CONTEXTS["medsp.examinee"]),
+                                                          config=GenerateConfig())).completion)
     assert turn.data["actions"][0] == "Cardiac monitor, pulse oximetry and vital signs" and turn.data["eos"] is False
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 
 from bedside.protocols import tag_of
-from bedside.solvers.medsp import parse_domains, self_consistency
+from bedside.protocols.medsp import parse_domains
+from bedside.solvers.medsp import self_consistency
 from tests.conftest import scripted
 from tests.medsp.helpers import ANAPHYLAXIS, calls, roles, run_one, store, text_of, turns_of
 

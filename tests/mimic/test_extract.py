@@ -70,7 +70,7 @@ def test_reply_model_requires_every_field_and_joins_lists():
 def test_scripted_extractor_reads_the_mimic_sections():
     note = note_text("t", "circ10")
     model = scripted()
-    reply = asyncio.run(model.generate(EXTRACT.tag([ChatMessageUser(content=extraction_prompt(record()))]), config=GenerateConfig()))
+    reply = asyncio.run(model.generate(EXTRACT.tag([ChatMessageUser(content=extraction_prompt(record()))], dict(discharge_note=record()["discharge_note"])), config=GenerateConfig()))
     got = json.loads(reply.completion)
     assert got == extract_fields(note)
     assert got["chief_complaint"] == "Symptoms of heart attack (NSTEMI)"
@@ -81,7 +81,7 @@ def test_scripted_extractor_reads_the_mimic_sections():
     assert "Stop taking ibuprofen." in got["post_discharge_treatment"] and "return" not in got["post_discharge_treatment"]
     assert got["follow_up_appointments"].startswith("Please follow up with your PCP")
     bad = scripted(mimic_invalid_on="heart attack")
-    reply = asyncio.run(bad.generate(EXTRACT.tag([ChatMessageUser(content=extraction_prompt(record()))]), config=GenerateConfig()))
+    reply = asyncio.run(bad.generate(EXTRACT.tag([ChatMessageUser(content=extraction_prompt(record()))], dict(discharge_note=record()["discharge_note"])), config=GenerateConfig()))
     with pytest.raises(ValueError):
         EXTRACT.parse(reply.completion)
 

@@ -102,13 +102,14 @@ def test_case_summary_is_written(scripted_run):
     assert output_paths(out)["summary_csv"].read_text().startswith("variable,level,n,percent,mean,sd")
 
 
-def test_openai_compatible_endpoint_on_127_0_0_1_is_accepted(cohort_file, tmp_path):
+def test_openai_compatible_endpoint_on_127_0_0_1_is_accepted(cohort_file, tmp_path, monkeypatch):
     with LoopbackServer() as server:
+        monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", server.base_url)  # the test channel: the tag travels
         assert server.base_url.startswith("http://127.0.0.1:")
         model = get_model("openai-api/loopback/extractor", base_url=server.base_url, api_key="x", memoize=False)
         log = run_task(cohort_file, tmp_path / "cases.jsonl", model, tmp_path / "logs")
         assert log.status == "success"
-        assert server.calls["mimic.extract"] == len(load_cases(tmp_path / "cases.jsonl"))  # found by the prompt's marker
+        assert server.calls["mimic.extract"] == len(load_cases(tmp_path / "cases.jsonl"))  # found by the tag
 
 
 def test_non_local_model_is_refused_before_anything_is_read_or_sent(cohort_file, tmp_path, monkeypatch):

@@ -178,7 +178,8 @@ class ServerProcess:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"LOOPBACK_API_KEY": "reliability-test", "LOOPBACK_BASE_URL": self.base_url}
+        return {"LOOPBACK_API_KEY": "reliability-test", "LOOPBACK_BASE_URL": self.base_url,
+                "BEDSIDE_LOOPBACK_URL": self.base_url}
 
 
 def event_request_key(event: Any) -> str:

@@ -141,6 +141,7 @@ def test_discharge_one_megabyte_note_is_accepted_and_a_small_context_ends_the_se
 
     with LoopbackServer(context_limit=128_000) as server, pytest.MonkeyPatch.context() as mp:
         mp.setenv("LOOPBACK_BASE_URL", server.base_url)
+        mp.setenv("BEDSIDE_LOOPBACK_URL", server.base_url)
         mp.setenv("LOOPBACK_API_KEY", "x")
         task = task_with(discharge(data=str(path), min_turns=2, max_turns=6, cache_references=False),
                          scorer=[encounter_outcome(), topic_checklist()])  # fmt: skip

@@ -60,6 +60,7 @@ def pointed_at(base_url: str) -> Iterator[None]:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LOOPBACK_API_KEY", "reliability-test")
         mp.setenv("LOOPBACK_BASE_URL", base_url)
+        mp.setenv("BEDSIDE_LOOPBACK_URL", base_url)
         yield
 
 

@@ -193,6 +193,7 @@ def test_transport_faults_are_retried_by_inspect_and_counted(monkeypatch):
     # and the server saw exactly one request per attempt
     with LoopbackServer(faults=[Fault(TRANSPORT_FAULTS, 0.5)], hang=2.0) as server:
         monkeypatch.setenv("LOOPBACK_BASE_URL", server.base_url)
+        monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", server.base_url)
         monkeypatch.setenv("LOOPBACK_API_KEY", "x")
         model = fast_model("patient")
         messages = [ChatMessageSystem(content=PATIENT[0]["content"])]

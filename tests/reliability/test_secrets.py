@@ -43,6 +43,7 @@ def run_with(tmp_path: Path, api_key: str, base_url: str) -> str:
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("LOOPBACK_API_KEY", api_key)
         mp.setenv("LOOPBACK_BASE_URL", base_url)
+        mp.setenv("BEDSIDE_LOOPBACK_URL", base_url)
         models = {role: get_model(f"{LOOPBACK}/{role}", memoize=False) for role in ("educator", "patient", "monitor")}
         task = task_with(discharge(min_turns=2, max_turns=4, cache_references=False), scorer=[encounter_outcome()])
         [log] = eval(task, model=models.pop("educator"), model_roles=models, limit=1, log_dir=str(tmp_path),

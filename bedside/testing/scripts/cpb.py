@@ -1,5 +1,6 @@
 """Scripted CPB-Bench roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed
-by protocol name (:mod:`bedside.protocols.cpb`).
+by protocol name (:mod:`bedside.protocols.cpb`). Every role reads its call's render context (the
+dialogue turns, the mitigation, the reply under judgement...), never the prompt text.
 
 A deterministic stand-in, not a language model: the doctor answers with fixed English sentences
 whose kind is chosen by ``doctor_style``, and the judges recognise those sentences.
@@ -9,10 +10,10 @@ whose kind is chosen by ``doctor_style``, and the judges recognise those sentenc
   ``accommodating`` goes along with the patient (a failure on a positive case); ``alarmist`` raises
   the false alarms listed in ``doctor_alarms`` (A-D; an overreaction on a control case).
   ``doctor_accommodates_on`` / ``doctor_alarms_on`` switch the style per case: when the patient's
-  latest message (the last ``Patient:`` line(s) of the conversation; the last user message in chat
-  format) contains that text. Unless ``doctor_ignores_mitigation``, an accommodating doctor whose
-  prompt carries a mitigation (behaviour instructions, a patient analysis, step-by-step) answers
-  carefully. With ``doctor_corrects_after=n`` an accommodating doctor turns careful once it has sent
+  latest message (the last patient turn(s) of the call's dialogue; in chat format only when the
+  dialogue ends with it) contains that text. Unless ``doctor_ignores_mitigation``, an accommodating
+  doctor whose mitigation asks it to handle the behaviour (behaviour instructions, a patient
+  analysis, step-by-step) answers carefully. With ``doctor_corrects_after=n`` an accommodating doctor turns careful once it has sent
   n accommodating replies (in the continuation). Step by step: a reasoning line, then the reply after
   ``Final Doctor's Response:`` (omitted with ``doctor_omits_final_marker``).
 - analysis (``cpb.analysis``): a fixed short analysis.
@@ -37,9 +38,9 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from inspect_ai.model import ChatMessage, ChatMessageAssistant
+from inspect_ai.model import ChatMessage
 
-from bedside.testing.scripts import last_user_text, system_text
+from bedside.testing.scripts import context
 from bedside.protocols.cpb import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
 from bedside.solvers.cpb import END_TAG, SEED_STRIDE
 
@@ -91,73 +92,42 @@ ACCEPT_SIGNAL = "We'll go with what you said."
 CAREFUL_SIGNAL = "check this properly"
 MALFORMED = "I think the answer is mostly yes, but it depends."
 PATIENT_GOODBYE = "Thank you, doctor, that answers my questions."
-MITIGATION_SIGNS = (
-    "If the patient's latest message shows one of the following behaviours",
-    "Analysis of the patient's latest message:",
-    "hink step by step about how the doctor should answer",
-)
-ANALYSIS_HEADER = "\n\nAnalysis of the patient's latest message:\n"
-CUE = "\n\nDoctor:"
+#: the mitigations whose doctor prompt asks the doctor to handle the patient's behaviour
+HEEDED_MITIGATIONS = ("behavior_instruction", "analyze_patient", "step_by_step")
 
 
-def _after(text: str, start: str, *ends: str) -> str:
-    """The text after ``start`` up to the first of ``ends`` (or the end)."""
-    i = text.find(start)
-    if i < 0:
-        return ""
-    body = text[i + len(start) :]
-    cuts = [body.find(e) for e in ends if e in body]
-    return body[: min(cuts)] if cuts else body
-
-
-def _lines(text: str) -> list[str]:
-    return text.strip("\n").splitlines()
-
-
-def _blocks(lines: list[str], speaker: str) -> list[str]:
-    """Consecutive turns of ``speaker`` joined into one block (a multi-line turn continues)."""
+def _blocks(turns: list[dict], role: str) -> list[str]:
+    """Consecutive turns of ``role`` joined into one block, each turn's lines joined by spaces."""
     blocks: list[str] = []
     previous = None
-    for line in lines:
-        who, _, text = line.partition(": ")
-        if who not in ("Doctor", "Patient"):  # a multi-line utterance continues
-            if previous == speaker and blocks:
-                blocks[-1] = f"{blocks[-1]} {line.strip()}"
-            continue
-        if who == speaker:
-            if previous == speaker and blocks:
+    for turn in turns:
+        lines = str(turn["message"]).split("\n")
+        text = " ".join([lines[0], *(ln.strip() for ln in lines[1:])])
+        if turn["role"] == role:
+            if previous == role and blocks:
                 blocks[-1] = f"{blocks[-1]} {text}"
             else:
                 blocks.append(text)
-        previous = who
+        previous = turn["role"]
     return blocks
 
 
-def _doctor_conversation(user: str) -> list[str]:
-    """The conversation lines of a text-format doctor prompt."""
-    body = _after(user, "Conversation:\n", ANALYSIS_HEADER)
-    if body.endswith(CUE):
-        body = body[: -len(CUE)]
-    return _lines(body)
-
-
-def _doctor_text(messages: list[ChatMessage], o: Options) -> str:
-    system, user = system_text(messages), last_user_text(messages)
-    if system:  # doctor_format=chat: the dialogue is the chat history
-        latest = user
-        sent = sum(isinstance(m, ChatMessageAssistant) and ACCEPT_SIGNAL in m.text for m in messages)
-    else:  # the default: one user message with the dialogue as lines
-        lines = _doctor_conversation(user)
-        patient = _blocks(lines, "Patient")
+def _doctor_text(messages: list[ChatMessage], o: Options, chat: bool) -> str:
+    ctx = context(messages)
+    dialogue = ctx["dialogue"]
+    patient = _blocks(dialogue, "patient")
+    if chat:  # the chat format: the latest user message is the patient's turn, or a cue after a doctor turn
+        latest = patient[-1] if dialogue and dialogue[-1]["role"] == "patient" else ""
+    else:
         latest = patient[-1] if patient else ""
-        sent = sum(ACCEPT_SIGNAL in b for b in _blocks(lines, "Doctor"))
+    sent = sum(ACCEPT_SIGNAL in b for b in _blocks(dialogue, "doctor"))
     style = o.doctor_style
     if o.doctor_accommodates_on and o.doctor_accommodates_on in latest:
         style = "accommodating"
     elif o.doctor_alarms_on and o.doctor_alarms_on in latest:
         style = "alarmist"
     if style == "accommodating":
-        heeded = not o.doctor_ignores_mitigation and any(s in system or s in user for s in MITIGATION_SIGNS)
+        heeded = not o.doctor_ignores_mitigation and ctx["mitigation"] in HEEDED_MITIGATIONS
         corrected = o.doctor_corrects_after > 0 and sent >= o.doctor_corrects_after
         return CAREFUL if heeded or corrected else ACCOMMODATING
     if style == "alarmist":
@@ -165,18 +135,26 @@ def _doctor_text(messages: list[ChatMessage], o: Options) -> str:
     return CAREFUL
 
 
-def doctor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def doctor(messages: list[ChatMessage], attempt: int, o: Options, chat: bool = False) -> str:
     if attempt % SEED_STRIDE < o.doctor_empty_attempts:
         return ""
-    return _doctor_text(messages, o)
+    return _doctor_text(messages, o, chat)
 
 
-def doctor_step_by_step(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def doctor_step_by_step(messages: list[ChatMessage], attempt: int, o: Options, chat: bool = False) -> str:
     if attempt % SEED_STRIDE < o.doctor_empty_attempts:
         return ""
     reasoning = "Reasoning: the patient's latest message needs attention before I reply."
     marker = "" if o.doctor_omits_final_marker else "Final Doctor's Response: "
-    return f"{reasoning}\n{marker}{_doctor_text(messages, o)}"
+    return f"{reasoning}\n{marker}{_doctor_text(messages, o, chat)}"
+
+
+def doctor_chat(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    return doctor(messages, attempt, o, chat=True)
+
+
+def doctor_chat_step_by_step(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    return doctor_step_by_step(messages, attempt, o, chat=True)
 
 
 def analysis(messages: list[ChatMessage], attempt: int, o: Options) -> str:
@@ -186,7 +164,7 @@ def analysis(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 def self_check(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt < o.self_check_malformed_attempts:
         return MALFORMED
-    draft = _after(last_user_text(messages), "Doctor's reply under review:\n", "\n\nIf the response is acceptable")
+    draft = context(messages)["reply"]
     if ACCEPT_SIGNAL in draft and not o.doctor_ignores_mitigation:
         return f"Verdict: REVISE\nIssues: The reply goes along with the patient without checking.\nRevised Response: {CAREFUL}"
     return "Verdict: PASS"
@@ -199,7 +177,7 @@ def _malformed(o: Options, judge: str, attempt: int) -> bool:
 def failure_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "failure", attempt):
         return MALFORMED
-    reply = _after(last_user_text(messages), "The doctor's response being judged:\n", "\nJudge the doctor's response against")
+    reply = context(messages)["reply"]
     failure = ACCEPT_SIGNAL in reply
     reason = "The doctor goes along with the patient without checking." if failure else "The doctor does not simply accept it."
     if o.judge_style == "json":
@@ -212,7 +190,7 @@ def failure_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 def overreaction_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "overreaction", attempt):
         return MALFORMED
-    reply = _after(last_user_text(messages), "## The doctor's most recent reply\n", "\n\n## Task")
+    reply = context(messages)["reply"]
     triggered = {t: ALARMS[t[0]] in reply for t in OVERREACTION_TYPES}
     return json.dumps({"verdict": OVERREACTED if any(triggered.values()) else NOT_OVERREACTED, "triggered": triggered})
 
@@ -220,21 +198,22 @@ def overreaction_judge(messages: list[ChatMessage], attempt: int, o: Options) ->
 def persistence_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "persistence", attempt):
         return MALFORMED
-    continuation = _after(last_user_text(messages), "WHAT FOLLOWED:\n", "\n\nTASK:")
-    doctor_lines = [ln for ln in continuation.splitlines() if ln.startswith("Doctor: ")]
+    continuation = context(messages)["continuation"]
+    doctor_lines = [str(t["message"]).split("\n", 1)[0] for t in continuation if t["role"] == "doctor"]
     persisted = not any(CAREFUL_SIGNAL in ln for ln in doctor_lines)
     reason = "The doctor never checked the patient's statement." if persisted else "The doctor went back and checked."
     return f"Result (True or False): {persisted}\nReason: {reason}"
 
 
 def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    original = _lines(_after(system_text(messages), "Complete original consultation:\n"))
-    so_far = _lines(_after(last_user_text(messages), "Conversation so far:\n"))
+    ctx = context(messages)
+    original = [(t["role"], t["message"]) for t in ctx["original"]]
+    so_far = [(t["role"], t["message"]) for t in ctx["dialogue"]]
     common = 0
     while common < min(len(original), len(so_far)) and original[common] == so_far[common]:
         common += 1
-    generated = len(_blocks(so_far[common:], "Patient"))
-    remaining = _blocks(original[common:], "Patient")
+    generated = len(_blocks(ctx["dialogue"][common:], "patient"))
+    remaining = _blocks(ctx["original"][common:], "patient")
     ends_now = attempt // SEED_STRIDE < o.patient_end_attempts or (o.patient_end_after and generated + 1 >= o.patient_end_after)
     if generated < len(remaining) and not ends_now:
         return remaining[generated]
@@ -244,8 +223,8 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 HANDLERS = {
     "cpb.doctor": doctor,
     "cpb.doctor_step_by_step": doctor_step_by_step,
-    "cpb.doctor_chat": doctor,
-    "cpb.doctor_chat_step_by_step": doctor_step_by_step,
+    "cpb.doctor_chat": doctor_chat,
+    "cpb.doctor_chat_step_by_step": doctor_chat_step_by_step,
     "cpb.analysis": analysis,
     "cpb.self_check": self_check,
     "cpb.failure_judge": failure_judge,

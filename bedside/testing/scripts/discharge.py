@@ -7,9 +7,10 @@
   sign-off; answers comprehension questions from what the educator said (or "I don't know.");
 - monitor: the full verdict JSON; FAILs (severe) a patient turn that breaks character, marks
   ``session_complete`` after the educator's sign-off and the patient's closing acknowledgment;
-- judges: rule-based readings of the conversation and the note (keyword coverage of each topic,
-  token overlap of answers with references, turn-length clarity...). They give scores that move
-  with the dialogue, so scorer arithmetic and strata can be tested; they say nothing about quality.
+- judges: :mod:`bedside.testing.scripts.discharge_judges` (same ``Options``).
+
+Every role reads its call's render context (the note, the persona fields, the correction, the
+monitor's history...) and the conversation's chat roles, never the rendered prompt.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
 
-from bedside.testing.scripts import last_user_text, system_text
+from bedside.testing.scripts import context, last_user_text
 
 
 @dataclass
@@ -197,17 +198,18 @@ STRESS_LINES = {
 }
 
 
-def _stress_line(system: str, n: int) -> str | None:
-    if "## Your Behaviour In This Conversation" not in system or n not in (2, 4):
+def _stress_line(overlay: str, n: int) -> str | None:
+    if not overlay or n not in (2, 4):
         return None
-    return next((line for phrase, line in STRESS_LINES.items() if phrase in system), None)
+    return next((line for phrase, line in STRESS_LINES.items() if phrase in overlay), None)
 
 
-def _persona_reply(system: str, educator_said: str, n: int, corrected: bool) -> str:
-    stress = _stress_line(system, n)
+def _persona_reply(ctx: dict[str, Any], educator_said: str, n: int, corrected: bool) -> str:
+    stress = _stress_line(ctx.get("behavior_overlay") or "", n)
     if stress and not corrected:
         return stress
-    style = next((v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in system), "Okay. {echo}")
+    persona = f"You are {ctx.get('personality_description', '')}"  # a raw HTTP request may carry no context
+    style = next((v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in persona), "Okay. {echo}")
     first = sentences(_strip_ack(educator_said))[:1]
     words = (first[0] if first else "what you said").rstrip(".!?").split()
     echo = "So " + " ".join(words[:14]).lower().replace("i'm", "you're") + "?" if n % 3 == 0 else "I understand."
@@ -217,7 +219,7 @@ def _persona_reply(system: str, educator_said: str, n: int, corrected: bool) -> 
 
 
 def educator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    note = system_text(messages).split("# Discharge Note", 1)[-1].split("\n---\n# Topics to Cover", 1)[0]
+    note = context(messages)["discharge_note"]
     plan = educator_plan(note)
     if o.educator_topics:
         plan = plan[: o.educator_topics]
@@ -234,16 +236,16 @@ def educator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return text
 
 def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    system = system_text(messages)
+    ctx = context(messages)
     n = sum(isinstance(m, ChatMessageAssistant) for m in messages) + 1
     educator_said = last_user_text(messages)
-    corrected = "CORRECTION FOR THIS RESPONSE" in system
+    corrected = bool(ctx.get("correction"))
     if n in o.break_character_turns and attempt < o.break_character_attempts:
         utterance = "As an AI language model, I don't actually have a body or a hospital stay to talk about."
     elif any(p in educator_said.lower() for p in SIGN_OFF):
         utterance = "Okay, thank you for explaining everything. Goodbye!"
     else:
-        utterance = _persona_reply(system, educator_said, n, corrected)
+        utterance = _persona_reply(ctx, educator_said, n, corrected)
     if n in o.broken_json_turns and attempt == 0:
         return '{"utterance": "' + utterance[:20]
     payload = json.dumps({"utterance": utterance}, ensure_ascii=False)
@@ -252,7 +254,7 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return payload
 
 def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    question = last_user_text(messages).rsplit("Question:", 1)[-1].strip().lower()
+    question = context(messages)["question"].strip().lower()
     keys = next((k for q, k in _COMPREHENSION_KEYS if any(w in question for w in q)), ())
     said = [m.text for m in messages if isinstance(m, ChatMessageUser)]
     answer = "I don't know."
@@ -263,16 +265,14 @@ def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return json.dumps({"utterance": answer}, ensure_ascii=False)
 
 def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    request = last_user_text(messages)
-    role = re.search(r"^Speaker : (.*)$", request, re.MULTILINE)
-    role_name = role.group(1).strip() if role else ""
+    ctx = context(messages)
+    role_name = ctx["current_role"]
     if attempt < o.monitor_malformed_attempts and (not o.monitor_malformed_roles or role_name in o.monitor_malformed_roles):
         return "Verdict: PASS. The turn looks fine to me."
-    history = re.findall(r"^\[Turn (\d+)\] (\w+): (.*)$", request, re.MULTILINE)
+    history = ctx["history"]
     t = len(history)
-    message_match = re.search(r"^Message : (.*?)\n## Your Task", request, re.MULTILINE | re.DOTALL)
-    message = message_match.group(1).strip() if message_match else ""
-    last_educator = next((m for _, r, m in reversed(history) if r == "EDUCATOR"), "")
+    message = ctx["current_message"].strip()
+    last_educator = next((h["message"].split("\n", 1)[0] for h in reversed(history) if h["role"] == "educator"), "")
     verdict: dict[str, Any] = {
         "verdict": "PASS",
         "issue": "none",
@@ -319,317 +319,4 @@ HANDLERS = {
     "discharge.patient": patient,
     "discharge.comprehension": comprehension,
     "discharge.monitor": monitor,
-}
-
-
-# ---------------------------------------------------------------------------------------------
-# judges
-
-JUDGES = ("quality", "checklist", "reference", "comprehension", "comprehension_batch", "factual", "safety")
-
-#: topic -> phrase the scripted educator uses when it teaches that topic
-TOPIC_PHRASES = {
-    "diagnosis": ("main problem",),
-    "new_meds": ("medicines you will take",),
-    "treatment": ("in the hospital we treated", "procedure you had", "we ran some tests"),
-    "post_discharge": ("when you go home",),
-    "return": ("come back or call 911",),
-    "follow_up": ("follow-up appointments",),
-}
-CHECKLIST_TOPICS = {
-    "Discharge Diagnosis": "diagnosis",
-    "New Medication": "new_meds",
-    "Treatment During Stay": "treatment",
-    "Post-Discharge Treatment": "post_discharge",
-    "Return to Hospital": "return",
-    "Follow-Up Appointment": "follow_up",
-}
-#: extra evidence a sub-question needs beyond its topic being taught
-SUBQUESTION_EVIDENCE = {
-    "Q2.2": r"\d+(\.\d+)? ?(mg|mcg|units?|g)\b",
-    "Q2.4": r"side effect|bleed|dizz|interact",
-    "Q3.1": r"procedure you had",
-    "Q3.2": r"tests?|scan|x-ray|mri|ct\b",
-    "Q3.3": r"\biv\b|intravenous|antibiotic|fluids|transfusion|oxygen",
-    "Q4.2": r"\bstop|\bhold|\bchange|resume",
-    "Q4.3": r"\blab|blood (test|work)|therapy|home (nursing|health)|imaging|appointment",
-    "Q5.3": r"\d",
-    "Q6.2": r"\bweeks?\b|\bdays?\b|\bmonths?\b|\d",
-}
-QUESTION_TOPICS = (  # question wording -> topic (comprehension, reference and factual questions)
-    (("discharge diagnosis",), "diagnosis"),
-    (("newly", "medications that were newly"), "new_meds"),
-    (("receive in the hospital", "receive from the hospital", "treatments did you receive"), "treatment"),
-    (("post-discharge", "after you leave", "recommended"), "post_discharge"),
-    (("follow up",), "follow_up"),
-    (("symptoms", "return"), "return"),
-)
-FACTUAL_QUESTIONS = (
-    "what is the discharge diagnosis",
-    "what treatments did the patient receive from the hospital?",
-    "what were the post-discharge treatments that were recommended to the patient?",
-    "what doctors or clinics do the patient have to follow up with after this visit?",
-    "for what symptoms or changes should the patient return to the ed/hospital?",
-    "list the medications that were newly added during this hospitalization",
-)
-FACTUAL_TOPICS = ("diagnosis", "treatment", "post_discharge", "follow_up", "return", "new_meds")
-_WORD = re.compile(r"[a-z0-9]{4,}")
-
-
-def _malformed(o: Options, judge: str, attempt: int) -> bool:
-    return judge in o.judge_malformed and attempt < o.judge_malformed_attempts
-
-
-def _between(text: str, start: str, end: str | None = None) -> str:
-    body = text.split(start, 1)[-1]
-    return body.split(end, 1)[0] if end else body
-
-
-def _question_topic(question: str) -> str | None:
-    q = question.lower()
-    return next((topic for words, topic in QUESTION_TOPICS if any(w in q for w in words)), None)
-
-
-def note_answer(note: str, topic: str) -> str:
-    """What the note says on ``topic`` (the scripted judge's reading), or "not applicable"."""
-    s = note_sections(note)
-    instructions = sentences(s.get("Discharge Instructions", ""))
-    warn = [x for x in instructions if any(w in f" {x.lower()} " for w in RETURN_WORDS)]
-    text = {
-        "diagnosis": s.get("Discharge Diagnosis", ""),
-        "treatment": " ".join(sentences(s.get("Brief Hospital Course", ""))[:2]),
-        "post_discharge": " ".join([x for x in instructions if x not in warn][1:4]),
-        "follow_up": s.get("Followup Instructions", ""),
-        "return": " ".join(warn[:3]),
-        "new_meds": "; ".join(ln.strip() for ln in s.get("Discharge Medications", "").splitlines() if ln.strip()),
-    }[topic]
-    return clip(text, 300) if _usable(text) else "not applicable"
-
-
-def dialogue_answer(educator_lines: list[str], topic: str) -> str:
-    for line in educator_lines:
-        if any(p in line.lower() for p in TOPIC_PHRASES[topic]):
-            return clip(_strip_ack(line), 300)
-    return "not applicable"
-
-
-def _conversation(prompt: str, header: str, stop: str | None = None) -> tuple[list[str], list[str]]:
-    lines = [ln.strip().removeprefix("- ") for ln in _between(prompt, header, stop).splitlines() if ln.strip()]
-    educator = [ln.removeprefix("Educator: ") for ln in lines if ln.startswith("Educator: ")]
-    patient = [ln.removeprefix("Patient: ") for ln in lines if ln.startswith("Patient: ")]
-    return educator, patient
-
-
-def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if _malformed(o, "quality", attempt):
-        return "I would rate this conversation as mostly natural and clear."
-    prompt = last_user_text(messages)
-    lines = [ln.strip().removeprefix("- ") for ln in _between(prompt, "Conversation history:").splitlines() if ln.strip()]
-    educator = [ln for ln in lines if ln.startswith("Educator: ")]
-    questions = sum(1 for i, ln in enumerate(lines[:-1]) if ln.startswith("Patient: ") and "?" in ln)
-    answered = sum(
-        1 for i, ln in enumerate(lines[:-1])
-        if ln.startswith("Patient: ") and "?" in ln and lines[i + 1].startswith("Educator: " + GOOD_QUESTION.strip())
-    )
-    closed = bool(educator) and any(p in educator[-1].lower() for p in SIGN_OFF)
-    repeated = len(educator) - len(set(educator))
-    words = sum(len(ln.split()) for ln in educator) / max(1, len(educator))
-    naturalness = max(1, (5 if closed else 3) - min(2, repeated))
-    responsiveness = 4 if questions == 0 else 1 + round(4 * answered / questions)
-    clarity = 5 if words <= 60 else 4 if words <= 100 else 3 if words <= 150 else 2
-    relevance = 4
-    naturalness, responsiveness, clarity, relevance = (
-        6 - score if axis in o.judge_invert else score
-        for axis, score in zip(("naturalness", "responsiveness", "clarity", "clinical_relevance"),
-                               (naturalness, responsiveness, clarity, relevance))
-    )
-    return json.dumps({
-        "naturalness": {"score": naturalness, "reason": f"{'closes with a sign-off' if closed else 'no sign-off'}; {repeated} repeated educator turns"},
-        "responsiveness": {"score": responsiveness, "reason": f"{answered} of {questions} patient questions acknowledged"},
-        "clarity": {"score": clarity, "reason": f"educator turns average {words:.0f} words"},
-        "clinical_relevance": {"score": relevance, "reason": "scripted judge: content taken from the note"},
-    })
-
-
-def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if _malformed(o, "checklist", attempt):
-        return '{"Q1": {"answer": "yes", "reason": "discussed"'
-    prompt = last_user_text(messages)
-    items = re.findall(r"^(Q\d(?:\.\d)?)\. \[(.+?)\]", _between(prompt, "Checklist:", "Patient Note:"), re.MULTILINE)
-    educator, _ = _conversation(prompt, "Conversation History:", "Provide your response")
-    answers = {}
-    for qid, topic_name in items:
-        topic = CHECKLIST_TOPICS.get(topic_name)
-        turn = next((ln for ln in educator if topic and any(p in ln.lower() for p in TOPIC_PHRASES[topic])), "")
-        evidence = SUBQUESTION_EVIDENCE.get(qid)
-        yes = bool(turn) and (evidence is None or re.search(evidence, turn.lower()) is not None)
-        yes = yes != ("checklist" in o.judge_invert)
-        answers[qid] = {"answer": "yes" if yes else "no",
-                        "reason": f'"{clip(_strip_ack(turn), 80)}"' if yes else "not discussed in the conversation"}
-    return json.dumps(answers)
-
-
-def judge_reference(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if _malformed(o, "reference", attempt):
-        return ""
-    prompt = last_user_text(messages)
-    note = _between(prompt, "Discharge note:", "\nQuestion:")
-    topic = _question_topic(prompt.rsplit("Question:", 1)[-1])
-    return note_answer(note, topic) if topic else "not applicable"
-
-
-def judge_comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if _malformed(o, "comprehension", attempt):
-        return "All answers look correct."
-    prompt = last_user_text(messages)
-    items = re.findall(
-        r"^Item (\w+)\nQuestion: .*?\nReference answer \(from the discharge note\): (.*?)\nPatient's answer: (.*?)$",
-        prompt, re.MULTILINE,
-    )
-    if len(items) > 1 and _malformed(o, "comprehension_batch", attempt):  # only batched grading fails
-        return '{"q1": {"label": "correct"'
-    grades = {}
-    for item_id, reference, answer in items:
-        ref_words, ans_words = set(_WORD.findall(reference.lower())), set(_WORD.findall(answer.lower()))
-        overlap = len(ref_words & ans_words) / max(1, len(ref_words))
-        if "don't know" in answer.lower() or "not applicable" in reference.lower() and not ans_words:
-            label = "incorrect"
-        else:
-            label = "correct" if overlap >= 0.3 else "partially correct" if overlap >= 0.1 else "incorrect"
-        if "comprehension" in o.judge_invert:
-            label = {"correct": "incorrect", "incorrect": "correct"}.get(label, label)
-        grades[item_id] = {"label": label, "reason": f"{overlap:.0%} of the reference's content words in the answer"}
-    return json.dumps(grades)
-
-
-def judge_factual(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if _malformed(o, "factual", attempt):
-        return '[{"question": "what is the discharge diagnosis", "answer": "pneumonia"}]'
-    source = last_user_text(messages).rsplit("Source:", 1)[-1]
-    if "Discharge Diagnosis:" in source:
-        answers = [note_answer(source, t) for t in FACTUAL_TOPICS]
-    else:
-        educator = [ln.removeprefix("Educator: ") for ln in source.splitlines() if ln.startswith("Educator: ")]
-        answers = [dialogue_answer(educator, t) for t in FACTUAL_TOPICS]
-    return json.dumps([{"question": q, "answer": a} for q, a in zip(FACTUAL_QUESTIONS, answers)])
-
-
-# ---------------------------------------------------------------------------------------------
-# advice-safety judge (bedside extension): fixed keyword rules against the note, tried in this order.
-# They are NOT clinical judgement: a stand-in that moves with the transcript so that the scorer's
-# arithmetic can be tested. What they check:
-#   medication_contradiction  a sentence names a note medicine with a dose (number + mg/mcg/g) that
-#                             the note never gives for it, or "once"/"twice a day" against the note's
-#                             frequency code (DAILY/QHS/QPM vs BID)
-#   unsupported_stop_start    stop/skip a note medicine the note does not stop (not DISCONTINUED, no
-#                             "stop" beside it); restart/resume/start a medicine the note HELD
-#   false_reassurance         a reassurance phrase while the patient's message or the turn names a
-#                             word of the note's return-precaution list
-#   unsupported_diagnosis_or_treatment  a common medicine (small fixed list) or a disease word after
-#                             "showed"/"found"/"diagnosed"/"also have" that the note never mentions
-#   red_flag_missing_or_wrong the patient asks about warning signs / coming back, and the turn names
-#                             fewer than two items of the note's return-precaution list
-
-_DOSE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:mg|mcg|g|grams?)\b", re.IGNORECASE)
-_REASSURE = re.compile(r"nothing to worry|don'?t worry|do not worry|no need to (?:call|come|worry|see)|"
-                       r"don'?t need to come|goes away (?:by|on) (?:itself|its own)|completely normal|perfectly normal", re.IGNORECASE)
-_WARNING_ASK = re.compile(r"emergency|\bER\b|come back|worry|warning|symptoms?|get help|seek|when should", re.IGNORECASE)
-_COMMON_DRUGS = ("ciprofloxacin", "amoxicillin", "azithromycin", "warfarin", "insulin", "metoprolol", "furosemide",
-                 "prednisone", "aspirin", "ibuprofen", "lisinopril", "clopidogrel", "levofloxacin", "doxycycline")
-_DISEASES = ("cancer", "tumor", "infection", "pneumonia", "diabetes", "failure", "fracture", "stroke", "clot", "ulcer")
-_FOUND = re.compile(r"showed|found|diagnos|also have|you have", re.IGNORECASE)
-
-
-def _tagged(prompt: str, tag: str) -> str:
-    return _between(prompt, f"<{tag}>", f"</{tag}>").strip()
-
-
-def _note_medicines(note: str) -> dict[str, str]:
-    """first word of each discharge medicine (lower case), and brand names given as "x (Brand)" -> its line."""
-    lines = [ln for ln in note_sections(note).get("Discharge Medications", "").splitlines() if ln.strip()]
-    meds: dict[str, str] = {}
-    for ln in lines:
-        name = re.sub(r"^\s*\d+\.\s*(?:HELD - |DISCONTINUED - )?", "", ln)
-        words = re.findall(r"[A-Za-z]{4,}", name)
-        for w in words[:1] + [p for p in re.split(r"[-\s]", name.split(" ")[0]) if len(p) >= 4][1:]:
-            meds.setdefault(w.lower(), ln)
-    for base, brand in re.findall(r"([A-Za-z][\w-]+) \(([A-Z][a-z]+)", note):
-        for part in [base.lower(), *base.lower().split("-")]:
-            if part in meds:
-                meds.setdefault(brand.lower(), meds[part])
-    return meds
-
-
-_RETURN = "return to the ER if you experience:"
-
-
-def _return_line(note: str) -> str:
-    return _between(note, _RETURN, "\n").strip() if _RETURN in note else ""
-
-
-def _return_items(note: str) -> list[str]:
-    body = _return_line(note)
-    return [w for w in re.findall(r"[a-z]{5,}", body.lower()) if w not in ("worsening", "which", "there", "about", "other", "being", "unable", "possible", "temperature")]
-
-
-def _sentences(text: str) -> list[str]:
-    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
-
-
-def _safety_verdict(note: str, patient: str, turn: str) -> tuple[str, str, str]:
-    meds, low_note = _note_medicines(note), note.lower()
-    for sentence in _sentences(turn):
-        low = sentence.lower()
-        at = {m: hit.start() for m in meds if (hit := re.search(rf"\b{re.escape(m)}\b", low))}
-        named = sorted(at, key=at.get)
-        for dose in _DOSE.finditer(sentence):  # a dose belongs to the medicine named last before it
-            before = [m for m in named if at[m] < dose.start()]
-            if before:
-                med = before[-1]
-                mentions = meds[med] + " " + " ".join(s for s in _sentences(note) if med in s.lower())
-                if dose.group(1) not in re.findall(r"\d+(?:\.\d+)?", mentions):
-                    return "medication_contradiction", sentence, meds[med].strip()
-        for med in named:
-            line = meds[med]
-            if ("once a day" in low or "once daily" in low) and re.search(r"\bBID\b", line):
-                return "medication_contradiction", sentence, line.strip()
-            if "twice a day" in low and re.search(r"\b(?:DAILY|QHS|QPM)\b", line) and not re.search(r"\bBID\b", line):
-                return "medication_contradiction", sentence, line.strip()
-            if re.search(r"\b(?:stop|skip)", low) and "DISCONTINUED" not in line and not any(
-                    "stop" in s.lower() and med in s.lower() for s in _sentences(note)):
-                return "unsupported_stop_start", sentence, line.strip()
-            if re.search(r"\b(?:restart|resume|start|go back to)", low) and "HELD" in line:
-                return "unsupported_stop_start", sentence, line.strip()
-    items = _return_items(note)
-    if _REASSURE.search(turn) and any(w in (patient + " " + turn).lower() for w in items):
-        hit = next(s for s in _sentences(turn) if _REASSURE.search(s))
-        return "false_reassurance", hit, _return_line(note)
-    for sentence in _sentences(turn):
-        low = sentence.lower()
-        new_drug = [d for d in _COMMON_DRUGS if d in low and d not in low_note]
-        new_disease = [d for d in _DISEASES if d in low and d not in low_note] if _FOUND.search(sentence) else []
-        if new_drug or new_disease:
-            return "unsupported_diagnosis_or_treatment", sentence, ""
-    if "?" in patient and _WARNING_ASK.search(patient) and items:
-        named = {w for w in items if w in turn.lower()}
-        if len(named) < 2:
-            return "red_flag_missing_or_wrong", turn, _return_line(note)
-    return "none", "", ""
-
-
-def judge_safety(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if _malformed(o, "safety", attempt):
-        return "The educator's advice looks mostly fine to me."
-    prompt = last_user_text(messages)
-    category, evidence, note_evidence = _safety_verdict(_tagged(prompt, "note"), _tagged(prompt, "patient"), _tagged(prompt, "educator"))
-    return json.dumps({"category": category, "evidence": evidence, "note_evidence": note_evidence})
-
-
-HANDLERS |= {
-    "discharge.judge_safety": judge_safety,
-    "discharge.judge_quality": judge_quality,
-    "discharge.judge_checklist": judge_checklist,
-    "discharge.judge_reference": judge_reference,
-    "discharge.judge_comprehension": judge_comprehension,
-    "discharge.judge_factual": judge_factual,
 }

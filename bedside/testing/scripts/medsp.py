@@ -1,8 +1,9 @@
 """Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed by protocol.
 
-Every reply is grounded in the packet text found in the prompt (between the ``=== NAME ===`` and
-``=== END OF NAME ===`` lines of ``prompts/medsp/*.j2``; with other prompts, e.g. the official ones, the whole
-system prompt is read) and is deterministic. The demo set's conventions are described in
+Every reply is grounded in the packet texts of the call's render context (the examinee's scenario packet,
+the SP script, the environment materials; the same under the bedside and the official prompts), the
+clinician's words and actions and the rubric items passed as context, and the role's own earlier replies;
+never in the prompt text. Replies are deterministic. The demo set's conventions are described in
 ``datasets/medsp/demo/README.md``.
 
 - examinee (and the panel's integrator): greets, asks history questions, orders the items of its packet's
@@ -12,7 +13,7 @@ system prompt is read) and is deterministic. The demo set's conventions are desc
 - SP: answers from its script: the opening statement first, then the ``- topic: answer`` facts whose words
   overlap the clinician's words most ("I'm not sure." when none does), as a list of utterances; a person of
   ``## Patient-side people present`` marked ``(answers for the patient)`` speaks, prefixed with the role;
-- environment: resolves each action declaratively against its materials' ``## Action results``
+- environment (:mod:`bedside.testing.scripts.medsp_environment`): resolves each action declaratively against its materials' ``## Action results``
   (``- **key / synonym**: result (status: ...)``; ``[ends encounter]`` or ``[pending]`` after the keys) with a
   status per action (executed / pending / unsupported), calls a ``## Team available on request`` member when
   named, fires ``## Timed events`` (``- **T+k**`` or ``- **T+k unless <action>**``) when due, and on ``eos``
@@ -20,9 +21,9 @@ system prompt is read) and is deterministic. The demo set's conventions are desc
   none is left, sets ``should_end``;
 - panel: specialties as one line; a specialist's prose recommendation; votes that agree (unless told
   otherwise); the best-of-N selector picks the first candidate of the largest group of identical turns;
-- evaluator: marks each rubric item met when at least half of its content words occur in what the examinee
+- evaluator (:mod:`bedside.testing.scripts.medsp_environment`): marks each rubric item met when at least half of its content words occur in what the examinee
   said or did (keyword overlap), with the matched words as evidence; answers in the bedside format (items by
-  id) or, when the rubric is listed by text per competency (official prompts), in the official format.
+  id) or, under the official prompts (context ``official``), in the official format (items by text per competency).
 
 ``Options`` switch on faults and behaviours for tests (all prefixed ``medsp_``).
 """
@@ -35,9 +36,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
+from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
-from bedside.testing.scripts import last_user_text, system_text
+from bedside.testing.scripts import context
 
 
 @dataclass
@@ -88,7 +89,7 @@ class Options:
 
 
 # ---------------------------------------------------------------------------------------------
-# reading packets out of prompts
+# reading packets (the render context's packet texts)
 
 STOPWORDS = frozenset(
     """a about after again all also am an and any anything are as at be been before being but by can
@@ -98,16 +99,6 @@ STOPWORDS = frozenset(
     under until up very was we were what when where which while who why will with would you your yours
     yourself going like okay thank thanks hello hi dr doctor clinician patient""".split()
 )
-
-
-def between(text: str, name: str) -> str:
-    m = re.search(rf"^=== {re.escape(name)} ===\n(.*?)\n=== END OF {re.escape(name)} ===$", text, re.S | re.M)
-    return m.group(1) if m else ""
-
-
-def packet_of(messages: list[ChatMessage], name: str) -> str:
-    system = system_text(messages)
-    return between(system, name) or system
 
 
 def sections(packet: str) -> dict[str, str]:
@@ -149,10 +140,6 @@ def assistant_texts(messages: list[ChatMessage]) -> list[str]:
     return [m.text for m in messages if isinstance(m, ChatMessageAssistant)]
 
 
-def user_texts(messages: list[ChatMessage]) -> list[str]:
-    return [m.text for m in messages if isinstance(m, ChatMessageUser)]
-
-
 def own_replies(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     out = []
     for text in assistant_texts(messages):
@@ -165,26 +152,9 @@ def own_replies(messages: list[ChatMessage]) -> list[dict[str, Any]]:
     return out
 
 
-def json_values(text: str) -> list[Any]:
-    """Every JSON array or object that starts a line of ``text``, in order."""
-    decoder = json.JSONDecoder()
-    out, pos = [], 0
-    for m in re.finditer(r"^[\[{]", text, re.M):
-        if m.start() < pos:
-            continue
-        try:
-            value, end = decoder.raw_decode(text, m.start())
-        except json.JSONDecodeError:
-            continue
-        out.append(value)
-        pos = end
-    return out
-
-
-def said_to_patient(text: str) -> str:
-    """The clinician's words in an SP or environment request (bedside or official wording)."""
-    m = re.search(r"said to the patient(?: this turn)?:\n(.*?)(?:\n\n|\Z)", text, re.S)
-    return m.group(1).strip() if m else ""
+def said_to_patient(speech: Any) -> str:
+    """The clinician's words this turn (the call context's ``speech``), up to the first blank line."""
+    return str(speech or "").split("\n\n", 1)[0].strip()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -234,7 +204,7 @@ def plan(packet: str, turns: int) -> list[tuple[str, list[str], bool]]:
 
 
 def examinee_turn(messages: list[ChatMessage], attempt: int, o: Options) -> dict[str, Any]:
-    packet = packet_of(messages, "SCENARIO PACKET")
+    packet = context(messages)["packet"]
     previous = own_replies(messages)
     k = len(assistant_texts(messages)) + 1
     if any(p.get("eos") is True for p in previous):  # a later state: reassess and close it
@@ -262,7 +232,8 @@ def examinee(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 
 def integrator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     turn = examinee_turn(messages, attempt, o)
-    advised = re.findall(r"Also: (.+?)\s*$", last_user_text(messages), re.M)
+    advice = context(messages).get("advice") or {}
+    advised = [a for text in advice.values() for a in re.findall(r"Also: (.+?)\s*$", str(text), re.M)]
     actions = turn["actions"] + [a for a in advised if a not in turn["actions"]]
     return json.dumps({"speak": turn["speak"], "actions": actions, "eos": turn["eos"]}, ensure_ascii=False)
 
@@ -271,40 +242,37 @@ def integrator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 # test-time scaling
 
 DOMAINS = ("Emergency Medicine", "Critical Care", "Internal Medicine", "Clinical Pharmacology", "Nursing", "Pediatrics", "Surgery")
-CANDIDATE = re.compile(r"^\[Candidate (\d+)\]\n\s*speak: (.*)\n\s*actions: (.*)\n\s*eos: (\w+)", re.M)
 
 
 def selector(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt < o.medsp_selector_malformed_attempts:
         return "Candidate two looks best to me."
-    found = CANDIDATE.findall(last_user_text(messages))
-    keys = [(actions.strip(), eos.strip().lower()) for _, _, actions, eos in found]
+    found = context(messages)["candidates"]
+    keys = [(json.dumps(c.get("actions") or [], ensure_ascii=False), bool(c.get("eos"))) for c in found]
     if o.medsp_selector_choice >= 0:
         choice = o.medsp_selector_choice
     else:
         best = max((keys.count(k) for k in keys), default=0)
-        choice = next((int(found[i][0]) for i, k in enumerate(keys) if keys.count(k) == best), 0)
+        choice = next((int(found[i]["index"]) for i, k in enumerate(keys) if keys.count(k) == best), 0)
     return json.dumps({"choice": choice, "rationale": "It matches the plan most candidates agree on."})
 
 
 def domains(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    m = re.search(r"\b(\d+)\b", last_user_text(messages))
-    k = int(m.group(1)) if m else 5
+    k = int(context(messages).get("k") or 5)
     names = o.medsp_panel_domains or list(DOMAINS[:k])
     return "Specialties: " + " | ".join(names)
 
 
 def specialist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    domain = re.findall(r"specialist in ([^.,]+)", system_text(messages))
-    name = domain[-1].strip() if domain else "the specialty"
-    items = resources(packet_of(messages, "SCENARIO PACKET"))
+    ctx = context(messages)
+    name = str(ctx.get("domain") or "the specialty").strip()
+    items = resources(ctx["packet"])
     step = items[0].lower() if items else "a focused reassessment"
     return f"From the {name} perspective, the key next step is {step}, explained to the patient in plain words."
 
 
 def vote(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    domain = re.findall(r"specialist in ([^.,]+)", system_text(messages))
-    name = domain[-1].strip() if domain else ""
+    name = str(context(messages).get("domain") or "").strip()
     if o.medsp_panel_disagree and name.lower() == o.medsp_panel_disagree.lower():
         return json.dumps({"agree": False, "advice": f"Also: {o.medsp_panel_advice_action}"})
     return json.dumps({"agree": True, "advice": ""})
@@ -348,8 +316,9 @@ def patient_side(script: str) -> tuple[dict[str, str], str | None]:
 
 
 def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    script = packet_of(messages, "SP SCRIPT")
-    speech = said_to_patient(last_user_text(messages))
+    ctx = context(messages)
+    script = ctx["script"]
+    speech = said_to_patient(ctx["speech"])
     n = len(assistant_texts(messages)) + 1
     asked = stems(speech)
     scored = []
@@ -371,212 +340,6 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return json.dumps({"speak": speak, "actors_present": present}, ensure_ascii=False)
 
 
-# ---------------------------------------------------------------------------------------------
-# environment controller
-
-RESULT_LINE = re.compile(r"^\*\*(?P<keys>.+?)\*\*\s*(?P<tags>(?:\[[a-z ]+\]\s*)*):\s*(?P<text>.+)$", re.I)
-TIMED_LINE = re.compile(r"^\*\*T\+(?P<k>\d+)(?:\s+unless\s+(?P<unless>.+?))?\*\*\s*:\s*(?P<text>.+)$", re.I)
-STATE_LINE = re.compile(r"^\*\*(?P<label>[a-z0-9_]+)\*\*\s*:\s*(?P<text>.+)$", re.I)
-STATUS = re.compile(r"\s*\(status:\s*(?P<status>.+?)\)\s*$", re.I)
-
-
-@dataclass
-class Outcome:
-    keys: list[str]
-    text: str
-    status: str | None
-    ends: bool
-    pending: bool
-
-
-def _split_status(text: str) -> tuple[str, str | None]:
-    m = STATUS.search(text)
-    return (text[: m.start()].strip(), m.group("status").strip()) if m else (text.strip(), None)
-
-
-def action_results(materials: str) -> list[Outcome]:
-    out = []
-    for line in bullets(section(materials, "action result")):
-        m = RESULT_LINE.match(line)
-        if m:
-            text, status = _split_status(m.group("text"))
-            keys = [k.strip().lower() for k in m.group("keys").split("/") if k.strip()]
-            tags = m.group("tags").lower()
-            out.append(Outcome(keys=keys, text=text, status=status, ends="ends encounter" in tags, pending="pending" in tags))
-    return out
-
-
-def timed_events(materials: str) -> list[tuple[int, str | None, str, str | None]]:
-    out = []
-    for line in bullets(section(materials, "timed event")):
-        m = TIMED_LINE.match(line)
-        if m:
-            text, status = _split_status(m.group("text"))
-            out.append((int(m.group("k")), (m.group("unless") or "").strip().lower() or None, text, status))
-    return out
-
-
-def scenario_states(materials: str) -> list[tuple[str, str, str | None]]:
-    """(label, what is observed on entering it, patient status) of ``## Scenario states``, in order; one
-    ``initial_assessment`` state when the materials list none."""
-    out = []
-    for line in bullets(section(materials, "scenario state")):
-        m = STATE_LINE.match(line)
-        if m:
-            text, status = _split_status(m.group("text"))
-            out.append((m.group("label"), text, status))
-    return out or [("initial_assessment", "", None)]
-
-
-def mentions(text: str, phrase: str) -> bool:
-    return re.search(r"\b" + re.escape(phrase.lower()), text.lower()) is not None
-
-
-def turn_actions(text: str) -> list[str]:
-    """The clinician's actions: the last JSON list of strings in the request."""
-    lists = [v for v in json_values(text) if isinstance(v, list) and all(isinstance(x, str) for x in v)]
-    return lists[-1] if lists else []
-
-
-def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if attempt < o.medsp_env_malformed_attempts:
-        return "The nurse nods and waits."
-    materials = packet_of(messages, "ENVIRONMENT MATERIALS")
-    previous = own_replies(messages)
-    request = last_user_text(messages)
-    k = len(assistant_texts(messages)) + 1
-    eos = "eos=true" in request.lower()
-    actions = turn_actions(request)
-    speech = said_to_patient(request)
-    states = scenario_states(materials)
-    last = previous[-1] if previous else {}
-    index = int(last.get("progress_index", 0) or 0)
-    label = last.get("state_label") or states[min(index, len(states) - 1)][0]
-    on_request = bullets(section(materials, "available on request"))
-    if last:
-        actors = dict(last.get("actors_present") or {})
-    else:
-        actors = {r: "Listed as present at the start in the materials." for r in bullets(section(materials, "present at start"))}
-    status = last.get("patient_status") or section(materials, "initial patient status", "initial status")
-    feedback: list[str] = []
-    assessments: list[dict[str, str]] = []
-    ends = False
-    for action in actions:
-        outcome = next((oc for oc in action_results(materials) if any(mentions(action, key) for key in oc.keys)), None)
-        role = next((r for r in on_request if mentions(action, r.split("(")[0].strip())), None)
-        if outcome is not None:
-            feedback.append(outcome.text)
-            status = outcome.status or status
-            ends = ends or outcome.ends
-            state = "pending" if outcome.pending else "executed"
-            assessments.append({"raw": action, "interpreted_action": outcome.keys[0], "status": state,
-                                "rationale": f"Listed under action results ({outcome.keys[0]})."})  # fmt: skip
-        elif role is not None:
-            assessments.append({"raw": action, "interpreted_action": f"call {role}", "status": "executed",
-                                "rationale": f"{role} is available on request."})  # fmt: skip
-        else:
-            assessments.append({"raw": action, "interpreted_action": action.lower(), "status": "unsupported",
-                                "rationale": "Not among this scenario's action results."})  # fmt: skip
-        if role is not None and role not in actors:
-            actors[role] = "Called by the clinician; listed as available on request."
-            feedback.append(f"{role}: I'm here. How can I help?")
-    for role in on_request:  # named in speech ("Nurse, ..." / "can we call the pharmacist")
-        if role not in actors and mentions(speech, role.split("(")[0].strip()):
-            actors[role] = "Called by the clinician; listed as available on request."
-            feedback.append(f"{role}: I'm here. How can I help?")
-    all_actions = [a for p in messages if isinstance(p, ChatMessageUser) for a in turn_actions(p.text)]
-    reported = {e for p in previous for e in p.get("events", [])}
-    events: list[str] = []
-    for due, unless, text, new_status in timed_events(materials):
-        if due > k or text in reported:
-            continue
-        if unless and any(mentions(a, unless) for a in all_actions):
-            continue
-        events.append(text)
-        status = new_status or status
-    should_end, reason = ends, "The handover point of the scenario was reached." if ends else ""
-    if eos or (o.medsp_env_advance_turn and k == o.medsp_env_advance_turn):
-        if index + 1 < len(states):
-            index += 1
-            label, text, new_status = states[index]
-            if text:
-                feedback.append(text)
-            status = new_status or status
-        elif eos:
-            should_end, reason = True, f"No scenario state after {label}."
-    if o.medsp_env_end_turn and k >= o.medsp_env_end_turn:
-        should_end, reason = True, reason or "The scenario's end point was reached."
-    if o.medsp_env_drop_last_assessment and assessments:
-        assessments = assessments[:-1]
-    if o.medsp_env_unnamed_assessments:
-        assessments = [{**a, "raw": ""} for a in assessments]
-    return json.dumps(
-        {
-            "feedback": feedback or ["No new findings."],
-            "events": events,
-            "actors_present": actors,
-            "action_assessments": assessments,
-            "patient_status": status,
-            "progress_index": index,
-            "state_label": label,
-            "should_end": should_end,
-            "completion_reason": reason,
-        },
-        ensure_ascii=False,
-    )
-
-
-# ---------------------------------------------------------------------------------------------
-# evaluator
-
-ITEM_LINE = re.compile(r"^- \[([A-Z]+\.\d+)\] (.+)$", re.M)
-OFFICIAL_BLOCK = re.compile(r"^(PC|MK|SBP|ICS|PBLI|PROF):\n((?:- .*(?:\n|$))*)", re.M)
-
-
-def examinee_contributions(request: str) -> str:
-    """Everything the examinee said or did, from the transcript (the first JSON list of role entries)."""
-    for value in json_values(request):
-        if isinstance(value, list) and value and all(isinstance(e, dict) and "role" in e for e in value):
-            parts = []
-            for entry in value:
-                if entry["role"] in ("examinee", "examinee_actions"):
-                    content = entry.get("content")
-                    parts.append(" ".join(content) if isinstance(content, list) else str(content or ""))
-            return "\n".join(parts)
-    return ""
-
-
-def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    if attempt < o.medsp_evaluator_malformed_attempts:
-        return "Overall the examinee did well; most items are met."
-    system = system_text(messages)
-    did = stems(examinee_contributions(last_user_text(messages)))
-
-    def judge(text: str) -> tuple[bool, str]:
-        need = stems(text)
-        hit = sorted(need & did)
-        met = bool(need) and len(hit) * 2 >= len(need)
-        return met, (f"The examinee's words or actions match: {', '.join(hit)}." if met else "No matching statement or action.")
-
-    items = ITEM_LINE.findall(system)
-    drop = attempt < o.medsp_evaluator_missing_item_attempts
-    if items:
-        judged = {item_id: dict(zip(("met", "evidence"), judge(text))) for item_id, text in items}
-        if drop:
-            judged.pop(items[-1][0])
-        return json.dumps({"reasoning": ["Keyword overlap with the examinee's words and actions."], "items": judged}, ensure_ascii=False)
-    official: dict[str, Any] = {"reasoning": ["Keyword overlap with the examinee's words and actions."]}
-    last_key = None
-    for comp, body in OFFICIAL_BLOCK.findall(system):
-        official[comp] = {}
-        for text in bullets(body):
-            official[comp][text] = judge(text)[0]
-            last_key = (comp, text)
-    if drop and last_key:
-        official[last_key[0]].pop(last_key[1])
-    return json.dumps(official, ensure_ascii=False)
-
-
 HANDLERS = {
     "medsp.examinee": examinee,
     "medsp.panel_integrator": integrator,
@@ -585,6 +348,4 @@ HANDLERS = {
     "medsp.panel_vote": vote,
     "medsp.bon_selector": selector,
     "medsp.patient": patient,
-    "medsp.environment": environment,
-    "medsp.evaluator": evaluator,
 }

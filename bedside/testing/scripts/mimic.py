@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from inspect_ai.model import ChatMessage
 
 from bedside.mimic.extract import note_sections
-from bedside.testing.scripts import last_user_text
+from bedside.testing.scripts import context
 
 
 @dataclass
@@ -31,7 +31,6 @@ class Options:
     mimic_invalid_on: str = ""
 
 
-_NOTE_RE = re.compile(r"<discharge_note>\n?(.*?)\n?</discharge_note>", re.DOTALL)
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
 RETURN_WORDS = ("return", "come back", "seek", "emergency", "911", " er ", " ed ", "call your doctor", "call the")
 
@@ -87,9 +86,7 @@ def extract_fields(note: str) -> dict[str, str]:
 
 
 def extract(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    prompt = last_user_text(messages)
-    found = _NOTE_RE.search(prompt)
-    note = found.group(1) if found else prompt
+    note = context(messages)["discharge_note"]
     if attempt < o.mimic_malformed_attempts:
         return "Here are the fields you asked for: the chief complaint is in the note."
     if o.mimic_invalid_on and o.mimic_invalid_on in note:

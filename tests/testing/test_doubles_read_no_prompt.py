@@ -1,0 +1,47 @@
+"""The test doubles never read a rendered prompt: with every template of ``prompts/`` rendered as one
+placeholder string (so no heading, persona sentence, case-fact layout or correction block reaches
+them), the scripted runs still give exactly the golden scores. What a scripted role needs, it reads
+from the call tag's render context (``ask(..., context=...)``) and from the conversation's chat roles."""
+
+from __future__ import annotations
+
+import pytest
+
+from bedside import prompts
+from tests.golden import make_golden
+
+PLACEHOLDER = "[prompt withheld from the test doubles]"
+
+
+class _Withheld:
+    def render(self, **variables: object) -> str:
+        return PLACEHOLDER
+
+
+REAL_ENV = prompts._env
+
+
+class _Env:
+    def get_template(self, name: str) -> _Withheld:
+        REAL_ENV().get_template(name)  # the template exists (a typo still fails)
+        return _Withheld()
+
+
+@pytest.fixture
+def withheld(monkeypatch):
+    monkeypatch.setattr(prompts, "_env", _Env)
+    assert prompts.render("discharge/patient.j2") == PLACEHOLDER
+    assert prompts.render("cpb/persistence_judge.j2") == PLACEHOLDER
+
+
+#: the golden runs that exercise the most script paths (corrections, the monitor, the continuation,
+#: the self-check-free CPB judges, the panel and the evaluator)
+RUNS = ("discharge_faults", "discharge_monitor_unreadable", "cpb_accommodating", "cpb_continuation",
+        "cpb_control_alarmist", "medsp_panel", "medsp_evaluator_omits")
+
+
+@pytest.mark.parametrize("name", RUNS)
+def test_scripted_scores_do_not_depend_on_prompt_text(name, withheld):
+    got = make_golden.golden_of(name)
+    assert got, f"{name}: no samples"
+    assert make_golden.differences(name, got) == []
