@@ -104,8 +104,8 @@ def assert_through_openai_api(log: EvalLog, roles: set[str]) -> None:
 
 def assert_answered_as_tagged(events: list[Any]) -> int:
     """The server answered each tagged call exactly as ``bedside/scripted`` does when it dispatches on
-    the call's protocol tag (the tag's name travels as the ``X-Bedside-Protocol`` header; the
-    metadata never leaves the process). Returns how many calls were tagged
+    the call's protocol tag and render context (on the loopback test channel they travel as the
+    ``X-Bedside-Protocol`` header and the ``bedside_tag`` body field). Returns how many calls were tagged
     (calls a benchmark does not tag are checked by the role -> protocol routes only)."""
     tagged = 0
     for e in events:

@@ -47,7 +47,7 @@ from pydantic import BaseModel, ValidationError
 from bedside.jsonreply import extract_json_all
 
 TAG = "bedside_protocol"
-#: the request header naming the protocol on OpenAI-compatible HTTP calls (``openai-api/...``)
+#: the request header naming the protocol, sent only on the loopback test channel (:data:`LOOPBACK_URL_ENV`)
 HEADER = "X-Bedside-Protocol"
 #: the request-body key holding the tag (name and render context) on loopback calls only
 BODY_KEY = "bedside_tag"

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bedside.protocols import tag_of
-from bedside.protocols.medsp import parse_domains
+from bedside.protocols.medsp import panel_domains, parse_domains
 from bedside.solvers.medsp import self_consistency
 from tests.conftest import scripted
 from tests.medsp.helpers import ANAPHYLAXIS, calls, roles, run_one, store, text_of, turns_of
@@ -147,6 +149,11 @@ def test_panel_specialties_are_parsed_and_padded_as_upstream(tmp_path):
     ]
     assert parse_domains("1. Cardiology, 2. Nephrology; - Surgery\nPediatrics", 3) == ["Cardiology", "Nephrology", "Surgery"]
     assert parse_domains("", 2) == ["General Medicine", "General Medicine 2"]
+    # the solver reads them through the protocol (no solver parses a reply): medsp.panel_domains's reader
+    value, _ = panel_domains(2).read("<think>Cardiology?</think>Specialties: Toxicology | Nursing | Surgery")
+    assert value.data["domains"] == ["Toxicology", "Nursing"] and panel_domains(2).name == "medsp.panel_domains"
+    with pytest.raises(ValueError):  # an empty reply is unreadable (retried, then the defaults are recorded)
+        panel_domains(2).read("  ")
     _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_panel_domains="Toxicology,toxicology"),
                         scaling="panel", panel_size=3, max_turns=1)  # fmt: skip
     assert store(sample)["panel_domains"] == ["Toxicology", "General Medicine 2", "General Medicine 3"]

@@ -32,15 +32,16 @@ def test_scripted_dispatches_on_the_tag_not_the_prompt():
     assert "no script" in generate(scripted(), pat).completion  # untagged: not recognised from its text
     assert json.loads(generate(scripted(), PATIENT.tag(pat)).completion)["utterance"]
     # the same prompt tagged as the educator's protocol gets the educator's script
-    assert not generate(scripted(), EDUCATOR.tag(pat)).completion.startswith("{")
+    note = {"discharge_note": CASE.discharge_note}  # the educator's render context
+    assert not generate(scripted(), EDUCATOR.tag(pat, note)).completion.startswith("{")
     tagged = PATIENT.tag(pat)
     assert tag_of(tagged).name == "discharge.patient" and tag_of(tagged).schema["required"] == ["utterance"]
     assert pat[-1].metadata is None  # tagging copies
 
 
 def test_no_protocol_carries_a_marker_sentence():
-    """The test doubles dispatch on the call tag (metadata in process, a header over HTTP): no protocol
-    declares prompt text to be recognised by."""
+    """The test doubles dispatch on the call tag (metadata in process; on the loopback test channel, a
+    header and a body field over HTTP): no protocol declares prompt text to be recognised by."""
     for protocol in all_protocols():
         assert not hasattr(protocol, "marker") and not hasattr(protocol, "where"), protocol.name
 
@@ -67,7 +68,7 @@ def test_educator_walks_the_notes_topics_then_signs_off():
 
     for _ in plan:
         msgs += [ChatMessageAssistant(content="..."), ChatMessageUser(content="ok")]
-    assert "all set to go home" in generate(scripted(), EDUCATOR.tag(msgs)).completion
+    assert "all set to go home" in generate(scripted(), EDUCATOR.tag(msgs, {"discharge_note": CASE.discharge_note})).completion
 
 
 def test_unknown_option_is_an_error():
