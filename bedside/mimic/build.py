@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _model_args(items: list[str]) -> dict[str, Any]:
-    from inspect_ai._util.config import parse_cli_args
+    from bedside.compat import parse_cli_args
 
     return parse_cli_args(items) if items else {}
 
