@@ -122,7 +122,7 @@ lint: $(VENV)/.installed
 # The mechanical part of the lint clean-up, re-run as is after a merge: drop `# fmt: skip` markers,
 # apply ruff's safe fixes, format.
 format: $(VENV)/.installed
-	git ls-files -z -- $(addsuffix /*.py,$(FORMAT_PATHS)) | xargs -0 sed -i -e 's/  # fmt: skip$$//'
+	git ls-files -z -- $(foreach p,$(FORMAT_PATHS),'$(p)/*.py') | xargs -0 sed -i -e 's/  # fmt: skip$$//'
 	-$(BIN)/ruff check --fix --quiet $(FORMAT_PATHS)
 	$(BIN)/ruff format $(FORMAT_PATHS)
 
