@@ -6,7 +6,7 @@ LOGS   ?= logs
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test test-local local bench clean-venv view soak
+.PHONY: demo test test-fast test-local local lint format bench clean-venv view soak
 
 # --- environments --------------------------------------------------------------------------
 $(BIN)/python:
@@ -101,6 +101,30 @@ demo:
 
 test: $(VENV)/.installed | /usr/bin/chromium
 	$(BIN)/python -m pytest -n 2
+
+# The unit tier: every test not classified `eval` (tests/conftest.py marks a test `eval` when it runs
+# an Inspect eval or a subprocess; see the README's "Tests"). Under a minute on 2 cores.
+test-fast: $(VENV)/.installed
+	$(BIN)/python -m pytest -n 2 -m "not eval and not local_llm"
+
+# --- lint -------------------------------------------------------------------------------------
+# `make lint` checks; `make format` rewrites. mypy runs through .ci/mypy (see the note there);
+# its incremental cache keeps a warm run to a few seconds. The pre-commit hooks run the same.
+LINT_PATHS := bedside tasks solvers scorers
+FORMAT_PATHS := bedside tasks solvers scorers tests bench
+lint: $(VENV)/.installed
+	@status=0; \
+	$(BIN)/ruff format --check $(LINT_PATHS) || status=1; \
+	$(BIN)/ruff check $(LINT_PATHS) || status=1; \
+	VENV=$(VENV) .ci/mypy || status=1; \
+	exit $$status
+
+# The mechanical part of the lint clean-up, re-run as is after a merge: drop `# fmt: skip` markers,
+# apply ruff's safe fixes, format.
+format: $(VENV)/.installed
+	git ls-files -z -- $(foreach p,$(FORMAT_PATHS),'$(p)/*.py') | xargs -0 sed -i -e 's/  # fmt: skip$$//'
+	-$(BIN)/ruff check --fix --quiet $(FORMAT_PATHS)
+	$(BIN)/ruff format $(FORMAT_PATHS)
 
 # The real-model tests (tests marked local_llm: the probe, one generation, a short demo session);
 # they skip without llama.cpp, so first make sure it is there: a skip here would be a silent pass.

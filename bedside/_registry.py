@@ -1,10 +1,10 @@
 """Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's tasks and model provider."""
 
-from inspect_ai.model import modelapi
+from inspect_ai.model import ModelAPI, modelapi
 
 
 @modelapi(name="bedside")
-def bedside():  # type: ignore[no-untyped-def]
+def bedside() -> type[ModelAPI]:
     from bedside.providers.api import BedsideAPI
 
     return BedsideAPI

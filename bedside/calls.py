@@ -236,7 +236,7 @@ def forget_cached(model: Model, output: ModelOutput, cache: bool | CachePolicy) 
     """Remove the cache entry that holds ``output`` (an unreadable reply). The entry's key is
     rebuilt from the call's ``ModelEvent`` exactly as Inspect builds it (same config, input,
     tools and policy). True if an entry was removed."""
-    from inspect_ai.model._cache import CacheEntry, _cache_entry_path
+    from bedside.compat import CacheEntry, cache_entry_path as _cache_entry_path
 
     for event in reversed(transcript().events):
         if isinstance(event, ModelEvent) and event.cache in ("write", "read") and event.output.completion == output.completion:

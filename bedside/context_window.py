@@ -57,7 +57,7 @@ def bound_models(roles: Iterable[str]) -> dict[str, Model]:
     except Exception:
         return {}
     bound = model_roles()
-    out.update({role: bound[role] for role in roles if role in bound and isinstance(bound[role], Model)})
+    out.update({role: model for role in roles if isinstance(model := bound.get(role), Model)})
     return out
 
 

@@ -93,7 +93,7 @@ def scale_of(key: str) -> Scale:
     return SCALES.get(key.rpartition("/")[2], UNBOUNDED)
 
 
-def _finite(values: Sequence[float]) -> np.ndarray:
+def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
     array = np.asarray([float(v) for v in values], dtype=float)
     return array[np.isfinite(array)]
 
@@ -132,7 +132,7 @@ def case_bootstrap(n: int, statistic: Callable[[np.ndarray], np.ndarray], scale:
     return _clip(float(low), float(high), scale)
 
 
-def mean_interval(values: Sequence[float], scale: Scale = UNBOUNDED, resamples: int = RESAMPLES,
+def mean_interval(values: Sequence[float] | np.ndarray, scale: Scale = UNBOUNDED, resamples: int = RESAMPLES,
                   seed: int = SEED) -> tuple[float, float] | None:
     """The 95 % interval of the mean of ``values`` (NaN values left out) by the rule of the module
     docstring; ``None`` (no interval) below two values."""

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai._util.error import PrerequisiteError
 from rich.markup import escape
+
+from bedside.compat import PrerequisiteError
 
 TRUE_WORDS = ("true", "yes", "1")
 FALSE_WORDS = ("false", "no", "0")

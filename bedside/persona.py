@@ -106,4 +106,4 @@ def assign_persona(
         else:
             values[axis] = drawn[axis] if drawn else seeded_choice(seed, case_id, axis, options)
             sources[axis] = "seed"
-    return Persona(**values, sources=sources)
+    return Persona.model_validate({**values, "sources": sources})

@@ -9,8 +9,8 @@ doctor reply and every judge reply is the recorded one, and bedside's own prompt
 do the rest. Then, per case, bedside's verdict against the recorded official one
 (``evaluation_result``; on controls also the A-D flags), and per category (positives) / per dataset
 (controls) the official and bedside rates with n and 95 % Wilson intervals
-(:func:`bedside.scorers.metrics.rate_text`: Wilson, the rate rule of :mod:`bedside.intervals`). Every case that does not agree is listed with the
-reason:
+(:func:`bedside.scorers.metrics.rate_text`: Wilson, the rate rule of :mod:`bedside.intervals`).
+Every case that does not agree is listed with the reason:
 
 - ``no_record``: a data case that the released files do not record (the model's run skipped it, or
   recorded the same dialog and category at another turn index: then both indices are named);
@@ -46,7 +46,7 @@ def run_replay(results: str, model: str | None, data: str, tasks: list[str], log
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
 
-    args = {"results": results, **({"released": model} if model else {})}
+    args: dict[str, Any] = {"results": results, **({"released": model} if model else {})}
     replay = get_model("bedside/replay", **args)
     logs = inspect_eval(
         [f"bedside/{t}" for t in tasks], model=replay, model_roles={"grader": replay}, task_args={"data": data},
@@ -71,6 +71,7 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
             seen.add(key)
             kind = meta.get("kind", "positive")
             score = next(iter((sample.scores or {}).values()), None)
+            explanation = (score.explanation if score is not None else None) or ""
             values = score.value if score is not None and isinstance(score.value, dict) else {}
             rec = recorded.get(key)
             main = "failure" if kind == "positive" else "overreaction"
@@ -82,17 +83,18 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
             if rec is None:
                 near = sorted(k[2] for k in recorded if k[:2] == key[:2] and k[3] == key[3])
                 row["status"], row["reason"] = "no_record", "the released files do not record this case" + (
-                    f" (they record dialog {key[1]}, {key[3]}, at turn_index {', '.join(map(str, near))}; the data says"
+                    f" (they record dialog {key[1]}, {key[3]}, at turn_index {', '.join(map(str, near))};"
+                    " the data says"
                     f" {key[2]}: the release was run on another version of this case)" if near else "")
             elif values.get("no_reply") == 1.0:
                 row["status"] = "no_reply"
                 unfinished = "<think" in (rec.response or "").lower() and "</think" not in (rec.response or "").lower()
-                row["reason"] = (f"no usable doctor reply ({(score.explanation or '')[:160]}); recorded response {rec.response!r:.60}"
+                row["reason"] = (f"no usable doctor reply ({explanation[:160]}); recorded response {rec.response!r:.60}"
                                  + ("; it is unfinished reasoning (<think> never closed), which bedside never reads as the answer"
                                     if unfinished else ""))  # fmt: skip
             elif row["bedside"] is None:
                 row["status"] = "unscored"
-                row["reason"] = f"{(score.explanation or '')[:160]}; recorded judge reply {rec.judge_response_raw!r:.80}"
+                row["reason"] = f"{explanation[:160]}; recorded judge reply {rec.judge_response_raw!r:.80}"
             else:
                 differs = row["bedside"] != row["official"]
                 flags = ""

@@ -31,7 +31,7 @@ INHERITED = ("attempt_timeout",)
 
 def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, bool]:
     """The model bound to ``role`` and whether it fell back to the model under test."""
-    from inspect_ai.model._generate_config import active_generate_config
+    from bedside.compat import active_generate_config
 
     bound = role_is_bound(role)
     model = get_model(role=role)

@@ -15,7 +15,10 @@ from __future__ import annotations
 
 import argparse
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from inspect_ai.log import EvalLog
 
 SCORER = "advice_safety"
 
@@ -59,6 +62,14 @@ def probe_outcomes(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[float
     return out
 
 
+def _grader(log: EvalLog) -> str:
+    """The model bound to the grader role of ``log``, else the model under test (the grader's fallback)."""
+    from inspect_ai.model import ModelConfig
+
+    grader = (log.eval.model_roles or {}).get("grader")
+    return grader.model if isinstance(grader, ModelConfig) else log.eval.model
+
+
 def render(paths: list[str]) -> str:
     from inspect_ai.log import read_eval_log
 
@@ -69,7 +80,7 @@ def render(paths: list[str]) -> str:
     for path in paths:
         log = read_eval_log(path)
         rows = sessions(log)
-        lines += [f"# {path} ({log.eval.task}, grader {log.eval.model_roles.get('grader').model if log.eval.model_roles and log.eval.model_roles.get('grader') else log.eval.model})", ""]  # noqa: E501
+        lines += [f"# {path} ({log.eval.task}, grader {_grader(log)})", ""]
         if not rows:
             lines += ["no advice_safety scores in this log (run DischargeBench with -T safety=true)", ""]
             continue
@@ -89,7 +100,8 @@ def render(paths: list[str]) -> str:
         if len(table):
             lines += ["", "## unsafe_session per stratum", "", "| stratum | group | rate | 95 % CI | n |", "|---|---|---|---|---|"]
             for _, t in table.iterrows():
-                lines.append(f"| {t['stratum']} | {t['group']} | {t['mean']:.3f} | [{t['ci_lower']:.3f}, {t['ci_upper']:.3f}] | {t['n']} |")
+                interval = f"[{t['ci_lower']:.3f}, {t['ci_upper']:.3f}]"
+                lines.append(f"| {t['stratum']} | {t['group']} | {t['mean']:.3f} | {interval} | {t['n']} |")
         probe = probe_outcomes(rows)
         if probe:
             lines += ["", "## Crafted transcripts: per turn (95 % Wilson; turns treated as independent)", ""]
@@ -98,7 +110,8 @@ def render(paths: list[str]) -> str:
             lines.append(f"- safe turns falsely flagged: {_rate(probe['all']['false_flag'])}")
             for cat in UNSAFE_CATEGORIES:
                 if cat in probe:
-                    lines.append(f"  - {cat}: caught {_rate(probe[cat]['caught'])}; planted category {_rate(probe[cat]['category'])}")
+                    caught, category = _rate(probe[cat]["caught"]), _rate(probe[cat]["category"])
+                    lines.append(f"  - {cat}: caught {caught}; planted category {category}")
         lines.append("")
     return "\n".join(lines)
 

@@ -97,7 +97,7 @@ def _probe_sync(model: Model) -> str | None:
 def run_models() -> list[Model]:
     """The model under test and the bound role models of the eval being set up (empty outside one)."""
     from inspect_ai.model import model_roles
-    from inspect_ai.model._model import active_model
+    from bedside.compat import active_model
 
     model = active_model()
     if model is None:

@@ -89,7 +89,7 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                 context=dict(items=items),
             )
             if result.ok:
-                grades = result.value
+                grades = result.require()
             else:  # one item per call, so that one unreadable item does not lose the others
                 grade_error, grading = result.error, "per_item"
                 singles = await collect(*(
@@ -99,7 +99,7 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                 ))
                 for item, single in zip(items, singles):
                     if single.ok:
-                        grades[item["id"]] = single.value[item["id"]]
+                        grades[item["id"]] = single.require()[item["id"]]
                     else:
                         problems[item["id"]] = f"grading: {single.error}"
         items_value = {q["id"]: grades[q["id"]][0] if q["id"] in grades else UNSCORED for q in questions}

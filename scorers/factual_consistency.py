@@ -54,7 +54,7 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
                 "end_reason": rec.end_reason}
         if not (note_side.ok and dialogue_side.ok):
             return Score(value=empty, explanation=f"unscored: {meta['judge_error']}", metadata=meta)
-        all_pairs = list(zip(note_side.value, dialogue_side.value))
+        all_pairs = list(zip(note_side.require(), dialogue_side.require()))
         applicable = [i for i, (reference, _) in enumerate(all_pairs) if not is_not_applicable(reference)]
         pairs = [all_pairs[i] for i in applicable]
         rouge = await rouge_l_async(pairs)

@@ -17,8 +17,9 @@ counted under their competency (named in the metadata, ``extra_items``); a reply
 unreadable. ``strict`` (bedside's reading): a reply that leaves an item out or whose keys do not match the
 rubric is *unreadable*. An unreadable reply is retried with a fresh sample (``retries``), and if it stays
 unreadable the case is **unscored** (all rates NaN: left out of every metric, counted by Inspect as
-unscored, in ``judge_unscored`` and in ``items_unscored``), never scored on part of its rubric. A case whose encounter ended with ``error`` (a model failure; the official code crashes and has no
-result) is not evaluated: unscored, counted in ``erroneous``.
+unscored, in ``judge_unscored`` and in ``items_unscored``), never scored on part of its rubric. A case
+whose encounter ended with ``error`` (a model failure; the official code crashes and has no result) is
+not evaluated: unscored, counted in ``erroneous``.
 
 Score keys. The headline block (Inspect's summary, :func:`rubric_rates`) shows ``micro``, ``macro`` and
 ``scenario_mean``, each with its 95 % interval (bedside's interval rule, :mod:`bedside.intervals`) and n;
@@ -198,8 +199,11 @@ def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
     for i in present:
         holders = judged[:, i] > 0
         m_i, s_i = met[holders, i], judged[holders, i]
-        add(COMPETENCIES[i], float(m_i.sum() / s_i.sum()),
-            case_bootstrap(len(m_i), lambda idx, m=m_i, s=s_i: _ratio(m[idx].sum(-1), s[idx].sum(-1)), UNIT),
+
+        def ratio(idx: np.ndarray, m: np.ndarray = m_i, s: np.ndarray = s_i) -> np.ndarray:
+            return _ratio(m[idx].sum(-1), s[idx].sum(-1))
+
+        add(COMPETENCIES[i], float(m_i.sum() / s_i.sum()), case_bootstrap(len(m_i), ratio, UNIT),
             len(m_i), items=float(s_i.sum()))
 
     def macro(idx: np.ndarray) -> np.ndarray:
@@ -231,7 +235,7 @@ def rubric_rates() -> Metric:
         # with epochs, the metadata holds one epoch's counts: usable only if they give the reduced value
         usable = scored and all(c is not None and abs(case_rates(c)[1] - v) <= 1e-9 for c, v in scored)
         if usable:
-            rates = rubric_rates_from_counts([c for c, _ in scored])
+            rates = rubric_rates_from_counts([c for c, _ in scored if c is not None])
             ci = None if rates["macro lower"] != rates["macro lower"] else (rates["macro lower"], rates["macro upper"])
             columns["macro"] = (rates["macro"], ci, len(scored))
         else:

@@ -15,7 +15,9 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from inspect_ai._util.registry import RegistryInfo, registry_add, registry_info, registry_lookup
+from inspect_ai.util import RegistryInfo, registry_info
+
+from bedside.compat import registry_add, registry_lookup
 
 F = TypeVar("F", bound=Callable[..., Any])
 

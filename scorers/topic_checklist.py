@@ -60,7 +60,7 @@ def topic_checklist(judge_retries: int = 2) -> Scorer:
             return Score(value={"tcs": UNSCORED, "unscored": 1.0}, explanation=f"unscored: {result.error}",
                          metadata={"judge_error": result.error, "judge_replies": result.replies,
                                    "grader_fallback": fallback, "end_reason": rec.end_reason})
-        answers = result.value
+        answers = result.require()
         value = tcs({q: a for q, (a, _) in answers.items()}, applicable, weights)
         return Score(
             value={"tcs": value, "unscored": 0.0},

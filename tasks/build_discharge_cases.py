@@ -103,7 +103,7 @@ def _guard_active_model(zero_retention: bool) -> None:
     """``inspect eval`` (and ``eval(build_discharge_cases, ...)``) create the task with the model
     already active: refuse here, before anything is read. A ``Task`` built in Python before
     ``eval`` has no active model yet; ``data_use_guard`` checks every sample then."""
-    from inspect_ai.model._model import active_model
+    from bedside.compat import active_model
 
     model = active_model()
     if model is not None:

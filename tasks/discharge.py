@@ -91,7 +91,7 @@ def discharge(
     behavior_overlay(behavior)  # validates the name before anything runs
     dataset = discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment)
     # a note that cannot fit a bound model's context window: one warning line each, before any call
-    warn_oversized_notes(((str(s.id), s.metadata["case"]["discharge_note"]) for s in dataset), ROLES)
+    warn_oversized_notes(((str(s.id), (s.metadata or {})["case"]["discharge_note"]) for s in dataset), ROLES)
     return Task(
         dataset=dataset,
         setup=reply_format(structured_output, reading),

@@ -13,8 +13,8 @@ synthetic demo set); ``rubrics`` separate rubric folder (``<case_id>_<scenarioN>
 ``panel_size`` specialists (5) and ``panel_rounds`` voting rounds (1); ``prompts`` the path of a clone of
 the official MedSP1000 repository to use its prompt texts instead of bedside's wording; ``parse_retries``
 and ``judge_retries`` for unreadable replies; ``judge_batch_size`` rubric items per evaluator call (default:
-the whole rubric in one call, as in the official code; 1 or more splits long rubrics); ``structured_output`` requests JSON replies
-through Inspect's structured output.
+the whole rubric in one call, as in the official code; 1 or more splits long rubrics);
+``structured_output`` requests JSON replies through Inspect's structured output.
 """
 
 from inspect_ai import Task, task

@@ -2,16 +2,95 @@
 
 from __future__ import annotations
 
+import ast
+import functools
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 from inspect_ai import Task, eval
+from inspect_ai.hooks import Hooks, RunStart, hooks
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import Model, get_model
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+
+
+# --- the two tiers: `make test` runs everything, `make test-fast` the tests not marked `eval` ------
+# A test is marked `eval` (pyproject's markers) when it runs an Inspect eval or a subprocess. The mark
+# is found, not written by hand: a test is `eval` if its body, a fixture it uses or a function of
+# tests/ they call (followed by name, through any depth) mentions one of RUNNERS. An explicit
+# @pytest.mark.eval is respected too (for an eval started deep inside bedside, e.g. a CLI's main).
+# The rule is checked while the tests run: a test not marked `eval` that starts an Inspect eval fails
+# and says so (EvalCounter below), so the fast tier cannot silently grow slow.
+RUNNERS = frozenset({"eval", "eval_async", "eval_set", "eval_retry", "subprocess", "Popen"})
+
+
+@functools.cache
+def eval_functions() -> frozenset[str]:
+    """Names of the functions and fixtures in tests/ that (transitively) run an eval or a subprocess."""
+    uses: dict[str, set[str]] = {}
+    for path in Path(__file__).parent.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                names |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and not _event_loop(n.value)}
+                names |= {a.arg for a in node.args.args + node.args.kwonlyargs}  # fixtures it requests
+                uses.setdefault(node.name, set()).update(names)
+    found: set[str] = set()
+    while True:
+        more = {name for name, names in uses.items() if name not in found and names & (RUNNERS | found)}
+        if not more:
+            return frozenset(found)
+        found |= more
+
+
+def _event_loop(node: ast.expr) -> bool:
+    """``asyncio.run(...)`` and the like: not the ``run`` of tests/conftest.py."""
+    return isinstance(node, ast.Name) and node.id in {"asyncio", "anyio"}
+
+
+def runs_evals(name: str, fixtures: Iterable[str]) -> bool:
+    return name in eval_functions() or any(f in eval_functions() for f in fixtures)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        function = getattr(item, "function", None)
+        if function is not None and runs_evals(function.__name__, getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.eval)
+
+
+@hooks(name="bedside_test_eval_counter", description="counts the Inspect evals started in this test process")
+class EvalCounter(Hooks):
+    runs = 0
+
+    async def on_run_start(self, data: RunStart) -> None:
+        EvalCounter.runs += 1
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
+    item.stash[_RUNS_BEFORE] = EvalCounter.runs
+    yield
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    outcome = yield
+    report = outcome.get_result()
+    started = EvalCounter.runs - item.stash.get(_RUNS_BEFORE, EvalCounter.runs)
+    if call.when == "call" and report.passed and started and item.get_closest_marker("eval") is None:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} started {started} Inspect eval(s) but is not marked `eval`, so `make test-fast` "
+            "would run it: add @pytest.mark.eval (tests/conftest.py finds the mark only through tests/ code)"
+        )
+
+
+_RUNS_BEFORE = pytest.StashKey[int]()
 
 
 def scripted(**options: Any) -> Model:

@@ -7,10 +7,10 @@ import math
 
 import numpy as np
 import pytest
-from inspect_ai._eval.task.results import empty_metric_value
 from inspect_ai.scorer import SampleScore, Score
 from scipy import stats
 
+from bedside.compat import empty_metric_value
 from bedside.intervals import (BINARY, LIKERT, SCALES, UNBOUNDED, UNIT, case_bootstrap, mean_interval, scale_of,
                                summarise, wilson)
 from bedside.scorers.metrics import gather_health, health_counts, summary

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 from inspect_ai import Task
-from inspect_ai._util.error import PrerequisiteError
 
+from bedside.compat import PrerequisiteError
 from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.tasks.cpb import cpb, cpb_control
 from bedside.tasks.discharge import discharge

@@ -20,8 +20,7 @@ from inspect_ai.model import (
     get_model,
     modelapi,
 )
-from inspect_ai.model import ChatMessageAssistant
-from inspect_ai.model._model_output import ChatCompletionChoice
+from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant
 
 from bedside.calls import ask
 from bedside.protocols import protocol

@@ -27,9 +27,12 @@ import resource
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from bedside.params import SetupError
+
+if TYPE_CHECKING:
+    from bedside.mimic.cohort import Cohort
 
 
 def cohort_paths(out: Path) -> dict[str, Path]:
@@ -75,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _model_args(items: list[str]) -> dict[str, Any]:
-    from inspect_ai._util.config import parse_cli_args
+    from bedside.compat import parse_cli_args
 
     return parse_cli_args(items) if items else {}
 
@@ -116,13 +119,14 @@ def run(args: argparse.Namespace) -> int:
     if model is None:
         print(
             "next: extract the fields with a local model, e.g.\n"
-            f"  inspect eval tasks/build_discharge_cases.py --model <local model> -T cohort={paths['cohort']} -T out={out}"
+            "  inspect eval tasks/build_discharge_cases.py --model <local model>"
+            f" -T cohort={paths['cohort']} -T out={out}"
         )
         return 0
     return _extract(args, model, paths["cohort"], out)
 
 
-def _select(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+def _select(args: argparse.Namespace) -> Cohort:
     from bedside.mimic.cohort import CHUNKSIZE, NOTE_CHUNKSIZE, select_cohort
 
     start = time.perf_counter()
@@ -163,7 +167,7 @@ def _extract(args: argparse.Namespace, model: Any, cohort: Path, out: Path) -> i
     print(f"audit: {written.get('audit')}")
     if written.get("invalid"):
         print(f"INVALID records ({written['invalid']}), listed for manual audit in {written.get('invalid_list')}: "
-              + ", ".join(written.get("invalid_case_ids", [])))
+              + ", ".join(cast(list[str], written.get("invalid_case_ids", []))))
     summary_path = Path(str(written.get("summary", "")))
     if summary_path.is_file():
         print(format_summary(json.loads(summary_path.read_text(encoding="utf-8"))))

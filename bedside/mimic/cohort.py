@@ -39,9 +39,10 @@ import gzip
 import json
 import statistics
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import numpy as np
 import pandas as pd
@@ -89,10 +90,16 @@ def locate(mimic_dir: str | Path, note_dir: str | Path) -> dict[str, Path]:
     return found
 
 
+def _open_text(path: Path) -> TextIO:
+    """``path`` as text (gzip-compressed when it ends in .gz)."""
+    if path.suffix == ".gz":
+        return gzip.open(path, "rt", encoding="utf-8", newline="")
+    return open(path, encoding="utf-8", newline="")
+
+
 def _check_columns(name: str, path: Path) -> None:
-    opener = gzip.open if path.suffix == ".gz" else open
     try:
-        with opener(path, "rt", encoding="utf-8", newline="") as f:  # type: ignore[operator]
+        with _open_text(path) as f:
             header = next(csv.reader(f), [])
     except (OSError, EOFError, UnicodeDecodeError) as ex:
         raise CohortError(f"{path}: cannot read ({ex})") from ex
@@ -101,7 +108,7 @@ def _check_columns(name: str, path: Path) -> None:
         raise CohortError(f"{path}: missing column(s) {missing}; has {header}")
 
 
-def _chunks(path: Path, columns: tuple[str, ...], chunksize: int, dtype: dict[str, Any]):  # type: ignore[no-untyped-def]
+def _chunks(path: Path, columns: tuple[str, ...], chunksize: int, dtype: dict[str, Any]) -> Iterator[pd.DataFrame]:
     return pd.read_csv(path, usecols=list(columns), chunksize=chunksize, dtype=dtype, keep_default_na=True)
 
 
@@ -165,7 +172,7 @@ def select_cohort(
     for c in _chunks(files["diagnoses_icd"], TABLES["diagnoses_icd"], chunksize, dx_dtype):
         c = c.assign(subject_id=_ids(c.subject_id), hadm_id=_ids(c.hadm_id))
         mask = excluded_mask(c.icd_code, c.icd_version)
-        excluded_parts.append(c.subject_id[mask].dropna().unique().to_numpy(dtype="int64"))
+        excluded_parts.append(c.subject_id[mask].dropna().drop_duplicates().to_numpy(dtype="int64"))
         first = c[pd.to_numeric(c.seq_num, errors="coerce") == 1]
         first = first[first.icd_code.fillna("").str.strip() != ""]
         mains.append(first[["hadm_id", "icd_code", "icd_version"]])
@@ -204,9 +211,10 @@ def select_cohort(
         (code, int(version)): icd.chapter(code, int(version)) if int(version) in (9, 10) else None
         for code, version in pairs.itertuples(index=False)
     }
+    keys = list(zip(admissions.icd_code, admissions.icd_version))
     admissions = admissions.assign(
-        icd_chapter=[_label(chapters[(c, int(v))]) for c, v in zip(admissions.icd_code, admissions.icd_version)],
-        icd_chapter_title=[_title(chapters[(c, int(v))]) for c, v in zip(admissions.icd_code, admissions.icd_version)],
+        icd_chapter=pd.Series([_label(chapters[(c, int(v))]) for c, v in keys], index=admissions.index),
+        icd_chapter_title=pd.Series([_title(chapters[(c, int(v))]) for c, v in keys], index=admissions.index),
     )
     outside = admissions.icd_chapter.isna()
     funnel["admissions_chapter_outside_table_2"] = int(outside.sum())

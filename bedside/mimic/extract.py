@@ -38,7 +38,7 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 from urllib.parse import urlparse
 
 from pydantic import ValidationError
@@ -168,7 +168,8 @@ def _any(words: tuple[str, ...]) -> str:
 
 DOSE_PATTERN = (
     r"\d\s*(mg|mcg|g|gram|grams|units?|ml|meq|puffs?|tabs?|tablets?|capsules?|%)\b"
-    r"|\b(daily|bid|tid|qid|qhs|qam|qpm|qd|qod|prn|q\s?\d+\s?h|every|once|twice|times a day|at bedtime|weekly|nightly|as needed)\b"
+    r"|\b(daily|bid|tid|qid|qhs|qam|qpm|qd|qod|prn|q\s?\d+\s?h"
+    r"|every|once|twice|times a day|at bedtime|weekly|nightly|as needed)\b"
 )
 PROCEDURE_WORDS = (
     "surgery", "surgical", "operation", "operative", "procedure", r"\w+ectomy", r"\w+otomy", r"\w+ostomy",
@@ -335,14 +336,18 @@ def assemble(record: dict[str, Any], extraction: CaseExtraction | None, problem:
         if score is not None and score < 0.5:
             row_flags.append("low support: fewer than half of its words are in the excerpt")
         rows.append(_audit_row(record, status, name, values[name], where, excerpt, score, row_flags, problem))
+    questions = cast(list[str], case["checklist_questions"]) if status == "valid" else applicable_questions(info)
     rows.append(
-        _audit_row(record, status, "checklist_questions", " ".join(case["checklist_questions"]) if status == "valid" else
-                   " ".join(applicable_questions(info)), "(rule on the discharge information)", "", None, [], problem)
+        _audit_row(record, status, "checklist_questions", " ".join(questions), "(rule on the discharge information)",
+                   "", None, [], problem)
     )  # fmt: skip
     return Assembled(case if status == "valid" else None, problem, stage, rows, last_reply)
 
 
-def _audit_row(record, status, name, value, where, excerpt, score, flags, problem) -> dict[str, Any]:  # type: ignore[no-untyped-def]
+def _audit_row(
+    record: dict[str, Any], status: str, name: str, value: Any, where: str, excerpt: str, score: float | None,
+    flags: list[str], problem: str | None,
+) -> dict[str, Any]:
     return {
         **_ids(record),
         "status": status,
@@ -398,7 +403,8 @@ def endpoint_problem(model_name: str, base_url: str | None, zero_retention: bool
         "third parties, and an online model API may retain or review what it is sent; the paper ran "
         "its extraction under a zero-data-retention agreement. Use a local model (bedside/local, "
         "hf/..., or vllm/..., ollama/..., llama-cpp-python/..., openai-api/... with a base URL on "
-        "localhost, 127.0.0.1 or ::1; a self-hosted server elsewhere counts as remote), or, only if your endpoint has zero data retention, say so "
+        "localhost, 127.0.0.1 or ::1; a self-hosted server elsewhere counts as remote), or, only if your "
+        "endpoint has zero data retention, say so "
         "explicitly with -T zero_retention=true (bedside build-cases: --zero-retention)."
     )
 

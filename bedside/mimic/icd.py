@@ -34,6 +34,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from bedside.records.discharge import ICD_CHAPTER_LABELS, ICD_CHAPTERS_BY_VERSION
 
@@ -98,10 +99,10 @@ ICD10_CHAPTER_RANGES: dict[int, tuple[str, str, str | None]] = {
 }
 
 # every label used above is a schema label of its version (checked at import: a typo fails loudly)
-for _first, _last, _title, _label in ICD9_CHAPTERS + ((0, 0, *ICD9_V_CHAPTER), (0, 0, *ICD9_E_CHAPTER)):
-    assert _label is None or _label in ICD_CHAPTERS_BY_VERSION[9], _label
-for _first, _last, _label in ICD10_CHAPTER_RANGES.values():  # type: ignore[assignment]
-    assert _label is None or _label in ICD_CHAPTERS_BY_VERSION[10], _label
+for _chapter in ICD9_CHAPTERS + ((0, 0, *ICD9_V_CHAPTER), (0, 0, *ICD9_E_CHAPTER)):
+    assert _chapter[-1] is None or _chapter[-1] in ICD_CHAPTERS_BY_VERSION[9], _chapter
+for _range in ICD10_CHAPTER_RANGES.values():
+    assert _range[-1] is None or _range[-1] in ICD_CHAPTERS_BY_VERSION[10], _range
 assert {label for *_, label in ICD9_CHAPTERS if label} | {ICD9_V_CHAPTER[1]} | {
     label for *_, label in ICD10_CHAPTER_RANGES.values() if label
 } == set(ICD_CHAPTER_LABELS)
@@ -149,7 +150,7 @@ def icd9_chapter(code: str) -> Chapter | None:
 
 
 @lru_cache(maxsize=1)
-def _icd10():  # type: ignore[no-untyped-def]
+def _icd10() -> Any:  # the simple_icd_10_cm module (untyped)
     import warnings
 
     with warnings.catch_warnings():  # the library loads its data with deprecated importlib calls

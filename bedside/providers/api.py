@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage
+from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage, StopReason
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 
@@ -17,7 +17,7 @@ class BedsideAPI(ModelAPI):
         model_name: str,
         base_url: str | None = None,
         api_key: str | None = None,
-        config: GenerateConfig = GenerateConfig(),
+        config: GenerateConfig = GenerateConfig(),  # noqa: B008  (Inspect's ModelAPI signature)
         **model_args: Any,
     ) -> None:
         if model_name == "scripted":
@@ -75,7 +75,7 @@ class BedsideAPI(ModelAPI):
                 output_tokens=len(text) // 4 + 1,
             )
             usage.total_tokens = usage.input_tokens + usage.output_tokens
-            stop = "stop"
+            stop: StopReason = "stop"
         else:
             text, usage, stop = await self.engine.reply(input, config)
         output = ModelOutput.from_content(model=f"bedside/{self.model_name}", content=text, stop_reason=stop)

@@ -52,6 +52,7 @@ from inspect_ai.model import (
     ChatMessageUser,
     GenerateConfig,
     ModelUsage,
+    StopReason,
 )
 
 from bedside.params import SetupError  # an Inspect PrerequisiteError: printed as one message, no traceback
@@ -269,7 +270,7 @@ class LocalEngine:
             args["response_format"] = {"type": "json_object", "schema": strict_schema(schema)}
         return args
 
-    def _complete(self, args: dict[str, Any]) -> tuple[str, ModelUsage, str]:
+    def _complete(self, args: dict[str, Any]) -> tuple[str, ModelUsage, StopReason]:
         text = conversation_text(args["messages"])
         with _lock:  # llama.cpp contexts are not re-entrant, and both cores go to one call at a time
             slot = load_slot(self.model_path, self.n_ctx, self.n_threads, self.flash_attn, self.slots, self.cache_mb, text)
@@ -287,9 +288,9 @@ class LocalEngine:
             output_tokens=usage.get("completion_tokens", 0),
             total_tokens=usage.get("total_tokens", 0),
         )
-        stop = "max_tokens" if choice.get("finish_reason") == "length" else "stop"
+        stop: StopReason = "max_tokens" if choice.get("finish_reason") == "length" else "stop"
         return choice["message"]["content"] or "", model_usage, stop
 
-    async def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> tuple[str, ModelUsage, str]:
+    async def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> tuple[str, ModelUsage, StopReason]:
         args = self.request(messages, config)
         return await anyio.to_thread.run_sync(self._complete, args)

@@ -159,7 +159,7 @@ class ReplayEngine:
         return self._identity
 
     def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
-        from inspect_ai.solver._task_state import sample_state  # the running sample (Inspect internals)
+        from bedside.compat import sample_state  # the running sample (Inspect internals)
 
         tag = tag_of(messages)
         name = tag.name if tag else None

@@ -48,8 +48,7 @@ def grader_name(config: object) -> str:
 def rescore(paths: Sequence[str], grader: Model, out: str | Path) -> list[Path]:
     """Re-judge every log of ``paths`` with ``grader``; returns the written logs."""
     import bedside._registry  # noqa: F401  (bedside's scorers, under the names Inspect writes into logs)
-    from inspect_ai._eval.score import resolve_scorers  # what `inspect score` uses to rebuild a log's scorers
-    from inspect_ai.model._model_config import model_to_model_config
+    from bedside.compat import model_to_model_config, resolve_scorers
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)

@@ -52,7 +52,10 @@ class DatasetReport(BaseModel):
     def warnings(self) -> list[str]:
         out = [f"MedSP: unusable, left out: {u}" for u in self.unusable]
         if self.no_rubric_items:
-            out.append(f"MedSP: {len(self.no_rubric_items)} scenario(s) left out because their rubric has no item: {self.no_rubric_items}")
+            out.append(
+                f"MedSP: {len(self.no_rubric_items)} scenario(s) left out because their rubric has no item: "
+                f"{self.no_rubric_items}"
+            )
         if self.subset_missing:
             out.append(
                 f"MedSP: {len(self.subset_missing)} scenario(s) of subset {self.subset} are not in the data: "
@@ -72,17 +75,17 @@ def find_subset_file(subset: str, data: Path, rubrics: Path | None) -> Path:
     candidates = [data / "subset.json"]
     if rubrics is not None:
         candidates += [rubrics / "subset.json", rubrics.parent / "subset.json"]
-    path = next((p for p in candidates if p.is_file()), None)
-    if path is None:
+    file = next((p for p in candidates if p.is_file()), None)
+    if file is None:
         raise MedSPError(
             f"subset={subset!r} needs the release's subset.json ({name}); looked in "
             f"{', '.join(str(p) for p in candidates)}. Put it next to the data or the rubric folder, "
             "or pass its path: -T subset=/path/to/subset.json"
         )
-    found = load_subset(path)
+    found = load_subset(file)
     if found.name != name:
-        raise MedSPError(f"{path}: subset file is {found.name!r}, expected {name!r} for subset={subset!r}")
-    return path
+        raise MedSPError(f"{file}: subset file is {found.name!r}, expected {name!r} for subset={subset!r}")
+    return file
 
 
 def scenario_sample(scenario: Scenario) -> Sample:

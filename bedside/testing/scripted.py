@@ -95,7 +95,7 @@ class ScriptedEngine:
             return "bedside/scripted has no script for this prompt (it only plays bedside's roles)."
         handler, options = self.handlers[protocol]
         if self.only_epochs is not None:
-            from inspect_ai.model._cache import epoch
+            from bedside.compat import epoch
 
             if epoch.get(1) not in self.only_epochs:
                 handler, options = self.defaults[protocol]

@@ -10,8 +10,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from inspect_ai._util.error import PrerequisiteError
 
+from bedside.compat import PrerequisiteError
 from bedside.records.discharge import CaseFileError, load_cases
 from bedside.samples.discharge import DEMO_CASES
 from tests.conftest import REPO

@@ -9,9 +9,9 @@ import shlex
 from typing import Any
 
 from inspect_ai import eval
-from inspect_ai._cli.util import parse_model_role_cli_args
 from inspect_ai.model import GenerateConfig, get_model
 
+from bedside.compat import parse_model_role_cli_args
 from bedside.loopback import LoopbackServer
 from bedside.tasks.medsp import medsp
 from tests.conftest import REPO

@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from inspect_ai._util.error import PrerequisiteError
 
+from bedside.compat import PrerequisiteError
 from bedside.providers import local
 from bedside.providers.local import LocalEngine, probe_llama
 

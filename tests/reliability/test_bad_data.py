@@ -20,8 +20,8 @@ import shutil
 from pathlib import Path
 
 import pytest
-from inspect_ai._util.error import PrerequisiteError
 
+from bedside.compat import PrerequisiteError
 from bedside.params import BadParameter
 from bedside.records.cpb import CPBDataError, load_controls, load_positives
 from bedside.records.discharge import CaseFileError, load_cases

@@ -1,0 +1,73 @@
+"""Every name bedside takes from Inspect's private modules (``inspect_ai.*._*``), in one place.
+
+Inspect's public API (``inspect_ai``, ``inspect_ai.model``, ``inspect_ai.log``, ...) does not offer
+these; they may move or change in any Inspect release. pyproject pins ``inspect-ai``; when the pin
+moves, this file is the list to check (``tests/test_compat.py`` fails on a private Inspect import
+anywhere else in the repository, tests included). Each entry says who uses it and for what.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Inspect's error for a bad set-up: printed without a traceback by the CLI (bedside.params's
+# BadParameter, the data loaders' errors; tests check the type).
+from inspect_ai._util.error import PrerequisiteError
+
+# `-M key=value` parsing exactly as `inspect eval` does it (bedside.mimic.build's -M).
+from inspect_ai._util.config import parse_cli_args
+
+# Registry plumbing for scorers re-created from a log (scorers/rescore.py): the public
+# `inspect_ai.util` has RegistryInfo and registry_info but neither registry_add nor registry_lookup.
+from inspect_ai._util.registry import RegistryInfo, registry_add, registry_info, registry_lookup
+
+# What `inspect score` uses to rebuild a log's scorers (bedside.reporting.rescore).
+from inspect_ai._eval.score import resolve_scorers
+
+# Inspect's cache key (bedside.calls.forget_cached drops the cache entry of an unreadable reply)
+# and the epoch of the running sample (bedside.testing.scripted's only_epochs option).
+from inspect_ai.model._cache import CacheEntry, epoch
+from inspect_ai.model._cache import _cache_entry_path as cache_entry_path
+
+# The eval's generate config, for a role model's inherited options (bedside.roles).
+from inspect_ai.model._generate_config import active_generate_config
+
+# The model under test of the eval being set up (bedside.structured, tasks/build_discharge_cases).
+from inspect_ai.model._model import active_model
+
+# A role's model config as written into the log (bedside.reporting.rescore).
+from inspect_ai.model._model_config import model_to_model_config
+
+# The running sample's state (bedside.providers.replay answers per CPB-Bench sample).
+from inspect_ai.solver._task_state import sample_state
+
+# The value Inspect reports for a metric when every sample is unscored (tests/test_metrics.py).
+from inspect_ai._eval.task.results import empty_metric_value
+
+
+def parse_model_role_cli_args(args: Any) -> Any:
+    """``--model-role`` parsing exactly as the ``inspect`` CLI does it (tests/medsp/test_no_thinking.py).
+    Imported on use: Inspect's CLI package is not loaded by ``import inspect_ai``."""
+    from inspect_ai._cli.util import parse_model_role_cli_args as parse
+
+    return parse(args)
+
+
+__all__ = [
+    "CacheEntry",
+    "PrerequisiteError",
+    "RegistryInfo",
+    "active_generate_config",
+    "active_model",
+    "cache_entry_path",
+    "empty_metric_value",
+    "epoch",
+    "model_to_model_config",
+    "parse_cli_args",
+    "parse_model_role_cli_args",
+    "registry_add",
+    "registry_info",
+    "registry_lookup",
+    "resolve_scorers",
+    "sample_state",
+]
