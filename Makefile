@@ -112,7 +112,13 @@ test-fast: $(VENV)/.installed
 # its incremental cache keeps a warm run to a few seconds. The pre-commit hooks run the same.
 LINT_PATHS := bedside tasks solvers scorers
 FORMAT_PATHS := bedside tasks solvers scorers tests bench
-lint: $(VENV)/.installed
+# The lint tools (the [lint] extra: ruff, mypy, stubs, pre-commit) beside the main install.
+$(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[test,lint]"
+	rm -rf bedside.egg-info
+	touch $@
+
+lint: $(VENV)/.installed-lint
 	@status=0; \
 	$(BIN)/ruff format --check $(LINT_PATHS) || status=1; \
 	$(BIN)/ruff check $(LINT_PATHS) || status=1; \
@@ -121,7 +127,7 @@ lint: $(VENV)/.installed
 
 # The mechanical part of the lint clean-up, re-run as is after a merge: drop `# fmt: skip` markers,
 # apply ruff's safe fixes, format.
-format: $(VENV)/.installed
+format: $(VENV)/.installed-lint
 	git ls-files -z -- $(foreach p,$(FORMAT_PATHS),'$(p)/*.py') | xargs -0 sed -i -e 's/  # fmt: skip$$//'
 	-$(BIN)/ruff check --fix --quiet $(FORMAT_PATHS)
 	$(BIN)/ruff format $(FORMAT_PATHS)
