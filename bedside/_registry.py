@@ -10,8 +10,8 @@ def bedside() -> type[ModelAPI]:
     return BedsideAPI
 
 
+from bedside.tasks.build_discharge_cases import build_discharge_cases  # noqa: E402,F401
+from bedside.tasks.cpb import cpb, cpb_control  # noqa: E402,F401
 from bedside.tasks.discharge import discharge  # noqa: E402,F401
 from bedside.tasks.discharge_safety_probe import discharge_safety_probe  # noqa: E402,F401
 from bedside.tasks.medsp import medsp  # noqa: E402,F401
-from bedside.tasks.cpb import cpb, cpb_control  # noqa: E402,F401
-from bedside.tasks.build_discharge_cases import build_discharge_cases  # noqa: E402,F401

@@ -57,7 +57,13 @@ class GenerationError(RuntimeError):
 #: Bugs, not model failures: these propagate (the sample errors visibly) instead of ending the
 #: encounter with ``error``.
 PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
-    NameError, TypeError, AttributeError, KeyError, IndexError, AssertionError, ImportError,
+    NameError,
+    TypeError,
+    AttributeError,
+    KeyError,
+    IndexError,
+    AssertionError,
+    ImportError,
 )
 
 
@@ -103,10 +109,16 @@ def loopback_config(model: Model, messages: list[ChatMessage], config: GenerateC
     if tag is None or not loopback_channel(model):
         return config
     own = model.config  # the call's fields replace the model's: keep the model's own headers and body
-    return config.merge(GenerateConfig(
-        extra_headers={**(own.extra_headers or {}), **(config.extra_headers or {}), HEADER: tag.name},
-        extra_body={**(own.extra_body or {}), **(config.extra_body or {}), BODY_KEY: {"name": tag.name, "context": tag.context}},
-    ))
+    return config.merge(
+        GenerateConfig(
+            extra_headers={**(own.extra_headers or {}), **(config.extra_headers or {}), HEADER: tag.name},
+            extra_body={
+                **(own.extra_body or {}),
+                **(config.extra_body or {}),
+                BODY_KEY: {"name": tag.name, "context": tag.context},
+            },
+        )
+    )
 
 
 async def generate_checked(
@@ -216,12 +228,19 @@ async def ask(
         except ValueError as ex:
             answer.unreadable += 1
             answer.error = (
-                f"{who}: no readable reply after {i + 1} tries: {ex}" if who
+                f"{who}: no readable reply after {i + 1} tries: {ex}"
+                if who
                 else f"unreadable judge reply after {i + 1} tries: {ex}"
             )
             transcript().info(
-                {"protocol": protocol.name, "role": who, "attempt": attempt + i, "unparsed_reply": output.completion,
-                 "error": str(ex), **(record or {})},
+                {
+                    "protocol": protocol.name,
+                    "role": who,
+                    "attempt": attempt + i,
+                    "unparsed_reply": output.completion,
+                    "error": str(ex),
+                    **(record or {}),
+                },
                 source="parse",
             )
             if cache:
@@ -236,10 +255,15 @@ def forget_cached(model: Model, output: ModelOutput, cache: bool | CachePolicy) 
     """Remove the cache entry that holds ``output`` (an unreadable reply). The entry's key is
     rebuilt from the call's ``ModelEvent`` exactly as Inspect builds it (same config, input,
     tools and policy). True if an entry was removed."""
-    from bedside.compat import CacheEntry, cache_entry_path as _cache_entry_path
+    from bedside.compat import CacheEntry
+    from bedside.compat import cache_entry_path as _cache_entry_path
 
     for event in reversed(transcript().events):
-        if isinstance(event, ModelEvent) and event.cache in ("write", "read") and event.output.completion == output.completion:
+        if (
+            isinstance(event, ModelEvent)
+            and event.cache in ("write", "read")
+            and event.output.completion == output.completion
+        ):
             entry = CacheEntry(
                 base_url=model.api.base_url,
                 config=event.config,

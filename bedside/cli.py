@@ -31,7 +31,9 @@ COMMANDS: tuple[str, ...] = (
 
 
 def parser() -> argparse.ArgumentParser:
-    top = argparse.ArgumentParser(prog="bedside", description="bedside: reports and tools for bedside eval logs and data")
+    top = argparse.ArgumentParser(
+        prog="bedside", description="bedside: reports and tools for bedside eval logs and data"
+    )
     sub = top.add_subparsers(dest="command", required=True)
     for name in COMMANDS:
         importlib.import_module(name).register(sub)
@@ -45,8 +47,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def deprecated_report(argv: Sequence[str] | None = None) -> int:
     """``bedside-report``: deprecated; says so and runs ``bedside`` with the same arguments."""
-    print("bedside-report is deprecated and will be removed: use `bedside strata`, `bedside audit` and "
-          "`bedside compare` (`bedside-report delta` is `bedside compare BASELINE CANDIDATE...`).", file=sys.stderr)
+    print(
+        "bedside-report is deprecated and will be removed: use `bedside strata`, `bedside audit` and "
+        "`bedside compare` (`bedside-report delta` is `bedside compare BASELINE CANDIDATE...`).",
+        file=sys.stderr,
+    )
     return main(argv)
 
 

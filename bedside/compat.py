@@ -10,19 +10,22 @@ from __future__ import annotations
 
 from typing import Any
 
-# Inspect's error for a bad set-up: printed without a traceback by the CLI (bedside.params's
-# BadParameter, the data loaders' errors; tests check the type).
-from inspect_ai._util.error import PrerequisiteError
+# What `inspect score` uses to rebuild a log's scorers (bedside.reporting.rescore).
+from inspect_ai._eval.score import resolve_scorers
+
+# The value Inspect reports for a metric when every sample is unscored (tests/test_metrics.py).
+from inspect_ai._eval.task.results import empty_metric_value
 
 # `-M key=value` parsing exactly as `inspect eval` does it (bedside.mimic.build's -M).
 from inspect_ai._util.config import parse_cli_args
 
+# Inspect's error for a bad set-up: printed without a traceback by the CLI (bedside.params's
+# BadParameter, the data loaders' errors; tests check the type).
+from inspect_ai._util.error import PrerequisiteError
+
 # Registry plumbing for scorers re-created from a log (scorers/rescore.py): the public
 # `inspect_ai.util` has RegistryInfo and registry_info but neither registry_add nor registry_lookup.
 from inspect_ai._util.registry import RegistryInfo, registry_add, registry_info, registry_lookup
-
-# What `inspect score` uses to rebuild a log's scorers (bedside.reporting.rescore).
-from inspect_ai._eval.score import resolve_scorers
 
 # Inspect's cache key (bedside.calls.forget_cached drops the cache entry of an unreadable reply)
 # and the epoch of the running sample (bedside.testing.scripted's only_epochs option).
@@ -40,9 +43,6 @@ from inspect_ai.model._model_config import model_to_model_config
 
 # The running sample's state (bedside.providers.replay answers per CPB-Bench sample).
 from inspect_ai.solver._task_state import sample_state
-
-# The value Inspect reports for a metric when every sample is unscored (tests/test_metrics.py).
-from inspect_ai._eval.task.results import empty_metric_value
 
 
 def parse_model_role_cli_args(args: Any) -> Any:

@@ -69,9 +69,11 @@ def oversized_notes(notes: Iterable[tuple[str, str]], models: dict[str, Model]) 
         tokens = estimate_tokens(note)
         for role, (model, window) in windows.items():
             if window is not None and tokens > window:
-                lines.append(f"case {case_id}: the discharge note is about {tokens:,} tokens (estimated at "
-                             f"{CHARS_PER_TOKEN} characters per token), more than the context window of the "
-                             f"{role} ({model}: {window:,} tokens); its session will end as a system failure")
+                lines.append(
+                    f"case {case_id}: the discharge note is about {tokens:,} tokens (estimated at "
+                    f"{CHARS_PER_TOKEN} characters per token), more than the context window of the "
+                    f"{role} ({model}: {window:,} tokens); its session will end as a system failure"
+                )
     return lines
 
 

@@ -14,7 +14,7 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Mo
 from bedside.calls import Answer, ask, grader
 from bedside.prompts import load_yaml, render
 from bedside.protocols.cpb import FAILURE_JUDGE
-from bedside.records.cpb import CPBCase, ControlCase, DialogueTurn
+from bedside.records.cpb import ControlCase, CPBCase, DialogueTurn
 from bedside.records.encounter import Turn
 
 DOCTOR_ROLE, PATIENT_ROLE = "doctor", "patient"
@@ -125,18 +125,23 @@ def persistence_messages(case: CPBCase, first_reply: str, continuation: list[dic
 
 def _judgement(result: Answer[Any], key: str, value: dict[str, Any] | None) -> dict[str, Any]:
     value = value or {}
-    return {key: value.get(key), **{k: v for k, v in value.items() if k != key}, "replies": result.replies, "error": result.error}
+    return {
+        key: value.get(key),
+        **{k: v for k, v in value.items() if k != key},
+        "replies": result.replies,
+        "error": result.error,
+    }
 
 
-async def judge_failure(case: CPBCase, reply: str, retries: int = 2, context: str = DEFAULT_CONTEXT,
-                        model: Model | None = None) -> dict[str, Any]:  # fmt: skip
+async def judge_failure(
+    case: CPBCase, reply: str, retries: int = 2, context: str = DEFAULT_CONTEXT, model: Model | None = None
+) -> dict[str, Any]:
     """The failure judgement of ``reply`` (``failure`` None when unreadable)."""
     if model is None:
         model, _ = grader()
-    result = await ask(model, failure_messages(case, reply, context), FAILURE_JUDGE, retries=retries,
-                       context=dict(reply=reply))
+    result = await ask(
+        model, failure_messages(case, reply, context), FAILURE_JUDGE, retries=retries, context=dict(reply=reply)
+    )
     judgement = _judgement(result, "failure", result.value.model_dump() if result.value else None)
     judgement["context"] = context
     return judgement
-
-

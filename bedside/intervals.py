@@ -65,27 +65,61 @@ UNBOUNDED = Scale(None, None, name="unbounded")
 #: the declared scale of every score key bedside produces (keys not listed: unbounded)
 SCALES: dict[str, Scale] = {
     # DischargeBench
-    "naturalness": LIKERT, "responsiveness": LIKERT, "clarity": LIKERT, "clinical_relevance": LIKERT,
+    "naturalness": LIKERT,
+    "responsiveness": LIKERT,
+    "clarity": LIKERT,
+    "clinical_relevance": LIKERT,
     "readability": UNBOUNDED,  # Flesch-Kincaid grade level: no fixed range
-    "tcs": UNIT, "comprehension": UNIT, **{f"q{i}": UNIT for i in range(1, 7)},
-    "rouge_l": UNIT, "cosine": COSINE,
-    "clean_complete": BINARY, "erroneous": BINARY, "system_failure": BINARY, "short_session": BINARY,
+    "tcs": UNIT,
+    "comprehension": UNIT,
+    **{f"q{i}": UNIT for i in range(1, 7)},
+    "rouge_l": UNIT,
+    "cosine": COSINE,
+    "clean_complete": BINARY,
+    "erroneous": BINARY,
+    "system_failure": BINARY,
+    "short_session": BINARY,
     "char_break": BINARY,
     # MedSP1000
-    "micro": UNIT, "macro": UNIT, "scenario_mean": UNIT,
-    "PC": UNIT, "MK": UNIT, "ICS": UNIT, "PBLI": UNIT, "SBP": UNIT, "PROF": UNIT,
-    "judge_unscored": BINARY, "scenario_complete": BINARY,
+    "micro": UNIT,
+    "macro": UNIT,
+    "scenario_mean": UNIT,
+    "PC": UNIT,
+    "MK": UNIT,
+    "ICS": UNIT,
+    "PBLI": UNIT,
+    "SBP": UNIT,
+    "PROF": UNIT,
+    "judge_unscored": BINARY,
+    "scenario_complete": BINARY,
     # CPB-Bench
-    "failure": BINARY, "overreaction": BINARY, "persistence": BINARY, "continued": BINARY,
-    "no_reply": BINARY, "persistence_unscored": BINARY, "continuation_error": BINARY,
-    "A_false_contradiction_flag": BINARY, "B_unnecessary_fact_correction": BINARY,
-    "C_unprompted_selfdiagnosis_warning": BINARY, "D_unwarranted_compliance_push": BINARY,
+    "failure": BINARY,
+    "overreaction": BINARY,
+    "persistence": BINARY,
+    "continued": BINARY,
+    "no_reply": BINARY,
+    "persistence_unscored": BINARY,
+    "continuation_error": BINARY,
+    "A_false_contradiction_flag": BINARY,
+    "B_unnecessary_fact_correction": BINARY,
+    "C_unprompted_selfdiagnosis_warning": BINARY,
+    "D_unwarranted_compliance_push": BINARY,
     # counts
-    "turns": COUNT, "discarded_turns": COUNT, "soft_corrections": COUNT, "monitor_unparsed": COUNT,
-    "patient_repaired": COUNT, "role_fallbacks": COUNT, "unscored": COUNT, "items_unscored": COUNT,
-    "examinee_turns": COUNT, "unsupported_actions": COUNT, "doctor_turns": COUNT, "na_questions": COUNT,
-    "na_comprehension": COUNT, "na_factual": COUNT,
-}  # fmt: skip
+    "turns": COUNT,
+    "discarded_turns": COUNT,
+    "soft_corrections": COUNT,
+    "monitor_unparsed": COUNT,
+    "patient_repaired": COUNT,
+    "role_fallbacks": COUNT,
+    "unscored": COUNT,
+    "items_unscored": COUNT,
+    "examinee_turns": COUNT,
+    "unsupported_actions": COUNT,
+    "doctor_turns": COUNT,
+    "na_questions": COUNT,
+    "na_comprehension": COUNT,
+    "na_factual": COUNT,
+}
 
 
 def scale_of(key: str) -> Scale:
@@ -112,8 +146,13 @@ def wilson(successes: int, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
-def case_bootstrap(n: int, statistic: Callable[[np.ndarray], np.ndarray], scale: Scale = UNBOUNDED,
-                   resamples: int = RESAMPLES, seed: int = SEED) -> tuple[float, float] | None:
+def case_bootstrap(
+    n: int,
+    statistic: Callable[[np.ndarray], np.ndarray],
+    scale: Scale = UNBOUNDED,
+    resamples: int = RESAMPLES,
+    seed: int = SEED,
+) -> tuple[float, float] | None:
     """Percentile bootstrap interval of a statistic of ``n`` cases resampled as whole cases.
 
     ``statistic(idx)`` gets an integer array of case indices of shape ``(..., n)`` and returns the
@@ -132,8 +171,9 @@ def case_bootstrap(n: int, statistic: Callable[[np.ndarray], np.ndarray], scale:
     return _clip(float(low), float(high), scale)
 
 
-def mean_interval(values: Sequence[float] | np.ndarray, scale: Scale = UNBOUNDED, resamples: int = RESAMPLES,
-                  seed: int = SEED) -> tuple[float, float] | None:
+def mean_interval(
+    values: Sequence[float] | np.ndarray, scale: Scale = UNBOUNDED, resamples: int = RESAMPLES, seed: int = SEED
+) -> tuple[float, float] | None:
     """The 95 % interval of the mean of ``values`` (NaN values left out) by the rule of the module
     docstring; ``None`` (no interval) below two values."""
     x = _finite(values)
@@ -146,8 +186,15 @@ def mean_interval(values: Sequence[float] | np.ndarray, scale: Scale = UNBOUNDED
         return _clip(float(x[0]), float(x[0]), scale)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        result = stats.bootstrap((x,), np.mean, vectorized=True, n_resamples=resamples, confidence_level=CONFIDENCE,
-                                 method="percentile", rng=np.random.default_rng(seed))
+        result = stats.bootstrap(
+            (x,),
+            np.mean,
+            vectorized=True,
+            n_resamples=resamples,
+            confidence_level=CONFIDENCE,
+            method="percentile",
+            rng=np.random.default_rng(seed),
+        )
     return _clip(float(result.confidence_interval.low), float(result.confidence_interval.high), scale)
 
 
@@ -156,13 +203,17 @@ def summarise(values: Sequence[float], scale: Scale = UNBOUNDED) -> dict[str, fl
     non-NaN ``values`` — the row every table of bedside shows."""
     x = _finite(values)
     interval = mean_interval(x, scale)
-    return {"mean": float(x.mean()) if len(x) else math.nan,
-            "ci_lower": interval[0] if interval else math.nan,
-            "ci_upper": interval[1] if interval else math.nan,
-            "n": int(len(x))}
+    return {
+        "mean": float(x.mean()) if len(x) else math.nan,
+        "ci_lower": interval[0] if interval else math.nan,
+        "ci_upper": interval[1] if interval else math.nan,
+        "n": int(len(x)),
+    }
 
 
 def describe() -> str:
     """One line naming the rule (for report captions and Markdown summaries)."""
-    return (f"95 % intervals: Wilson for rates declared binary, otherwise a percentile bootstrap of the mean "
-            f"({RESAMPLES} resamples, seed {SEED}); none below n = 2")
+    return (
+        f"95 % intervals: Wilson for rates declared binary, otherwise a percentile bootstrap of the mean "
+        f"({RESAMPLES} resamples, seed {SEED}); none below n = 2"
+    )

@@ -30,14 +30,24 @@ class OfficialPromptsError(ValueError):
 
 #: what bedside reads from a clone of MAGIC-AI4Med/MedSP1000 (``src/simulate/``)
 OFFICIAL_PROMPT_FUNCTIONS = (
-    "build_examinee_system_prompt", "build_sp_system_prompt", "build_environment_system_prompt",
-    "build_evaluator_system_prompt_frozen_rubric", "build_tts_domain_selection_prompt",
-    "build_tts_expert_analysis_prompt", "build_tts_synthesis_prompt", "build_tts_consensus_prompt",
-    "build_tts_revision_note", "build_tts_selector_prompt",
+    "build_examinee_system_prompt",
+    "build_sp_system_prompt",
+    "build_environment_system_prompt",
+    "build_evaluator_system_prompt_frozen_rubric",
+    "build_tts_domain_selection_prompt",
+    "build_tts_expert_analysis_prompt",
+    "build_tts_synthesis_prompt",
+    "build_tts_consensus_prompt",
+    "build_tts_revision_note",
+    "build_tts_selector_prompt",
 )
 OFFICIAL_CONTROLLER_METHODS = (
-    "_opening_context", "_recent_turns", "_build_examinee_prompt", "_build_sp_prompt",
-    "_build_environment_prompt", "_build_evaluator_prompt",
+    "_opening_context",
+    "_recent_turns",
+    "_build_examinee_prompt",
+    "_build_sp_prompt",
+    "_build_environment_prompt",
+    "_build_evaluator_prompt",
 )
 OFFICIAL_CONTROLLER_FUNCTIONS = ("_format_speak_for_prompt",)
 OFFICIAL_TEST_TIME_FUNCTIONS = ("_action_to_text",)
@@ -52,7 +62,9 @@ def _literal(node: ast.AST) -> bool:
         return False
 
 
-def _definitions(path: Path, names: Sequence[str], *, methods_of: str | None = None, methods: Sequence[str] = ()) -> dict[str, Any]:
+def _definitions(
+    path: Path, names: Sequence[str], *, methods_of: str | None = None, methods: Sequence[str] = ()
+) -> dict[str, Any]:
     """The named functions (and, of class ``methods_of``, the named methods, as plain functions) of a
     Python file, with every top-level literal constant and helper function they may use. Only these
     definitions are executed, never the module itself (its imports and other statements are left out)."""
@@ -65,7 +77,12 @@ def _definitions(path: Path, names: Sequence[str], *, methods_of: str | None = N
     for n in tree.body:
         if isinstance(n, ast.Assign) and _literal(n.value):
             constants.update({t.id: n for t in n.targets if isinstance(t, ast.Name)})
-        elif isinstance(n, ast.AnnAssign) and n.value is not None and _literal(n.value) and isinstance(n.target, ast.Name):
+        elif (
+            isinstance(n, ast.AnnAssign)
+            and n.value is not None
+            and _literal(n.value)
+            and isinstance(n.target, ast.Name)
+        ):
             constants[n.target.id] = n
     picked: list[ast.FunctionDef] = [functions[name] for name in names if name in functions]
     if methods_of:
@@ -90,8 +107,13 @@ def _definitions(path: Path, names: Sequence[str], *, methods_of: str | None = N
     body += [n for n in tree.body if n in needed or n in picked]  # in file order
     body += [n for n in picked if n not in tree.body]  # the methods
     namespace: dict[str, Any] = {
-        "__builtins__": builtins, "__name__": f"bedside_official_{path.stem}",
-        "json": json, "re": re, "asdict": asdict, "Any": Any, "Path": Path,
+        "__builtins__": builtins,
+        "__name__": f"bedside_official_{path.stem}",
+        "json": json,
+        "re": re,
+        "asdict": asdict,
+        "Any": Any,
+        "Path": Path,
     }
     exec(compile(ast.fix_missing_locations(ast.Module(body=body, type_ignores=[])), str(path), "exec"), namespace)  # noqa: S102
     missing = [n for n in (*names, *methods) if n not in namespace]
@@ -104,7 +126,11 @@ def _initial_feedback(path: Path) -> str | None:
     """The official placeholder feedback of the first turn (``SimulationController.__init__``)."""
     tree = ast.parse(path.read_text(encoding="utf-8"))
     for node in ast.walk(tree):
-        if isinstance(node, ast.keyword) and node.arg == "latest_environment_feedback" and isinstance(node.value, ast.List):
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == "latest_environment_feedback"
+            and isinstance(node.value, ast.List)
+        ):
             texts = [e.value for e in node.value.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
             if texts:
                 return texts[0]
@@ -136,8 +162,12 @@ class OfficialSource:
             )
         self.name = str(source)
         self.fns = _definitions(files["prompts"], OFFICIAL_PROMPT_FUNCTIONS)
-        controller = _definitions(files["controller"], OFFICIAL_CONTROLLER_FUNCTIONS, methods_of=OFFICIAL_CONTROLLER_CLASS,
-                                  methods=OFFICIAL_CONTROLLER_METHODS)  # fmt: skip
+        controller = _definitions(
+            files["controller"],
+            OFFICIAL_CONTROLLER_FUNCTIONS,
+            methods_of=OFFICIAL_CONTROLLER_CLASS,
+            methods=OFFICIAL_CONTROLLER_METHODS,
+        )
         self.fns.update({n: controller[n] for n in OFFICIAL_CONTROLLER_FUNCTIONS})
         self.controller_class = type("OfficialController", (), {m: controller[m] for m in OFFICIAL_CONTROLLER_METHODS})
         self.fns.update(_definitions(files["test_time"], OFFICIAL_TEST_TIME_FUNCTIONS))

@@ -24,7 +24,7 @@ from pydantic import BaseModel
 
 from bedside.params import BadParameter
 from bedside.prompts import load_yaml
-from bedside.records.discharge import EducationLevel, HealthLiteracy, Personality, PersonaFields, RecallLevel
+from bedside.records.discharge import EducationLevel, HealthLiteracy, PersonaFields, Personality, RecallLevel
 
 AXES: dict[str, tuple[str, ...]] = {
     "personality": get_args(Personality),
@@ -53,7 +53,7 @@ class Persona(BaseModel):
 
 
 def seeded_choice(seed: int | str, case_id: str, axis: str, values: tuple[str, ...]) -> str:
-    digest = hashlib.sha256(f"{seed}|{case_id}|{axis}".encode("utf-8")).digest()
+    digest = hashlib.sha256(f"{seed}|{case_id}|{axis}".encode()).digest()
     return values[int.from_bytes(digest[:8], "big") % len(values)]
 
 
@@ -65,7 +65,7 @@ def balanced_draws(case_ids: list[str], seed: int | str) -> dict[str, dict[str, 
     ``sha256(seed|case_id|axis)`` (so the axes stay independent of each other)."""
     draws: dict[str, dict[str, str]] = {cid: {} for cid in case_ids}
     for axis, values in AXES.items():
-        order = sorted(case_ids, key=lambda cid: hashlib.sha256(f"{seed}|{cid}|{axis}".encode("utf-8")).digest())
+        order = sorted(case_ids, key=lambda cid: hashlib.sha256(f"{seed}|{cid}|{axis}".encode()).digest())
         for i, cid in enumerate(order):
             draws[cid][axis] = values[i % len(values)]
     return draws

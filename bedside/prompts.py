@@ -8,7 +8,7 @@ with :func:`load_yaml`.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,7 @@ def render(name: str, **variables: Any) -> str:
     return _env().get_template(name).render(**variables).strip()
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_yaml(name: str) -> Any:
     """Parsed content of ``prompts/<name>`` (cached; treat as read-only)."""
     path = Path(PROMPTS_DIR) / name

@@ -36,12 +36,16 @@ from typing import Any
 from bedside.protocols.cpb import OVERREACTION_TYPES
 
 FLAG_NAMES = {  # the released files' flag names -> bedside's A-D
-    "A_false_contradiction_flag": "A", "B_unnecessary_fact_correction": "B",
-    "C_unprompted_selfdiagnosis_warning": "C", "D_unwarranted_compliance_push": "D",
-}  # fmt: skip
+    "A_false_contradiction_flag": "A",
+    "B_unnecessary_fact_correction": "B",
+    "C_unprompted_selfdiagnosis_warning": "C",
+    "D_unwarranted_compliance_push": "D",
+}
 
 
-def run_replay(results: str, model: str | None, data: str, tasks: list[str], log_dir: str, limit: int | None) -> list[str]:
+def run_replay(
+    results: str, model: str | None, data: str, tasks: list[str], log_dir: str, limit: int | None
+) -> list[str]:
     """Run the tasks with bedside/replay as doctor and grader; the log files written."""
     from inspect_ai import eval as inspect_eval
     from inspect_ai.model import get_model
@@ -49,9 +53,16 @@ def run_replay(results: str, model: str | None, data: str, tasks: list[str], log
     args: dict[str, Any] = {"results": results, **({"released": model} if model else {})}
     replay = get_model("bedside/replay", **args)
     logs = inspect_eval(
-        [f"bedside/{t}" for t in tasks], model=replay, model_roles={"grader": replay}, task_args={"data": data},
-        log_dir=log_dir, limit=limit, display="none", fail_on_error=False, max_samples=64,
-    )  # fmt: skip
+        [f"bedside/{t}" for t in tasks],
+        model=replay,
+        model_roles={"grader": replay},
+        task_args={"data": data},
+        log_dir=log_dir,
+        limit=limit,
+        display="none",
+        fail_on_error=False,
+        max_samples=64,
+    )
     return [log.location for log in logs]
 
 
@@ -76,22 +87,41 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
             rec = recorded.get(key)
             main = "failure" if kind == "positive" else "overreaction"
             got = values.get(main)
-            row = {"case_id": meta.get("case_id"), "kind": kind, "dataset": meta.get("dataset"),
-                   "category": meta.get("category"), "official": None if rec is None else bool(rec.evaluation_result),
-                   "bedside": None if got is None or got != got else bool(got), "status": "", "reason": "",
-                   "source": "" if rec is None else rec.source}  # fmt: skip
+            row = {
+                "case_id": meta.get("case_id"),
+                "kind": kind,
+                "dataset": meta.get("dataset"),
+                "category": meta.get("category"),
+                "official": None if rec is None else bool(rec.evaluation_result),
+                "bedside": None if got is None or got != got else bool(got),
+                "status": "",
+                "reason": "",
+                "source": "" if rec is None else rec.source,
+            }
             if rec is None:
                 near = sorted(k[2] for k in recorded if k[:2] == key[:2] and k[3] == key[3])
-                row["status"], row["reason"] = "no_record", "the released files do not record this case" + (
-                    f" (they record dialog {key[1]}, {key[3]}, at turn_index {', '.join(map(str, near))};"
-                    " the data says"
-                    f" {key[2]}: the release was run on another version of this case)" if near else "")
+                row["status"], row["reason"] = (
+                    "no_record",
+                    "the released files do not record this case"
+                    + (
+                        f" (they record dialog {key[1]}, {key[3]}, at turn_index {', '.join(map(str, near))};"
+                        " the data says"
+                        f" {key[2]}: the release was run on another version of this case)"
+                        if near
+                        else ""
+                    ),
+                )
             elif values.get("no_reply") == 1.0:
                 row["status"] = "no_reply"
                 unfinished = "<think" in (rec.response or "").lower() and "</think" not in (rec.response or "").lower()
-                row["reason"] = (f"no usable doctor reply ({explanation[:160]}); recorded response {rec.response!r:.60}"
-                                 + ("; it is unfinished reasoning (<think> never closed), which bedside never reads as the answer"
-                                    if unfinished else ""))  # fmt: skip
+                row["reason"] = (
+                    f"no usable doctor reply ({explanation[:160]}); recorded response {rec.response!r:.60}"
+                    + (
+                        "; it is unfinished reasoning (<think> never closed), which bedside never reads as the answer"
+                        if unfinished
+                        else ""
+                    )
+                )
             elif row["bedside"] is None:
                 row["status"] = "unscored"
                 row["reason"] = f"{explanation[:160]}; recorded judge reply {rec.judge_response_raw!r:.80}"
@@ -106,14 +136,18 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
                         differs, flags = True, f"flags {','.join(bad)} differ"
                 if differs:
                     row["status"] = "differs"
-                    row["reason"] = (f"bedside read the recorded judge reply as {row['bedside']}, official {row['official']}"
-                                     + (f" ({flags})" if flags else "") + f": {rec.judge_response_raw!r:.120}")  # fmt: skip
+                    row["reason"] = (
+                        f"bedside read the recorded judge reply as {row['bedside']}, official {row['official']}"
+                        + (f" ({flags})" if flags else "")
+                        + f": {rec.judge_response_raw!r:.120}"
+                    )
                 else:
                     row["status"] = "agree"
             rows.append(row)
     kinds = {r["kind"] for r in rows}
     unused = Counter(
-        ("control" if rec.kind == "control" else rec.behavior_category) for key, rec in recorded.items()
+        ("control" if rec.kind == "control" else rec.behavior_category)
+        for key, rec in recorded.items()
         if key not in seen and (rec.kind in kinds)
     )
     return {"rows": rows, "unused": unused}
@@ -135,29 +169,43 @@ def rate_table(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
         groups[(r["kind"], r["category"] if r["kind"] == "positive" else r["dataset"])].append(r)
     out = []
     for (kind, group), rs in sorted(groups.items()):
-        out.append({
-            "set": kind, "group": group,
-            "official": _rate([r["official"] for r in rs]),
-            "bedside": _rate([r["bedside"] for r in rs if r["bedside"] is not None]),
-            "agree": f"{sum(r['status'] == 'agree' for r in rs)}/{len(rs)}",
-        })  # fmt: skip
+        out.append(
+            {
+                "set": kind,
+                "group": group,
+                "official": _rate([r["official"] for r in rs]),
+                "bedside": _rate([r["bedside"] for r in rs if r["bedside"] is not None]),
+                "agree": f"{sum(r['status'] == 'agree' for r in rs)}/{len(rs)}",
+            }
+        )
     return out
 
 
 def report(result: dict[str, Any]) -> str:
     rows = result["rows"]
-    lines = ["| set | group | official rate [95% CI] n | bedside rate [95% CI] n | cases agreeing |", "|---|---|---|---|---|"]
-    lines += [f"| {r['set']} | {r['group']} | {r['official']} | {r['bedside']} | {r['agree']} |" for r in rate_table(rows)]
+    lines = [
+        "| set | group | official rate [95% CI] n | bedside rate [95% CI] n | cases agreeing |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [
+        f"| {r['set']} | {r['group']} | {r['official']} | {r['bedside']} | {r['agree']} |" for r in rate_table(rows)
+    ]
     status = Counter(r["status"] for r in rows)
     lines.append("")
     lines.append("cases: " + ", ".join(f"{k} {v}" for k, v in sorted(status.items())))
     if result["unused"]:
-        lines.append("recorded but not in the data (left out): " + ", ".join(f"{k} {v}" for k, v in sorted(result["unused"].items())))
+        lines.append(
+            "recorded but not in the data (left out): "
+            + ", ".join(f"{k} {v}" for k, v in sorted(result["unused"].items()))
+        )
     bad = [r for r in rows if r["status"] != "agree"]
     if bad:
         lines.append("")
         lines.append("cases that do not agree:")
-        lines += [f"- {r['case_id']} ({r['kind']}, {r['category'] or r['dataset']}): {r['status']}: {r['reason']}" for r in bad]
+        lines += [
+            f"- {r['case_id']} ({r['kind']}, {r['category'] or r['dataset']}): {r['status']}: {r['reason']}"
+            for r in bad
+        ]
     return "\n".join(lines)
 
 
@@ -183,10 +231,17 @@ def main(args: argparse.Namespace) -> int:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("replay-check", help="check bedside's CPB-Bench verdicts against a released run's recorded replies",
-                       description=__doc__.split("\n\n")[0])  # fmt: skip
-    p.add_argument("--results", required=True, help="a released results file, folder, or a clone of the CPB-Bench repository")
-    p.add_argument("--model", default=None, help="the released model's file prefix, e.g. gpt-4 or claude-sonnet-4-5-20250929")
+    p = sub.add_parser(
+        "replay-check",
+        help="check bedside's CPB-Bench verdicts against a released run's recorded replies",
+        description=__doc__.split("\n\n")[0],
+    )
+    p.add_argument(
+        "--results", required=True, help="a released results file, folder, or a clone of the CPB-Bench repository"
+    )
+    p.add_argument(
+        "--model", default=None, help="the released model's file prefix, e.g. gpt-4 or claude-sonnet-4-5-20250929"
+    )
     p.add_argument("--data", help="the cpb-bench_data folder (required unless --log)")
     p.add_argument("--set", choices=["both", "positive", "control"], default="both")
     p.add_argument("--log", nargs="*", help="compare these existing logs instead of running")
@@ -200,4 +255,3 @@ def register(sub: Any) -> None:
         return main(args)
 
     p.set_defaults(func=run)
-

@@ -36,8 +36,11 @@ def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, 
     bound = role_is_bound(role)
     model = get_model(role=role)
     eval_config = active_generate_config()
-    inherit = {k: getattr(eval_config, k) for k in INHERITED
-               if getattr(eval_config, k) is not None and getattr(model.config, k) is None}  # fmt: skip
+    inherit = {
+        k: getattr(eval_config, k)
+        for k in INHERITED
+        if getattr(eval_config, k) is not None and getattr(model.config, k) is None
+    }
     if inherit:
         config = GenerateConfig(**inherit).merge(config) if config is not None else GenerateConfig(**inherit)
     if config is not None:

@@ -36,9 +36,17 @@ def sessions(log: Any) -> list[dict[str, Any]]:
         if score is None:
             continue
         meta = score.metadata or {}
-        out.append({"id": str(sample.id), "epoch": sample.epoch, "values": score.value, "counts": meta.get("counts", {}),
-                    "turns": meta.get("turns", []), "probe": (sample.metadata or {}).get("probe"),
-                    "explanation": score.explanation or ""})  # fmt: skip
+        out.append(
+            {
+                "id": str(sample.id),
+                "epoch": sample.epoch,
+                "values": score.value,
+                "counts": meta.get("counts", {}),
+                "turns": meta.get("turns", []),
+                "probe": (sample.metadata or {}).get("probe"),
+                "explanation": score.explanation or "",
+            }
+        )
     return out
 
 
@@ -84,13 +92,20 @@ def render(paths: list[str]) -> str:
         if not rows:
             lines += ["no advice_safety scores in this log (run DischargeBench with -T safety=true)", ""]
             continue
-        lines += ["## Sessions", "", "| session | any unsafe | " + " | ".join(UNSAFE_CATEGORIES) + " | unscored turns |",
-                  "|---|---|" + "---|" * len(UNSAFE_CATEGORIES) + "---|"]  # fmt: skip
+        lines += [
+            "## Sessions",
+            "",
+            "| session | any unsafe | " + " | ".join(UNSAFE_CATEGORIES) + " | unscored turns |",
+            "|---|---|" + "---|" * len(UNSAFE_CATEGORIES) + "---|",
+        ]
         for r in rows:
             any_unsafe = r["values"].get("unsafe_session")
             shown = "unscored" if any_unsafe is None or any_unsafe != any_unsafe else ("yes" if any_unsafe else "no")
-            lines.append(f"| {r['id']} | {shown} | " + " | ".join(str(r["counts"].get(c, 0)) for c in UNSAFE_CATEGORIES)
-                         + f" | {int(r['values'].get('safety_unscored_turns', 0))} |")  # fmt: skip
+            lines.append(
+                f"| {r['id']} | {shown} | "
+                + " | ".join(str(r["counts"].get(c, 0)) for c in UNSAFE_CATEGORIES)
+                + f" | {int(r['values'].get('safety_unscored_turns', 0))} |"
+            )
         lines += ["", "## Rates over sessions (95 % Wilson)", ""]
         for key in ("unsafe_session", *(f"unsafe_{c}" for c in UNSAFE_CATEGORIES)):
             values = [float(r["values"][key]) for r in rows if r["values"].get(key) == r["values"].get(key)]
@@ -98,7 +113,13 @@ def render(paths: list[str]) -> str:
         table = strata_table(log)
         table = table[(table["scorer"] == SCORER) & (table["key"] == "unsafe_session")]
         if len(table):
-            lines += ["", "## unsafe_session per stratum", "", "| stratum | group | rate | 95 % CI | n |", "|---|---|---|---|---|"]
+            lines += [
+                "",
+                "## unsafe_session per stratum",
+                "",
+                "| stratum | group | rate | 95 % CI | n |",
+                "|---|---|---|---|---|",
+            ]
             for _, t in table.iterrows():
                 interval = f"[{t['ci_lower']:.3f}, {t['ci_upper']:.3f}]"
                 lines.append(f"| {t['stratum']} | {t['group']} | {t['mean']:.3f} | {interval} | {t['n']} |")
@@ -117,8 +138,11 @@ def render(paths: list[str]) -> str:
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("safety", help="advice-safety results: per session, per category, per stratum, probe catch rates",
-                       description=__doc__.split("\n\n")[0])  # fmt: skip
+    p = sub.add_parser(
+        "safety",
+        help="advice-safety results: per session, per category, per stratum, probe catch rates",
+        description=__doc__.split("\n\n")[0],
+    )
     p.add_argument("logs", nargs="+")
 
     def run(args: argparse.Namespace) -> int:

@@ -33,8 +33,10 @@ class StructuredOutputUnsupported(SetupError):
 
 def message(model: str, server_message: str) -> str:
     first = " ".join(server_message.split())[:300]
-    return (f"-T structured_output=true: {model} does not accept a JSON-schema response format "
-            f"(the server answered: {first}); run without structured_output or use a server that supports it")
+    return (
+        f"-T structured_output=true: {model} does not accept a JSON-schema response format "
+        f"(the server answered: {first}); run without structured_output or use a server that supports it"
+    )
 
 
 def _key(model: Model) -> str:
@@ -45,12 +47,15 @@ def _request(model: Model) -> dict[str, Any]:
     return dict(
         model=model.api.service_model_name(),
         messages=[{"role": "user", "content": 'Answer {"ok": true}'}],
-        response_format={"type": "json_schema", "json_schema": {
-            "name": PROBE_NAME,
-            "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
-        }},
+        response_format={
+            "type": "json_schema",
+            "json_schema": {
+                "name": PROBE_NAME,
+                "schema": {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]},
+            },
+        },
         max_tokens=16,
-    )  # fmt: skip
+    )
 
 
 def _rejection(ex: Exception) -> str | None:
@@ -97,6 +102,7 @@ def _probe_sync(model: Model) -> str | None:
 def run_models() -> list[Model]:
     """The model under test and the bound role models of the eval being set up (empty outside one)."""
     from inspect_ai.model import model_roles
+
     from bedside.compat import active_model
 
     model = active_model()

@@ -101,14 +101,16 @@ def _serve(conn: Any, latency: float, jitter: float, options: dict[str, Any], po
         conn.send(server.base_url)
         conn.recv()  # "stop"
         usage = resource.getrusage(resource.RUSAGE_SELF)
-        conn.send({
-            "delays": delays,
-            "handling": handling,
-            "calls": dict(server.calls),
-            "routes": {f"{m}|{p}": n for (m, p), n in server.routes.items()},
-            "total_calls": server.total_calls,
-            "cpu_s": usage.ru_utime + usage.ru_stime,
-        })  # fmt: skip
+        conn.send(
+            {
+                "delays": delays,
+                "handling": handling,
+                "calls": dict(server.calls),
+                "routes": {f"{m}|{p}": n for (m, p), n in server.routes.items()},
+                "total_calls": server.total_calls,
+                "cpu_s": usage.ru_utime + usage.ru_stime,
+            }
+        )
 
 
 @dataclass
@@ -186,9 +188,11 @@ def replicate_medsp(n: int, root: Path) -> Path:
     (``bench_<k>_<demo case>``) with its scenario packets and its rubric (``case_id`` rewritten)."""
     scenarios = sorted(
         (case_dir, scen.name)
-        for case_dir in DEMO_MEDSP.iterdir() if case_dir.is_dir()
-        for scen in case_dir.iterdir() if scen.is_dir() and scen.name.startswith("scenario")
-    )  # fmt: skip
+        for case_dir in DEMO_MEDSP.iterdir()
+        if case_dir.is_dir()
+        for scen in case_dir.iterdir()
+        if scen.is_dir() and scen.name.startswith("scenario")
+    )
     root.mkdir(parents=True, exist_ok=True)
     for i in range(n):
         case_dir, scenario = scenarios[i % len(scenarios)]
@@ -219,7 +223,9 @@ def machine() -> dict[str, Any]:
     except OSError:
         pass
     try:
-        rev = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+        rev = subprocess.run(
+            ["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True
+        ).stdout.strip()
     except OSError:
         rev = ""
     return {
@@ -325,9 +331,11 @@ class LogAnalysis:
         self.calls += len(events)
         keys = {id(e): event_key(e) for e in events}
         self.paths.append(critical_path(events, lambda e: self.delays.get(keys[id(e)], self.nominal)))
-        self.server_paths.append(critical_path(
-            events, lambda e: self.delays.get(keys[id(e)], self.nominal) + self.handling.get(keys[id(e)], 0.0)
-        ))  # fmt: skip
+        self.server_paths.append(
+            critical_path(
+                events, lambda e: self.delays.get(keys[id(e)], self.nominal) + self.handling.get(keys[id(e)], 0.0)
+            )
+        )
         by_role: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
         by_protocol: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
         for e in events:
@@ -367,12 +375,17 @@ class LogAnalysis:
                 rows = [row.get(key, [0, 0, 0, 0, 0]) for row in per_sample]
                 calls, tin, tout = [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows]
                 out[key] = {
-                    "calls_mean": mean(calls), "calls_max": max(calls), "calls_total": sum(calls),
-                    "input_tokens_mean": mean(tin), "input_tokens_max": max(tin),
-                    "output_tokens_mean": mean(tout), "output_tokens_max": max(tout),
-                    "tokens_total": sum(tin) + sum(tout), "cache_reads": sum(r[3] for r in rows),
+                    "calls_mean": mean(calls),
+                    "calls_max": max(calls),
+                    "calls_total": sum(calls),
+                    "input_tokens_mean": mean(tin),
+                    "input_tokens_max": max(tin),
+                    "output_tokens_mean": mean(tout),
+                    "output_tokens_max": max(tout),
+                    "tokens_total": sum(tin) + sum(tout),
+                    "cache_reads": sum(r[3] for r in rows),
                     "cache_writes": sum(r[4] for r in rows),
-                }  # fmt: skip
+                }
             return out
 
         longest = max(self.paths, default=(0.0, 0))
@@ -403,7 +416,10 @@ class LogAnalysis:
             "lane_bound_server_s": sum(p[0] for p in self.server_paths) / max(lanes, 1),
             # the issue's formula: total calls x latency / concurrency (not a bound when a sample
             # makes calls in parallel, which the comprehension and judge calls do)
-            "calls_latency_over_concurrency_s": (self.served_delay_sum if self.delays_matched == served else served * self.nominal) / max(lanes, 1),
+            "calls_latency_over_concurrency_s": (
+                self.served_delay_sum if self.delays_matched == served else served * self.nominal
+            )
+            / max(lanes, 1),
             "roles": table(self.roles),
             "protocols": table(self.protocols),
             "end_reasons": dict(self.end_reasons),
@@ -413,7 +429,11 @@ class LogAnalysis:
 
 
 def analyse_log(
-    location: str, delays: dict[str, float], nominal: float, lanes: int, each: Any = None,
+    location: str,
+    delays: dict[str, float],
+    nominal: float,
+    lanes: int,
+    each: Any = None,
     handling: dict[str, float] | None = None,
 ) -> dict[str, Any]:
     """Stream the samples of a log (one in memory at a time) into a :class:`LogAnalysis` summary;

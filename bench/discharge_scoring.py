@@ -32,15 +32,22 @@ from bedside.tasks.discharge import discharge  # noqa: E402
 
 
 def scorers(cache: bool = True):
-    return [encounter_outcome(), conversation_quality(), topic_checklist(),
-            comprehension(cache_references=cache), factual_consistency(cache_references=cache)]
+    return [
+        encounter_outcome(),
+        conversation_quality(),
+        topic_checklist(),
+        comprehension(cache_references=cache),
+        factual_consistency(cache_references=cache),
+    ]
 
 
 def main() -> None:
     log_dir = Path(tempfile.mkdtemp(prefix="bedside-bench-logs-"))
     roles = {r: get_model("bedside/scripted", memoize=False) for r in ("patient", "monitor")}
     t = time.perf_counter()
-    [log] = eval(discharge(), model="bedside/scripted", model_roles=roles, log_dir=str(log_dir), display="none", score=False)
+    [log] = eval(
+        discharge(), model="bedside/scripted", model_roles=roles, log_dir=str(log_dir), display="none", score=False
+    )
     simulate = time.perf_counter() - t
     grader = {"grader": get_model("bedside/scripted", memoize=False)}
 
@@ -63,7 +70,10 @@ def main() -> None:
     pairs = [
         pair
         for s in first.samples
-        for pair in zip(s.scores["factual_consistency"].metadata["note_answers"], s.scores["factual_consistency"].metadata["dialogue_answers"])
+        for pair in zip(
+            s.scores["factual_consistency"].metadata["note_answers"],
+            s.scores["factual_consistency"].metadata["dialogue_answers"],
+        )
     ]
     t = time.perf_counter()
     for h in histories:
@@ -80,7 +90,11 @@ def main() -> None:
         text_metrics.cosine(list(zip(meta["note_answers"], meta["dialogue_answers"])))
     t_cos = time.perf_counter() - t
     deterministic = t_read + t_rouge + t_cos
-    grader_calls = sum(1 for s in first.samples for e in s.events if e.event == "model" and e.role == "grader") if first.samples[0].events else None
+    grader_calls = (
+        sum(1 for s in first.samples for e in s.events if e.event == "model" and e.role == "grader")
+        if first.samples[0].events
+        else None
+    )
 
     n = len(first.samples)
     print(f"cases: {n}; answer pairs: {len(pairs)}")
@@ -89,8 +103,12 @@ def main() -> None:
     print(f"scoring, reference cache off: {uncached:.2f} s ({uncached / n * 1000:.0f} ms per case)")
     print(f"scoring, cold reference cache: {cold:.2f} s ({cold / n * 1000:.0f} ms per case)")
     print(f"scoring, warm reference cache: {warm:.2f} s (warm/cold = {warm / cold:.2f})")
-    print(f"deterministic metrics alone: {deterministic:.2f} s = readability {t_read:.2f} + ROUGE-L {t_rouge:.2f} + embeddings {t_cos:.2f}")
-    print(f"share of uncached scoring: deterministic {deterministic / uncached:.0%}, judge calls and Inspect overhead {1 - deterministic / uncached:.0%}")
+    print(
+        f"deterministic metrics alone: {deterministic:.2f} s = readability {t_read:.2f} + ROUGE-L {t_rouge:.2f} + embeddings {t_cos:.2f}"
+    )
+    print(
+        f"share of uncached scoring: deterministic {deterministic / uncached:.0%}, judge calls and Inspect overhead {1 - deterministic / uncached:.0%}"
+    )
     if grader_calls is not None:
         print(f"grader calls: {grader_calls}")
 

@@ -34,9 +34,12 @@ def workload() -> list[list]:
     with tempfile.TemporaryDirectory() as tmp:
         [log] = eval(
             discharge(min_turns=2, max_turns=4, monitor_layout="prefix_cache"),
-            model=scripted, model_roles={"patient": scripted, "monitor": scripted, "grader": scripted},
-            limit=1, log_dir=tmp, display="none",
-        )  # fmt: skip
+            model=scripted,
+            model_roles={"patient": scripted, "monitor": scripted, "grader": scripted},
+            limit=1,
+            log_dir=tmp,
+            display="none",
+        )
         sample = read_eval_log(log.location, resolve_attachments=True).samples[0]
     calls = sorted((e for e in sample.events if e.event == "model"), key=lambda e: e.timestamp)
     return [e.input for e in calls]

@@ -25,7 +25,12 @@ NEGATIVE = "Negative_cases/negative_generate/evaluator/output/"
 
 def _files(root: Path, git: bool, prefix: str) -> list[str]:
     if git:
-        out = subprocess.run(["git", "-C", str(root), "ls-tree", "-r", "--name-only", "HEAD", prefix], capture_output=True, text=True, check=True)
+        out = subprocess.run(
+            ["git", "-C", str(root), "ls-tree", "-r", "--name-only", "HEAD", prefix],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
         return [f for f in out.stdout.splitlines() if f.endswith("_results.json")]
     return [str(p.relative_to(root)) for p in (root / prefix).glob("*_results.json")]
 
@@ -70,8 +75,10 @@ def main() -> None:
     args = parser.parse_args()
     failure = [r for f in _files(args.root, args.git, SINGLE) for r in _records(_load(args.root, args.git, f))]
     over = [r for f in _files(args.root, args.git, NEGATIVE) for r in _records(_load(args.root, args.git, f))]
-    for name, records, proto, value in (("failure judge", failure, FAILURE_JUDGE, lambda v: v.failure),
-                                        ("overreaction judge", over, OVERREACTION_JUDGE, lambda v: v.overreacted)):  # fmt: skip
+    for name, records, proto, value in (
+        ("failure judge", failure, FAILURE_JUDGE, lambda v: v.failure),
+        ("overreaction judge", over, OVERREACTION_JUDGE, lambda v: v.overreacted),
+    ):
         judges = Counter(r.get("judge_model", "?") for r in records)
         print(f"{name}: {len(records)} recorded replies (judges: {dict(judges)})")
         for rule, c in _compare(records, proto, value).items():

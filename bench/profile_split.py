@@ -25,7 +25,19 @@ from pathlib import Path
 
 FRAME = re.compile(r"^(?P<func>.*) \((?P<file>[^()]*?)(?::(?P<line>\d+))?\)$")
 BEDSIDE_DIRS = ("bedside/", "solvers/", "scorers/", "tasks/")
-METRIC_LIBS = ("torch/", "sentence_transformers/", "transformers/", "textstat/", "rouge_score/", "nltk/", "pyphen/", "tokenizers/", "numpy/", "sklearn/", "scipy/")
+METRIC_LIBS = (
+    "torch/",
+    "sentence_transformers/",
+    "transformers/",
+    "textstat/",
+    "rouge_score/",
+    "nltk/",
+    "pyphen/",
+    "tokenizers/",
+    "numpy/",
+    "sklearn/",
+    "scipy/",
+)
 
 
 def parse_frame(text: str) -> tuple[str, str]:
@@ -57,7 +69,11 @@ def classify(stack: list[tuple[str, str]]) -> tuple[str, str | None]:
         return "inspect: framework", None
     below = stack[inner + 1 :]
     where = f"{stack[inner][1]} {stack[inner][0]}"
-    if any(func.endswith("Model.generate") or func == "Model.generate" for func, f in below if f.startswith("inspect_ai/model/")):
+    if any(
+        func.endswith("Model.generate") or func == "Model.generate"
+        for func, f in below
+        if f.startswith("inspect_ai/model/")
+    ):
         return "inspect: model call path", where
     if not below:
         return "bedside: own code", where

@@ -119,8 +119,9 @@ class PySpy:
             return False
         self.proc = subprocess.Popen(
             [exe, "record", "-p", str(os.getpid()), "--gil", "-r", str(self.rate), "-f", "raw", "-o", str(self.out)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
         time.sleep(1.0)
         return True
 
@@ -144,12 +145,23 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
     tasks = tasks_for(args.bench, data, args)
     lanes = args.lanes
     result: dict[str, Any] = {
-        "step": "run", "bench": args.bench, "argv": sys.argv[1:], "n": args.n, "latency": args.latency,
-        "jitter": args.jitter, "lanes": lanes, "max_connections": args.max_connections or 6 * lanes,
-        "log_realtime": args.log_realtime, "score_display": args.score_display, "score": args.score, "warmup": args.warmup, "educator": args.educator,
-        "one_time_loads_s": loads, "machine": common.machine(),
+        "step": "run",
+        "bench": args.bench,
+        "argv": sys.argv[1:],
+        "n": args.n,
+        "latency": args.latency,
+        "jitter": args.jitter,
+        "lanes": lanes,
+        "max_connections": args.max_connections or 6 * lanes,
+        "log_realtime": args.log_realtime,
+        "score_display": args.score_display,
+        "score": args.score,
+        "warmup": args.warmup,
+        "educator": args.educator,
+        "one_time_loads_s": loads,
+        "machine": common.machine(),
         "embed_threads": embed_threads(),
-    }  # fmt: skip
+    }
     with common.loopback_process(args.latency, args.jitter, port=args.port) as (base_url, server):
 
         def models() -> dict[str, Any]:
@@ -159,9 +171,12 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
             }
 
         common_args: dict[str, Any] = {
-            "log_dir": log_dir, "display": "none", "score": args.score, "log_realtime": args.log_realtime,
+            "log_dir": log_dir,
+            "display": "none",
+            "score": args.score,
+            "log_realtime": args.log_realtime,
             "score_display": args.score_display,
-        }  # fmt: skip
+        }
         if args.warmup:
             limit = (args.n, args.n + args.warmup) if args.bench != "cpb" else args.warmup
             eval(tasks_for(args.bench, data, args), limit=limit, max_samples=lanes, **models(), **common_args)
@@ -170,9 +185,14 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
         result["loadavg_before"] = common.loadavg()
         cpu0, t0 = common.cpu_seconds(), time.perf_counter()
         logs = eval(
-            tasks, limit=args.n if args.bench != "cpb" or args.n < 1044 else None, max_samples=lanes, max_tasks=1,
-            max_connections=result["max_connections"], **models(), **common_args,
-        )  # fmt: skip
+            tasks,
+            limit=args.n if args.bench != "cpb" or args.n < 1044 else None,
+            max_samples=lanes,
+            max_tasks=1,
+            max_connections=result["max_connections"],
+            **models(),
+            **common_args,
+        )
         wall = time.perf_counter() - t0
         cpu = common.cpu_seconds() - cpu0
         result["peak_rss_mb"] = common.peak_rss_mb()
@@ -193,11 +213,13 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
         meta = score.metadata if score is not None else {}
         from bedside.scorers.discharge_record import educator_text
 
-        inputs.append({
-            "id": sample.id,
-            "pairs": list(zip(meta.get("note_answers") or [], meta.get("dialogue_answers") or [])),
-            "educator_text": educator_text(sample.store.get("EncounterStore:history") or []),
-        })  # fmt: skip
+        inputs.append(
+            {
+                "id": sample.id,
+                "pairs": list(zip(meta.get("note_answers") or [], meta.get("dialogue_answers") or [])),
+                "educator_text": educator_text(sample.store.get("EncounterStore:history") or []),
+            }
+        )
 
     for log in logs:
         analyses.append(common.analyse_log(log.location, server.delays, args.latency, lanes, collect, server.handling))
@@ -205,7 +227,9 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
     # the run's bound: tasks run one after another, so their bounds add up
     result["critical_path_max_s"] = max(a["critical_path_max_s"] for a in analyses)
     result["lane_bound_s"] = sum(max(a["lane_bound_s"], a["critical_path_max_s"]) for a in analyses)
-    result["lane_bound_server_s"] = sum(max(a["lane_bound_server_s"], a["critical_path_server_max_s"]) for a in analyses)
+    result["lane_bound_server_s"] = sum(
+        max(a["lane_bound_server_s"], a["critical_path_server_max_s"]) for a in analyses
+    )
     result["calls_latency_over_concurrency_s"] = sum(a["calls_latency_over_concurrency_s"] for a in analyses)
     result["calls"] = sum(a["calls"] for a in analyses)
     result["served_calls"] = sum(a["served_calls"] for a in analyses)
@@ -219,7 +243,12 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
         from bench.profile_split import report, split
 
         buckets, _, total = split(Path(args.profile))
-        result["profile"] = {"file": args.profile, "samples": total, "buckets": dict(buckets), "text": report(Path(args.profile))}
+        result["profile"] = {
+            "file": args.profile,
+            "samples": total,
+            "buckets": dict(buckets),
+            "text": report(Path(args.profile)),
+        }
     return result
 
 
@@ -234,7 +263,12 @@ def step_metrics(args: argparse.Namespace) -> dict[str, Any]:
 
     cases = json.loads(Path(args.inputs).read_text())["cases"]
     cases = [c for c in cases if c["pairs"]]
-    result: dict[str, Any] = {"step": "metrics", "cases": len(cases), "machine": common.machine(), "loadavg_before": common.loadavg()}
+    result: dict[str, Any] = {
+        "step": "metrics",
+        "cases": len(cases),
+        "machine": common.machine(),
+        "loadavg_before": common.loadavg(),
+    }
     result["texts"] = sum(2 * len(c["pairs"]) for c in cases)
     result["chars_per_text"] = sum(len(a) + len(b) for c in cases for a, b in c["pairs"]) / max(result["texts"], 1)
     t = time.perf_counter()
@@ -248,7 +282,9 @@ def step_metrics(args: argparse.Namespace) -> dict[str, Any]:
         return {"wall_s": time.perf_counter() - t0, "cpu_s": common.cpu_seconds() - c0}
 
     result["rouge_l"] = timed(lambda: [text_metrics.rouge_l(c["pairs"]) for c in cases])
-    result["readability"] = timed(lambda: [text_metrics.readability(c["educator_text"]) for c in cases if c["educator_text"].strip()])
+    result["readability"] = timed(
+        lambda: [text_metrics.readability(c["educator_text"]) for c in cases if c["educator_text"].strip()]
+    )
     result["cosine"] = timed(lambda: [text_metrics.cosine(c["pairs"]) for c in cases])
 
     async def concurrently() -> None:  # as the scorers call them: every sample's metrics at once, off the loop
@@ -302,43 +338,142 @@ def step_all(args: argparse.Namespace) -> None:
     zero = ["--latency", "0", "--jitter", "0", "--lanes", str(lanes)]
     steps: list[tuple[str, list[str]]] = [
         # (a) + the first educator of (d): the reference cache is written here
-        ("a_full", ["run", "--bench", "discharge", "--n", str(n), *lat, "--data", str(data), "--cache-dir", str(cache),
-                    "--port", port, "--inputs", str(run_dir / "metric_inputs.json")]),
-    ]  # fmt: skip
+        (
+            "a_full",
+            [
+                "run",
+                "--bench",
+                "discharge",
+                "--n",
+                str(n),
+                *lat,
+                "--data",
+                str(data),
+                "--cache-dir",
+                str(cache),
+                "--port",
+                port,
+                "--inputs",
+                str(run_dir / "metric_inputs.json"),
+            ],
+        ),
+    ]
     if small and small < n:
         steps.append(("a_small", ["run", "--bench", "discharge", "--n", str(small), *lat]))
     sweep = ["--latency", str(args.latency), "--jitter", str(args.jitter)]
     steps += [
         # the same method at n=small: without the realtime sample buffer, and at half / double the lanes
         ("a_small_no_realtime", ["run", "--bench", "discharge", "--n", str(small), *lat, "--no-log-realtime"]),
-        ("a_small_lean", ["run", "--bench", "discharge", "--n", str(small), *lat, "--no-log-realtime", "--no-score-display"]),
-        ("a_sweep_half", ["run", "--bench", "discharge", "--n", str(small), *sweep, "--lanes", str(max(1, lanes // 2))]),
+        (
+            "a_small_lean",
+            ["run", "--bench", "discharge", "--n", str(small), *lat, "--no-log-realtime", "--no-score-display"],
+        ),
+        (
+            "a_sweep_half",
+            ["run", "--bench", "discharge", "--n", str(small), *sweep, "--lanes", str(max(1, lanes // 2))],
+        ),
         ("a_sweep_double", ["run", "--bench", "discharge", "--n", str(small), *sweep, "--lanes", str(lanes * 2)]),
-        ("a_lean_half", ["run", "--bench", "discharge", "--n", str(small), *sweep, "--lanes", str(max(1, lanes // 2)),
-                         "--no-log-realtime", "--no-score-display"]),
+        (
+            "a_lean_half",
+            [
+                "run",
+                "--bench",
+                "discharge",
+                "--n",
+                str(small),
+                *sweep,
+                "--lanes",
+                str(max(1, lanes // 2)),
+                "--no-log-realtime",
+                "--no-score-display",
+            ],
+        ),
     ]
     steps += [
         # (d) a second educator on the same cases, same grader endpoint and cache
-        ("d_second", ["run", "--bench", "discharge", "--n", str(n), *zero, "--data", str(data), "--cache-dir", str(cache),
-                      "--port", port, "--educator", "educator-b"]),
+        (
+            "d_second",
+            [
+                "run",
+                "--bench",
+                "discharge",
+                "--n",
+                str(n),
+                *zero,
+                "--data",
+                str(data),
+                "--cache-dir",
+                str(cache),
+                "--port",
+                port,
+                "--educator",
+                "educator-b",
+            ],
+        ),
         # (c) the deterministic metrics over the texts of (a)
         ("c_metrics", ["metrics", "--inputs", str(run_dir / "metric_inputs.json"), "--compare-threads", "24"]),
         # (b) harness CPU per call at zero latency (warm process), with and without the realtime log buffer
         ("b_default", ["run", "--bench", "discharge", "--n", str(args.cpu_n), *zero, "--warmup", "2"]),
-        ("b_no_realtime", ["run", "--bench", "discharge", "--n", str(args.cpu_n), *zero, "--warmup", "2", "--no-log-realtime"]),
+        (
+            "b_no_realtime",
+            ["run", "--bench", "discharge", "--n", str(args.cpu_n), *zero, "--warmup", "2", "--no-log-realtime"],
+        ),
         ("b_unscored", ["run", "--bench", "discharge", "--n", str(args.cpu_n), *zero, "--warmup", "2", "--no-score"]),
-        ("b_lean", ["run", "--bench", "discharge", "--n", str(args.cpu_n), *zero, "--warmup", "2", "--no-log-realtime",
-                    "--no-score-display"]),
-        ("b_unscored_no_realtime", ["run", "--bench", "discharge", "--n", str(args.cpu_n), *zero, "--warmup", "2", "--no-score", "--no-log-realtime"]),
-        ("b_profile", ["run", "--bench", "discharge", "--n", str(args.cpu_n), *zero, "--warmup", "2",
-                       "--profile", str(run_dir / "b_profile.pyspy.txt")]),
+        (
+            "b_lean",
+            [
+                "run",
+                "--bench",
+                "discharge",
+                "--n",
+                str(args.cpu_n),
+                *zero,
+                "--warmup",
+                "2",
+                "--no-log-realtime",
+                "--no-score-display",
+            ],
+        ),
+        (
+            "b_unscored_no_realtime",
+            [
+                "run",
+                "--bench",
+                "discharge",
+                "--n",
+                str(args.cpu_n),
+                *zero,
+                "--warmup",
+                "2",
+                "--no-score",
+                "--no-log-realtime",
+            ],
+        ),
+        (
+            "b_profile",
+            [
+                "run",
+                "--bench",
+                "discharge",
+                "--n",
+                str(args.cpu_n),
+                *zero,
+                "--warmup",
+                "2",
+                "--profile",
+                str(run_dir / "b_profile.pyspy.txt"),
+            ],
+        ),
         # (e) MedSP (Q100 shape) and CPB-Bench (1,044 cases)
         ("e_medsp", ["run", "--bench", "medsp", "--n", "100", *lat]),
         ("e_medsp_cpu", ["run", "--bench", "medsp", "--n", "100", *zero, "--warmup", "2"]),
         ("e_cpb", ["run", "--bench", "cpb", "--n", "1044", *lat]),
         ("e_cpb_cpu", ["run", "--bench", "cpb", "--n", "1044", *zero, "--warmup", "2"]),
-        ("e_cpb_cpu_lean", ["run", "--bench", "cpb", "--n", "1044", *zero, "--warmup", "2", "--no-log-realtime", "--no-score-display"]),
-    ]  # fmt: skip
+        (
+            "e_cpb_cpu_lean",
+            ["run", "--bench", "cpb", "--n", "1044", *zero, "--warmup", "2", "--no-log-realtime", "--no-score-display"],
+        ),
+    ]
     only = set(args.only.split(",")) if args.only else None
     started = time.perf_counter()
     for name, step in steps:
@@ -374,8 +509,12 @@ def main() -> None:
     run.add_argument("--warmup", type=int, default=0)
     run.add_argument("--no-score", dest="score", action="store_false")
     run.add_argument("--no-log-realtime", dest="log_realtime", action="store_false")
-    run.add_argument("--no-score-display", dest="score_display", action="store_false",
-                     help="Inspect's --no-score-display: no running metrics while samples complete")
+    run.add_argument(
+        "--no-score-display",
+        dest="score_display",
+        action="store_false",
+        help="Inspect's --no-score-display: no running metrics while samples complete",
+    )
     run.add_argument("--profile")
     run.add_argument("--inputs", help="write the factual-consistency answer pairs and educator texts here")
     run.add_argument("--log-dir")

@@ -90,13 +90,29 @@ class Server:
     def __init__(self, args: argparse.Namespace, request_log: Path) -> None:
         kinds = "http_500,http_503,rate_limit,timeout,reset,truncated,not_json,missing_fields"
         command = [
-            sys.executable, "-m", "bedside.loopback", "--port", "0", "--latency", str(args.latency),
-            "--jitter", str(args.jitter), "--hang", str(args.hang), "--retry-after", str(args.retry_after),
-            "--fault-seed", str(args.fault_seed), "--request-log", str(request_log),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "bedside.loopback",
+            "--port",
+            "0",
+            "--latency",
+            str(args.latency),
+            "--jitter",
+            str(args.jitter),
+            "--hang",
+            str(args.hang),
+            "--retry-after",
+            str(args.retry_after),
+            "--fault-seed",
+            str(args.fault_seed),
+            "--request-log",
+            str(request_log),
+        ]
         if args.fault_rate > 0:
             command += ["--fault", f"{kinds}:{args.fault_rate}"]
-        self.proc = subprocess.Popen(command, cwd=common.REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        self.proc = subprocess.Popen(
+            command, cwd=common.REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
+        )
         first = self.proc.stdout.readline() if self.proc.stdout else ""
         if "http://" not in first:
             self.proc.kill()
@@ -187,9 +203,19 @@ def summarise(log_location: str, max_retries: int) -> dict[str, Any]:
             key = f"{e.role}|{e.config.seed}|" + "\x00".join(m.text for m in e.input)
             if e.error:
                 text = e.error
-                cause = ("http_500" if "Error code: 500" in text else "http_503" if "Error code: 503" in text
-                         else "rate_limit" if "Error code: 429" in text else "connection" if "Connection error" in text
-                         else "attempt_timeout" if "AttemptTimeout" in text else "other")  # fmt: skip
+                cause = (
+                    "http_500"
+                    if "Error code: 500" in text
+                    else "http_503"
+                    if "Error code: 503" in text
+                    else "rate_limit"
+                    if "Error code: 429" in text
+                    else "connection"
+                    if "Connection error" in text
+                    else "attempt_timeout"
+                    if "AttemptTimeout" in text
+                    else "other"
+                )
                 failed[cause] += 1
                 run[key] = run.get(key, 0) + 1
                 longest = max(longest, run[key])
@@ -217,7 +243,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-connections", type=int, default=96, help="connections per model (default 96)")
     parser.add_argument("--min-turns", type=int, default=4)
     parser.add_argument("--max-turns", type=int, default=12)
-    parser.add_argument("--all-scorers", action="store_true", help="every DischargeBench scorer (loads the embedding model)")
+    parser.add_argument(
+        "--all-scorers", action="store_true", help="every DischargeBench scorer (loads the embedding model)"
+    )
     parser.add_argument("--fault-rate", type=float, default=0.05, help="share of requests faulted (default 0.05)")
     parser.add_argument("--fault-seed", type=int, default=0)
     parser.add_argument("--latency", type=float, default=0.05, help="seconds per reply (default 0.05)")
@@ -238,18 +266,30 @@ def main(argv: list[str] | None = None) -> int:
     data = common.replicate_discharge(args.n, work / "cases.jsonl")
     log_dir = Path(args.log_dir) if args.log_dir else work / "logs"
     server = Server(args, work / "requests.jsonl")
-    os.environ.update({"LOOPBACK_API_KEY": "soak", "LOOPBACK_BASE_URL": server.base_url, "BEDSIDE_LOOPBACK_URL": server.base_url})
+    os.environ.update(
+        {"LOOPBACK_API_KEY": "soak", "LOOPBACK_BASE_URL": server.base_url, "BEDSIDE_LOOPBACK_URL": server.base_url}
+    )
     sampler = Sampler(server)
     try:
-        print(f"soak: {args.n} cases, {args.max_samples} at once, faults {args.fault_rate:.0%} "
-              f"(seed {args.fault_seed}), server {server.base_url}", flush=True)  # fmt: skip
+        print(
+            f"soak: {args.n} cases, {args.max_samples} at once, faults {args.fault_rate:.0%} "
+            f"(seed {args.fault_seed}), server {server.base_url}",
+            flush=True,
+        )
         sampler.start()
         start = time.perf_counter()
         [log] = eval(
-            task(data, args), model=model("educator", args), model_roles={r: model(r, args) for r in ROLES},
-            log_dir=str(log_dir), display="none", max_samples=args.max_samples, max_connections=args.max_connections,
-            max_retries=args.max_retries, attempt_timeout=args.attempt_timeout, fail_on_error=False,
-        )  # fmt: skip
+            task(data, args),
+            model=model("educator", args),
+            model_roles={r: model(r, args) for r in ROLES},
+            log_dir=str(log_dir),
+            display="none",
+            max_samples=args.max_samples,
+            max_connections=args.max_connections,
+            max_retries=args.max_retries,
+            attempt_timeout=args.attempt_timeout,
+            fail_on_error=False,
+        )
         wall = time.perf_counter() - start
         sampler.done.set()
         sampler.join()
@@ -270,18 +310,29 @@ def main(argv: list[str] | None = None) -> int:
         "log": log.location,
         "wall_s": round(wall, 1),
         **summary,
-        "server": {"requests": stats["requests"], "answered": stats["answered"], "faults": stats["faults"],
-                   "peak_connections": stats["peak_connections"]},  # fmt: skip
-        "peak_rss_mb": {"eval": round(max(common.peak_rss_mb(), sampler.peaks["eval_rss_mb"]), 1),
-                        "server": round(max(server_peak, sampler.peaks["server_rss_mb"]), 1)},  # fmt: skip
+        "server": {
+            "requests": stats["requests"],
+            "answered": stats["answered"],
+            "faults": stats["faults"],
+            "peak_connections": stats["peak_connections"],
+        },
+        "peak_rss_mb": {
+            "eval": round(max(common.peak_rss_mb(), sampler.peaks["eval_rss_mb"]), 1),
+            "server": round(max(server_peak, sampler.peaks["server_rss_mb"]), 1),
+        },
         "cpu_s": {"eval": round(usage.ru_utime + usage.ru_stime, 1)},
         "open_connections_end": end,
-        "open_connections_peak": {"server": sampler.peaks["server_connections"], "eval_sockets": sampler.peaks["eval_sockets"]},
+        "open_connections_peak": {
+            "server": sampler.peaks["server_connections"],
+            "eval_sockets": sampler.peaks["eval_sockets"],
+        },
     }
     ok = (
-        summary["samples"] == args.n and summary["sample_errors"] == 0 and summary["unscored_samples"] == 0
+        summary["samples"] == args.n
+        and summary["sample_errors"] == 0
+        and summary["unscored_samples"] == 0
         and summary["retry_bound_held"]
-    )  # fmt: skip
+    )
     result["ok"] = ok
     print(json.dumps(result, indent=1), flush=True)
     if args.out:

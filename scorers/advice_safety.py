@@ -35,11 +35,11 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import collect, store_as
 
 from bedside.calls import UNSCORED, ask, grader
+from bedside.intervals import BINARY, COUNT, SCALES
 from bedside.prompts import render
 from bedside.protocols.discharge import JUDGE_SAFETY, UNSAFE_CATEGORIES, SafetyVerdict
 from bedside.records.discharge_store import SafetyStore
 from bedside.scorers.discharge_record import case, record, system_failure_score
-from bedside.intervals import BINARY, COUNT, SCALES
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
 
@@ -81,8 +81,9 @@ def session_values(turns: list[dict]) -> dict[str, float]:
 
 
 # the scales of this scorer's keys (bedside.intervals): per-session rates of 0/1 outcomes; turn counts
-SCALES.update({**{k: BINARY for k in KEYS}, "safety_turns": COUNT, "safety_unsafe_turns": COUNT,
-               "safety_unscored_turns": COUNT})  # fmt: skip
+SCALES.update(
+    {**{k: BINARY for k in KEYS}, "safety_turns": COUNT, "safety_unsafe_turns": COUNT, "safety_unscored_turns": COUNT}
+)
 
 
 @scorer(metrics=[summary(list(KEYS))])  # the turn counts: the health block
@@ -95,39 +96,53 @@ def advice_safety(judge_retries: int = 2) -> Scorer:
             return excluded
         judge, fallback = grader()
         pending = educator_turns(rec.history)
-        answers = await collect(*(
-            ask(judge, render("discharge/judge_safety.j2", note=the_case.discharge_note, patient=patient, turn=text),
-                JUDGE_SAFETY, retries=judge_retries, record={"turn": index},
-                context=dict(note=the_case.discharge_note, patient=patient, turn=text))
-            for index, patient, text in pending
-        ))  # fmt: skip
+        answers = await collect(
+            *(
+                ask(
+                    judge,
+                    render("discharge/judge_safety.j2", note=the_case.discharge_note, patient=patient, turn=text),
+                    JUDGE_SAFETY,
+                    retries=judge_retries,
+                    record={"turn": index},
+                    context=dict(note=the_case.discharge_note, patient=patient, turn=text),
+                )
+                for index, patient, text in pending
+            )
+        )
         turns: list[dict] = []
         for (index, _, text), answer in zip(pending, answers):
             verdict: SafetyVerdict | None = answer.value
-            turns.append({
-                "turn": index,
-                "category": None if verdict is None else verdict.category,
-                "evidence": "" if verdict is None else verdict.evidence,
-                "note_evidence": "" if verdict is None else verdict.note_evidence,
-                "evidence_quoted": verdict is not None and verdict.unsafe and quoted(verdict.evidence, text),
-                "error": answer.error,
-            })  # fmt: skip
+            turns.append(
+                {
+                    "turn": index,
+                    "category": None if verdict is None else verdict.category,
+                    "evidence": "" if verdict is None else verdict.evidence,
+                    "note_evidence": "" if verdict is None else verdict.note_evidence,
+                    "evidence_quoted": verdict is not None and verdict.unsafe and quoted(verdict.evidence, text),
+                    "error": answer.error,
+                }
+            )
         store_as(SafetyStore).turns = turns
         values = session_values(turns)
         counts = {c: sum(t["category"] == c for t in turns) for c in UNSAFE_CATEGORIES}
         unscored = sum(t["category"] is None for t in turns)
         flagged = [t for t in turns if t["category"] not in (None, "none")]
         explanation = (
-            "no educator turn" if not turns
-            else "; ".join(f"turn {t['turn']}: {t['category']}: \"{t['evidence']}\"" for t in flagged)
+            "no educator turn"
+            if not turns
+            else "; ".join(f'turn {t["turn"]}: {t["category"]}: "{t["evidence"]}"' for t in flagged)
             or f"no unsafe advice in {len(turns) - unscored} judged turn(s)"
         ) + (f" ({unscored} turn(s) unscored)" if unscored else "")
         return Score(
-            value={**values, "safety_unsafe_turns": float(len(flagged)), "safety_turns": float(len(turns)),
-                   "safety_unscored_turns": float(unscored)},
+            value={
+                **values,
+                "safety_unsafe_turns": float(len(flagged)),
+                "safety_turns": float(len(turns)),
+                "safety_unscored_turns": float(unscored),
+            },
             explanation=explanation,
             metadata={"turns": turns, "counts": counts, "grader_fallback": fallback, "end_reason": rec.end_reason},
-        )  # fmt: skip
+        )
 
     return score
 

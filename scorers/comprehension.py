@@ -29,15 +29,17 @@ from inspect_ai.util import collect
 
 from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.prompts import render
-from bedside.protocols.discharge import LABELS, JUDGE_REFERENCE, grade_protocol  # noqa: F401
-from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import case, is_not_applicable, record, score_metrics, system_failure_score
+from bedside.protocols.discharge import JUDGE_REFERENCE, LABELS, grade_protocol  # noqa: F401
 from bedside.records.discharge_store import comprehension_questions
+from bedside.scorers.discharge_record import case, is_not_applicable, record, score_metrics, system_failure_score
+from bedside.scorers.rescore import rescorable
 
 QUESTION_IDS = ("q1", "q2", "q3", "q4", "q5", "q6")
 
 
-def comprehension_score(item_scores: dict[str, float], not_applicable: set[str] | frozenset[str] = frozenset()) -> float:
+def comprehension_score(
+    item_scores: dict[str, float], not_applicable: set[str] | frozenset[str] = frozenset()
+) -> float:
     """Mean over the questions with an applicable reference; NaN (unscored) unless every one of
     them was graded, or when none is applicable."""
     values = [v for k, v in item_scores.items() if k not in not_applicable]
@@ -56,21 +58,29 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
         questions = comprehension_questions()
         empty = {"comprehension": UNSCORED, **{q["id"]: UNSCORED for q in questions}}
         if not rec.history or not rec.comprehension:
-            return Score(value={**empty, "unscored": float(len(questions)), "na_questions": UNSCORED},
-                         explanation="no dialogue / no answers",
-                         metadata={"end_reason": rec.end_reason})
-        judge, fallback = grader()
-        references = await collect(*(
-            ask(
-                judge,
-                render("discharge/judge_comprehension_reference.j2", discharge_note=the_case.discharge_note, question=q["text"]),
-                JUDGE_REFERENCE,
-                retries=judge_retries,
-                cache=REFERENCE_CACHE if cache_references else False,
-                context=dict(discharge_note=the_case.discharge_note, question=q["text"]),
+            return Score(
+                value={**empty, "unscored": float(len(questions)), "na_questions": UNSCORED},
+                explanation="no dialogue / no answers",
+                metadata={"end_reason": rec.end_reason},
             )
-            for q in questions
-        ))
+        judge, fallback = grader()
+        references = await collect(
+            *(
+                ask(
+                    judge,
+                    render(
+                        "discharge/judge_comprehension_reference.j2",
+                        discharge_note=the_case.discharge_note,
+                        question=q["text"],
+                    ),
+                    JUDGE_REFERENCE,
+                    retries=judge_retries,
+                    cache=REFERENCE_CACHE if cache_references else False,
+                    context=dict(discharge_note=the_case.discharge_note, question=q["text"]),
+                )
+                for q in questions
+            )
+        )
         answers = {a["id"]: a.get("answer") for a in rec.comprehension}
         not_applicable = {q["id"] for q, ref in zip(questions, references) if ref.ok and is_not_applicable(ref.value)}
         items = [
@@ -78,34 +88,50 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
             for q, ref in zip(questions, references)
             if ref.ok and answers.get(q["id"]) and q["id"] not in not_applicable
         ]
-        problems = {q["id"]: (ref.error or "no patient answer (model failure)") for q, ref in zip(questions, references)
-                    if not (ref.ok and answers.get(q["id"])) and q["id"] not in not_applicable}
+        problems = {
+            q["id"]: (ref.error or "no patient answer (model failure)")
+            for q, ref in zip(questions, references)
+            if not (ref.ok and answers.get(q["id"])) and q["id"] not in not_applicable
+        }
         grades: dict[str, tuple[float, str]] = {}
         grade_error, grading = None, "batched"
         if items:
             ids = [i["id"] for i in items]
             result = await ask(
-                judge, render("discharge/judge_comprehension_grade.j2", items=items), grade_protocol(ids), retries=judge_retries,
+                judge,
+                render("discharge/judge_comprehension_grade.j2", items=items),
+                grade_protocol(ids),
+                retries=judge_retries,
                 context=dict(items=items),
             )
             if result.ok:
                 grades = result.require()
             else:  # one item per call, so that one unreadable item does not lose the others
                 grade_error, grading = result.error, "per_item"
-                singles = await collect(*(
-                    ask(judge, render("discharge/judge_comprehension_grade.j2", items=[item]), grade_protocol([item["id"]]),
-                        retries=judge_retries, context=dict(items=[item]))
-                    for item in items
-                ))
+                singles = await collect(
+                    *(
+                        ask(
+                            judge,
+                            render("discharge/judge_comprehension_grade.j2", items=[item]),
+                            grade_protocol([item["id"]]),
+                            retries=judge_retries,
+                            context=dict(items=[item]),
+                        )
+                        for item in items
+                    )
+                )
                 for item, single in zip(items, singles):
                     if single.ok:
                         grades[item["id"]] = single.require()[item["id"]]
                     else:
                         problems[item["id"]] = f"grading: {single.error}"
         items_value = {q["id"]: grades[q["id"]][0] if q["id"] in grades else UNSCORED for q in questions}
-        value = {"comprehension": comprehension_score(items_value, not_applicable), **items_value,
-                 "unscored": float(sum(v != v for k, v in items_value.items() if k not in not_applicable)),
-                 "na_questions": float(len(not_applicable))}
+        value = {
+            "comprehension": comprehension_score(items_value, not_applicable),
+            **items_value,
+            "unscored": float(sum(v != v for k, v in items_value.items() if k not in not_applicable)),
+            "na_questions": float(len(not_applicable)),
+        }
 
         def line(qid: str) -> str:
             if qid in not_applicable:
@@ -117,10 +143,16 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
         return Score(
             value=value,
             explanation="\n".join(line(q["id"]) for q in questions),
-            metadata={"references": {q["id"]: r.value for q, r in zip(questions, references)},
-                      "not_applicable": sorted(not_applicable),
-                      "answers": answers, "problems": problems, "grade_error": grade_error, "grading": grading,
-                      "grader_fallback": fallback, "end_reason": rec.end_reason},
+            metadata={
+                "references": {q["id"]: r.value for q, r in zip(questions, references)},
+                "not_applicable": sorted(not_applicable),
+                "answers": answers,
+                "problems": problems,
+                "grade_error": grade_error,
+                "grading": grading,
+                "grader_fallback": fallback,
+                "end_reason": rec.end_reason,
+            },
         )
 
     return score

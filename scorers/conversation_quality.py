@@ -6,13 +6,19 @@ from __future__ import annotations
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
-from bedside.prompts import render
-from bedside.calls import UNSCORED, ask, grader
-from bedside.protocols.discharge import AXES, JUDGE_QUALITY
-from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import conversation_lines, educator_text, record, score_metrics, system_failure_score
-from bedside.scorers.text_metrics import readability_async
 
+from bedside.calls import UNSCORED, ask, grader
+from bedside.prompts import render
+from bedside.protocols.discharge import AXES, JUDGE_QUALITY
+from bedside.scorers.discharge_record import (
+    conversation_lines,
+    educator_text,
+    record,
+    score_metrics,
+    system_failure_score,
+)
+from bedside.scorers.rescore import rescorable
+from bedside.scorers.text_metrics import readability_async
 
 
 @scorer(metrics=score_metrics(*AXES, "readability"))
@@ -31,8 +37,13 @@ def conversation_quality(judge_retries: int = 2) -> Scorer:
             )
         judge, fallback = grader()
         prompt = render("discharge/judge_conversation_quality.j2", conversation=conversation_lines(rec.history))
-        result = await ask(judge, prompt, JUDGE_QUALITY, retries=judge_retries,
-                           context=dict(conversation=conversation_lines(rec.history)))
+        result = await ask(
+            judge,
+            prompt,
+            JUDGE_QUALITY,
+            retries=judge_retries,
+            context=dict(conversation=conversation_lines(rec.history)),
+        )
         ratings = result.value or {}
         value = {a: float(ratings[a].score) if a in ratings else UNSCORED for a in AXES}
         value["readability"] = fk
@@ -45,8 +56,12 @@ def conversation_quality(judge_retries: int = 2) -> Scorer:
         return Score(
             value=value,
             explanation=explanation,
-            metadata={"judge_error": result.error, "judge_replies": result.replies,
-                      "grader_fallback": fallback, "end_reason": rec.end_reason},
+            metadata={
+                "judge_error": result.error,
+                "judge_replies": result.replies,
+                "grader_fallback": fallback,
+                "end_reason": rec.end_reason,
+            },
         )
 
     return score

@@ -77,15 +77,15 @@ from bedside.cpb_judges import (  # noqa: F401  (judge prompts re-exported under
     patient_turn,
     persistence_messages,
 )
+from bedside.end_reasons import EndReason
 from bedside.protocols.cpb import (
+    FAILURE_JUDGE,
     OVERREACTION_JUDGE,
     OVERREACTION_TYPES,
     PERSISTENCE_JUDGE,
-    FAILURE_JUDGE,
     OverreactionReading,
 )
-from bedside.end_reasons import EndReason
-from bedside.records.cpb import CPBCase, ControlCase
+from bedside.records.cpb import ControlCase, CPBCase
 from bedside.records.cpb_store import CPBStore
 from bedside.roles import fallback_roles
 from bedside.scorers.metrics import summary
@@ -147,11 +147,13 @@ def cpb_failure(judge_retries: int = 2, context: str = DEFAULT_CONTEXT, roles: l
             },
             answer=record.reply,
             explanation=(
-                f"unscored: {judgement['error']}" if failure is None
-                else f"{'FAILURE' if failure else 'no failure'} ({case.behavior_category})" + (f": {reason}" if reason else "")
+                f"unscored: {judgement['error']}"
+                if failure is None
+                else f"{'FAILURE' if failure else 'no failure'} ({case.behavior_category})"
+                + (f": {reason}" if reason else "")
             ),
             metadata={"judgement": judgement, "role_fallbacks": fallbacks, "mitigation": record.mitigation},
-        )  # fmt: skip
+        )
 
     return score
 
@@ -168,14 +170,25 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
         if record.reply is None:
             return _no_reply(record, {"overreaction": UNSCORED, **{t: UNSCORED for t in OVERREACTION_TYPES}}, fallbacks)
         model, _ = grader()
-        result = await ask(model, overreaction_messages(case, record.reply), OVERREACTION_JUDGE, retries=judge_retries,
-                           context=dict(reply=record.reply))
+        result = await ask(
+            model,
+            overreaction_messages(case, record.reply),
+            OVERREACTION_JUDGE,
+            retries=judge_retries,
+            context=dict(reply=record.reply),
+        )
         verdict: OverreactionReading | None = result.value
         judgement = _judgement(
-            result, "overreacted",
-            None if verdict is None else {"overreacted": verdict.overreacted, "verdict": verdict.verdict,
-                                          "triggered": verdict.triggered.model_dump()},
-        )  # fmt: skip
+            result,
+            "overreacted",
+            None
+            if verdict is None
+            else {
+                "overreacted": verdict.overreacted,
+                "verdict": verdict.verdict,
+                "triggered": verdict.triggered.model_dump(),
+            },
+        )
         if verdict is None:
             values = {"overreaction": UNSCORED, **{t: UNSCORED for t in OVERREACTION_TYPES}}
             explanation = f"unscored: {result.error}"
@@ -185,7 +198,12 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
             named = [t for t in OVERREACTION_TYPES if flags[t]]
             explanation = f"{verdict.verdict}" + (f" ({', '.join(named)})" if named else "")
         return Score(
-            value={**values, "unscored": float(verdict is None), "no_reply": 0.0, "role_fallbacks": float(len(fallbacks))},
+            value={
+                **values,
+                "unscored": float(verdict is None),
+                "no_reply": 0.0,
+                "role_fallbacks": float(len(fallbacks)),
+            },
             answer=record.reply,
             explanation=explanation,
             metadata={"judgement": judgement, "role_fallbacks": fallbacks, "mitigation": record.mitigation},
@@ -206,38 +224,54 @@ def cpb_persistence(judge_retries: int = 2) -> Scorer:
         if record.continuation_skipped or record.continuation_end_reason is None:
             reason = record.continuation_skipped or "the continuation did not run"
             return Score(
-                value={"persistence": UNSCORED, "continued": 0.0, "doctor_turns": UNSCORED, "persistence_unscored": 0.0,
-                       "continuation_error": 0.0},
+                value={
+                    "persistence": UNSCORED,
+                    "continued": 0.0,
+                    "doctor_turns": UNSCORED,
+                    "persistence_unscored": 0.0,
+                    "continuation_error": 0.0,
+                },
                 explanation=f"not continued: {reason}",
                 metadata={"skipped": reason},
-            )  # fmt: skip
+            )
         doctor_turns = [t for t in record.continuation if t["role"] == DOCTOR_ROLE]
         base = {"continued": 1.0, "doctor_turns": float(len(doctor_turns)), "continuation_error": errored}
         meta = {"end_reason": record.continuation_end_reason, "attempts": record.continuation_attempts}
         if not record.continuation:
             return Score(
                 value={"persistence": 1.0, **base, "persistence_unscored": 0.0},
-                explanation=(f"maintained: no continuation was generated in {len(record.continuation_attempts)} attempt(s) "
-                             f"(end reason {record.continuation_end_reason}; {record.continuation_error or 'no error'})"),
+                explanation=(
+                    f"maintained: no continuation was generated in {len(record.continuation_attempts)} attempt(s) "
+                    f"(end reason {record.continuation_end_reason}; {record.continuation_error or 'no error'})"
+                ),
                 metadata=meta,
-            )  # fmt: skip
+            )
         model, _ = grader()
         assert record.reply is not None
-        result = await ask(model, persistence_messages(case, record.reply, record.continuation), PERSISTENCE_JUDGE,
-                           retries=judge_retries, context=dict(initial_reply=record.reply, continuation=record.continuation))
+        result = await ask(
+            model,
+            persistence_messages(case, record.reply, record.continuation),
+            PERSISTENCE_JUDGE,
+            retries=judge_retries,
+            context=dict(initial_reply=record.reply, continuation=record.continuation),
+        )
         judgement = _judgement(result, "persisted", result.value.model_dump() if result.value else None)
         persisted = judgement["persisted"]
         reason = judgement.get("reason") or ""
         return Score(
-            value={"persistence": UNSCORED if persisted is None else float(persisted), **base,
-                   "persistence_unscored": float(persisted is None)},
+            value={
+                "persistence": UNSCORED if persisted is None else float(persisted),
+                **base,
+                "persistence_unscored": float(persisted is None),
+            },
             explanation=(
-                f"unscored: {result.error}" if persisted is None
+                f"unscored: {result.error}"
+                if persisted is None
                 else f"{'PERSISTED' if persisted else 'corrected'} after {len(doctor_turns)} doctor turn(s)"
                 + (f": {reason}" if reason else "")
             ),
             metadata={"judgement": judgement, **meta},
-        )  # fmt: skip
+        )
 
     return score
 

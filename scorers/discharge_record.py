@@ -11,10 +11,10 @@ from inspect_ai.scorer import Metric, Score
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
-from bedside.records.discharge import DischargeCase
-from bedside.scorers.metrics import summary
 from bedside.end_reasons import SYSTEM_FAILURES
+from bedside.records.discharge import DischargeCase
 from bedside.records.discharge_store import EncounterStore
+from bedside.scorers.metrics import summary
 
 SPEAKER = {"educator": "Educator", "patient": "Patient"}
 

@@ -29,15 +29,17 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
+from bedside.end_reasons import SYSTEM_FAILURES, EndReason
+from bedside.records.discharge_store import EncounterStore
 from bedside.roles import fallback_roles
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
-from bedside.end_reasons import SYSTEM_FAILURES, EndReason
-from bedside.records.discharge_store import EncounterStore
 
 ROLES = ("patient", "monitor", "grader")
 SHORT_SESSION_TURNS = 15  # A.7.2: "sessions that ended in <= 15 turns"
-CHAR_BREAK = re.compile(r"\bas an ai\b|\blanguage model\b|\bi['’]?m an assistant\b|\bi am an assistant\b", re.IGNORECASE)
+CHAR_BREAK = re.compile(
+    r"\bas an ai\b|\blanguage model\b|\bi['’]?m an assistant\b|\bi am an assistant\b", re.IGNORECASE
+)
 NAN = float("nan")
 
 

@@ -23,9 +23,15 @@ from inspect_ai.util import collect
 from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.prompts import render
 from bedside.protocols.discharge import JUDGE_FACTUAL
+from bedside.scorers.discharge_record import (
+    case,
+    conversation_lines,
+    is_not_applicable,
+    record,
+    score_metrics,
+    system_failure_score,
+)
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.discharge_record import (case, conversation_lines, is_not_applicable, record, score_metrics,
-                                              system_failure_score)
 from bedside.scorers.text_metrics import cosine_async, rouge_l_async
 
 N_QUESTIONS = 6
@@ -43,15 +49,29 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
             return Score(value=empty, explanation="no dialogue", metadata={"end_reason": rec.end_reason})
         judge, fallback = grader()
         note_side, dialogue_side = await collect(
-            ask(judge, render("discharge/judge_factual_consistency.j2", source=the_case.discharge_note),
-                JUDGE_FACTUAL, retries=judge_retries, cache=REFERENCE_CACHE if cache_references else False,
-                context=dict(source=the_case.discharge_note)),
-            ask(judge, render("discharge/judge_factual_consistency.j2", source="\n".join(conversation_lines(rec.history))),
-                JUDGE_FACTUAL, retries=judge_retries, context=dict(source="\n".join(conversation_lines(rec.history)))),
+            ask(
+                judge,
+                render("discharge/judge_factual_consistency.j2", source=the_case.discharge_note),
+                JUDGE_FACTUAL,
+                retries=judge_retries,
+                cache=REFERENCE_CACHE if cache_references else False,
+                context=dict(source=the_case.discharge_note),
+            ),
+            ask(
+                judge,
+                render("discharge/judge_factual_consistency.j2", source="\n".join(conversation_lines(rec.history))),
+                JUDGE_FACTUAL,
+                retries=judge_retries,
+                context=dict(source="\n".join(conversation_lines(rec.history))),
+            ),
         )
-        meta = {"note_answers": note_side.value, "dialogue_answers": dialogue_side.value,
-                "judge_error": note_side.error or dialogue_side.error, "grader_fallback": fallback,
-                "end_reason": rec.end_reason}
+        meta = {
+            "note_answers": note_side.value,
+            "dialogue_answers": dialogue_side.value,
+            "judge_error": note_side.error or dialogue_side.error,
+            "grader_fallback": fallback,
+            "end_reason": rec.end_reason,
+        }
         if not (note_side.ok and dialogue_side.ok):
             return Score(value=empty, explanation=f"unscored: {meta['judge_error']}", metadata=meta)
         all_pairs = list(zip(note_side.require(), dialogue_side.require()))
@@ -66,11 +86,15 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
         not_applicable = [f"q{i + 1}" for i in range(len(all_pairs)) if i not in applicable]
         meta |= {"rouge_l_per_question": per_rouge, "cosine_per_question": per_cos, "not_applicable": not_applicable}
         return Score(
-            value={"rouge_l": sum(rouge) / len(rouge) if rouge else UNSCORED,
-                   "cosine": sum(cos) / len(cos) if cos else UNSCORED,
-                   "unscored": 0.0, "na_questions": float(len(not_applicable))},
+            value={
+                "rouge_l": sum(rouge) / len(rouge) if rouge else UNSCORED,
+                "cosine": sum(cos) / len(cos) if cos else UNSCORED,
+                "unscored": 0.0,
+                "na_questions": float(len(not_applicable)),
+            },
             explanation="\n".join(
-                f"q{i + 1}: ROUGE-L {r:.3f}, cosine {c:.3f}" if r is not None
+                f"q{i + 1}: ROUGE-L {r:.3f}, cosine {c:.3f}"
+                if r is not None
                 else f"q{i + 1}: not applicable in the note: left out"
                 for i, (r, c) in enumerate(zip(per_rouge, per_cos))
             ),

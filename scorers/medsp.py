@@ -53,20 +53,20 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+import numpy as np
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect, store_as
-import numpy as np
 
+from bedside.calls import UNSCORED, Answer, ask, grader
 from bedside.end_reasons import EndReason
+from bedside.intervals import UNIT, case_bootstrap, mean_interval
 from bedside.records.medsp import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
 from bedside.roles import fallback_roles
-from bedside.calls import UNSCORED, Answer, ask, grader
-from bedside.intervals import UNIT, case_bootstrap, mean_interval
+from bedside.scorers.medsp_evaluator import Evaluation, EvaluatorPrompts, load_evaluator_prompts
 from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.medsp_evaluator import Evaluation, EvaluatorPrompts, load_evaluator_prompts
 
 Counts = dict[str, list[int]]  # competency -> [met, judged]
 ROLES = ("patient", "environment", "grader")
@@ -76,7 +76,9 @@ ROLES = ("patient", "environment", "grader")
 # the evaluator
 
 
-def evaluator_messages(prompts: EvaluatorPrompts, scenario: Scenario, items: Sequence[RubricItem], state: SimState) -> list:
+def evaluator_messages(
+    prompts: EvaluatorPrompts, scenario: Scenario, items: Sequence[RubricItem], state: SimState
+) -> list:
     """Frozen rubric (system) and transcript, action log and state summary (user); no evaluator packet."""
     return [
         ChatMessageSystem(content=prompts.evaluator_system(items)),
@@ -92,14 +94,25 @@ def batches(items: Sequence[RubricItem], batch_size: int) -> list[list[RubricIte
 
 
 async def judge_rubric(
-    model: Model, prompts: EvaluatorPrompts, scenario: Scenario, items: Sequence[RubricItem], state: SimState, retries: int, batch_size: int
+    model: Model,
+    prompts: EvaluatorPrompts,
+    scenario: Scenario,
+    items: Sequence[RubricItem],
+    state: SimState,
+    retries: int,
+    batch_size: int,
 ) -> Answer[Evaluation]:
     """Every item judged (one call per batch, each retried on its own). All or nothing: if any batch stays
     unreadable the result has no value (the case is unscored)."""
 
     async def one(batch: list[RubricItem]) -> Answer[Evaluation]:
-        return await ask(model, evaluator_messages(prompts, scenario, batch, state), prompts.evaluator_protocol(batch), retries=retries,
-                         context=dict(items=batch, transcript=state.transcript, official=prompts.name != "bedside"))
+        return await ask(
+            model,
+            evaluator_messages(prompts, scenario, batch, state),
+            prompts.evaluator_protocol(batch),
+            retries=retries,
+            context=dict(items=batch, transcript=state.transcript, official=prompts.name != "bedside"),
+        )
 
     results = await collect(*(one(b) for b in batches(items, batch_size)))
     merged = Answer[Evaluation](value=Evaluation(verdicts={}), replies=[r for res in results for r in res.replies])
@@ -169,8 +182,12 @@ def micro_rate(rates: Sequence[float], sizes: Sequence[float]) -> dict[str, floa
     met = np.array([r * s for r, s in pairs])
     size = np.array([s for _, s in pairs])
     ci = case_bootstrap(n, lambda idx: _ratio(met[idx].sum(-1), size[idx].sum(-1)), UNIT)
-    return {"mean": float(met.sum() / size.sum()), "lower": ci[0] if ci else math.nan,
-            "upper": ci[1] if ci else math.nan, "n": n}
+    return {
+        "mean": float(met.sum() / size.sum()),
+        "lower": ci[0] if ci else math.nan,
+        "upper": ci[1] if ci else math.nan,
+        "n": n,
+    }
 
 
 def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
@@ -189,12 +206,23 @@ def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
     case_met, case_items = met.sum(1), judged.sum(1)
 
     def add(name: str, value: float, ci: tuple[float, float] | None, count: int, **extra: float) -> None:
-        out.update({name: value, f"{name} lower": ci[0] if ci else math.nan, f"{name} upper": ci[1] if ci else math.nan,
-                    f"{name} n": float(count), **{f"{name} {k}": v for k, v in extra.items()}})  # fmt: skip
+        out.update(
+            {
+                name: value,
+                f"{name} lower": ci[0] if ci else math.nan,
+                f"{name} upper": ci[1] if ci else math.nan,
+                f"{name} n": float(count),
+                **{f"{name} {k}": v for k, v in extra.items()},
+            }
+        )
 
-    add("micro", float(case_met.sum() / case_items.sum()),
-        case_bootstrap(n, lambda idx: _ratio(case_met[idx].sum(-1), case_items[idx].sum(-1)), UNIT), n,
-        items=float(case_items.sum()))
+    add(
+        "micro",
+        float(case_met.sum() / case_items.sum()),
+        case_bootstrap(n, lambda idx: _ratio(case_met[idx].sum(-1), case_items[idx].sum(-1)), UNIT),
+        n,
+        items=float(case_items.sum()),
+    )
     present = [i for i, _ in enumerate(COMPETENCIES) if judged[:, i].sum() > 0]
     for i in present:
         holders = judged[:, i] > 0
@@ -203,8 +231,13 @@ def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
         def ratio(idx: np.ndarray, m: np.ndarray = m_i, s: np.ndarray = s_i) -> np.ndarray:
             return _ratio(m[idx].sum(-1), s[idx].sum(-1))
 
-        add(COMPETENCIES[i], float(m_i.sum() / s_i.sum()), case_bootstrap(len(m_i), ratio, UNIT),
-            len(m_i), items=float(s_i.sum()))
+        add(
+            COMPETENCIES[i],
+            float(m_i.sum() / s_i.sum()),
+            case_bootstrap(len(m_i), ratio, UNIT),
+            len(m_i),
+            items=float(s_i.sum()),
+        )
 
     def macro(idx: np.ndarray) -> np.ndarray:
         rates = np.stack([_ratio(met[idx, i].sum(-1), judged[idx, i].sum(-1)) for i in present], axis=-1)
@@ -224,11 +257,17 @@ def rubric_rates() -> Metric:
     ``scenario_mean``, each with its 95 % interval rows, and ``n`` cases (module docstring)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        micro = micro_rate(key_values_or_nan(scores, "micro"),
-                           [float((s.score.metadata or {}).get("items_judged", 0)) for s in scores])
+        micro = micro_rate(
+            key_values_or_nan(scores, "micro"), [float((s.score.metadata or {}).get("items_judged", 0)) for s in scores]
+        )
         scenario = key_values(scores, "scenario_mean")
-        columns = {"micro": (micro["mean"], None if micro["lower"] != micro["lower"] else (micro["lower"], micro["upper"]),
-                             int(micro["n"]))}
+        columns = {
+            "micro": (
+                micro["mean"],
+                None if micro["lower"] != micro["lower"] else (micro["lower"], micro["upper"]),
+                int(micro["n"]),
+            )
+        }
         counts = [(s.score.metadata or {}).get("counts") for s in scores]
         macro_values = key_values_or_nan(scores, "macro")
         scored = [(c, v) for c, v in zip(counts, macro_values) if v == v]
@@ -240,8 +279,11 @@ def rubric_rates() -> Metric:
             columns["macro"] = (rates["macro"], ci, len(scored))
         else:
             columns["macro"] = (math.nan, None, len(scored))
-        columns["scenario_mean"] = (float(np.mean(scenario)) if scenario else math.nan,
-                                    mean_interval(scenario, UNIT), len(scenario))
+        columns["scenario_mean"] = (
+            float(np.mean(scenario)) if scenario else math.nan,
+            mean_interval(scenario, UNIT),
+            len(scenario),
+        )
         return summary_rows(columns)
 
     return compute
@@ -288,14 +330,19 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
         met = sum(v[0] for v in counts.values())
         judged = sum(v[1] for v in counts.values())
         ratio, competency_mean = case_rates(counts)
-        judgements = [{**item.model_dump(), **((verdicts or {}).get(item.id) or {"met": None, "evidence": None})} for item in items]
+        judgements = [
+            {**item.model_dump(), **((verdicts or {}).get(item.id) or {"met": None, "evidence": None})}
+            for item in items
+        ]
         if verdicts is None:
             explanation = f"UNSCORED: {result.error or 'no rubric item to judge'}"
         else:
             per_comp = ", ".join(f"{c} {v[0]}/{v[1]}" for c, v in counts.items() if v[1])
             explanation = f"{met}/{judged} rubric items completed ({per_comp})"
         explanation += f"; end reason {record.end_reason}" + (f" ({record.error})" if record.error else "")
-        explanation += f"; {record.examinee_turns} examinee turns; final state {sim.progress_index}:{sim.current_phase_id}"
+        explanation += (
+            f"; {record.examinee_turns} examinee turns; final state {sim.progress_index}:{sim.current_phase_id}"
+        )
         if fallbacks:
             explanation += f"; roles falling back to the model under test: {fallbacks}"
         return Score(
@@ -325,8 +372,11 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
                 "judge_error": result.error,
                 "judge_replies": len(result.replies),
                 "end_reason": record.end_reason,
-                "final_state": {"progress_index": sim.progress_index, "state_label": sim.current_phase_id,
-                                "phase_history": sim.phase_history},  # fmt: skip
+                "final_state": {
+                    "progress_index": sim.progress_index,
+                    "state_label": sim.current_phase_id,
+                    "phase_history": sim.phase_history,
+                },
                 "action_statuses": record.action_statuses,
                 "prompts": prompt_set.name,
                 "role_fallbacks": fallbacks,

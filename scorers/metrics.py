@@ -26,7 +26,6 @@ import math
 from collections.abc import Sequence
 
 import numpy as np
-
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 
@@ -34,11 +33,19 @@ from bedside.intervals import mean_interval, scale_of, wilson
 
 #: the papers' column labels for score keys (DischargeBench Table 1; CPB-Bench false-alarm types)
 LABELS = {
-    "naturalness": "NA", "responsiveness": "RE", "clarity": "CL", "clinical_relevance": "CR", "readability": "RD",
-    "tcs": "TCS", "comprehension": "Comp", "rouge_l": "ROUGE-L",
-    "A_false_contradiction_flag": "A", "B_unnecessary_fact_correction": "B",
-    "C_unprompted_selfdiagnosis_warning": "C", "D_unwarranted_compliance_push": "D",
-}  # fmt: skip
+    "naturalness": "NA",
+    "responsiveness": "RE",
+    "clarity": "CL",
+    "clinical_relevance": "CR",
+    "readability": "RD",
+    "tcs": "TCS",
+    "comprehension": "Comp",
+    "rouge_l": "ROUGE-L",
+    "A_false_contradiction_flag": "A",
+    "B_unnecessary_fact_correction": "B",
+    "C_unprompted_selfdiagnosis_warning": "C",
+    "D_unwarranted_compliance_push": "D",
+}
 
 
 def label(key: str) -> str:
@@ -123,9 +130,11 @@ HEALTH: dict[str, tuple[str, str]] = {
 }
 #: score keys whose name differs in the health block (MedSP's ``erroneous`` is a failed run, not
 #: DischargeBench's erroneous session; each DischargeBench scorer counts its own not-applicable questions)
-HEALTH_RENAME = {("medsp_rubric", "erroneous"): "erroneous_run",
-                 ("comprehension", "na_questions"): "na_comprehension",  # questions left out as not applicable
-                 ("factual_consistency", "na_questions"): "na_factual"}
+HEALTH_RENAME = {
+    ("medsp_rubric", "erroneous"): "erroneous_run",
+    ("comprehension", "na_questions"): "na_comprehension",  # questions left out as not applicable
+    ("factual_consistency", "na_questions"): "na_factual",
+}
 
 
 def gather_health(scores: dict[str, Score]) -> dict[str, float]:
@@ -177,11 +186,17 @@ def health() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         scores = state.scores or {}
         value = gather_health(scores)
-        problems = [f"{k} {v:g}" for k, v in value.items() if HEALTH[k][1] == "count" and v and k not in
-                    ("scenario_complete", "continued")]
+        problems = [
+            f"{k} {v:g}"
+            for k, v in value.items()
+            if HEALTH[k][1] == "count" and v and k not in ("scenario_complete", "continued")
+        ]
         fallbacks = sorted({r for s in scores.values() for r in (s.metadata or {}).get("role_fallbacks") or []})
-        return Score(value=value, explanation="; ".join(problems) if problems else "no bookkeeping problem",
-                     metadata={"role_fallbacks": fallbacks, "from_scorers": [n for n in scores if n != "health"]})
+        return Score(
+            value=value,
+            explanation="; ".join(problems) if problems else "no bookkeeping problem",
+            metadata={"role_fallbacks": fallbacks, "from_scorers": [n for n in scores if n != "health"]},
+        )
 
     return score
 

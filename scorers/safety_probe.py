@@ -14,8 +14,8 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
 from bedside.calls import UNSCORED
-from bedside.records.discharge_store import SafetyStore
 from bedside.intervals import BINARY, SCALES
+from bedside.records.discharge_store import SafetyStore
 from bedside.scorers.metrics import summary
 
 KEYS = ("planted_caught", "planted_category", "control_flagged")
@@ -48,7 +48,9 @@ def safety_probe_check() -> Scorer:
         }
         return Score(
             value=values,
-            explanation="; ".join(f"turn {t['turn']}: planted {t['planted'] or 'safe'}, judged {t['judged'] or 'unscored'}" for t in turns),
+            explanation="; ".join(
+                f"turn {t['turn']}: planted {t['planted'] or 'safe'}, judged {t['judged'] or 'unscored'}" for t in turns
+            ),
             metadata={"turn_outcomes": turns},
         )
 

@@ -15,14 +15,12 @@ from inspect_ai.solver import TaskState
 from bedside.calls import UNSCORED, ask, grader
 from bedside.prompts import load_yaml, render
 from bedside.protocols.discharge import checklist_protocol, normalise_id  # noqa: F401
-from bedside.scorers.rescore import rescorable
 from bedside.scorers.discharge_record import case, conversation_lines, record, score_metrics, system_failure_score
+from bedside.scorers.rescore import rescorable
 
 
 def checklist() -> list[dict]:
     return load_yaml("discharge/topic_checklist.yaml")["questions"]
-
-
 
 
 def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, float]) -> float:
@@ -44,8 +42,9 @@ def topic_checklist(judge_retries: int = 2) -> Scorer:
         applicable = [q for q in the_case.checklist_questions if q in weights]
         if not rec.history or not applicable:
             reason = "no dialogue to judge" if not rec.history else "no applicable checklist question"
-            return Score(value={"tcs": UNSCORED, "unscored": 1.0}, explanation=reason,
-                         metadata={"end_reason": rec.end_reason})
+            return Score(
+                value={"tcs": UNSCORED, "unscored": 1.0}, explanation=reason, metadata={"end_reason": rec.end_reason}
+            )
         judge, fallback = grader()
         prompt = render(
             "discharge/judge_topic_checklist.j2",
@@ -54,19 +53,37 @@ def topic_checklist(judge_retries: int = 2) -> Scorer:
             conversation=conversation_lines(rec.history),
         )
         protocol = checklist_protocol([q["id"] for q in questions], applicable)
-        result = await ask(judge, prompt, protocol, retries=judge_retries,
-                           context=dict(questions=questions, conversation=conversation_lines(rec.history)))
+        result = await ask(
+            judge,
+            prompt,
+            protocol,
+            retries=judge_retries,
+            context=dict(questions=questions, conversation=conversation_lines(rec.history)),
+        )
         if not result.ok:
-            return Score(value={"tcs": UNSCORED, "unscored": 1.0}, explanation=f"unscored: {result.error}",
-                         metadata={"judge_error": result.error, "judge_replies": result.replies,
-                                   "grader_fallback": fallback, "end_reason": rec.end_reason})
+            return Score(
+                value={"tcs": UNSCORED, "unscored": 1.0},
+                explanation=f"unscored: {result.error}",
+                metadata={
+                    "judge_error": result.error,
+                    "judge_replies": result.replies,
+                    "grader_fallback": fallback,
+                    "end_reason": rec.end_reason,
+                },
+            )
         answers = result.require()
         value = tcs({q: a for q, (a, _) in answers.items()}, applicable, weights)
         return Score(
             value={"tcs": value, "unscored": 0.0},
-            explanation="\n".join(f"{q} ({weights[q]:g}): {'yes' if answers[q][0] else 'no'} - {answers[q][1]}" for q in applicable),
-            metadata={"answers": {q: answers[q][0] for q in applicable}, "applicable": applicable,
-                      "grader_fallback": fallback, "end_reason": rec.end_reason},
+            explanation="\n".join(
+                f"{q} ({weights[q]:g}): {'yes' if answers[q][0] else 'no'} - {answers[q][1]}" for q in applicable
+            ),
+            metadata={
+                "answers": {q: answers[q][0] for q in applicable},
+                "applicable": applicable,
+                "grader_fallback": fallback,
+                "end_reason": rec.end_reason,
+            },
         )
 
     return score

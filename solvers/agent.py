@@ -29,7 +29,8 @@ from inspect_ai.model import (
 )
 
 from bedside.calls import ask
-from bedside.protocols import Protocol as ReplyProtocol, Reply
+from bedside.protocols import Protocol as ReplyProtocol
+from bedside.protocols import Reply
 from bedside.records.encounter import Turn
 
 Policy = Literal["observe", "moderate", "none"]

@@ -28,7 +28,10 @@ def data_use_guard(zero_retention: bool = False):
         model = get_model()
         check_endpoint(model, zero_retention)  # raises DataUseRefused: the sample fails, nothing sent
         name, base_url = model_identity(model)
-        transcript().info({"data_use": "allowed", "model": name, "base_url": base_url, "zero_retention": zero_retention}, source="build_cases")
+        transcript().info(
+            {"data_use": "allowed", "model": name, "base_url": base_url, "zero_retention": zero_retention},
+            source="build_cases",
+        )
         return state
 
     return solve
@@ -50,8 +53,14 @@ def extract_case(retries: int = 2, cache: bool = False):
         record = dict(state.metadata)
         messages = [ChatMessageUser(content=extraction_prompt(record))]
         state.messages = list(messages)
-        result = await ask(get_model(), messages, EXTRACT, retries=retries, cache=cache,
-                           context=dict(discharge_note=record["discharge_note"]))
+        result = await ask(
+            get_model(),
+            messages,
+            EXTRACT,
+            retries=retries,
+            cache=cache,
+            context=dict(discharge_note=record["discharge_note"]),
+        )
         last = result.replies[-1] if result.replies else ""
         problem = result.error.replace("judge", "extraction") if result.error else None
         assembled = assemble(record, result.value, problem=problem, last_reply=last)
@@ -66,7 +75,11 @@ def extract_case(retries: int = 2, cache: bool = False):
                 "attempts": len(result.replies),
             },
         )
-        text = json.dumps(assembled.case, ensure_ascii=False) if assembled.case else f"INVALID ({assembled.stage}): {assembled.problem}"
+        text = (
+            json.dumps(assembled.case, ensure_ascii=False)
+            if assembled.case
+            else f"INVALID ({assembled.stage}): {assembled.problem}"
+        )
         state.output = ModelOutput.from_content(model=str(get_model()), content=text)
         return state
 

@@ -22,16 +22,16 @@ from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput,
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import collect, store_as
 
+from bedside.calls import GenerationError
+from bedside.end_reasons import SYSTEM_FAILURES
 from bedside.params import BadParameter
 from bedside.persona import Persona
 from bedside.prompts import load_yaml, render
-from bedside.records.discharge import DischargeCase
-from bedside.roles import role_model
 from bedside.protocols.discharge import COMPREHENSION, EDUCATOR, PATIENT
-from bedside.calls import GenerationError
-from bedside.end_reasons import SYSTEM_FAILURES
+from bedside.records.discharge import DischargeCase
 from bedside.records.discharge_store import EncounterStore, comprehension_questions
 from bedside.records.encounter import Turn
+from bedside.roles import role_model
 from bedside.solvers.agent import ChatAgent, utterance_json
 from bedside.solvers.monitor import EducationMonitor
 from bedside.solvers.orchestrator import run_encounter
@@ -127,8 +127,10 @@ def discharge_encounter(
             protocol=PATIENT,
             render_own=utterance_json,
             parse_retries=parse_retries,
-            context=dict(personality_description=persona.description("personality"),
-                         behavior_overlay=behavior_overlay(state.metadata.get("behavior", "none"))),
+            context=dict(
+                personality_description=persona.description("personality"),
+                behavior_overlay=behavior_overlay(state.metadata.get("behavior", "none")),
+            ),
         )
         monitor = EducationMonitor(monitor_model, parse_retries=parse_retries, layout=monitor_layout)
 
@@ -172,8 +174,11 @@ async def ask_comprehension(patient: ChatAgent, history: list[Turn]) -> list[dic
     async def one(question: dict) -> dict:
         prompt = render("discharge/comprehension_question.j2", question=question["text"])
         try:
-            reply = await patient.ask(patient.messages(history, extra_user=prompt), protocol=COMPREHENSION,
-                                      context=dict(question=question["text"]))
+            reply = await patient.ask(
+                patient.messages(history, extra_user=prompt),
+                protocol=COMPREHENSION,
+                context=dict(question=question["text"]),
+            )
             return {"id": question["id"], "question": question["text"], "answer": reply.message, "error": None}
         except GenerationError as ex:
             return {"id": question["id"], "question": question["text"], "answer": None, "error": str(ex)}

@@ -66,9 +66,7 @@ class EducationMonitor:
             prefix_first=self.layout == "prefix_cache",
         )
 
-    async def evaluate(
-        self, history: Sequence[Turn], role: str, message: str, agent_prompt: str
-    ) -> Verdict | None:
+    async def evaluate(self, history: Sequence[Turn], role: str, message: str, agent_prompt: str) -> Verdict | None:
         """The verdict on one candidate turn (:func:`bedside.calls.ask` with the ``discharge.monitor``
         protocol); None when it stayed unreadable after ``parse_retries`` retries (counted in
         ``unparsed_verdicts``). A model failure raises :class:`GenerationError`."""
@@ -77,7 +75,11 @@ class EducationMonitor:
             ChatMessageUser(content=self.request(history, role, message, agent_prompt)),
         ]
         answer = await ask(
-            self.model, messages, MONITOR, retries=self.parse_retries, record={"role": role, "turn": len(history)},
+            self.model,
+            messages,
+            MONITOR,
+            retries=self.parse_retries,
+            record={"role": role, "turn": len(history)},
             context=dict(history=history, current_role=role, current_message=message),
         )
         self.stats["calls"] += answer.attempts

@@ -78,9 +78,7 @@ class Supervisor(Protocol):
 
     stats: dict[str, int]
 
-    async def evaluate(
-        self, history: Sequence[Turn], role: str, message: str, agent_prompt: str
-    ) -> Any: ...
+    async def evaluate(self, history: Sequence[Turn], role: str, message: str, agent_prompt: str) -> Any: ...
 
     def decide(self, verdict: Any, state: SupervisionState) -> Decision:
         """The supervision policy (a pure function of the verdict and the state)."""
@@ -181,8 +179,12 @@ async def run_encounter(
                             if verdict is None:  # an observed turn is never blocked: recorded, counted, kept
                                 result.unread_observations.append(t)
                                 transcript().info(
-                                    {"turn": t, "role": agent.role, "unreadable_observation": True,
-                                     "session_complete": "read as false"},
+                                    {
+                                        "turn": t,
+                                        "role": agent.role,
+                                        "unreadable_observation": True,
+                                        "session_complete": "read as false",
+                                    },
                                     source="monitor",
                                 )
                     except GenerationError as ex:
@@ -221,7 +223,13 @@ async def run_encounter(
                     # discard_and_retry or hard_stop: the turn never enters the history
                     assert supervisor is not None and verdict is not None
                     discards.append(
-                        Discard(index=t, attempt=attempt + 1, role=agent.role, message=reply.message, verdict=verdict.model_dump())
+                        Discard(
+                            index=t,
+                            attempt=attempt + 1,
+                            role=agent.role,
+                            message=reply.message,
+                            verdict=verdict.model_dump(),
+                        )
                     )
                     transcript().info(
                         {"turn": t, "role": agent.role, "attempt": attempt + 1, "discarded": reply.message},

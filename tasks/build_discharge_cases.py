@@ -37,11 +37,11 @@ from inspect_ai.dataset import MemoryDataset, Sample
 
 from bedside.mimic.cohort import read_cohort
 from bedside.mimic.extract import CaseWriter, check_endpoint
-from bedside.structured import check_run_models
 from bedside.params import bool_param, int_param
 from bedside.scorers.build_cases import build_cases
 from bedside.solvers.build_cases import data_use_guard, extract_case
 from bedside.solvers.setup import reply_format
+from bedside.structured import check_run_models
 
 
 def default_out(cohort: str | Path) -> Path:

@@ -38,15 +38,22 @@ judges' JSON replies through Inspect's ``ResponseSchema``.
 
 from inspect_ai import Task, task
 
-from bedside.protocols import READINGS
-from bedside.structured import check_run_models
 from bedside.params import BadParameter, bool_param, check, int_param
+from bedside.protocols import READINGS
 from bedside.records.cpb import HOW_TO_OBTAIN, CPBDataError
 from bedside.samples.cpb import control_dataset, positive_dataset
 from bedside.scorers.cpb import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
 from bedside.scorers.metrics import health
+from bedside.solvers.cpb import (
+    DOCTOR_FORMATS,
+    MAX_CONTINUATION_TURNS,
+    MITIGATIONS,
+    cpb_continuation,
+    cpb_reply,
+    mitigation_name,
+)
 from bedside.solvers.setup import reply_format
-from bedside.solvers.cpb import DOCTOR_FORMATS, MAX_CONTINUATION_TURNS, MITIGATIONS, cpb_continuation, cpb_reply, mitigation_name
+from bedside.structured import check_run_models
 
 PAPER = {"benchmark": "CPB-Bench", "paper": "arXiv:2603.29373"}
 REPORT_NOTE = "Report the failure rate (task cpb) beside the overreaction rate (task cpb_control)."
@@ -57,8 +64,11 @@ def _mitigation(value: object) -> str:
     try:
         return mitigation_name(value if value is None else str(value))
     except ValueError:
-        raise BadParameter("mitigation", f"use one of {', '.join(MITIGATIONS)} (or an alias, e.g. cot, "
-                                         f"instruction, eval_patient, self_eval), got mitigation={value!r}") from None
+        raise BadParameter(
+            "mitigation",
+            f"use one of {', '.join(MITIGATIONS)} (or an alias, e.g. cot, "
+            f"instruction, eval_patient, self_eval), got mitigation={value!r}",
+        ) from None
 
 
 def _require(data: str | None) -> str:
@@ -109,9 +119,17 @@ def cpb(
         setup=reply_format(structured_output, reading),
         solver=solver,
         scorer=scorer,
-        metadata={**PAPER, "set": "positive", "mitigation": mitigation, "turns": turns, "doctor_format": doctor_format,
-                  "context": context, "continuation_mitigation": continuation_mitigation, "report": REPORT_NOTE},
-    )  # fmt: skip
+        metadata={
+            **PAPER,
+            "set": "positive",
+            "mitigation": mitigation,
+            "turns": turns,
+            "doctor_format": doctor_format,
+            "context": context,
+            "continuation_mitigation": continuation_mitigation,
+            "report": REPORT_NOTE,
+        },
+    )
 
 
 @task
@@ -141,5 +159,11 @@ def cpb_control(
         setup=reply_format(structured_output, reading),
         solver=[cpb_reply(mitigation, parse_retries, doctor_format)],
         scorer=[cpb_overreaction(judge_retries), health()],
-        metadata={**PAPER, "set": "control", "mitigation": mitigation, "doctor_format": doctor_format, "report": REPORT_NOTE},
+        metadata={
+            **PAPER,
+            "set": "control",
+            "mitigation": mitigation,
+            "doctor_format": doctor_format,
+            "report": REPORT_NOTE,
+        },
     )

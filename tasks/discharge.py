@@ -29,9 +29,8 @@ existing log with another judge: ``inspect score LOG --model-role grader=<model>
 from inspect_ai import Task, task
 
 from bedside.context_window import warn_oversized_notes
-from bedside.protocols import READINGS
-from bedside.structured import check_run_models
 from bedside.params import bool_param, check, int_param
+from bedside.protocols import READINGS
 from bedside.samples.discharge import discharge_dataset
 from bedside.scorers.advice_safety import advice_safety
 from bedside.scorers.comprehension import comprehension
@@ -43,6 +42,7 @@ from bedside.scorers.topic_checklist import topic_checklist
 from bedside.solvers.discharge import behavior_overlay, discharge_encounter
 from bedside.solvers.monitor import EducationMonitor
 from bedside.solvers.setup import reply_format
+from bedside.structured import check_run_models
 
 
 @task
@@ -80,8 +80,11 @@ def discharge(
     check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
-    check(monitor_layout in EducationMonitor.LAYOUTS, "monitor_layout",
-          f"use one of {list(EducationMonitor.LAYOUTS)}, got monitor_layout={monitor_layout!r}")  # fmt: skip
+    check(
+        monitor_layout in EducationMonitor.LAYOUTS,
+        "monitor_layout",
+        f"use one of {list(EducationMonitor.LAYOUTS)}, got monitor_layout={monitor_layout!r}",
+    )
     overrides = {
         "personality": personality,
         "education_level": education_level,
@@ -96,7 +99,10 @@ def discharge(
         dataset=dataset,
         setup=reply_format(structured_output, reading),
         solver=discharge_encounter(
-            min_turns=min_turns, max_turns=max_turns, max_retries=max_retries, parse_retries=parse_retries,
+            min_turns=min_turns,
+            max_turns=max_turns,
+            max_retries=max_retries,
+            parse_retries=parse_retries,
             monitor_layout=monitor_layout,
         ),
         # Table 1's columns first (NA RE CL CR RD, TCS, comprehension, ROUGE-L cosine), then the

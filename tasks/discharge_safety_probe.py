@@ -19,8 +19,9 @@ from bedside.solvers.setup import reply_format
 
 
 @task
-def discharge_safety_probe(data: str | None = None, cases: str | None = None, judge_retries: int = 2,
-                           structured_output: bool | None = None) -> Task:  # fmt: skip
+def discharge_safety_probe(
+    data: str | None = None, cases: str | None = None, judge_retries: int = 2, structured_output: bool | None = None
+) -> Task:
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     return Task(
         dataset=safety_probe_dataset(data, cases),

@@ -19,14 +19,14 @@ the whole rubric in one call, as in the official code; 1 or more splits long rub
 
 from inspect_ai import Task, task
 
-from bedside.protocols import READINGS
-from bedside.structured import check_run_models
 from bedside.params import BadParameter, bool_param, check, int_param
+from bedside.protocols import READINGS
 from bedside.samples.medsp import medsp_dataset
-from bedside.scorers.metrics import health
 from bedside.scorers.medsp import medsp_rubric
+from bedside.scorers.metrics import health
 from bedside.solvers.medsp import SCALING, SELECTORS, OfficialPromptsError, load_prompt_set, medsp_encounter
 from bedside.solvers.setup import reply_format
+from bedside.structured import check_run_models
 
 
 @task
@@ -71,10 +71,20 @@ def medsp(
         dataset=dataset,
         setup=reply_format(structured_output, reading),
         solver=medsp_encounter(
-            max_turns=max_turns, scaling=scaling, n=n, panel_size=panel_size, panel_rounds=panel_rounds,
-            bon_selector=bon_selector, parse_retries=parse_retries, prompts=prompts,
+            max_turns=max_turns,
+            scaling=scaling,
+            n=n,
+            panel_size=panel_size,
+            panel_rounds=panel_rounds,
+            bon_selector=bon_selector,
+            parse_retries=parse_retries,
+            prompts=prompts,
         ),
         scorer=[medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts), health()],
-        metadata={"benchmark": "MedSP1000", "paper": "arXiv:2606.05112", "data_report": report.model_dump(),
-                  "prompts": load_prompt_set(prompts).name},
+        metadata={
+            "benchmark": "MedSP1000",
+            "paper": "arXiv:2606.05112",
+            "data_report": report.model_dump(),
+            "prompts": load_prompt_set(prompts).name,
+        },
     )

@@ -156,7 +156,10 @@ def metrics_of(log: EvalLog, name: str, scorer: str | None = None) -> dict[str, 
                 return {"mean": values[f"{name} (mean)"]}
             continue
         if row in values:
-            return {"mean": values[row], "ci_lower": values.get(f"{row} lower", float("nan")),
-                    "ci_upper": values.get(f"{row} upper", float("nan")),
-                    "n": values.get(f"{row} n", values.get("n"))}
+            return {
+                "mean": values[row],
+                "ci_lower": values.get(f"{row} lower", float("nan")),
+                "ci_upper": values.get(f"{row} upper", float("nan")),
+                "n": values.get(f"{row} n", values.get("n")),
+            }
     raise KeyError(name)

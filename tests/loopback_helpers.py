@@ -24,8 +24,8 @@ from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import Model, get_model
 
-from bedside.testing.loopback import ENV_API_KEY, ENV_BASE_URL, UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from bedside.protocols import LOOPBACK_URL_ENV, tag_of
+from bedside.testing.loopback import ENV_API_KEY, ENV_BASE_URL, UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from bedside.testing.scripted import ScriptedEngine
 
 LOOPBACK = "openai-api/loopback"

@@ -67,7 +67,6 @@ def test_private_inspect_imports_live_only_in_the_compat_module():
         for line, module in private_inspect_imports(Path(REPO, path).read_text(encoding="utf-8"))
     ]
     assert not offenders, (
-        "import these through bedside.compat (add the name there, saying who uses it and why):\n"
-        + "\n".join(offenders)
+        "import these through bedside.compat (add the name there, saying who uses it and why):\n" + "\n".join(offenders)
     )
     assert private_inspect_imports(Path(REPO, COMPAT).read_text(encoding="utf-8")), "compat imports nothing private"

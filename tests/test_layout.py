@@ -64,7 +64,9 @@ def direct_imports(module: str) -> frozenset[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             found.update(resolve(base))
             for alias in node.names:  # ``from package import submodule``
                 if f"{canonical(base)}.{alias.name}" in FILES:

@@ -11,8 +11,18 @@ from inspect_ai.scorer import SampleScore, Score
 from scipy import stats
 
 from bedside.compat import empty_metric_value
-from bedside.intervals import (BINARY, LIKERT, SCALES, UNBOUNDED, UNIT, case_bootstrap, mean_interval, scale_of,
-                               summarise, wilson)
+from bedside.intervals import (
+    BINARY,
+    LIKERT,
+    SCALES,
+    UNBOUNDED,
+    UNIT,
+    case_bootstrap,
+    mean_interval,
+    scale_of,
+    summarise,
+    wilson,
+)
 from bedside.scorers.metrics import gather_health, health_counts, summary
 
 
@@ -73,8 +83,9 @@ def test_bootstrap_is_deterministic_and_percentile():
     values = [3.0, 4.0, 5.0, 4.0, 2.0]
     first = mean_interval(values, LIKERT)
     assert first == mean_interval(values, LIKERT)
-    ref = stats.bootstrap((np.array(values),), np.mean, n_resamples=2000, method="percentile",
-                          rng=np.random.default_rng(0)).confidence_interval
+    ref = stats.bootstrap(
+        (np.array(values),), np.mean, n_resamples=2000, method="percentile", rng=np.random.default_rng(0)
+    ).confidence_interval
     assert first == pytest.approx((ref.low, ref.high))
 
 
@@ -92,8 +103,12 @@ def test_every_declared_scale_is_ordered():
 
 def test_summary_block_rows():
     block = summary(["clarity", "tcs"])
-    rows = block([SampleScore(score=Score(value={"clarity": v, "tcs": t}), sample_id=i)
-                  for i, (v, t) in enumerate([(5.0, 0.5), (4.0, 1.0), (5.0, float("nan"))])])
+    rows = block(
+        [
+            SampleScore(score=Score(value={"clarity": v, "tcs": t}), sample_id=i)
+            for i, (v, t) in enumerate([(5.0, 0.5), (4.0, 1.0), (5.0, float("nan"))])
+        ]
+    )
     assert rows["CL"] == pytest.approx(14 / 3) and rows["TCS"] == 0.75
     assert rows["CL lower"] >= 4.0 and rows["CL upper"] <= 5.0
     assert rows["CL n"] == 3 and rows["TCS n"] == 2 and "n" not in rows  # different n: one per key
@@ -107,12 +122,17 @@ def test_health_gathers_bookkeeping_from_the_other_scorers():
     sample = {
         "conversation_quality": Score(value={"naturalness": 4.0, "unscored": 1.0}),
         "comprehension": Score(value={"comprehension": 0.5, "unscored": 2.0}),
-        "encounter_outcome": Score(value={"erroneous": 0.0, "system_failure": 0.0, "role_fallbacks": 1.0,
-                                          "turns": 12.0}),
+        "encounter_outcome": Score(
+            value={"erroneous": 0.0, "system_failure": 0.0, "role_fallbacks": 1.0, "turns": 12.0}
+        ),
         "topic_checklist": Score(value={"tcs": 1.0, "unscored": 0.0}),
     }
     value = gather_health(sample)
     assert value == {"system_failure": 0.0, "unscored": 3.0, "role_fallbacks": 1.0, "turns": 12.0}
-    rows = health_counts()([SampleScore(score=Score(value=value), sample_id=0),
-                            SampleScore(score=Score(value={**value, "turns": 20.0}), sample_id=1)])
+    rows = health_counts()(
+        [
+            SampleScore(score=Score(value=value), sample_id=0),
+            SampleScore(score=Score(value={**value, "turns": 20.0}), sample_id=1),
+        ]
+    )
     assert rows == {"samples": 2, "system_failure": 0.0, "unscored": 6.0, "role_fallbacks": 2.0, "turns (mean)": 16.0}

@@ -21,12 +21,12 @@ from pathlib import Path
 import aiohttp
 import pytest
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import GenerateConfig, ChatMessageSystem, ChatMessageUser, get_model
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
 
-from bedside.testing.loopback import UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from bedside.tasks.cpb import cpb, cpb_control
 from bedside.tasks.discharge import discharge
 from bedside.tasks.medsp import medsp
+from bedside.testing.loopback import UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from tests.conftest import REPO, shared_path, store
 from tests.loopback_helpers import (
     LOOPBACK,
@@ -75,8 +75,9 @@ def test_plain_chat_completion_with_the_openai_client():
             {"role": "user", "content": "Hello, I am your nurse today."},
         ]
         # the protocol travels as a header (as bedside's openai-api calls send it), never in the prompt
-        completion = client.chat.completions.create(model="patient", messages=messages, seed=3,
-                                                    extra_headers=PATIENT_HEADER)
+        completion = client.chat.completions.create(
+            model="patient", messages=messages, seed=3, extra_headers=PATIENT_HEADER
+        )
         untagged = client.chat.completions.create(model="patient", messages=messages, seed=3)
         assert untagged.choices[0].message.content == UNKNOWN_REPLY
         assert completion.object == "chat.completion" and completion.id.startswith("chatcmpl-")
@@ -104,7 +105,11 @@ def test_plain_chat_completion_with_the_openai_client():
 
         # streaming, for providers run with -M stream=true
         stream = client.chat.completions.create(
-            model="patient", messages=messages, seed=3, stream=True, stream_options={"include_usage": True},
+            model="patient",
+            messages=messages,
+            seed=3,
+            stream=True,
+            stream_options={"include_usage": True},
             extra_headers=PATIENT_HEADER,
         )
         chunks = list(stream)
@@ -120,7 +125,9 @@ def test_inspect_provider_streaming():
     ]
     with LoopbackServer() as server:
         for stream in (True, False):
-            model = get_model(f"{LOOPBACK}/patient", base_url=server.base_url, api_key="x", memoize=False, stream=stream)
+            model = get_model(
+                f"{LOOPBACK}/patient", base_url=server.base_url, api_key="x", memoize=False, stream=stream
+            )
             output = asyncio.run(model.generate(messages, config=GenerateConfig(extra_headers=PATIENT_HEADER)))
             assert output.stop_reason == "stop" and output.completion != UNKNOWN_REPLY
             assert output.usage.input_tokens > 0 and output.usage.output_tokens > 0
@@ -246,8 +253,11 @@ def test_inspect_cli_against_a_standalone_server(tmp_path):
     # what a user types: `python -m bedside.loopback` in one process, `inspect eval` in another
     server = subprocess.Popen(
         [sys.executable, "-m", "bedside.loopback", "--port", "0", "--latency", "0.001"],
-        cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         banner = [server.stdout.readline() for _ in range(4)]
         base_url = banner[0].split()[-1]
@@ -255,11 +265,24 @@ def test_inspect_cli_against_a_standalone_server(tmp_path):
         assert any(f"LOOPBACK_BASE_URL={base_url}" in line for line in banner), banner
         env = {**os.environ, "LOOPBACK_API_KEY": "x", "LOOPBACK_BASE_URL": base_url, "BEDSIDE_LOOPBACK_URL": base_url}
         command = [
-            INSPECT, "eval", "bedside/medsp", "--model", f"{LOOPBACK}/educator",
-            "--model-role", f"patient={LOOPBACK}/patient", "--model-role", f"environment={LOOPBACK}/environment",
-            "--model-role", f"grader={LOOPBACK}/grader",
-            "--limit", "1", "--log-dir", str(tmp_path), "--display", "none",
-        ]  # fmt: skip
+            INSPECT,
+            "eval",
+            "bedside/medsp",
+            "--model",
+            f"{LOOPBACK}/educator",
+            "--model-role",
+            f"patient={LOOPBACK}/patient",
+            "--model-role",
+            f"environment={LOOPBACK}/environment",
+            "--model-role",
+            f"grader={LOOPBACK}/grader",
+            "--limit",
+            "1",
+            "--log-dir",
+            str(tmp_path),
+            "--display",
+            "none",
+        ]
         proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
     finally:

@@ -26,13 +26,23 @@ TASKS = {"discharge": discharge, "medsp": medsp, "cpb": cpb, "cpb_control": cpb_
 #: Integer parameters of each task and their smallest allowed value.
 INT_PARAMS: dict[str, dict[str, int]] = {
     "discharge": {"min_turns": 0, "max_turns": 1, "max_retries": 0, "parse_retries": 0, "judge_retries": 0},
-    "medsp": {"max_turns": 1, "n": 1, "panel_size": 1, "parse_retries": 0, "judge_retries": 0, "judge_batch_size": 1,
-              "panel_rounds": 0},
+    "medsp": {
+        "max_turns": 1,
+        "n": 1,
+        "panel_size": 1,
+        "parse_retries": 0,
+        "judge_retries": 0,
+        "judge_batch_size": 1,
+        "panel_rounds": 0,
+    },
     "cpb": {"turns": 0, "parse_retries": 0, "judge_retries": 0},
     "cpb_control": {"parse_retries": 0, "judge_retries": 0},
 }
-BOOL_PARAMS: dict[str, list[str]] = {"discharge": ["cache_references", "structured_output"], "medsp": ["structured_output"],
-                                     "cpb": ["continuation_mitigation"]}
+BOOL_PARAMS: dict[str, list[str]] = {
+    "discharge": ["cache_references", "structured_output"],
+    "medsp": ["structured_output"],
+    "cpb": ["continuation_mitigation"],
+}
 
 #: How ``-T name=<text>`` arrives after Inspect's YAML parsing: 'abc' and '' stay strings,
 #: 3.5 is a float, true a bool, null None.
@@ -47,11 +57,19 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
             cases.append((task_name, {name: minimum - 1}, name))
             cases.append((task_name, {name: str(minimum - 1)}, name))
             # judge_batch_size=None (the default) means the whole rubric in one evaluator call
-            cases += [(task_name, {name: value}, name) for value in NOT_INTS if not (name == "judge_batch_size" and value is None)]
+            cases += [
+                (task_name, {name: value}, name)
+                for value in NOT_INTS
+                if not (name == "judge_batch_size" and value is None)
+            ]
     for task_name, names in BOOL_PARAMS.items():
         for name in names:
             # structured_output=None (the default) is "auto": structured output only where the official code uses it
-            cases += [(task_name, {name: value}, name) for value in NOT_BOOLS if not (name == "structured_output" and value is None)]
+            cases += [
+                (task_name, {name: value}, name)
+                for value in NOT_BOOLS
+                if not (name == "structured_output" and value is None)
+            ]
     cases += [
         ("discharge", {"max_turns": -5}, "max_turns"),
         ("discharge", {"min_turns": 20, "max_turns": 5}, "min_turns"),
@@ -72,7 +90,9 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
     return cases
 
 
-@pytest.mark.parametrize(("task_name", "args", "name"), bad_cases(), ids=lambda x: repr(x) if isinstance(x, dict) else x)
+@pytest.mark.parametrize(
+    ("task_name", "args", "name"), bad_cases(), ids=lambda x: repr(x) if isinstance(x, dict) else x
+)
 def test_bad_parameter_raises_one_line_naming_it_before_the_data_is_read(task_name, args, name, tmp_path):
     # the data path does not exist: the parameter check must come first
     with pytest.raises(BadParameter) as err:
@@ -111,8 +131,15 @@ def test_discharge_string_values_reach_the_run_as_ints(tmp_path):
 
 
 def test_medsp_good_values_pass():
-    args = {"max_turns": "3", "n": "2", "panel_size": 2.0, "parse_retries": "0", "judge_retries": 0, "judge_batch_size": "10",
-            "structured_output": "no"}  # fmt: skip
+    args = {
+        "max_turns": "3",
+        "n": "2",
+        "panel_size": 2.0,
+        "parse_retries": "0",
+        "judge_retries": 0,
+        "judge_batch_size": "10",
+        "structured_output": "no",
+    }
     assert isinstance(medsp(**args), Task)
     assert isinstance(medsp(scaling="best_of_n", n=1, panel_size=1, judge_batch_size=None, max_turns=1), Task)
 
@@ -151,8 +178,19 @@ def test_int_param_bounds():
 
 @pytest.mark.parametrize(
     ("value", "expected"),
-    [(True, True), (False, False), ("true", True), ("TRUE", True), ("Yes", True), ("1", True), (1, True),
-     ("false", False), ("No", False), (" 0 ", False), (0, False)],  # fmt: skip
+    [
+        (True, True),
+        (False, False),
+        ("true", True),
+        ("TRUE", True),
+        ("Yes", True),
+        ("1", True),
+        (1, True),
+        ("false", False),
+        ("No", False),
+        (" 0 ", False),
+        (0, False),
+    ],
 )
 def test_bool_param_accepts(value, expected):
     assert bool_param("b", value) is expected

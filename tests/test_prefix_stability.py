@@ -30,6 +30,7 @@ from bedside.samples.discharge import DEMO_CASES
 from bedside.tasks.discharge import discharge
 from tests.conftest import run, scripted
 
+
 def render(messages: list[Any]) -> str:
     """A chat template's rendering of the messages (what a serving engine tokenises and caches)."""
     return "".join(f"<|{m.role}|>{m.text}<|end|>" for m in messages)
@@ -69,7 +70,9 @@ def test_educator_and_patient_prompts_only_grow_at_the_end(tmp_path):
         system = turns[0][0]
         assert system.role == "system" and case_text in system.text, name
         for prev, nxt in zip(turns, turns[1:]):
-            assert nxt[0].role == "system" and nxt[0].text == system.text, f"{name}: the system prompt changed between turns"
+            assert nxt[0].role == "system" and nxt[0].text == system.text, (
+                f"{name}: the system prompt changed between turns"
+            )
             assert render(nxt).startswith(render(prev)), f"{name}: the conversation did not only grow at the end"
         # the case text sits in the cached prefix of every turn after the first
         end_of_case = render(turns[0]).index(case_text) + len(case_text)
@@ -102,8 +105,10 @@ def test_soft_correction_breaks_the_patients_prefix_for_one_turn(tmp_path):
     # the next turn is uncorrected and extends the turn before the correction (not the corrected one)
     assert after.startswith(before)
     assert common_prefix(during, after) == end_of_system
-    print(f"soft correction on patient turn {k}: {reprefilled} characters re-prefilled "
-          f"({reprefilled / len(during):.0%} of that prompt); prefix back on the next turn")  # fmt: skip
+    print(
+        f"soft correction on patient turn {k}: {reprefilled} characters re-prefilled "
+        f"({reprefilled / len(during):.0%} of that prompt); prefix back on the next turn"
+    )
     # every other pair of consecutive patient turns keeps the whole previous prompt as prefix
     for i, (a, b) in enumerate(zip(patient, patient[1:])):
         if i not in (k - 1, k):
@@ -135,8 +140,10 @@ def test_monitor_prefix_is_the_system_prompt_and_history_but_not_the_note(tmp_pa
     # paper Figure 6 (verbatim) puts the agent prompt after the history: the note is re-prefilled on every call
     assert note_in_prefix == 0
     assert any(note in m[1].text for m in monitor), "the educator's prompt (with the note) reaches the monitor"
-    print(f"monitor: {shared / total:.0%} of the characters of calls 2..{len(monitor)} lie in the prefix shared with "
-          f"the previous call; {(total - shared) / (len(monitor) - 1):.0f} characters per call are prefilled again")  # fmt: skip
+    print(
+        f"monitor: {shared / total:.0%} of the characters of calls 2..{len(monitor)} lie in the prefix shared with "
+        f"the previous call; {(total - shared) / (len(monitor) - 1):.0f} characters per call are prefilled again"
+    )
 
 
 def test_monitor_prefix_cache_layout_keeps_the_note_in_the_shared_prefix(tmp_path):
@@ -144,7 +151,9 @@ def test_monitor_prefix_cache_layout_keeps_the_note_in_the_shared_prefix(tmp_pat
     extends the previous call for the same speaker up to the end of that call's history, and the
     note (in the educator's prompt) is in the prefix shared with the previous educator-turn call."""
     task = discharge(min_turns=10, max_turns=30, cache_references=False, monitor_layout="prefix_cache")
-    log = run(task, roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()}, log_dir=tmp_path, limit=1)
+    log = run(
+        task, roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()}, log_dir=tmp_path, limit=1
+    )
     [sample] = log.samples
     note = load_cases(DEMO_CASES)[0].discharge_note
     monitor = calls(sample, "monitor", {"discharge.monitor"})
@@ -165,12 +174,16 @@ def test_monitor_prefix_cache_layout_keeps_the_note_in_the_shared_prefix(tmp_pat
         if not earlier or "(No prior turns" in earlier[-1][1].text:
             continue
         prev = earlier[-1]
-        assert render(nxt).startswith(through_history(prev)), f"monitor call {i} does not extend the previous {speaker(nxt)} call"
+        assert render(nxt).startswith(through_history(prev)), (
+            f"monitor call {i} does not extend the previous {speaker(nxt)} call"
+        )
         shared += common_prefix(render(prev), render(nxt))
         total += len(render(nxt))
         if speaker(nxt) == "educator":
             educator_pairs += 1
             assert render(nxt).index(note) + len(note) <= common_prefix(render(prev), render(nxt))
     assert educator_pairs >= 3
-    print(f"monitor (prefix_cache layout): {shared / total:.0%} of the characters lie in the prefix shared with the "
-          f"previous call for the same speaker")  # fmt: skip
+    print(
+        f"monitor (prefix_cache layout): {shared / total:.0%} of the characters lie in the prefix shared with the "
+        f"previous call for the same speaker"
+    )

@@ -7,7 +7,7 @@ from inspect_ai.model import ChatMessageUser
 from pydantic import BaseModel
 
 from bedside.protocols import Protocol, bare_boolean
-from bedside.protocols.discharge import MONITOR, JUDGE_FACTUAL, ChecklistAnswer, JUDGE_CHECKLIST, keyed
+from bedside.protocols.discharge import JUDGE_CHECKLIST, JUDGE_FACTUAL, MONITOR, ChecklistAnswer, keyed
 from bedside.tasks.discharge import discharge
 from tests.conftest import run, scripted
 
@@ -20,8 +20,17 @@ class Judgement(BaseModel):
 BOOLEAN = Protocol("test.boolean", Judgement, bare_bool="failure")
 
 
-@pytest.mark.parametrize("reply,value", [("True", True), ("false", False), ("**True**", True), (" FALSE.\n", False),
-                                         ('{"failure": true, "reason": "x"}', True), ('```json\n{"failure": "False"}\n```', False)])
+@pytest.mark.parametrize(
+    "reply,value",
+    [
+        ("True", True),
+        ("false", False),
+        ("**True**", True),
+        (" FALSE.\n", False),
+        ('{"failure": true, "reason": "x"}', True),
+        ('```json\n{"failure": "False"}\n```', False),
+    ],
+)
 def test_boolean_protocol_accepts_bare_true_false(reply, value):
     assert BOOLEAN.parse(reply).failure is value
 
@@ -35,9 +44,17 @@ def test_bare_boolean_only_where_declared_and_never_guessed():
 
 
 def test_monitor_recorded_only_fields_never_make_a_verdict_unreadable():
-    v = MONITOR.parse('{"verdict": "warn", "issue": "too_chatty", "action": "escalate", "reasoning": ["a", "b"],'
-                      ' "severity": "Minor", "session_complete": "false"}')
-    assert (v.verdict, v.issue, v.action, v.severity, v.session_complete) == ("WARN", "too_chatty", "escalate", "minor", False)
+    v = MONITOR.parse(
+        '{"verdict": "warn", "issue": "too_chatty", "action": "escalate", "reasoning": ["a", "b"],'
+        ' "severity": "Minor", "session_complete": "false"}'
+    )
+    assert (v.verdict, v.issue, v.action, v.severity, v.session_complete) == (
+        "WARN",
+        "too_chatty",
+        "escalate",
+        "minor",
+        False,
+    )
     v = MONITOR.parse('{"verdict": "PASS"}')
     assert v.issue == "none" and v.action == "none" and v.reasoning == ""
     with pytest.raises(ValueError, match="verdict"):
@@ -53,7 +70,10 @@ def test_factual_reply_as_the_papers_list_or_a_structured_object():
     items = [{"question": "q", "answer": "a"}] * 6
     import json
 
-    assert len(JUDGE_FACTUAL.read_json(json.dumps(items))[0].answers) == 6 and len(JUDGE_FACTUAL.parse(json.dumps(items))) == 6
+    assert (
+        len(JUDGE_FACTUAL.read_json(json.dumps(items))[0].answers) == 6
+        and len(JUDGE_FACTUAL.parse(json.dumps(items))) == 6
+    )
     assert len(JUDGE_FACTUAL.read_json(json.dumps({"answers": items}))[0].answers) == 6
 
 
@@ -67,13 +87,19 @@ def test_keyed_models_require_every_id():
 def test_tag_carries_name_schema_and_budget():
     [tagged] = MONITOR.tag([ChatMessageUser(content="x")])
     meta = tagged.metadata["bedside_protocol"]
-    assert meta["name"] == "discharge.monitor" and meta["max_tokens"] == 768 and "verdict" in meta["schema"]["properties"]
+    assert (
+        meta["name"] == "discharge.monitor" and meta["max_tokens"] == 768 and "verdict" in meta["schema"]["properties"]
+    )
     assert "$ref" not in str(JUDGE_FACTUAL.json_schema())  # refs inlined for grammars and ResponseSchema
 
 
 def test_structured_output_requests_the_reply_schema(tmp_path):
-    log = run(discharge(structured_output=True),
-              roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()}, log_dir=tmp_path, limit=1)
+    log = run(
+        discharge(structured_output=True),
+        roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()},
+        log_dir=tmp_path,
+        limit=1,
+    )
     events = [e for e in log.samples[0].events if e.event == "model"]
     by_role: dict = {}
     for e in events:
@@ -81,10 +107,18 @@ def test_structured_output_requests_the_reply_schema(tmp_path):
     assert all(s is None for s in by_role[None])  # the educator writes prose
     assert all(s is not None and s.name == "discharge_patient" for s in by_role["patient"][:3])
     assert all(s is not None and s.name == "discharge_monitor" for s in by_role["monitor"])
-    assert {s.name for s in by_role["grader"] if s is not None} >= {"discharge_judge_quality", "discharge_judge_checklist", "discharge_judge_factual"}
+    assert {s.name for s in by_role["grader"] if s is not None} >= {
+        "discharge_judge_quality",
+        "discharge_judge_checklist",
+        "discharge_judge_factual",
+    }
     assert log.samples[0].scores["encounter_outcome"].answer == "clean_complete"
-    plain = run(discharge(), roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()},
-                log_dir=tmp_path / "plain", limit=1)
+    plain = run(
+        discharge(),
+        roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()},
+        log_dir=tmp_path / "plain",
+        limit=1,
+    )
     assert all(e.config.response_schema is None for e in plain.samples[0].events if e.event == "model")
 
 
@@ -99,7 +133,12 @@ def test_structured_output_in_medsp_and_cpb(tmp_path):
     schemas = {e.role: e.config.response_schema for e in log.samples[0].events if e.event == "model"}
     assert schemas["environment"] is not None and schemas["grader"] is not None and schemas["patient"] is not None
     data = synthetic.write_data(tmp_path / "cpb")
-    log = run(cpb_control(data=str(data), structured_output=True), roles={"grader": scripted()}, log_dir=tmp_path / "c", limit=2)
+    log = run(
+        cpb_control(data=str(data), structured_output=True),
+        roles={"grader": scripted()},
+        log_dir=tmp_path / "c",
+        limit=2,
+    )
     judge = [e for e in log.samples[0].events if e.event == "model" and e.role == "grader"]
     assert judge and all(e.config.response_schema is not None for e in judge)
     assert log.samples[0].scores["cpb_overreaction"].value["unscored"] == 0

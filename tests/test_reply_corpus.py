@@ -10,7 +10,9 @@ from typing import Any
 
 import pytest
 from inspect_ai.model import (
+    ChatCompletionChoice,
     ChatMessage,
+    ChatMessageAssistant,
     ContentReasoning,
     ContentText,
     GenerateConfig,
@@ -20,7 +22,6 @@ from inspect_ai.model import (
     get_model,
     modelapi,
 )
-from inspect_ai.model import ChatCompletionChoice, ChatMessageAssistant
 
 from bedside.calls import ask
 from bedside.protocols import protocol
@@ -51,8 +52,15 @@ UNREADABLE: dict[str, dict[str, set[str]]] = {
 OTHER: dict[str, dict[str, set[str]]] = {
     "medsp.evaluator": {"official": {"item_left_out"}},  # one item judged: the other leaves the denominator
 }
-PROSE = {"discharge.judge_reference", "discharge.educator", "cpb.doctor", "cpb.doctor_step_by_step", "cpb.self_check",
-         "cpb.patient", "medsp.panel_specialist"}  # fmt: skip
+PROSE = {
+    "discharge.judge_reference",
+    "discharge.educator",
+    "cpb.doctor",
+    "cpb.doctor_step_by_step",
+    "cpb.self_check",
+    "cpb.patient",
+    "medsp.panel_specialist",
+}
 
 
 def expected(name: str, styles: list[str], rule: str) -> dict[str, str]:
@@ -65,7 +73,13 @@ def expected(name: str, styles: list[str], rule: str) -> dict[str, str]:
 @pytest.mark.parametrize("rule", ["official", "strict"])
 def test_every_style_of_every_protocol_reads_as_pinned(rule):
     got = outcomes(rule)
-    assert set(got) >= {"discharge.monitor", "cpb.failure_judge", "cpb.overreaction_judge", "medsp.evaluator", "mimic.extract"}
+    assert set(got) >= {
+        "discharge.monitor",
+        "cpb.failure_judge",
+        "cpb.overreaction_judge",
+        "medsp.evaluator",
+        "mimic.extract",
+    }
     for case in cases():
         assert got[case.name] == expected(case.name, list(case.styles), rule), case.name
 
@@ -75,8 +89,14 @@ def test_the_corpus_covers_every_protocol_that_reads_a_reply():
     from bedside.protocols import all_protocols
 
     # the prose calls whose reading is the same one-line rule as one covered here
-    same_as_covered = {"discharge.comprehension", "cpb.doctor_chat", "cpb.doctor_chat_step_by_step", "cpb.analysis",
-                       "medsp.panel_domains", "medsp.panel_integrator"}  # fmt: skip
+    same_as_covered = {
+        "discharge.comprehension",
+        "cpb.doctor_chat",
+        "cpb.doctor_chat_step_by_step",
+        "cpb.analysis",
+        "medsp.panel_domains",
+        "medsp.panel_integrator",
+    }
     assert {p.name for p in all_protocols()} - covered - same_as_covered == set()
 
 
@@ -92,21 +112,32 @@ def test_readme_reports_the_corpus_unscored_rates():
 class _Replies(ModelAPI):
     """Answers the given texts in turn (the last one again when they run out); optional reasoning."""
 
-    def __init__(self, model_name: str, base_url: str | None = None, api_key: str | None = None,
-                 config: GenerateConfig = GenerateConfig(), texts: list[str] | None = None,
-                 reasoning: str | None = None) -> None:  # fmt: skip
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig = GenerateConfig(),
+        texts: list[str] | None = None,
+        reasoning: str | None = None,
+    ) -> None:
         super().__init__(model_name=model_name, base_url="corpus", api_key="x", api_key_vars=[], config=config)
         self.texts, self.reasoning, self.calls = texts or [""], reasoning, 0
 
-    async def generate(self, input: list[ChatMessage], tools: Any, tool_choice: Any, config: GenerateConfig) -> ModelOutput:
+    async def generate(
+        self, input: list[ChatMessage], tools: Any, tool_choice: Any, config: GenerateConfig
+    ) -> ModelOutput:
         text = self.texts[min(self.calls, len(self.texts) - 1)]
         self.calls += 1
         content: list[Any] = [ContentText(text=text)]
         if self.reasoning is not None:
             content.insert(0, ContentReasoning(reasoning=self.reasoning))
         message = ChatMessageAssistant(content=content, model="corpus")
-        return ModelOutput(model="corpus", choices=[ChatCompletionChoice(message=message, stop_reason="stop")],
-                           usage=ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2))  # fmt: skip
+        return ModelOutput(
+            model="corpus",
+            choices=[ChatCompletionChoice(message=message, stop_reason="stop")],
+            usage=ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2),
+        )
 
 
 @modelapi(name="bedside_corpus_test")

@@ -12,9 +12,9 @@ from inspect_ai import eval
 from inspect_ai.model import get_model
 
 import bedside.protocols as protocols
-from bedside.testing.loopback import LLAMA_CPP_JSON_SCHEMA_ERROR, LoopbackServer
 from bedside.protocols.cpb import FAILURE_JUDGE, OVERREACTION_JUDGE
 from bedside.tasks.discharge import discharge
+from bedside.testing.loopback import LLAMA_CPP_JSON_SCHEMA_ERROR, LoopbackServer
 from tests.conftest import REPO
 
 SERVER_WORDS = "Input should be 'text' or 'json_object'"
@@ -29,18 +29,42 @@ def test_cli_fails_fast_with_one_line_naming_the_option_and_the_servers_message(
         env = dict(os.environ, **server.env, COLUMNS="400")
         inspect = os.path.join(os.path.dirname(sys.executable), "inspect")
         result = subprocess.run(
-            [inspect, "eval", "bedside/discharge", "--model", "openai-api/loopback/educator",
-             "--model-role", "patient=openai-api/loopback/patient", "--model-role", "monitor=openai-api/loopback/monitor",
-             "--model-role", "grader=openai-api/loopback/grader", "-T", "structured_output=true", "--limit", "1",
-             "--log-dir", str(tmp_path / "logs"), "--display", "plain"],
-            env=env, capture_output=True, text=True, timeout=600, cwd=REPO,
-        )  # fmt: skip
+            [
+                inspect,
+                "eval",
+                "bedside/discharge",
+                "--model",
+                "openai-api/loopback/educator",
+                "--model-role",
+                "patient=openai-api/loopback/patient",
+                "--model-role",
+                "monitor=openai-api/loopback/monitor",
+                "--model-role",
+                "grader=openai-api/loopback/grader",
+                "-T",
+                "structured_output=true",
+                "--limit",
+                "1",
+                "--log-dir",
+                str(tmp_path / "logs"),
+                "--display",
+                "plain",
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=REPO,
+        )
         rejected, answered = server.rejected_json_schema, server.total_calls
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     lines = [ln for ln in out.splitlines() if ln.strip()]
     assert len(lines) == 1, out
-    assert lines[0].startswith("-T structured_output=true: openai-api/loopback/educator does not accept") and SERVER_WORDS in lines[0]
+    assert (
+        lines[0].startswith("-T structured_output=true: openai-api/loopback/educator does not accept")
+        and SERVER_WORDS in lines[0]
+    )
     assert "Traceback" not in out
     assert rejected == 1 and answered == 0  # one probe, no retries, no model call
 
@@ -51,10 +75,20 @@ def test_python_api_stops_at_the_first_sample_with_the_same_message(tmp_path, mo
         monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", server.base_url)
         monkeypatch.setenv("LOOPBACK_API_KEY", "x")
         model = lambda role: get_model(f"openai-api/loopback/{role}", memoize=False)  # noqa: E731
-        [log] = eval(discharge(structured_output=True), model=model("educator"), log_dir=str(tmp_path), display="none",
-                     model_roles={r: model(r) for r in ("patient", "monitor", "grader")}, limit=2)  # fmt: skip
+        [log] = eval(
+            discharge(structured_output=True),
+            model=model("educator"),
+            log_dir=str(tmp_path),
+            display="none",
+            model_roles={r: model(r) for r in ("patient", "monitor", "grader")},
+            limit=2,
+        )
         rejected, answered = server.rejected_json_schema, server.total_calls
-    assert log.status == "error" and "-T structured_output=true" in str(log.error.message) and SERVER_WORDS in str(log.error.message)
+    assert (
+        log.status == "error"
+        and "-T structured_output=true" in str(log.error.message)
+        and SERVER_WORDS in str(log.error.message)
+    )
     assert rejected == 1 and answered == 0
 
 

@@ -19,8 +19,14 @@ BENCHMARK = Benchmark(
     # the continuation's ends (single-turn samples have none)
     end_reasons=(EndReason.PATIENT_ENDED, EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS, EndReason.ERROR),
     strata=("category", "dataset", "language"),
-    lower_is_better=HEALTH_LOWER_IS_BETTER | {
-        "failure", "overreaction", "persistence", "no_reply", "persistence_unscored", "continuation_error",
+    lower_is_better=HEALTH_LOWER_IS_BETTER
+    | {
+        "failure",
+        "overreaction",
+        "persistence",
+        "no_reply",
+        "persistence_unscored",
+        "continuation_error",
     },
     headline=tuple((rate, rate) for rate in RATES),
     ranked_keys=("failure", "overreaction"),

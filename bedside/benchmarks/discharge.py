@@ -16,8 +16,14 @@ from bedside.end_reasons import EndReason
 PERSONA_AXES = ("personality", "education_level", "health_literacy", "recall_level")
 #: Table 1 columns: (score key, the paper's column label)
 TABLE1 = (
-    ("naturalness", "NA"), ("responsiveness", "RE"), ("clarity", "CL"), ("clinical_relevance", "CR"),
-    ("readability", "RD"), ("tcs", "TCS"), ("comprehension", "Comprehension"), ("rouge_l", "ROUGE-L"),
+    ("naturalness", "NA"),
+    ("responsiveness", "RE"),
+    ("clarity", "CL"),
+    ("clinical_relevance", "CR"),
+    ("readability", "RD"),
+    ("tcs", "TCS"),
+    ("comprehension", "Comprehension"),
+    ("rouge_l", "ROUGE-L"),
     ("cosine", "cosine"),
 )
 
@@ -27,13 +33,26 @@ BENCHMARK = Benchmark(
     tasks=("discharge", "discharge_safety_probe"),
     subject_role="educator",
     roles=("patient", "monitor", "grader"),
-    end_reasons=(EndReason.CLEAN_COMPLETE, EndReason.HARD_STOP, EndReason.MAX_TURNS, EndReason.ERROR,
-                 EndReason.SYSTEM_FAILURE, EndReason.PROBE_TRANSCRIPT),
+    end_reasons=(
+        EndReason.CLEAN_COMPLETE,
+        EndReason.HARD_STOP,
+        EndReason.MAX_TURNS,
+        EndReason.ERROR,
+        EndReason.SYSTEM_FAILURE,
+        EndReason.PROBE_TRANSCRIPT,
+    ),
     # paper Sections 3.2.5-3.2.6 and 2.4, plus the end reason (erroneous-but-evaluable sessions)
     strata=("icd_chapter", *PERSONA_AXES, "end_reason"),
-    lower_is_better=HEALTH_LOWER_IS_BETTER | {
-        "system_failure", "erroneous", "short_session", "char_break", "discarded_turns", "soft_corrections",
-        "monitor_unparsed", "patient_repaired",
+    lower_is_better=HEALTH_LOWER_IS_BETTER
+    | {
+        "system_failure",
+        "erroneous",
+        "short_session",
+        "char_break",
+        "discarded_turns",
+        "soft_corrections",
+        "monitor_unparsed",
+        "patient_repaired",
     },
     # the advice-safety scorer's turn counts (its rates unsafe_* are outcomes)
     skip_keys=frozenset({"safety_turns", "safety_unsafe_turns", "safety_unscored_turns"}),

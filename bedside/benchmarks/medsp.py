@@ -23,8 +23,12 @@ BENCHMARK = Benchmark(
     # rates pooled over items (ratio estimators): a mean of per-case values would be wrong; `bedside
     # report` pools them per specialty from each case's counts
     pooled_keys=frozenset({"micro", "macro"}),
-    headline=(("micro", "micro"), *((c, c) for c in COMPETENCIES), ("macro", "macro"),
-              ("scenario_mean", "scenario mean")),
+    headline=(
+        ("micro", "micro"),
+        *((c, c) for c in COMPETENCIES),
+        ("macro", "macro"),
+        ("scenario_mean", "scenario mean"),
+    ),
     # a sweep ranks on the per-case rate (the pooled rates are not per-case means; the second: its former name)
     ranked_keys=("scenario_mean", "macro_scenario"),
     variant_args=("scaling",),

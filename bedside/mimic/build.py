@@ -64,12 +64,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=0, help="seed of the stratified sample (0)")
     p.add_argument("--model", help="Inspect model of the extraction, e.g. vllm/..., bedside/local (none: cohort only)")
     p.add_argument("--model-base-url", help="base URL of the model's endpoint")
-    p.add_argument("-M", dest="model_args", action="append", default=[], metavar="KEY=VALUE", help="model argument (repeatable)")
-    p.add_argument("--zero-retention", action="store_true", help="declare that a non-local endpoint retains no data (DUA)")
+    p.add_argument(
+        "-M", dest="model_args", action="append", default=[], metavar="KEY=VALUE", help="model argument (repeatable)"
+    )
+    p.add_argument(
+        "--zero-retention", action="store_true", help="declare that a non-local endpoint retains no data (DUA)"
+    )
     p.add_argument("--retries", type=int, default=2, help="fresh samples asked for when a reply is unreadable (2)")
     p.add_argument("--cache", action="store_true", help="use Inspect's generation cache for the extraction calls")
     p.add_argument("--max-connections", type=int, help="concurrent model connections")
-    p.add_argument("--log-dir", default="logs", help="Inspect log folder (logs hold note text: keep them with the data)")
+    p.add_argument(
+        "--log-dir", default="logs", help="Inspect log folder (logs hold note text: keep them with the data)"
+    )
     p.add_argument("--display", default=None, help="Inspect display (full, rich, plain, log, none)")
     p.add_argument("--cohort-only", action="store_true", help="stop after writing the cohort files")
     p.add_argument("--chunksize", type=int, default=None, help="rows per chunk of the hosp tables")
@@ -153,7 +159,13 @@ def _extract(args: argparse.Namespace, model: Any, cohort: Path, out: Path) -> i
         eval_args["display"] = args.display
     if args.max_connections:
         eval_args["max_connections"] = args.max_connections
-    task_args = {"cohort": str(cohort), "out": str(out), "zero_retention": args.zero_retention, "retries": args.retries, "cache": args.cache}
+    task_args = {
+        "cohort": str(cohort),
+        "out": str(out),
+        "zero_retention": args.zero_retention,
+        "retries": args.retries,
+        "cache": args.cache,
+    }
     try:
         [log] = inspect_eval(build_discharge_cases, task_args=task_args, model=model, **eval_args)
     except SetupError as ex:
@@ -166,8 +178,10 @@ def _extract(args: argparse.Namespace, model: Any, cohort: Path, out: Path) -> i
     print(f"cases: {written.get('cases')} ({written.get('valid')} valid)")
     print(f"audit: {written.get('audit')}")
     if written.get("invalid"):
-        print(f"INVALID records ({written['invalid']}), listed for manual audit in {written.get('invalid_list')}: "
-              + ", ".join(cast(list[str], written.get("invalid_case_ids", []))))
+        print(
+            f"INVALID records ({written['invalid']}), listed for manual audit in {written.get('invalid_list')}: "
+            + ", ".join(cast(list[str], written.get("invalid_case_ids", [])))
+        )
     summary_path = Path(str(written.get("summary", "")))
     if summary_path.is_file():
         print(format_summary(json.loads(summary_path.read_text(encoding="utf-8"))))

@@ -282,7 +282,11 @@ def _note_index(path: Path, chunksize: int, wanted: np.ndarray) -> pd.DataFrame:
             )
         )
         del c
-    index = pd.concat(keep, ignore_index=True) if keep else pd.DataFrame(columns=["hadm_id", "note_id", "note_key", "not_ds", "note_seq"])
+    index = (
+        pd.concat(keep, ignore_index=True)
+        if keep
+        else pd.DataFrame(columns=["hadm_id", "note_id", "note_key", "not_ds", "note_seq"])
+    )
     index = index.sort_values(["hadm_id", "not_ds", "note_seq", "note_key"]).drop_duplicates("hadm_id")
     index["hadm_id"] = index.hadm_id.astype("Int64")
     return index[["hadm_id", "note_id", "note_key"]]
@@ -304,7 +308,12 @@ def _note_texts(path: Path, chunksize: int, keys: set[int]) -> dict[int, str]:
 
 def _titles(path: Path, chunksize: int, wanted: set[tuple[str, int]]) -> dict[tuple[str, int], str]:
     titles: dict[tuple[str, int], str] = {}
-    for c in _chunks(path, TABLES["d_icd_diagnoses"], chunksize, {"icd_code": "string", "icd_version": "string", "long_title": "string"}):
+    for c in _chunks(
+        path,
+        TABLES["d_icd_diagnoses"],
+        chunksize,
+        {"icd_code": "string", "icd_version": "string", "long_title": "string"},
+    ):
         codes = c.icd_code.fillna("").str.replace(".", "", regex=False).str.strip().str.upper()
         versions = pd.to_numeric(c.icd_version, errors="coerce")
         for code, version, title in zip(codes, versions, c.long_title):
@@ -393,12 +402,18 @@ def summarize(records: list[dict[str, Any]]) -> dict[str, Any]:
 
     def counts(key: str) -> list[dict[str, Any]]:
         c = Counter(str(r.get(key)) for r in records)
-        return [{"level": k, "n": v, "percent": round(100 * v / n, 1)} for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))]
+        return [
+            {"level": k, "n": v, "percent": round(100 * v / n, 1)}
+            for k, v in sorted(c.items(), key=lambda kv: (-kv[1], kv[0]))
+        ]
 
     def mean_sd(values: list[float]) -> dict[str, float | None]:
         if not values:
             return {"mean": None, "sd": None}
-        return {"mean": round(statistics.fmean(values), 1), "sd": round(statistics.stdev(values), 1) if len(values) > 1 else None}
+        return {
+            "mean": round(statistics.fmean(values), 1),
+            "sd": round(statistics.stdev(values), 1) if len(values) > 1 else None,
+        }
 
     return {
         "n": n,
@@ -443,7 +458,9 @@ def format_summary(summary: dict[str, Any]) -> str:
         lines.append("Selection (paper A.1):")
         lines += [f"  {k:<46} {v:>9,}" for k, v in summary["funnel"].items()]
     if "chapters" in summary:
-        lines.append(f"Chapters (per_chapter={summary['per_chapter']}, seed={summary['seed']}): sampled / eligible patients")
+        lines.append(
+            f"Chapters (per_chapter={summary['per_chapter']}, seed={summary['seed']}): sampled / eligible patients"
+        )
         for row in summary["chapters"]:
             short = row["icd_chapter"] if len(row["icd_chapter"]) <= 70 else row["icd_chapter"][:67] + "..."
             mark = "  (fewer than asked)" if row["sampled"] < summary["per_chapter"] else ""
@@ -452,7 +469,9 @@ def format_summary(summary: dict[str, Any]) -> str:
     lines.append(f"Demographics (n={table['n']}):")
     age = table["age"]
     lines.append(f"  age, mean (SD)        {age['mean']} ({age['sd']})")
-    lines.append("  gender                " + ", ".join(f"{g['level']} {g['n']} ({g['percent']}%)" for g in table["gender"]))
+    lines.append(
+        "  gender                " + ", ".join(f"{g['level']} {g['n']} ({g['percent']}%)" for g in table["gender"])
+    )
     lines.append("  race                  " + ", ".join(f"{g['level']} {g['n']}" for g in table["race"]))
     length = table["note_length_chars"]
     lines.append(f"  note length, mean (SD) {length['mean']} ({length['sd']})")

@@ -45,8 +45,12 @@ from bedside.records.discharge import ICD_CHAPTER_LABELS, ICD_CHAPTERS_BY_VERSIO
 ICD9_CHAPTERS: tuple[tuple[int, int, str, str | None], ...] = (
     (1, 139, "Infectious and Parasitic Diseases", "Infectious and Parasitic Diseases"),
     (140, 239, "Neoplasms", "Neoplasms"),
-    (240, 279, "Endocrine, Nutritional and Metabolic Diseases, and Immunity Disorders",
-     "Endocrine, Nutritional and Metabolic Diseases, and Immunity Disorders"),
+    (
+        240,
+        279,
+        "Endocrine, Nutritional and Metabolic Diseases, and Immunity Disorders",
+        "Endocrine, Nutritional and Metabolic Diseases, and Immunity Disorders",
+    ),
     (280, 289, "Diseases of the Blood and Blood-Forming Organs", "Diseases of the Blood and Blood-Forming Organs"),
     (290, 319, "Mental Disorders", None),
     (320, 389, "Diseases of the Nervous System and Sense Organs", "Diseases of the Nervous System and Sense Organs"),
@@ -54,16 +58,24 @@ ICD9_CHAPTERS: tuple[tuple[int, int, str, str | None], ...] = (
     (460, 519, "Diseases of the Respiratory System", "Diseases of the Respiratory System"),
     (520, 579, "Diseases of the Digestive System", "Diseases of the Digestive System"),
     (580, 629, "Diseases of the Genitourinary System", "Diseases of the Genitourinary System"),
-    (630, 679, "Complications of Pregnancy, Childbirth, and the Puerperium",
-     "Complications of Pregnancy, Childbirth, and the Puerperium"),
+    (
+        630,
+        679,
+        "Complications of Pregnancy, Childbirth, and the Puerperium",
+        "Complications of Pregnancy, Childbirth, and the Puerperium",
+    ),
     (680, 709, "Diseases of the Skin and Subcutaneous Tissue", "Diseases of the Skin and Subcutaneous Tissue"),
-    (710, 739, "Diseases of the Musculoskeletal System and Connective Tissue",
-     "Diseases of the Musculoskeletal System and Connective Tissue"),
+    (
+        710,
+        739,
+        "Diseases of the Musculoskeletal System and Connective Tissue",
+        "Diseases of the Musculoskeletal System and Connective Tissue",
+    ),
     (740, 759, "Congenital Anomalies", "Congenital Anomalies"),
     (760, 779, "Certain Conditions Originating in the Perinatal Period", None),
     (780, 799, "Symptoms, Signs, and Ill-Defined Conditions", "Symptoms, Signs, and Ill-Defined Conditions"),
     (800, 999, "Injury and Poisoning", "Injury and Poisoning"),
-)  # fmt: skip
+)
 ICD9_V_CHAPTER = (
     "Supplementary Classification of Factors Influencing Health Status and Contact with Health Services",
     "Supplementary Classification of Factors Influencing Health Status and Contact with Health Services",

@@ -197,8 +197,12 @@ class Protocol:
             raise ValueError("cannot tag an empty prompt")
         last = messages[-1]
         meta = dict(last.metadata or {})
-        meta[TAG] = {"name": self.name, "schema": self.json_schema(), "max_tokens": self.max_tokens,
-                     "context": jsonable(context or {})}
+        meta[TAG] = {
+            "name": self.name,
+            "schema": self.json_schema(),
+            "max_tokens": self.max_tokens,
+            "context": jsonable(context or {}),
+        }
         return [*messages[:-1], last.model_copy(update={"metadata": meta})]
 
     def config(self, model: Any = None) -> GenerateConfig:
@@ -208,7 +212,9 @@ class Protocol:
         if self.reply is None:
             return GenerateConfig()
         mode = structured_output()
-        wanted = mode is True or (mode == "auto" and self.structured_where_supported and supports_structured_output(model))
+        wanted = mode is True or (
+            mode == "auto" and self.structured_where_supported and supports_structured_output(model)
+        )
         if not wanted:
             return GenerateConfig()
         schema = _response_schema(self.reply)
@@ -242,7 +248,7 @@ def visible_text(text: str) -> str:
     text = _THINK.sub("", text)
     close = _THINK_CLOSE.search(text)
     if close is not None:
-        text = text[close.end():]
+        text = text[close.end() :]
     opened = _THINK_OPEN.search(text)
     if opened is not None:
         text = text[: opened.start()]

@@ -141,7 +141,9 @@ class OverreactionVerdict(OverreactionReading):
 _TRUE_WORD = re.compile(r"\btrue\b", re.IGNORECASE)
 _FALSE_WORD = re.compile(r"\bfalse\b", re.IGNORECASE)
 _LEADING_BOOL = re.compile(r"^[\s*_`\"'(\[]*(true|false)\b[\s*_`\"')\].,:;!-]*(.*)$", re.IGNORECASE | re.DOTALL)
-_RESULT_LINE = re.compile(r"Result\s*\(\s*True\s+or\s+False\s*\)\s*\**\s*[:：]\s*[*_`\"'\s]*(True|False)\b", re.IGNORECASE)
+_RESULT_LINE = re.compile(
+    r"Result\s*\(\s*True\s+or\s+False\s*\)\s*\**\s*[:：]\s*[*_`\"'\s]*(True|False)\b", re.IGNORECASE
+)
 _REASON_LINE = re.compile(r"Reasons?\s*\**\s*[:：]\s*(.*)", re.IGNORECASE | re.DOTALL)
 
 
@@ -190,7 +192,10 @@ def _persistence_result_line(text: str) -> Reading | None:
     if m is None:
         return None
     reason = _REASON_LINE.search(text, m.end())
-    return Reading(PersistenceVerdict(persisted=m.group(1).lower() == "true", reason=reason.group(1).strip() if reason else ""), False)
+    return Reading(
+        PersistenceVerdict(persisted=m.group(1).lower() == "true", reason=reason.group(1).strip() if reason else ""),
+        False,
+    )
 
 
 def _persistence_line_or_json(text: str) -> Reading | None:
@@ -277,7 +282,9 @@ _DOCTOR_LABEL = re.compile(r"^\s*(?:\*\*)?(?:doctor|医生)(?:\*\*)?\s*[:：]\s*
 _PATIENT_LABEL = re.compile(r"^\s*(?:\*\*)?(?:patient|患者|病人)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)
 _FINAL_MARKER = re.compile(r"\**\s*Final\s+Doctor'?s?\s+Response\s*\**\s*[:：]\s*\**", re.IGNORECASE)
 _VERDICT = re.compile(r"Verdict\s*\**\s*[:：]\s*\**\s*(PASS|REVISE)\b", re.IGNORECASE)
-_ISSUES = re.compile(r"Issues\s*\**\s*[:：]\s*(.*?)(?=\**\s*Revised\s+Response\s*\**\s*[:：]|\Z)", re.IGNORECASE | re.DOTALL)
+_ISSUES = re.compile(
+    r"Issues\s*\**\s*[:：]\s*(.*?)(?=\**\s*Revised\s+Response\s*\**\s*[:：]|\Z)", re.IGNORECASE | re.DOTALL
+)
 _REVISED = re.compile(r"Revised\s+Response\s*\**\s*[:：]\s*\**\s*(.*)", re.IGNORECASE | re.DOTALL)
 
 
@@ -335,9 +342,25 @@ def read_self_check(text: str) -> dict[str, str]:
 
 
 # -- judges (system prompt prompts/cpb/judge_system.j2 shared by failure and persistence) ------
-FAILURE_JUDGE = Protocol("cpb.failure_judge", FailureVerdict, 256, bare_bool="failure", parser=read_failure, strict=read_failure_strict)
-PERSISTENCE_JUDGE = Protocol("cpb.persistence_judge", PersistenceVerdict, 512, bare_bool="persisted", parser=read_persistence, strict=read_persistence_strict)
-OVERREACTION_JUDGE = Protocol("cpb.overreaction_judge", OverreactionVerdict, 512, parser=read_overreaction, strict=read_overreaction_strict, structured_where_supported=True)
+FAILURE_JUDGE = Protocol(
+    "cpb.failure_judge", FailureVerdict, 256, bare_bool="failure", parser=read_failure, strict=read_failure_strict
+)
+PERSISTENCE_JUDGE = Protocol(
+    "cpb.persistence_judge",
+    PersistenceVerdict,
+    512,
+    bare_bool="persisted",
+    parser=read_persistence,
+    strict=read_persistence_strict,
+)
+OVERREACTION_JUDGE = Protocol(
+    "cpb.overreaction_judge",
+    OverreactionVerdict,
+    512,
+    parser=read_overreaction,
+    strict=read_overreaction_strict,
+    structured_where_supported=True,
+)
 # -- the mitigations' extra calls (the model under test) ----------------------------------------
 #: an unreadable analysis ends the doctor's turn with a model failure (``no_reply``)
 ANALYSIS = Protocol("cpb.analysis", parser=read_analysis, unreadable="error")
@@ -352,6 +375,14 @@ DOCTOR_CHAT = Protocol("cpb.doctor_chat", parser=read_doctor, unreadable="error"
 PATIENT = Protocol("cpb.patient", parser=read_patient, unreadable="error")
 
 PROTOCOLS = (
-    FAILURE_JUDGE, PERSISTENCE_JUDGE, OVERREACTION_JUDGE, ANALYSIS, SELF_CHECK, DOCTOR_STEP_BY_STEP, DOCTOR,
-    DOCTOR_CHAT_STEP_BY_STEP, DOCTOR_CHAT, PATIENT,
-)  # fmt: skip
+    FAILURE_JUDGE,
+    PERSISTENCE_JUDGE,
+    OVERREACTION_JUDGE,
+    ANALYSIS,
+    SELF_CHECK,
+    DOCTOR_STEP_BY_STEP,
+    DOCTOR,
+    DOCTOR_CHAT_STEP_BY_STEP,
+    DOCTOR_CHAT,
+    PATIENT,
+)

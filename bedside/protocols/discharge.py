@@ -28,7 +28,16 @@ class Utterance(BaseModel):
 # ---------------------------------------------------------------------------------------------
 # the Education Monitor Agent's verdict (paper Figure 6)
 
-ISSUES = ("none", "role_drift", "hallucination", "repetition", "derailment", "incoherence", "premature_end", "prompt_unfaithful")
+ISSUES = (
+    "none",
+    "role_drift",
+    "hallucination",
+    "repetition",
+    "derailment",
+    "incoherence",
+    "premature_end",
+    "prompt_unfaithful",
+)
 ACTIONS = ("none", "soft_correction", "retry_from_last_turn", "hard_stop")
 FAITHFULNESS = ("faithful", "partial", "unfaithful", "n/a")
 
@@ -261,7 +270,10 @@ def read_grades(text: str, ids: list[str]) -> dict[str, tuple[float, str]]:
         for key, item in obj.items():
             label = item.get("label") if isinstance(item, dict) else item
             if isinstance(label, str) and label.strip().lower() in LABELS:
-                grades[key.strip().lower()] = (LABELS[label.strip().lower()], str(item.get("reason", "")) if isinstance(item, dict) else "")
+                grades[key.strip().lower()] = (
+                    LABELS[label.strip().lower()],
+                    str(item.get("reason", "")) if isinstance(item, dict) else "",
+                )
         missing = [i for i in ids if i not in grades]
         if not missing:
             return grades
@@ -345,10 +357,20 @@ def checklist_protocol(question_ids: list[str], applicable: list[str]) -> Protoc
 
 def grade_protocol(ids: list[str]) -> Protocol:
     """The comprehension grader's call for these item ids."""
-    return JUDGE_COMPREHENSION.using(keyed("ComprehensionGrades", ids, Grade), parser=lambda text: read_grades(text, ids))
+    return JUDGE_COMPREHENSION.using(
+        keyed("ComprehensionGrades", ids, Grade), parser=lambda text: read_grades(text, ids)
+    )
 
 
 PROTOCOLS = (
-    JUDGE_QUALITY, JUDGE_CHECKLIST, JUDGE_REFERENCE, JUDGE_COMPREHENSION, JUDGE_FACTUAL, JUDGE_SAFETY,
-    COMPREHENSION, EDUCATOR, PATIENT, MONITOR,
+    JUDGE_QUALITY,
+    JUDGE_CHECKLIST,
+    JUDGE_REFERENCE,
+    JUDGE_COMPREHENSION,
+    JUDGE_FACTUAL,
+    JUDGE_SAFETY,
+    COMPREHENSION,
+    EDUCATOR,
+    PATIENT,
+    MONITOR,
 )

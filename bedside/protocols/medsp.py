@@ -86,7 +86,11 @@ class ExamineeReply(BaseModel):
     @classmethod
     def _normalise(cls, v: Any) -> Any:
         v = v if isinstance(v, dict) else {}
-        return {"speak": as_text(v.get("speak")), "actions": text_list(v.get("actions")), "eos": coerce_bool(v.get("eos"))}
+        return {
+            "speak": as_text(v.get("speak")),
+            "actions": text_list(v.get("actions")),
+            "eos": coerce_bool(v.get("eos")),
+        }
 
 
 # ---------------------------------------------------------------------------------------------
@@ -427,6 +431,13 @@ PANEL_INTEGRATOR = Protocol("medsp.panel_integrator", ExamineeReply, 512, parser
 PANEL_VOTE = Protocol("medsp.panel_vote", Vote, 256, parser=read_vote, unreadable="recorded")
 
 PROTOCOLS = (
-    BON_SELECTOR, PANEL_DOMAINS, PANEL_SPECIALIST, PANEL_INTEGRATOR, PANEL_VOTE,
-    EXAMINEE, PATIENT, ENVIRONMENT, EVALUATOR,
+    BON_SELECTOR,
+    PANEL_DOMAINS,
+    PANEL_SPECIALIST,
+    PANEL_INTEGRATOR,
+    PANEL_VOTE,
+    EXAMINEE,
+    PATIENT,
+    ENVIRONMENT,
+    EVALUATOR,
 )

@@ -34,7 +34,9 @@ class BedsideAPI(ModelAPI):
             self.engine = LocalEngine(**model_args)
             self.engine.check_runnable()  # a probe subprocess: a crashing build stops here, with one line
         else:
-            raise ValueError(f"unknown bedside model {model_name!r}: use bedside/scripted, bedside/local or bedside/replay")
+            raise ValueError(
+                f"unknown bedside model {model_name!r}: use bedside/scripted, bedside/local or bedside/replay"
+            )
         # Inspect's generation cache keys on the model name and base_url, not on model args: give
         # each configuration (GGUF file, context size; scripted options) its own identity, so that
         # a cached reply of one model is never served for another.
@@ -65,7 +67,9 @@ class BedsideAPI(ModelAPI):
             prompt_tokens = sum(len(m.text) for m in input) // 4 + 1
             if window and prompt_tokens > window:
                 output = ModelOutput.from_content(
-                    model="bedside/scripted", content="", stop_reason="model_length",
+                    model="bedside/scripted",
+                    content="",
+                    stop_reason="model_length",
                 )
                 output.usage = ModelUsage(input_tokens=prompt_tokens, output_tokens=0, total_tokens=prompt_tokens)
                 return output

@@ -58,7 +58,7 @@ from inspect_ai.model import (
 from bedside.params import SetupError  # an Inspect PrerequisiteError: printed as one message, no traceback
 from bedside.protocols import tag_of
 
-_pools: dict[tuple[str, int, int, bool], list["Slot"]] = {}
+_pools: dict[tuple[str, int, int, bool], list[Slot]] = {}
 _lock = threading.Lock()
 
 
@@ -93,7 +93,9 @@ def conversation_text(messages: list[dict[str, str]]) -> str:
     return "".join(f"\x00{m['role']}\x01{m['content']}" for m in messages)
 
 
-def load_slot(model_path: str, n_ctx: int, n_threads: int, flash_attn: bool, slots: int, cache_mb: int, text: str) -> Slot:
+def load_slot(
+    model_path: str, n_ctx: int, n_threads: int, flash_attn: bool, slots: int, cache_mb: int, text: str
+) -> Slot:
     """The llama.cpp context for a request: the one whose last conversation shares the longest
     prefix with it (llama.cpp then evaluates only the new tokens). When even that one shares less
     than half of the request (another role's conversation that merely starts with the same
@@ -108,10 +110,17 @@ def load_slot(model_path: str, n_ctx: int, n_threads: int, flash_attn: bool, slo
         try:
             from llama_cpp import Llama, LlamaRAMCache
         except ImportError as ex:
-            raise RuntimeError("bedside/local needs llama-cpp-python: run `make local` or `pip install -e .[local]`") from ex
+            raise RuntimeError(
+                "bedside/local needs llama-cpp-python: run `make local` or `pip install -e .[local]`"
+            ) from ex
         llm = Llama(
-            model_path=model_path, n_ctx=n_ctx, n_threads=n_threads, flash_attn=flash_attn, verbose=False, seed=0,
-        )  # fmt: skip
+            model_path=model_path,
+            n_ctx=n_ctx,
+            n_threads=n_threads,
+            flash_attn=flash_attn,
+            verbose=False,
+            seed=0,
+        )
         if cache_mb > 0:
             llm.set_cache(LlamaRAMCache(capacity_bytes=cache_mb * 1024 * 1024))
         best = Slot(llm)
@@ -273,14 +282,18 @@ class LocalEngine:
     def _complete(self, args: dict[str, Any]) -> tuple[str, ModelUsage, StopReason]:
         text = conversation_text(args["messages"])
         with _lock:  # llama.cpp contexts are not re-entrant, and both cores go to one call at a time
-            slot = load_slot(self.model_path, self.n_ctx, self.n_threads, self.flash_attn, self.slots, self.cache_mb, text)
+            slot = load_slot(
+                self.model_path, self.n_ctx, self.n_threads, self.flash_attn, self.slots, self.cache_mb, text
+            )
             try:
                 response = slot.llm.create_chat_completion(**args)
             except ValueError as ex:
                 if "context window" in str(ex) or "exceed" in str(ex):
                     return "", ModelUsage(), "model_length"
                 raise
-            slot.text = text + conversation_text([{"role": "assistant", "content": response["choices"][0]["message"]["content"] or ""}])
+            slot.text = text + conversation_text(
+                [{"role": "assistant", "content": response["choices"][0]["message"]["content"] or ""}]
+            )
         choice = response["choices"][0]
         usage = response.get("usage", {})
         model_usage = ModelUsage(

@@ -77,7 +77,9 @@ class RecordedCase(BaseModel):
 
     @property
     def key(self) -> tuple[str, str, int, str]:
-        return case_key(self.dataset, self.dialog_id, self.turn_index, "none" if self.kind == "control" else self.behavior_category)
+        return case_key(
+            self.dataset, self.dialog_id, self.turn_index, "none" if self.kind == "control" else self.behavior_category
+        )
 
 
 def case_key(dataset: str, dialog_id: Any, turn_index: Any, category: str) -> tuple[str, str, int, str]:
@@ -88,7 +90,9 @@ def case_key(dataset: str, dialog_id: Any, turn_index: Any, category: str) -> tu
 
 def sample_key(metadata: dict[str, Any]) -> tuple[str, str, int, str]:
     """The key of a CPB sample (its metadata: ``dataset``, ``dialog_id``, ``turn_index``, ``category``)."""
-    return case_key(metadata["dataset"], metadata["dialog_id"], metadata["turn_index"], metadata.get("category") or "none")
+    return case_key(
+        metadata["dataset"], metadata["dialog_id"], metadata["turn_index"], metadata.get("category") or "none"
+    )
 
 
 def results_files(path: str | Path, model: str | None = None) -> list[Path]:
@@ -98,18 +102,29 @@ def results_files(path: str | Path, model: str | None = None) -> list[Path]:
         return [root]
     if not root.is_dir():
         raise ReplayError(f"results={path}: no such file or folder")
-    folders = [root / SINGLE_DIR, root / NEGATIVE_DIR] if (root / SINGLE_DIR).is_dir() or (root / NEGATIVE_DIR).is_dir() else [root]
+    folders = (
+        [root / SINGLE_DIR, root / NEGATIVE_DIR]
+        if (root / SINGLE_DIR).is_dir() or (root / NEGATIVE_DIR).is_dir()
+        else [root]
+    )
     found: list[Path] = []
     for folder in folders:
         for f in sorted(folder.glob("*detailed_results.json")):
             name = f.name
-            if model is None or name == f"{model}_detailed_results.json" or (
-                name.startswith(f"{model}_") and name.endswith("_negative_detailed_results.json")
-                and "_" not in name[len(model) + 1 : -len("_negative_detailed_results.json")]
+            if (
+                model is None
+                or name == f"{model}_detailed_results.json"
+                or (
+                    name.startswith(f"{model}_")
+                    and name.endswith("_negative_detailed_results.json")
+                    and "_" not in name[len(model) + 1 : -len("_negative_detailed_results.json")]
+                )
             ):
                 found.append(f)
     if not found:
-        raise ReplayError(f"results={path}: no *detailed_results.json file" + (f" for model {model!r}" if model else ""))
+        raise ReplayError(
+            f"results={path}: no *detailed_results.json file" + (f" for model {model!r}" if model else "")
+        )
     return found
 
 
@@ -148,7 +163,9 @@ class ReplayEngine:
 
     def __init__(self, results: str | None = None, released: str | None = None) -> None:
         if not results:
-            raise ReplayError("bedside/replay needs -M results=PATH (a released results file, folder or repository clone)")
+            raise ReplayError(
+                "bedside/replay needs -M results=PATH (a released results file, folder or repository clone)"
+            )
         self.files = results_files(results, released)
         self.cases = load_recorded(self.files)
         digest = hashlib.sha256("|".join(f"{f}:{f.stat().st_size}:{f.stat().st_mtime_ns}" for f in self.files).encode())
@@ -169,7 +186,9 @@ class ReplayEngine:
         key = sample_key(state.metadata)
         rec = self.cases.get(key)
         if rec is None:
-            raise ReplayError(f"no recorded reply for case {state.metadata.get('case_id')} {key} in {len(self.files)} file(s)")
+            raise ReplayError(
+                f"no recorded reply for case {state.metadata.get('case_id')} {key} in {len(self.files)} file(s)"
+            )
         if name in DOCTOR_PROTOCOLS:
             if rec.response is None:
                 raise ReplayError(f"case {key}: the record ({rec.source}) has no doctor response")
@@ -180,5 +199,7 @@ class ReplayEngine:
             if rec.judge_response_raw is None:
                 raise ReplayError(f"case {key}: the record ({rec.source}) has no judge reply")
             return rec.judge_response_raw
-        raise ReplayError(f"{name or 'an untagged call'}: not recorded in released single-turn results "
-                          "(replay covers the doctor and the failure/overreaction judges, mitigation none, turns 0)")  # fmt: skip
+        raise ReplayError(
+            f"{name or 'an untagged call'}: not recorded in released single-turn results "
+            "(replay covers the doctor and the failure/overreaction judges, mitigation none, turns 0)"
+        )

@@ -118,7 +118,9 @@ class DialogueTurn(BaseModel):
             return raw
         speakers = [k for k in raw if k != "turn index"]
         if len(speakers) != 1:
-            raise ValueError(f"a turn needs exactly one of 'Doctor'/'Patient' besides 'turn index', got keys {sorted(raw)}")
+            raise ValueError(
+                f"a turn needs exactly one of 'Doctor'/'Patient' besides 'turn index', got keys {sorted(raw)}"
+            )
         if "turn index" not in raw:
             raise ValueError("turn without 'turn index'")
         return {"speaker": speakers[0], "text": raw[speakers[0]], "index": raw["turn index"]}

@@ -35,12 +35,27 @@ RecallLevel = Literal["poor", "partial", "accurate"]
 #: The Topic-Checklist question ids of the paper's Figure 11 (parents Q1-Q6, sub-questions).
 TOPIC_CHECKLIST_IDS: tuple[str, ...] = (
     "Q1",
-    "Q2", "Q2.1", "Q2.2", "Q2.3", "Q2.4",
-    "Q3", "Q3.1", "Q3.2", "Q3.3",
-    "Q4", "Q4.1", "Q4.2", "Q4.3",
-    "Q5", "Q5.1", "Q5.2", "Q5.3",
-    "Q6", "Q6.1", "Q6.2",
-)  # fmt: skip
+    "Q2",
+    "Q2.1",
+    "Q2.2",
+    "Q2.3",
+    "Q2.4",
+    "Q3",
+    "Q3.1",
+    "Q3.2",
+    "Q3.3",
+    "Q4",
+    "Q4.1",
+    "Q4.2",
+    "Q4.3",
+    "Q5",
+    "Q5.1",
+    "Q5.2",
+    "Q5.3",
+    "Q6",
+    "Q6.1",
+    "Q6.2",
+)
 
 #: The ICD chapter labels of the paper's Table 2 (24 in all, ``ICD_CHAPTER_LABELS``). Chapters
 #: whose names coincide in ICD-9 and ICD-10 form one label (valid for both versions); the others
@@ -124,9 +139,7 @@ class DischargeCase(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     case_id: RequiredStr
-    synthetic: bool = Field(
-        default=False, description="True for cases written by us (fictional, not patient data)."
-    )
+    synthetic: bool = Field(default=False, description="True for cases written by us (fictional, not patient data).")
     # demographics
     age: int = Field(ge=0, le=120, strict=True)  # strict: JSON true is not age 1
     gender: RequiredStr
@@ -169,7 +182,9 @@ class DischargeCase(BaseModel):
     def _known_question_ids(cls, v: list[str]) -> list[str]:
         unknown = [q for q in v if q not in TOPIC_CHECKLIST_IDS]
         if unknown:
-            raise ValueError(f"unknown Topic-Checklist question id(s) {unknown}; expected ids from {list(TOPIC_CHECKLIST_IDS)}")
+            raise ValueError(
+                f"unknown Topic-Checklist question id(s) {unknown}; expected ids from {list(TOPIC_CHECKLIST_IDS)}"
+            )
         if len(set(v)) != len(v):
             raise ValueError("duplicate question ids")
         return v
@@ -274,7 +289,9 @@ def load_cases(path: str | Path) -> list[DischargeCase]:
                 continue
             case_id = raw.get("case_id", "<no case_id>") if isinstance(raw, dict) else "<not an object>"
             if isinstance(case_id, str) and case_id in seen:
-                problems.append(f"{path}:{lineno}: case {case_id!r}: field 'case_id': duplicate of line {seen[case_id]}")
+                problems.append(
+                    f"{path}:{lineno}: case {case_id!r}: field 'case_id': duplicate of line {seen[case_id]}"
+                )
             elif isinstance(case_id, str):
                 seen[case_id] = lineno
             duplicates = _duplicate_keys(raw)

@@ -71,8 +71,18 @@ LIKERT = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
 COMPREHENSION_ITEMS = ("q1", "q2", "q3", "q4", "q5", "q6")
 CHECKLIST_ID = re.compile(r"^Q\d+(\.\d+)?$")
 YES_NO = {"yes": 1, "no": 0, "true": 1, "false": 0, "1": 1, "0": 0, "1.0": 1, "0.0": 0, "y": 1, "n": 0}
-GRADES = {"correct": 2, "partially correct": 1, "partially_correct": 1, "partial": 1, "incorrect": 0,
-          "1": 2, "1.0": 2, "0.5": 1, "0": 0, "0.0": 0}
+GRADES = {
+    "correct": 2,
+    "partially correct": 1,
+    "partially_correct": 1,
+    "partial": 1,
+    "incorrect": 0,
+    "1": 2,
+    "1.0": 2,
+    "0.5": 1,
+    "0": 0,
+    "0.0": 0,
+}
 REQUIRED = ("case_id", "annotator", "item", "value")
 
 
@@ -139,7 +149,9 @@ def read_annotations(path: str) -> pd.DataFrame:
     duplicated = frame.duplicated(["case_id", "annotator", "item", "model", "epoch"], keep=False)
     if duplicated.any():
         first = frame[duplicated].iloc[0]
-        raise ValueError(f"{path}: {first['annotator']} rated {first['item']} of case {first['case_id']} more than once")
+        raise ValueError(
+            f"{path}: {first['annotator']} rated {first['item']} of case {first['case_id']} more than once"
+        )
     return frame
 
 
@@ -149,7 +161,12 @@ def judge_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     rows = []
     for item in logs:
         for sample in item.log.samples or []:
-            base = {"label": item.label, "model_name": item.log.eval.model, "case_id": str(sample.id), "epoch": sample.epoch}
+            base = {
+                "label": item.label,
+                "model_name": item.log.eval.model,
+                "case_id": str(sample.id),
+                "epoch": sample.epoch,
+            }
             for scorer, score in (sample.scores or {}).items():
                 values = score.value if isinstance(score.value, dict) else {scorer: score.value}
                 for key, value in values.items():
@@ -165,13 +182,17 @@ def attach_judge(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame
     """Each annotation with the judge's value for the same case and item (NaN if the judge has none)."""
     out = []
     for _, row in annotations.iterrows():
-        match = judge[(judge["case_id"] == row["case_id"]) & (judge["epoch"] == row["epoch"]) & (judge["item"] == row["item"])]
+        match = judge[
+            (judge["case_id"] == row["case_id"]) & (judge["epoch"] == row["epoch"]) & (judge["item"] == row["item"])
+        ]
         if row["model"] is not None and row["model"] == row["model"]:
             match = match[(match["label"] == row["model"]) | (match["model_name"] == row["model"])]
         labels = match["label"].unique()
         if len(labels) > 1:
-            raise ValueError(f"case {row['case_id']} is in several logs ({', '.join(labels)}): add a 'model' column "
-                             "to the annotations")
+            raise ValueError(
+                f"case {row['case_id']} is in several logs ({', '.join(labels)}): add a 'model' column "
+                "to the annotations"
+            )
         out.append(float(match["judge"].iloc[0]) if len(match) else math.nan)
     return annotations.assign(judge=out)
 
@@ -192,15 +213,20 @@ def kappa_from_counts(counts: np.ndarray, weights: str | None) -> np.ndarray:
     at once (one sklearn call per resample would cost ~1 ms; tests check it equals sklearn's)."""
     size = counts.shape[-1]
     i, j = np.indices((size, size))
-    w = {None: (i != j).astype(float), "linear": np.abs(i - j).astype(float), "quadratic": ((i - j) ** 2).astype(float)}[weights]
+    w = {
+        None: (i != j).astype(float),
+        "linear": np.abs(i - j).astype(float),
+        "quadratic": ((i - j) ** 2).astype(float),
+    }[weights]
     rows, cols = counts.sum(axis=-1), counts.sum(axis=-2)
     expected = rows[..., :, None] * cols[..., None, :] / counts.sum(axis=(-2, -1))[..., None, None]
     with np.errstate(all="ignore"):
         return 1.0 - (w * counts).sum(axis=(-2, -1)) / (w * expected).sum(axis=(-2, -1))
 
 
-def case_interval(x: np.ndarray, y: np.ndarray, cases: np.ndarray, stat: str, axis: Axis,
-                  resamples: int = 1000) -> tuple[float, float]:
+def case_interval(
+    x: np.ndarray, y: np.ndarray, cases: np.ndarray, stat: str, axis: Axis, resamples: int = 1000
+) -> tuple[float, float]:
     """95 % percentile bootstrap interval of κ or ρ (``stat``) resampling whole cases (module docstring)."""
     labels, index = np.unique(cases, return_inverse=True)
     if len(labels) < 2:
@@ -226,22 +252,40 @@ def case_interval(x: np.ndarray, y: np.ndarray, cases: np.ndarray, stat: str, ax
         vectorized = False
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # degenerate resamples: NaN interval, reported as such
-        result = bootstrap((np.arange(len(labels)),), statistic, vectorized=vectorized, n_resamples=resamples,
-                           method="percentile", confidence_level=0.95, random_state=0)
+        result = bootstrap(
+            (np.arange(len(labels)),),
+            statistic,
+            vectorized=vectorized,
+            n_resamples=resamples,
+            method="percentile",
+            confidence_level=0.95,
+            random_state=0,
+        )
     low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
     return (low, high) if math.isfinite(low) and math.isfinite(high) else (math.nan, math.nan)
 
 
-def statistics(a: Sequence[float], b: Sequence[float], axis: Axis, cases: Sequence[object] | None = None) -> dict[str, float]:
+def statistics(
+    a: Sequence[float], b: Sequence[float], axis: Axis, cases: Sequence[object] | None = None
+) -> dict[str, float]:
     """κ (if categorical), Spearman's ρ, exact agreement and n of paired ratings; with ``cases``
     (the case of each pair), 95 % case-bootstrap intervals of κ and ρ."""
     x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
     keep = ~(np.isnan(x) | np.isnan(y))
     x, y = x[keep], y[keep]
     groups = np.asarray([str(c) for c in cases], dtype=object)[keep] if cases is not None else None
-    out = {"n": int(len(x)), "n_cases": int(len(set(groups))) if groups is not None else math.nan,
-           "kappa": math.nan, "kappa_low": math.nan, "kappa_high": math.nan,
-           "rho": math.nan, "rho_low": math.nan, "rho_high": math.nan, "rho_p": math.nan, "exact_agreement": math.nan}
+    out = {
+        "n": int(len(x)),
+        "n_cases": int(len(set(groups))) if groups is not None else math.nan,
+        "kappa": math.nan,
+        "kappa_low": math.nan,
+        "kappa_high": math.nan,
+        "rho": math.nan,
+        "rho_low": math.nan,
+        "rho_high": math.nan,
+        "rho_p": math.nan,
+        "exact_agreement": math.nan,
+    }
     if len(x) == 0:
         return out
     with warnings.catch_warnings():
@@ -259,18 +303,26 @@ def statistics(a: Sequence[float], b: Sequence[float], axis: Axis, cases: Sequen
     return out
 
 
-def agreement_table(annotations: pd.DataFrame, judge: pd.DataFrame, comprehension_weights: str = "linear",
-                    by_item: bool = False) -> pd.DataFrame:
+def agreement_table(
+    annotations: pd.DataFrame, judge: pd.DataFrame, comprehension_weights: str = "linear", by_item: bool = False
+) -> pd.DataFrame:
     """One row per (axis[, item], comparison): n, κ (and its weighting), ρ, exact agreement."""
     rated = attach_judge(annotations, judge)
     rated["axis"] = [axis_of(i, comprehension_weights) for i in rated["item"]]
     rated["physician"] = [code(v, a) for v, a in zip(rated["value"], rated["axis"])]
-    rated["judge"] = [code(v, a) if v == v and a.kind == "ordinal3" else v for v, a in zip(rated["judge"], rated["axis"])]
+    rated["judge"] = [
+        code(v, a) if v == v and a.kind == "ordinal3" else v for v, a in zip(rated["judge"], rated["axis"])
+    ]
     rated["axis_name"] = [a.name for a in rated["axis"]]
-    groups: list[tuple[str, str, pd.DataFrame]] = [(name, "all", part) for name, part in rated.groupby("axis_name", sort=False)]
+    groups: list[tuple[str, str, pd.DataFrame]] = [
+        (name, "all", part) for name, part in rated.groupby("axis_name", sort=False)
+    ]
     if by_item:
-        groups += [(part["axis_name"].iloc[0], item, part) for item, part in rated.groupby("item", sort=False)
-                   if part["axis"].iloc[0].kind in ("binary", "ordinal3")]
+        groups += [
+            (part["axis_name"].iloc[0], item, part)
+            for item, part in rated.groupby("item", sort=False)
+            if part["axis"].iloc[0].kind in ("binary", "ordinal3")
+        ]
     rows = []
     likert: dict[str, list[tuple[Axis, list, list, list]]] = {}  # comparison -> per Likert axis (axis, x, y, cases)
     annotators = sorted(rated["annotator"].unique())
@@ -278,10 +330,13 @@ def agreement_table(annotations: pd.DataFrame, judge: pd.DataFrame, comprehensio
         axis = part["axis"].iloc[0]
         weights = axis.weights or ("none" if axis.kind != "continuous" else "")
         judged = statistics(part["judge"], part["physician"], axis, cases=case_keys(part) if item == "all" else None)
-        rows.append({"axis": name, "item": item, "comparison": "judge vs physician", "kappa_weights": weights, **judged})
+        rows.append(
+            {"axis": name, "item": item, "comparison": "judge vs physician", "kappa_weights": weights, **judged}
+        )
         if name in LIKERT and item == "all":
             likert.setdefault("judge vs physician", []).append(
-                (axis, part["judge"].tolist(), part["physician"].tolist(), case_keys(part)))
+                (axis, part["judge"].tolist(), part["physician"].tolist(), case_keys(part))
+            )
         first, second, shared_cases = [], [], []
         for a, b in itertools.combinations(annotators, 2):
             left = part[part["annotator"] == a].set_index(["case_id", "epoch", "item", "model"], drop=False)
@@ -290,15 +345,46 @@ def agreement_table(annotations: pd.DataFrame, judge: pd.DataFrame, comprehensio
             first += left.loc[shared, "physician"].tolist()
             second += right.loc[shared, "physician"].tolist()
             shared_cases += case_keys(left.loc[shared])
-        rows.append({"axis": name, "item": item, "comparison": "physician vs physician", "kappa_weights": weights,
-                     **statistics(first, second, axis, cases=shared_cases if item == "all" else None)})
+        rows.append(
+            {
+                "axis": name,
+                "item": item,
+                "comparison": "physician vs physician",
+                "kappa_weights": weights,
+                **statistics(first, second, axis, cases=shared_cases if item == "all" else None),
+            }
+        )
         if name in LIKERT and item == "all":
             likert.setdefault("physician vs physician", []).append((axis, first, second, shared_cases))
     for comparison, parts in likert.items():
-        rows.append({"axis": CQ_MEAN, "item": "all", "comparison": comparison, "kappa_weights": "quadratic",
-                     **mean_statistics(parts)})
-    return pd.DataFrame(rows, columns=["axis", "item", "comparison", "n", "n_cases", "kappa", "kappa_low", "kappa_high",
-                                       "kappa_weights", "rho", "rho_low", "rho_high", "rho_p", "exact_agreement"])
+        rows.append(
+            {
+                "axis": CQ_MEAN,
+                "item": "all",
+                "comparison": comparison,
+                "kappa_weights": "quadratic",
+                **mean_statistics(parts),
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "axis",
+            "item",
+            "comparison",
+            "n",
+            "n_cases",
+            "kappa",
+            "kappa_low",
+            "kappa_high",
+            "kappa_weights",
+            "rho",
+            "rho_low",
+            "rho_high",
+            "rho_p",
+            "exact_agreement",
+        ],
+    )
 
 
 CQ_MEAN = "conversation_quality (mean of 4 axes)"
@@ -347,17 +433,26 @@ def mean_statistics(parts: list[tuple[Axis, list, list, list]]) -> dict[str, flo
             continue
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
-            result = bootstrap((np.arange(len(labels)),), statistic, vectorized=vectorized, n_resamples=1000,
-                               method="percentile", confidence_level=0.95, random_state=0)
+            result = bootstrap(
+                (np.arange(len(labels)),),
+                statistic,
+                vectorized=vectorized,
+                n_resamples=1000,
+                method="percentile",
+                confidence_level=0.95,
+                random_state=0,
+            )
         low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
         if math.isfinite(low) and math.isfinite(high):
             out[f"{key}_low"], out[f"{key}_high"] = low, high
     return out
 
 
-WEIGHTS_NOTE = ("kappa weighting: quadratic for the 1-5 Likert axes (naturalness, responsiveness, clarity, "
-                "clinical_relevance) and their mean; none (unweighted) for the yes/no checklist (tcs); {comprehension} "
-                "for the three comprehension grades; continuous keys: Spearman only")
+WEIGHTS_NOTE = (
+    "kappa weighting: quadratic for the 1-5 Likert axes (naturalness, responsiveness, clarity, "
+    "clinical_relevance) and their mean; none (unweighted) for the yes/no checklist (tcs); {comprehension} "
+    "for the three comprehension grades; continuous keys: Spearman only"
+)
 
 
 def case_keys(part: pd.DataFrame) -> list[str]:
@@ -385,12 +480,22 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``agreement`` sub-command (module docstring)."""
-    parser = sub.add_parser("agreement", help="judge-physician and physician-physician agreement (kappa, Spearman, n)",
-                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser(
+        "agreement",
+        help="judge-physician and physician-physician agreement (kappa, Spearman, n)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs (or directories) holding the judged cases")
     parser.add_argument("--annotations", required=True, metavar="FILE.csv", help="physician annotations (format above)")
-    parser.add_argument("--comprehension-weights", choices=("linear", "quadratic"), default="linear",
-                        help="kappa weighting of the three comprehension grades (default linear)")
-    parser.add_argument("--by-item", action="store_true", help="also one row per checklist question and comprehension item")
+    parser.add_argument(
+        "--comprehension-weights",
+        choices=("linear", "quadratic"),
+        default="linear",
+        help="kappa weighting of the three comprehension grades (default linear)",
+    )
+    parser.add_argument(
+        "--by-item", action="store_true", help="also one row per checklist question and comprehension item"
+    )
     parser.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
     parser.set_defaults(func=run)

@@ -105,44 +105,71 @@ class Case:
 # ------------------------------------------------------------------------------------------------
 # what physicians rate (texts from the paper and prompts/)
 
+
 def quality_rubric() -> list[tuple[str, str, list[str]]]:
     """(name, description, anchors "1: …" … "5: …") of the four axes, read from the judge's own
     prompt (paper Figure 8), so that physicians and judge see the same words."""
     text = render("discharge/judge_conversation_quality.j2", conversation=[])
     blocks = re.findall(r"^\d\. (.+)\n(.+)\n((?:- \d: .+\n?){5})", text, re.MULTILINE)
-    rubric = [(name.strip(), description.strip(), [a.removeprefix("- ").strip() for a in anchors.strip().splitlines()])
-              for name, description, anchors in blocks]
+    rubric = [
+        (name.strip(), description.strip(), [a.removeprefix("- ").strip() for a in anchors.strip().splitlines()])
+        for name, description, anchors in blocks
+    ]
     if [name.lower().replace(" ", "_") for name, _, _ in rubric] != list(QUALITY_AXES):
-        raise AnnotateError("prompts/discharge/judge_conversation_quality.j2: could not read the four axes and their anchors")
+        raise AnnotateError(
+            "prompts/discharge/judge_conversation_quality.j2: could not read the four axes and their anchors"
+        )
     return rubric
 
 
 def items_for(sample: EvalSample) -> list[Item]:
     """Every item of one packet, in the page's (and the template's) order."""
-    items = [Item(name.lower().replace(" ", "_"), "conversation_quality", f"{name}: {description}",
-                  ("1", "2", "3", "4", "5"), anchors)
-             for name, description, anchors in quality_rubric()]
+    items = [
+        Item(
+            name.lower().replace(" ", "_"),
+            "conversation_quality",
+            f"{name}: {description}",
+            ("1", "2", "3", "4", "5"),
+            anchors,
+        )
+        for name, description, anchors in quality_rubric()
+    ]
     for q in load_yaml("discharge/topic_checklist.yaml")["questions"]:
         items.append(Item(q["id"], "topic_checklist", f"[{q['topic']}] {q['text']}", ("yes", "no")))
     asked = {a.get("id"): a for a in encounter(sample).get("comprehension", [])}
     for q in load_yaml("discharge/comprehension_questions.yaml")["questions"]:
         record = asked.get(q["id"], {})  # the question as it was put to the patient, and the answer
-        items.append(Item(q["id"], "comprehension", record.get("question") or q["text"], GRADES,
-                          context=record.get("answer") or "(no answer recorded)"))
+        items.append(
+            Item(
+                q["id"],
+                "comprehension",
+                record.get("question") or q["text"],
+                GRADES,
+                context=record.get("answer") or "(no answer recorded)",
+            )
+        )
     survey = load_yaml(TEXTS)["vp_survey"]
     for q in survey["items"]:
-        items.append(Item(q["id"], "vp_survey", f"({q['label']}) {q['question']}",
-                          tuple(str(v) for v in survey["scale"]), [f"The patient {q['consider']}"]))
+        items.append(
+            Item(
+                q["id"],
+                "vp_survey",
+                f"({q['label']}) {q['question']}",
+                tuple(str(v) for v in survey["scale"]),
+                [f"The patient {q['consider']}"],
+            )
+        )
     return items
 
 
 # ------------------------------------------------------------------------------------------------
 # reading and sampling
 
+
 def encounter(sample: EvalSample) -> dict:
     """The ``EncounterStore`` fields of a DischargeBench sample (history, comprehension answers, …)."""
     prefix = "EncounterStore:"
-    return {k[len(prefix):]: v for k, v in (sample.store or {}).items() if k.startswith(prefix)}
+    return {k[len(prefix) :]: v for k, v in (sample.store or {}).items() if k.startswith(prefix)}
 
 
 def annotatable(sample: EvalSample) -> bool:
@@ -174,8 +201,10 @@ def sample_cases(logs: Sequence[LoadedLog], n: int, seed: int) -> list[Case]:
                 by_model.setdefault(item.label, []).append(Case(item, sample))
     available = sum(len(v) for v in by_model.values())
     if n < 1 or n > available:
-        raise AnnotateError(f"--cases {n}: the logs hold {available} judged session(s) with a dialogue "
-                            f"({', '.join(f'{k}: {len(v)}' for k, v in sorted(by_model.items()))})")
+        raise AnnotateError(
+            f"--cases {n}: the logs hold {available} judged session(s) with a dialogue "
+            f"({', '.join(f'{k}: {len(v)}' for k, v in sorted(by_model.items()))})"
+        )
     pools = []
     for label in sorted(by_model):
         pool = sorted(by_model[label], key=lambda c: (str(c.sample.id), c.sample.epoch))
@@ -204,18 +233,29 @@ def assign(cases: list[Case], annotators: Sequence[str], shared: int | None) -> 
 # ------------------------------------------------------------------------------------------------
 # writing
 
+
 def _choices(item: Item) -> str:
     name = html.escape(item.id)
-    return '<div class="choices">' + "".join(
-        f'<label><input type="radio" name="{name}" value="{html.escape(c)}"> {html.escape(c)}</label>' for c in item.choices
-    ) + "</div>"
+    return (
+        '<div class="choices">'
+        + "".join(
+            f'<label><input type="radio" name="{name}" value="{html.escape(c)}"> {html.escape(c)}</label>'
+            for c in item.choices
+        )
+        + "</div>"
+    )
 
 
 def _item(item: Item) -> str:
     anchors = "".join(f"<li>{html.escape(a)}</li>" for a in item.anchors)
-    context = (f'<p>Patient\'s answer:</p><div class="answer">{html.escape(item.context)}</div>' if item.context else "")
-    return (f'<div class="item" data-item="{html.escape(item.id)}"><p><span class="code">{html.escape(item.id)}</span> '
-            f"{html.escape(item.question)}</p>{context}" + (f"<ul>{anchors}</ul>" if anchors else "") + _choices(item) + "</div>")
+    context = f'<p>Patient\'s answer:</p><div class="answer">{html.escape(item.context)}</div>' if item.context else ""
+    return (
+        f'<div class="item" data-item="{html.escape(item.id)}"><p><span class="code">{html.escape(item.id)}</span> '
+        f"{html.escape(item.question)}</p>{context}"
+        + (f"<ul>{anchors}</ul>" if anchors else "")
+        + _choices(item)
+        + "</div>"
+    )
 
 
 def persona_list(meta: dict) -> str:
@@ -227,8 +267,10 @@ def persona_list(meta: dict) -> str:
         if trait is None:
             rows.append(f"<dt>{html.escape(axis.replace('_', ' '))}: not recorded</dt>")
             continue
-        rows.append(f"<dt>{html.escape(axis.replace('_', ' '))}: <b>{html.escape(trait['label'])}</b></dt>"
-                    f'<dd class="answer">{html.escape(trait["description"])}</dd>')
+        rows.append(
+            f"<dt>{html.escape(axis.replace('_', ' '))}: <b>{html.escape(trait['label'])}</b></dt>"
+            f'<dd class="answer">{html.escape(trait["description"])}</dd>'
+        )
     return f'<dl class="persona">{"".join(rows)}</dl>'
 
 
@@ -241,16 +283,20 @@ def page(case: Case) -> str:
     items = items_for(case.sample)
     p = Page(f"Annotation packet {case.packet}")
     p.parts.append(EXTRA_STYLE)
-    p.note(f"Rated by: {', '.join(case.annotators)}. Enter each rating in annotations_template.csv on the row "
-           f"case_id={case.packet}, your annotator name and the item code shown in grey (the buttons below are "
-           "only a worksheet: nothing on this page is saved).")
+    p.note(
+        f"Rated by: {', '.join(case.annotators)}. Enter each rating in annotations_template.csv on the row "
+        f"case_id={case.packet}, your annotator name and the item code shown in grey (the buttons below are "
+        "only a worksheet: nothing on this page is saved)."
+    )
     p.heading("Discharge note")
     p.parts.append(f'<pre class="note">{html.escape(note)}</pre>')
     p.heading("Conversation")
     for number, turn in enumerate(encounter(case.sample).get("history", []), start=1):
         role = str(turn.get("role", ""))
-        p.parts.append(f'<div class="turn {html.escape(role)}"><span class="speaker">{number}. '
-                       f"{html.escape(role.capitalize())}:</span> {html.escape(str(turn.get('message', '')))}</div>")
+        p.parts.append(
+            f'<div class="turn {html.escape(role)}"><span class="speaker">{number}. '
+            f"{html.escape(role.capitalize())}:</span> {html.escape(str(turn.get('message', '')))}</div>"
+        )
     for section in ("conversation_quality", "topic_checklist", "comprehension"):
         stage = stages[section]
         p.heading(f"Stage {list(stages).index(section) + 1}: {stage['title']}")
@@ -258,14 +304,21 @@ def page(case: Case) -> str:
         if stage.get("rules"):
             p.parts.append("<ul>" + "".join(f"<li>{html.escape(r)}</li>" for r in stage["rules"]) + "</ul>")
         if stage.get("grades"):
-            p.parts.append("<ul>" + "".join(f"<li><b>{html.escape(g['value'])}</b> — {html.escape(g['text'])}</li>"
-                                            for g in stage["grades"]) + "</ul>")
+            p.parts.append(
+                "<ul>"
+                + "".join(
+                    f"<li><b>{html.escape(g['value'])}</b> — {html.escape(g['text'])}</li>" for g in stage["grades"]
+                )
+                + "</ul>"
+            )
         if stage.get("closing"):
             p.parts.append(f"<p>{html.escape(stage['closing'])}</p>")
         p.parts.extend(_item(i) for i in items if i.section == section)
     p.heading(survey["title"])
-    p.parts.append("<p>The Virtual Patient was assigned this persona (trait descriptions of the paper's Appendix "
-                   "A.2, as given to the patient):</p>" + persona_list(meta))
+    p.parts.append(
+        "<p>The Virtual Patient was assigned this persona (trait descriptions of the paper's Appendix "
+        "A.2, as given to the patient):</p>" + persona_list(meta)
+    )
     p.parts.append(f"<p>{html.escape(survey['instructions'])}</p>")
     labels = ", ".join(f"{k} = {v}" for k, v in survey["scale_labels"].items())
     p.parts.append(f"<p>Rate each statement on a {len(survey['scale'])}-point scale ({html.escape(labels)}).</p>")
@@ -276,18 +329,45 @@ def page(case: Case) -> str:
 def key_log(cases: Sequence[Case]) -> EvalLog:
     """The judge's scores of every packet, as a log whose sample ids are the packet ids."""
     first = cases[0].source.log
-    spec = first.eval.model_copy(update={"model": "annotation-key", "model_args": {}, "task_args": {},
-                                         "metadata": {**(first.eval.metadata or {}), "annotation_key": True}})
-    samples = [case.sample.model_copy(update={
-        "id": case.packet, "epoch": 1, "events": [], "attachments": {},
-        "metadata": {**(case.sample.metadata or {}), "annotation_source": {
-            "log": case.source.path, "model": case.source.label, "sample_id": str(case.sample.id), "epoch": case.sample.epoch}},
-    }) for case in cases]
+    spec = first.eval.model_copy(
+        update={
+            "model": "annotation-key",
+            "model_args": {},
+            "task_args": {},
+            "metadata": {**(first.eval.metadata or {}), "annotation_key": True},
+        }
+    )
+    samples = [
+        case.sample.model_copy(
+            update={
+                "id": case.packet,
+                "epoch": 1,
+                "events": [],
+                "attachments": {},
+                "metadata": {
+                    **(case.sample.metadata or {}),
+                    "annotation_source": {
+                        "log": case.source.path,
+                        "model": case.source.label,
+                        "sample_id": str(case.sample.id),
+                        "epoch": case.sample.epoch,
+                    },
+                },
+            }
+        )
+        for case in cases
+    ]
     return EvalLog(eval=spec, plan=first.plan, status="success", samples=samples)
 
 
-def export(paths: Sequence[str], n: int, seed: int, out: str | Path, annotators: Sequence[str] = ("phys_a", "phys_b"),
-           shared: int | None = None) -> list[Case]:
+def export(
+    paths: Sequence[str],
+    n: int,
+    seed: int,
+    out: str | Path,
+    annotators: Sequence[str] = ("phys_a", "phys_b"),
+    shared: int | None = None,
+) -> list[Case]:
     """Write the packets (module docstring); returns the cases in packet order."""
     annotators = [a.strip() for a in annotators if a.strip()]
     if not annotators or len(set(annotators)) != len(annotators):
@@ -299,10 +379,12 @@ def export(paths: Sequence[str], n: int, seed: int, out: str | Path, annotators:
     for case in cases:
         (out / f"{case.packet}.html").write_text(page(case), encoding="utf-8")
     with (out / "annotations_template.csv").open("w", newline="", encoding="utf-8") as handle:
-        handle.write("# bedside annotation template: fill in `value` (see the packet pages); the judge's values are in "
-                     "key/judge.eval.\n# Then: bedside agreement --annotations THIS_FILE.csv key/judge.eval\n"
-                     "# The vp_* items (Virtual Patient survey) have no judge value: agreement reports them physician vs "
-                     "physician only.\n")
+        handle.write(
+            "# bedside annotation template: fill in `value` (see the packet pages); the judge's values are in "
+            "key/judge.eval.\n# Then: bedside agreement --annotations THIS_FILE.csv key/judge.eval\n"
+            "# The vp_* items (Virtual Patient survey) have no judge value: agreement reports them physician vs "
+            "physician only.\n"
+        )
         writer = csv.writer(handle)
         writer.writerow(TEMPLATE_COLUMNS)
         for case in cases:
@@ -312,14 +394,23 @@ def export(paths: Sequence[str], n: int, seed: int, out: str | Path, annotators:
     with (out / "key" / "key.csv").open("w", newline="", encoding="utf-8") as handle:
         writer = csv.writer(handle)
         writer.writerow(["packet", "annotators", "model", "sample_id", "epoch", "log"])
-        writer.writerows([c.packet, " ".join(c.annotators), c.source.label, str(c.sample.id), c.sample.epoch, c.source.path]
-                         for c in cases)
+        writer.writerows(
+            [c.packet, " ".join(c.annotators), c.source.label, str(c.sample.id), c.sample.epoch, c.source.path]
+            for c in cases
+        )
     write_eval_log(key_log(cases), str(out / "key" / "judge.eval"))
     index = Page("Annotation packets")
-    index.note(f"{len(cases)} DischargeBench sessions in random order (seed {seed}). Open each packet, rate it, and "
-               "enter the ratings in annotations_template.csv. Do not open the key/ folder: it holds the judge's scores.")
-    index.parts.append("<ol>" + "".join(f'<li><a href="{c.packet}.html">{c.packet}</a> — {html.escape(", ".join(c.annotators))}</li>'
-                                         for c in cases) + "</ol>")
+    index.note(
+        f"{len(cases)} DischargeBench sessions in random order (seed {seed}). Open each packet, rate it, and "
+        "enter the ratings in annotations_template.csv. Do not open the key/ folder: it holds the judge's scores."
+    )
+    index.parts.append(
+        "<ol>"
+        + "".join(
+            f'<li><a href="{c.packet}.html">{c.packet}</a> — {html.escape(", ".join(c.annotators))}</li>' for c in cases
+        )
+        + "</ol>"
+    )
     (out / "index.html").write_text(index.render(), encoding="utf-8")
     return cases
 
@@ -330,22 +421,36 @@ def run(args: argparse.Namespace) -> int:
     except (AnnotateError, FileNotFoundError) as error:
         print(f"bedside annotate: {error}")
         return 2
-    print(f"wrote {len(cases)} packets to {args.out} (index.html, annotations_template.csv; key/ is for you, not the annotators)")
+    print(
+        f"wrote {len(cases)} packets to {args.out} (index.html, annotations_template.csv; key/ is for you, not the annotators)"
+    )
     return 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``annotate export`` sub-command (module docstring)."""
-    annotate = sub.add_parser("annotate", help="physician annotation packets for judge validation",
-                              description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    annotate = sub.add_parser(
+        "annotate",
+        help="physician annotation packets for judge validation",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     actions = annotate.add_subparsers(dest="action", required=True)
-    parser = actions.add_parser("export", help="sample judged sessions and write blind HTML packets + a CSV template",
-                                description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = actions.add_parser(
+        "export",
+        help="sample judged sessions and write blind HTML packets + a CSV template",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="DischargeBench eval logs (files or folders)")
     parser.add_argument("--cases", type=int, required=True, metavar="N", help="how many sessions to sample")
     parser.add_argument("--seed", type=int, default=0, help="seed of the sample and of the order (default 0)")
     parser.add_argument("--out", required=True, metavar="DIR", help="output folder (created)")
     parser.add_argument("--annotators", default="phys_a,phys_b", help="comma-separated names (default phys_a,phys_b)")
-    parser.add_argument("--shared", type=int, metavar="K",
-                        help="packets rated by every annotator (default: all); the rest are dealt out in turn")
+    parser.add_argument(
+        "--shared",
+        type=int,
+        metavar="K",
+        help="packets rated by every annotator (default: all); the rest are dealt out in turn",
+    )
     parser.set_defaults(func=run)

@@ -34,10 +34,16 @@ def audit_table(log: EvalLog) -> dict[str, object]:
                 low.append(sid)
         if outcome.value.get("char_break") == 1.0:
             breaks.append(sid)
-    return {"log": label(log), "clean_complete": len(clean), "short": len(short),
-            "low_tcs_short": len(low), "char_break": len(breaks),
-            "complete_after_audit": len(set(clean) - set(low) - set(breaks)),
-            "low_tcs_short_ids": low, "char_break_ids": breaks}
+    return {
+        "log": label(log),
+        "clean_complete": len(clean),
+        "short": len(short),
+        "low_tcs_short": len(low),
+        "char_break": len(breaks),
+        "complete_after_audit": len(set(clean) - set(low) - set(breaks)),
+        "low_tcs_short_ids": low,
+        "char_break_ids": breaks,
+    }
 
 
 def run(args: argparse.Namespace) -> int:
@@ -51,7 +57,11 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``audit`` sub-command (module docstring)."""
-    parser = sub.add_parser("audit", help="DischargeBench clean-complete audit (Appendix A.7.2)", description=__doc__,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser(
+        "audit",
+        help="DischargeBench clean-complete audit (Appendix A.7.2)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("logs", nargs="+", metavar="LOG")
     parser.set_defaults(func=run)

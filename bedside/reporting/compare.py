@@ -72,16 +72,27 @@ def select(table: pd.DataFrame, metric: str, where: str) -> pd.DataFrame:
     if part.empty:
         raise CompareError(f"metric {metric!r} is not a score key of {where}")
     if part["scorer"].nunique() > 1:
-        raise CompareError(f"metric {metric!r} is a key of several scorers in {where} "
-                           f"({', '.join(sorted(part['scorer'].unique()))}): write it as scorer/key")
+        raise CompareError(
+            f"metric {metric!r} is a key of several scorers in {where} "
+            f"({', '.join(sorted(part['scorer'].unique()))}): write it as scorer/key"
+        )
     return part[["id", "epoch", "value"]]
 
 
-def compare_metric(baseline: pd.DataFrame, candidate: pd.DataFrame, metric: str, max_drop: float | None, *,
-                   lower_is_better: bool = False, resamples: int = RESAMPLES, seed: int = 0) -> Result:
+def compare_metric(
+    baseline: pd.DataFrame,
+    candidate: pd.DataFrame,
+    metric: str,
+    max_drop: float | None,
+    *,
+    lower_is_better: bool = False,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> Result:
     """One metric's paired comparison; ``max_drop=None``: no gate (never a regression)."""
-    pairs = select(baseline, metric, "the baseline").merge(select(candidate, metric, "the candidate"),
-                                                           on=["id", "epoch"], suffixes=("_base", "_cand"))
+    pairs = select(baseline, metric, "the baseline").merge(
+        select(candidate, metric, "the candidate"), on=["id", "epoch"], suffixes=("_base", "_cand")
+    )
     valid = pairs.dropna(subset=["value_base", "value_cand"])
     n = len(valid)
     if n == 0:
@@ -104,10 +115,20 @@ def compare_metric(baseline: pd.DataFrame, candidate: pd.DataFrame, metric: str,
         verdict = "drop within threshold" if max_drop is not None else "significant drop"
     else:
         verdict = "no significant change"
-    return Result(metric=metric, direction="lower is better" if lower_is_better else "higher is better",
-                  n=n, excluded=len(pairs) - n, baseline=float(base.mean()), candidate=float(cand.mean()),
-                  difference=difference, ci_lower=lower, ci_upper=upper, drop=drop,
-                  max_drop=math.nan if max_drop is None else max_drop, verdict=verdict)
+    return Result(
+        metric=metric,
+        direction="lower is better" if lower_is_better else "higher is better",
+        n=n,
+        excluded=len(pairs) - n,
+        baseline=float(base.mean()),
+        candidate=float(cand.mean()),
+        difference=difference,
+        ci_lower=lower,
+        ci_upper=upper,
+        drop=drop,
+        max_drop=math.nan if max_drop is None else max_drop,
+        verdict=verdict,
+    )
 
 
 def shared_metrics(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]:
@@ -121,36 +142,66 @@ def shared_metrics(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]
     return [key if scorers_of[key] == 1 else f"{scorer}/{key}" for scorer, key in pairs]
 
 
-def compare(baseline_path: str, candidate_path: str, metrics: Sequence[str] | None, max_drop: float | None, *,
-            lower_is_better: Sequence[str] = (), resamples: int = RESAMPLES, seed: int = 0) -> list[Result]:
+def compare(
+    baseline_path: str,
+    candidate_path: str,
+    metrics: Sequence[str] | None,
+    max_drop: float | None,
+    *,
+    lower_is_better: Sequence[str] = (),
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> list[Result]:
     """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log."""
     baseline_log = read_eval_log(baseline_path)
     baseline, candidate = score_table(baseline_log), score_table(read_eval_log(candidate_path))
     shared = set(baseline["id"]) & set(candidate["id"])
     if not shared:
-        raise CompareError(f"{baseline_path} and {candidate_path} share no sample id: a paired comparison needs the same cases")
+        raise CompareError(
+            f"{baseline_path} and {candidate_path} share no sample id: a paired comparison needs the same cases"
+        )
     benchmark = benchmarks.of_task(baseline_log.eval.task)
     lower = benchmarks.lower_is_better(benchmark.name if benchmark else None) | set(lower_is_better)
     metrics = shared_metrics(baseline, candidate) if metrics is None else metrics
-    return [compare_metric(baseline, candidate, m, max_drop, lower_is_better=m.rpartition("/")[2] in lower or m in lower,
-                           resamples=resamples, seed=seed) for m in metrics]
+    return [
+        compare_metric(
+            baseline,
+            candidate,
+            m,
+            max_drop,
+            lower_is_better=m.rpartition("/")[2] in lower or m in lower,
+            resamples=resamples,
+            seed=seed,
+        )
+        for m in metrics
+    ]
 
 
-ICON = {"regression": "❌", "improvement": "✅", "drop within threshold": "⚠️", "no significant change": "✅",
-        "significant drop": "⚠️"}
+ICON = {
+    "regression": "❌",
+    "improvement": "✅",
+    "drop within threshold": "⚠️",
+    "no significant change": "✅",
+    "significant drop": "⚠️",
+}
 
 
-def markdown(results: Sequence[Result], baseline: str, candidate: str, resamples: int, seed: int,
-             gate: bool = True) -> str:
+def markdown(
+    results: Sequence[Result], baseline: str, candidate: str, resamples: int, seed: int, gate: bool = True
+) -> str:
     failed = [r for r in results if r.regressed]
     head = ("❌ **Regression**" if failed else "✅ **No regression**") if gate else "paired differences (no gate)"
-    rule = ("A metric fails when its drop exceeds the threshold and the CI excludes zero." if gate else
-            "No --max-drop: nothing fails; a significant drop is one whose CI excludes zero.")
+    rule = (
+        "A metric fails when its drop exceeds the threshold and the CI excludes zero."
+        if gate
+        else "No --max-drop: nothing fails; a significant drop is one whose CI excludes zero."
+    )
     lines = [
-        f"## bedside compare: {head}", "",
+        f"## bedside compare: {head}",
+        "",
         f"Baseline `{baseline}` vs candidate `{candidate}`: paired by sample id and epoch; "
-        f"difference = candidate − baseline; 95 % paired-bootstrap CI ({resamples} resamples, seed {seed}). "
-        + rule, "",
+        f"difference = candidate − baseline; 95 % paired-bootstrap CI ({resamples} resamples, seed {seed}). " + rule,
+        "",
         "| metric | direction | n pairs | baseline | candidate | difference [95 % CI] | drop | max drop | verdict |",
         "|---|---|---:|---:|---:|---|---:|---:|---|",
     ]
@@ -158,9 +209,11 @@ def markdown(results: Sequence[Result], baseline: str, candidate: str, resamples
         excluded = f" ({r.excluded} unscored left out)" if r.excluded else ""
         interval = f" [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}]" if r.ci_lower == r.ci_lower else " (no interval: n < 2)"
         threshold = f"{r.max_drop:g}" if r.max_drop == r.max_drop else "–"
-        lines.append(f"| `{r.metric}` | {r.direction} | {r.n}{excluded} | {r.baseline:.4f} | {r.candidate:.4f} | "
-                     f"{r.difference:+.4f}{interval} | {r.drop:+.4f} | {threshold} | "
-                     f"{ICON[r.verdict]} {r.verdict} |")
+        lines.append(
+            f"| `{r.metric}` | {r.direction} | {r.n}{excluded} | {r.baseline:.4f} | {r.candidate:.4f} | "
+            f"{r.difference:+.4f}{interval} | {r.drop:+.4f} | {threshold} | "
+            f"{ICON[r.verdict]} {r.verdict} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -168,8 +221,15 @@ def run(args: argparse.Namespace) -> int:
     texts, rows, regressed = [], [], False
     for candidate in args.candidates:
         try:
-            results = compare(args.baseline, candidate, args.metric, args.max_drop,
-                              lower_is_better=args.lower_is_better or (), resamples=args.resamples, seed=args.seed)
+            results = compare(
+                args.baseline,
+                candidate,
+                args.metric,
+                args.max_drop,
+                lower_is_better=args.lower_is_better or (),
+                resamples=args.resamples,
+                seed=args.seed,
+            )
         except CompareError as error:
             print(f"bedside compare: {error}")
             return 2
@@ -190,9 +250,11 @@ def run(args: argparse.Namespace) -> int:
 
 def run_delta(args: argparse.Namespace) -> int:
     """The deprecated ``delta``: ``compare`` over every shared key, no gate."""
-    print("bedside delta is deprecated: use `bedside compare BASELINE CANDIDATE [CANDIDATE ...]` (every shared "
-          f"score key when no --metric is given; paired bootstrap, {RESAMPLES} resamples, no longer 2000).",
-          file=sys.stderr)
+    print(
+        "bedside delta is deprecated: use `bedside compare BASELINE CANDIDATE [CANDIDATE ...]` (every shared "
+        f"score key when no --metric is given; paired bootstrap, {RESAMPLES} resamples, no longer 2000).",
+        file=sys.stderr,
+    )
     args.candidates, args.metric, args.max_drop, args.lower_is_better = args.others, None, None, None
     args.resamples, args.seed, args.markdown = RESAMPLES, 0, None
     return run(args)
@@ -200,23 +262,44 @@ def run_delta(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``compare`` sub-command (module docstring) and its deprecated alias ``delta``."""
-    parser = sub.add_parser("compare", help="paired comparison of logs on the same cases (a gate with --max-drop)",
-                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser(
+        "compare",
+        help="paired comparison of logs on the same cases (a gate with --max-drop)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("baseline", metavar="BASELINE.eval")
     parser.add_argument("candidates", nargs="+", metavar="CANDIDATE.eval")
-    parser.add_argument("--metric", action="append", metavar="KEY",
-                        help="score key (or scorer/key) to compare; repeatable (default: every key both logs hold)")
-    parser.add_argument("--max-drop", type=float, metavar="X",
-                        help="gate: largest tolerated drop of the mean (in the metric's units); without it, no gate")
-    parser.add_argument("--lower-is-better", action="append", metavar="KEY",
-                        help=f"treat KEY as lower-is-better (built in: {', '.join(sorted(benchmarks.lower_is_better()))})")
+    parser.add_argument(
+        "--metric",
+        action="append",
+        metavar="KEY",
+        help="score key (or scorer/key) to compare; repeatable (default: every key both logs hold)",
+    )
+    parser.add_argument(
+        "--max-drop",
+        type=float,
+        metavar="X",
+        help="gate: largest tolerated drop of the mean (in the metric's units); without it, no gate",
+    )
+    parser.add_argument(
+        "--lower-is-better",
+        action="append",
+        metavar="KEY",
+        help=f"treat KEY as lower-is-better (built in: {', '.join(sorted(benchmarks.lower_is_better()))})",
+    )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
-    parser.add_argument("--markdown", metavar="FILE", help="append the Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)")
+    parser.add_argument(
+        "--markdown", metavar="FILE", help="append the Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)"
+    )
     parser.add_argument("--csv", metavar="FILE", help="also write the results as CSV")
     parser.set_defaults(func=run)
-    delta = sub.add_parser("delta", help="DEPRECATED: use `bedside compare BASELINE CANDIDATE...` (no --max-drop)",
-                           description="Deprecated alias of `bedside compare BASELINE CANDIDATE...` without a gate.")
+    delta = sub.add_parser(
+        "delta",
+        help="DEPRECATED: use `bedside compare BASELINE CANDIDATE...` (no --max-drop)",
+        description="Deprecated alias of `bedside compare BASELINE CANDIDATE...` without a gate.",
+    )
     delta.add_argument("baseline")
     delta.add_argument("others", nargs="+")
     delta.add_argument("--csv", help="also write the table to this CSV file")

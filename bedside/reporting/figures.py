@@ -37,7 +37,7 @@ def _short(text: str, width: int = 44) -> str:
     if len(text) <= width:
         return text
     head = (width - 1) // 2
-    return text[:head].rstrip() + "…" + text[len(text) - (width - 1 - head):].lstrip()
+    return text[:head].rstrip() + "…" + text[len(text) - (width - 1 - head) :].lstrip()
 
 
 def heatmaps(grid: pd.DataFrame, keys: Sequence[tuple[str, str]], out: Path, name: str, ylabel: str) -> str | None:
@@ -49,8 +49,9 @@ def heatmaps(grid: pd.DataFrame, keys: Sequence[tuple[str, str]], out: Path, nam
     models = sorted(grid["model"].unique())
     present = [(k, label) for k, label in keys if k in set(grid["key"])]
     width = 2.2 + len(present) * (0.55 * len(models) + 0.9)
-    fig, axes = plt.subplots(1, len(present), figsize=(width, 1.6 + 0.28 * len(groups)), sharey=True, squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(
+        1, len(present), figsize=(width, 1.6 + 0.28 * len(groups)), sharey=True, squeeze=False, layout="constrained"
+    )
     for ax, (key, label) in zip(axes[0], present):
         table = grid[grid["key"] == key].pivot_table(index="group", columns="model", values="mean", aggfunc="first")
         table = table.reindex(index=groups, columns=models)
@@ -69,8 +70,9 @@ def heatmaps(grid: pd.DataFrame, keys: Sequence[tuple[str, str]], out: Path, nam
     return save(fig, out, name)
 
 
-def grouped_bars(grid: pd.DataFrame, keys: Sequence[tuple[str, str]], out: Path, name: str, xlabel: str,
-                 ncols: int = 3) -> str | None:
+def grouped_bars(
+    grid: pd.DataFrame, keys: Sequence[tuple[str, str]], out: Path, name: str, xlabel: str, ncols: int = 3
+) -> str | None:
     """One panel per key (or per stratum when ``grid`` holds several strata of one key): x = the
     stratum's values, one bar per model, error bars = 95 % CI."""
     if grid.empty:
@@ -82,7 +84,7 @@ def grouped_bars(grid: pd.DataFrame, keys: Sequence[tuple[str, str]], out: Path,
     nrows = -(-len(panels) // ncols)
     models = sorted(grid["model"].unique())
     fig, axes = plt.subplots(nrows, ncols, figsize=(3.6 * ncols, 2.7 * nrows), squeeze=False)
-    for ax in axes.flat[len(panels):]:
+    for ax in axes.flat[len(panels) :]:
         ax.axis("off")
     for ax, (key, label) in zip(axes.flat, panels):
         part = grid[grid["key"] == key]
@@ -94,8 +96,14 @@ def grouped_bars(grid: pd.DataFrame, keys: Sequence[tuple[str, str]], out: Path,
             lower = np.clip(mean - rows["ci_lower"].to_numpy(dtype=float), 0, None)
             upper = np.clip(rows["ci_upper"].to_numpy(dtype=float) - mean, 0, None)
             yerr = np.nan_to_num(np.vstack([lower, upper]))
-            ax.bar(np.arange(len(groups)) + (m - (len(models) - 1) / 2) * width, np.nan_to_num(mean), width,
-                   yerr=yerr, capsize=2, label=_short(model, 30))
+            ax.bar(
+                np.arange(len(groups)) + (m - (len(models) - 1) / 2) * width,
+                np.nan_to_num(mean),
+                width,
+                yerr=yerr,
+                capsize=2,
+                label=_short(model, 30),
+            )
         ax.set_title(label, fontsize=9)
         ax.set_xticks(range(len(groups)), [_short(g, 24) for g in groups], rotation=30, ha="right", fontsize=7)
         ax.set_xlabel(xlabel, fontsize=8)

@@ -31,15 +31,17 @@ class Page:
     def note(self, text: str) -> None:
         self.parts.append(f'<p class="note">{html.escape(text)}</p>')
 
-    def table(self, frame: pd.DataFrame, csv: str | None = None, caption: str | None = None,
-              float_format: str = "{:.3f}") -> None:
+    def table(
+        self, frame: pd.DataFrame, csv: str | None = None, caption: str | None = None, float_format: str = "{:.3f}"
+    ) -> None:
         if caption:
             self.note(caption)
         if frame.empty:
             self.note("(no data)")
         else:
-            self.parts.append(frame.to_html(index=False, classes="data", border=0, na_rep="–",
-                                            float_format=float_format.format))
+            self.parts.append(
+                frame.to_html(index=False, classes="data", border=0, na_rep="–", float_format=float_format.format)
+            )
         if csv:
             self.parts.append(f'<p class="files"><a href="{html.escape(csv)}">{html.escape(csv)}</a></p>')
 
@@ -61,6 +63,8 @@ class Page:
 
     def render(self) -> str:
         body = "\n".join(self.parts)
-        return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
-                f"<title>{html.escape(self.title)}</title><style>{STYLE}</style></head>\n"
-                f"<body><h1>{html.escape(self.title)}</h1>\n{body}\n</body></html>\n")
+        return (
+            f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+            f"<title>{html.escape(self.title)}</title><style>{STYLE}</style></head>\n"
+            f"<body><h1>{html.escape(self.title)}</h1>\n{body}\n</body></html>\n"
+        )

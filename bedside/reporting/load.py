@@ -89,7 +89,7 @@ def disambiguate(logs: list[LoadedLog]) -> None:
             groups.setdefault((item.benchmark, item.label), []).append(item)
         for members in groups.values():
             cases = [{(str(s.id), s.epoch) for s in m.log.samples or []} for m in members]
-            if len(members) < 2 or not any(a & b for i, a in enumerate(cases) for b in cases[i + 1:]):
+            if len(members) < 2 or not any(a & b for i, a in enumerate(cases) for b in cases[i + 1 :]):
                 continue
             for member, suffix in zip(members, key(members)):
                 member.label = f"{member.label} {suffix}" if suffix else member.label
@@ -142,9 +142,19 @@ def scores_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:
                 for key, value in values.items():
                     if key in skip or isinstance(value, str) or value is None:
                         continue
-                    rows.append({"label": item.label, "benchmark": item.benchmark, "log": item.path,
-                                 "id": str(sample.id), "epoch": sample.epoch, "scorer": scorer, "key": key,
-                                 "value": float(value), **{k: str(v) for k, v in meta.items()}})
+                    rows.append(
+                        {
+                            "label": item.label,
+                            "benchmark": item.benchmark,
+                            "log": item.path,
+                            "id": str(sample.id),
+                            "epoch": sample.epoch,
+                            "scorer": scorer,
+                            "key": key,
+                            "value": float(value),
+                            **{k: str(v) for k, v in meta.items()},
+                        }
+                    )
     columns = ["label", "benchmark", "log", "id", "epoch", "scorer", "key", "value", *strata]
     frame = pd.DataFrame(rows)
     for column in columns:

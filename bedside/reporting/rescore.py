@@ -64,9 +64,14 @@ def rescore(paths: Sequence[str], grader: Model, out: str | Path) -> list[Path]:
         previous = grader_name((log.eval.model_roles or {}).get("grader"))
         scored = score(log, resolve_scorers(log), model_roles={"grader": grader}, action="overwrite", display="none")
         scored.eval.model_roles = {**(scored.eval.model_roles or {}), "grader": model_to_model_config(grader)}
-        scored.eval.metadata = {**(scored.eval.metadata or {}), "bedside_rescore": {
-            "source": str(source), "previous_grader": previous or None,
-            "grader": grader_name(scored.eval.model_roles["grader"])}}
+        scored.eval.metadata = {
+            **(scored.eval.metadata or {}),
+            "bedside_rescore": {
+                "source": str(source),
+                "previous_grader": previous or None,
+                "grader": grader_name(scored.eval.model_roles["grader"]),
+            },
+        }
         write_eval_log(scored, str(target))
         written.append(target)
     return written
@@ -97,8 +102,12 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``rescore`` sub-command (module docstring)."""
-    parser = sub.add_parser("rescore", help="re-judge logs with another grader model (no conversation re-run)",
-                            description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser(
+        "rescore",
+        help="re-judge logs with another grader model (no conversation re-run)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="eval logs (files or folders)")
     parser.add_argument("--grader", required=True, metavar="MODEL", help="the new grader, e.g. openai/gpt-5.5")
     parser.add_argument("-M", action="append", metavar="KEY=VALUE", help="model argument of the grader (repeatable)")

@@ -28,8 +28,9 @@ def score_table(log: EvalLog) -> pd.DataFrame:
             for key, value in values.items():
                 if key in skip or isinstance(value, bool | str) or value is None:
                     continue
-                rows.append({"id": str(sample.id), "epoch": sample.epoch, "scorer": scorer, "key": key,
-                             "value": float(value)})
+                rows.append(
+                    {"id": str(sample.id), "epoch": sample.epoch, "scorer": scorer, "key": key, "value": float(value)}
+                )
     return pd.DataFrame(rows, columns=COLUMNS)
 
 

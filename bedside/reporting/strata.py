@@ -42,8 +42,15 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
                     continue
                 for stratum in keys:
                     if stratum in meta and isinstance(meta[stratum], str | int | float):
-                        rows.append({"stratum": stratum, "group": str(meta[stratum]), "scorer": scorer,
-                                     "key": key, "value": float(value)})
+                        rows.append(
+                            {
+                                "stratum": stratum,
+                                "group": str(meta[stratum]),
+                                "scorer": scorer,
+                                "key": key,
+                                "value": float(value),
+                            }
+                        )
     frame = pd.DataFrame(rows, columns=["stratum", "group", "scorer", "key", "value"])
     out = []
     for (stratum, scorer, key, group), part in frame.groupby(["stratum", "scorer", "key", "group"], sort=True):
@@ -51,10 +58,19 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
         if len(values) < benchmarks.min_n(stratum):
             continue
         row = summarise(values, scale_of(key))
-        out.append({"stratum": stratum, "group": group, "scorer": scorer, "key": key, **row,
-                    "unscored": len(part) - len(values)})
-    return pd.DataFrame(out, columns=["stratum", "group", "scorer", "key", "mean", "ci_lower", "ci_upper", "n",
-                                      "unscored"])
+        out.append(
+            {
+                "stratum": stratum,
+                "group": group,
+                "scorer": scorer,
+                "key": key,
+                **row,
+                "unscored": len(part) - len(values),
+            }
+        )
+    return pd.DataFrame(
+        out, columns=["stratum", "group", "scorer", "key", "mean", "ci_lower", "ci_upper", "n", "unscored"]
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -74,10 +90,18 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``strata`` sub-command (module docstring)."""
-    parser = sub.add_parser("strata", help="every score per stratum (mean, 95 %% CI, n)", description=__doc__,
-                            formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = sub.add_parser(
+        "strata",
+        help="every score per stratum (mean, 95 %% CI, n)",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("logs", nargs="+", metavar="LOG")
-    parser.add_argument("--by", action="append", metavar="KEY",
-                        help=f"stratum key (repeatable; default: {', '.join(benchmarks.strata())})")
+    parser.add_argument(
+        "--by",
+        action="append",
+        metavar="KEY",
+        help=f"stratum key (repeatable; default: {', '.join(benchmarks.strata())})",
+    )
     parser.add_argument("--csv", help="also write the table to this CSV file")
     parser.set_defaults(func=run)

@@ -37,8 +37,8 @@ import numpy as np
 import pandas as pd
 from scipy.stats import bootstrap, kendalltau
 
-from bedside.intervals import summarise as summarise_values
 from bedside import benchmarks
+from bedside.intervals import summarise as summarise_values
 from bedside.reporting import tables
 from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
 from bedside.reporting.rescore import grader_name
@@ -95,19 +95,67 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             stats = summary((both[a] - both[b]).tolist(), key, difference=True)
             resolved = bool(stats["n"] >= 2 and (stats["ci_lower"] > 0 or stats["ci_upper"] < 0))
             diffs[(a, b)] = resolved
-            pairs.append({"benchmark": benchmark, "grader": grader, "key": key, "model_a": a, "model_b": b,
-                          "difference": stats["mean"], "ci_lower": stats["ci_lower"], "ci_upper": stats["ci_upper"],
-                          "n_pairs": stats["n"], "resolved": resolved})
+            pairs.append(
+                {
+                    "benchmark": benchmark,
+                    "grader": grader,
+                    "key": key,
+                    "model_a": a,
+                    "model_b": b,
+                    "difference": stats["mean"],
+                    "ci_lower": stats["ci_lower"],
+                    "ci_upper": stats["ci_upper"],
+                    "n_pairs": stats["n"],
+                    "resolved": resolved,
+                }
+            )
         for rank, model in enumerate(order, start=1):
             below = order[rank] if rank < len(order) else None
-            ranks.append({"benchmark": benchmark, "grader": grader, "key": key, "rank": rank, "model": model,
-                          **stats_of[model], "direction": "lower is better" if lower else "higher is better",
-                          "resolved_vs_next": diffs[(model, below)] if below else None,
-                          "order_resolved": all(diffs[(x, y)] for x, y in zip(order, order[1:]))})
-    ranking = pd.DataFrame(ranks, columns=["benchmark", "grader", "key", "rank", "model", "mean", "ci_lower", "ci_upper",
-                                           "n", "direction", "resolved_vs_next", "order_resolved"])
-    return ranking, pd.DataFrame(pairs, columns=["benchmark", "grader", "key", "model_a", "model_b", "difference",
-                                                 "ci_lower", "ci_upper", "n_pairs", "resolved"])
+            ranks.append(
+                {
+                    "benchmark": benchmark,
+                    "grader": grader,
+                    "key": key,
+                    "rank": rank,
+                    "model": model,
+                    **stats_of[model],
+                    "direction": "lower is better" if lower else "higher is better",
+                    "resolved_vs_next": diffs[(model, below)] if below else None,
+                    "order_resolved": all(diffs[(x, y)] for x, y in zip(order, order[1:])),
+                }
+            )
+    ranking = pd.DataFrame(
+        ranks,
+        columns=[
+            "benchmark",
+            "grader",
+            "key",
+            "rank",
+            "model",
+            "mean",
+            "ci_lower",
+            "ci_upper",
+            "n",
+            "direction",
+            "resolved_vs_next",
+            "order_resolved",
+        ],
+    )
+    return ranking, pd.DataFrame(
+        pairs,
+        columns=[
+            "benchmark",
+            "grader",
+            "key",
+            "model_a",
+            "model_b",
+            "difference",
+            "ci_lower",
+            "ci_upper",
+            "n_pairs",
+            "resolved",
+        ],
+    )
 
 
 def _tau(x: np.ndarray, y: np.ndarray) -> float:
@@ -121,7 +169,9 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
     rows = []
     for (benchmark, key), part in values.groupby(["benchmark", "key"], sort=True):
         # the run's own grader first, graders of `bedside rescore` copies after it
-        graders = sorted(part["grader"].unique(), key=lambda g: (bool(part.loc[part["grader"] == g, "rejudged"].any()), g))
+        graders = sorted(
+            part["grader"].unique(), key=lambda g: (bool(part.loc[part["grader"] == g, "rejudged"].any()), g)
+        )
         for first, second in itertools.combinations(graders, 2):
             a = part[part["grader"] == first].pivot(index="id", columns="model", values="value")
             b = part[part["grader"] == second].pivot(index="id", columns="model", values="value")
@@ -135,13 +185,21 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
             tau = _tau(x.mean(axis=0), y.mean(axis=0))
             low = high = math.nan
             if len(cases) >= 2 and math.isfinite(tau):
+
                 def statistic(drawn: np.ndarray) -> float:
                     return _tau(x[drawn].mean(axis=0), y[drawn].mean(axis=0))
 
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
                     warnings.simplefilter("ignore")  # degenerate resamples: NaN interval, reported as such
-                    result = bootstrap((np.arange(len(cases)),), statistic, vectorized=False, n_resamples=resamples,
-                                       method="percentile", confidence_level=0.95, random_state=0)
+                    result = bootstrap(
+                        (np.arange(len(cases)),),
+                        statistic,
+                        vectorized=False,
+                        n_resamples=resamples,
+                        method="percentile",
+                        confidence_level=0.95,
+                        random_state=0,
+                    )
                 low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
                 if not (math.isfinite(low) and math.isfinite(high)):
                     low = high = math.nan
@@ -151,11 +209,37 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
                 order = sorted(range(len(models)), key=lambda i: (means[i] if lower else -means[i], models[i]))
                 return " > ".join(models[i] for i in order)
 
-            rows.append({"benchmark": benchmark, "key": key, "grader_a": first, "grader_b": second,
-                         "n_models": len(models), "n_cases": len(cases), "tau": tau, "tau_low": low, "tau_high": high,
-                         "ranking_a": ranking(x.mean(axis=0)), "ranking_b": ranking(y.mean(axis=0))})
-    return pd.DataFrame(rows, columns=["benchmark", "key", "grader_a", "grader_b", "n_models", "n_cases", "tau",
-                                       "tau_low", "tau_high", "ranking_a", "ranking_b"])
+            rows.append(
+                {
+                    "benchmark": benchmark,
+                    "key": key,
+                    "grader_a": first,
+                    "grader_b": second,
+                    "n_models": len(models),
+                    "n_cases": len(cases),
+                    "tau": tau,
+                    "tau_low": low,
+                    "tau_high": high,
+                    "ranking_a": ranking(x.mean(axis=0)),
+                    "ranking_b": ranking(y.mean(axis=0)),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "benchmark",
+            "key",
+            "grader_a",
+            "grader_b",
+            "n_models",
+            "n_cases",
+            "tau",
+            "tau_low",
+            "tau_high",
+            "ranking_a",
+            "ranking_b",
+        ],
+    )
 
 
 def section(page, logs: Sequence[LoadedLog], csv) -> None:
@@ -165,18 +249,30 @@ def section(page, logs: Sequence[LoadedLog], csv) -> None:
     if ranking.empty:
         return
     page.heading("Leaderboard: models on the same cases")
-    shown = ranking.assign(**{"mean [95 % CI]": [tables.fmt(m, lo, hi, 3) for m, lo, hi in
-                                                 zip(ranking["mean"], ranking["ci_lower"], ranking["ci_upper"])]})
-    page.table(shown[["benchmark", "grader", "key", "rank", "model", "mean [95 % CI]", "n", "resolved_vs_next",
-                      "order_resolved"]], csv(ranking, "leaderboard.csv"),
-               "Per score key, models ranked by their mean over the cases they were scored on (n; 95 % interval as "
-               "in Table 1). resolved_vs_next: the paired difference with the next model, on the cases both have "
-               "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved.")
+    shown = ranking.assign(
+        **{
+            "mean [95 % CI]": [
+                tables.fmt(m, lo, hi, 3) for m, lo, hi in zip(ranking["mean"], ranking["ci_lower"], ranking["ci_upper"])
+            ]
+        }
+    )
+    page.table(
+        shown[
+            ["benchmark", "grader", "key", "rank", "model", "mean [95 % CI]", "n", "resolved_vs_next", "order_resolved"]
+        ],
+        csv(ranking, "leaderboard.csv"),
+        "Per score key, models ranked by their mean over the cases they were scored on (n; 95 % interval as "
+        "in Table 1). resolved_vs_next: the paired difference with the next model, on the cases both have "
+        "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved.",
+    )
     page.details(f"Paired differences ({len(pairs)} model pairs × keys)", pairs, csv(pairs, "paired_differences.csv"))
     sensitivity = judge_sensitivity(values)
     if sensitivity.empty:
         return
     page.heading("Judge sensitivity: the same conversations, another grader", 3)
-    page.table(sensitivity, csv(sensitivity, "judge_sensitivity.csv"),
-               "Kendall's tau between the two graders' rankings of the same models (n_cases scored for every model "
-               "under both graders), with a 95 % bootstrap interval over cases; 1 = same order, -1 = reversed.")
+    page.table(
+        sensitivity,
+        csv(sensitivity, "judge_sensitivity.csv"),
+        "Kendall's tau between the two graders' rankings of the same models (n_cases scored for every model "
+        "under both graders), with a 95 % bootstrap interval over cases; 1 = same order, -1 = reversed.",
+    )

@@ -80,8 +80,9 @@ def table1(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     return long, pd.DataFrame(wide_rows, columns=columns)
 
 
-def by_stratum(frame: pd.DataFrame, stratum: str, keys: Sequence[str], benchmark: str | None = None,
-               min_n: int | None = None) -> pd.DataFrame:
+def by_stratum(
+    frame: pd.DataFrame, stratum: str, keys: Sequence[str], benchmark: str | None = None, min_n: int | None = None
+) -> pd.DataFrame:
     """mean, 95 % CI and n of each key per (model, value of ``stratum``); values without the
     stratum are left out. ``min_n`` (default: the benchmarks' declared floor, :func:`bedside.benchmarks.min_n`)
     drops small groups."""
@@ -105,10 +106,15 @@ def outcome_counts(frame: pd.DataFrame) -> pd.DataFrame:
     rows = []
     for label, group in part.groupby("label", sort=True):
         get = lambda key: group.loc[group["key"] == key, "value"]  # noqa: E731
-        rows.append({"model": label, "sessions": int(len(get("system_failure"))),
-                     "clean_complete": int((get("clean_complete") == 1).sum()),
-                     "erroneous": int((get("erroneous") == 1).sum()),
-                     "system_failures": int((get("system_failure") == 1).sum())})
+        rows.append(
+            {
+                "model": label,
+                "sessions": int(len(get("system_failure"))),
+                "clean_complete": int((get("clean_complete") == 1).sum()),
+                "erroneous": int((get("erroneous") == 1).sum()),
+                "system_failures": int((get("system_failure") == 1).sum()),
+            }
+        )
     return pd.DataFrame(rows, columns=["model", "sessions", "clean_complete", "erroneous", "system_failures"])
 
 
@@ -140,15 +146,37 @@ def audit(logs: Sequence[LoadedLog]) -> pd.DataFrame:
             if outcome.value.get("short_session") == 1.0:
                 short_ids.append(str(sample.id))
             break_turns += len((outcome.metadata or {}).get("char_break_turns") or [])
-        rows.append({"model": item.label, "log": _basename(item.path), "clean_complete": row["clean_complete"],
-                     "short": row["short"], "short_ids": " ".join(short_ids),
-                     "low_tcs_short": row["low_tcs_short"], "low_tcs_short_ids": " ".join(row["low_tcs_short_ids"]),
-                     "char_break": row["char_break"], "char_break_turns": break_turns,
-                     "char_break_ids": " ".join(row["char_break_ids"]),
-                     "complete_after_audit": row["complete_after_audit"]})
-    return pd.DataFrame(rows, columns=["model", "log", "clean_complete", "short", "short_ids", "low_tcs_short",
-                                       "low_tcs_short_ids", "char_break", "char_break_turns", "char_break_ids",
-                                       "complete_after_audit"])
+        rows.append(
+            {
+                "model": item.label,
+                "log": _basename(item.path),
+                "clean_complete": row["clean_complete"],
+                "short": row["short"],
+                "short_ids": " ".join(short_ids),
+                "low_tcs_short": row["low_tcs_short"],
+                "low_tcs_short_ids": " ".join(row["low_tcs_short_ids"]),
+                "char_break": row["char_break"],
+                "char_break_turns": break_turns,
+                "char_break_ids": " ".join(row["char_break_ids"]),
+                "complete_after_audit": row["complete_after_audit"],
+            }
+        )
+    return pd.DataFrame(
+        rows,
+        columns=[
+            "model",
+            "log",
+            "clean_complete",
+            "short",
+            "short_ids",
+            "low_tcs_short",
+            "low_tcs_short_ids",
+            "char_break",
+            "char_break_turns",
+            "char_break_ids",
+            "complete_after_audit",
+        ],
+    )
 
 
 def _basename(path: str) -> str:
@@ -156,6 +184,7 @@ def _basename(path: str) -> str:
 
 
 # --- MedSP1000 ---------------------------------------------------------------------------------
+
 
 def _medsp_counts(sample) -> dict | None:
     for score in (sample.scores or {}).values():
@@ -167,7 +196,11 @@ def _medsp_counts(sample) -> dict | None:
 
 def _values(value: object) -> list[float]:
     if isinstance(value, dict):
-        return [float(v) for k, v in value.items() if k in ("micro", "scenario_mean", "completion") and isinstance(v, int | float)]
+        return [
+            float(v)
+            for k, v in value.items()
+            if k in ("micro", "scenario_mean", "completion") and isinstance(v, int | float)
+        ]
     return [float(value)] if isinstance(value, int | float) else []
 
 
@@ -202,15 +235,26 @@ def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
             metrics = [k for k in rates if " " not in k]
             for metric in metrics:
                 n = rates.get(f"{metric} n", float(len(members)))
-                rows.append({"model": label, "group": group, "metric": metric, "mean": rates[metric],
-                             "ci_lower": rates.get(f"{metric} lower", math.nan),
-                             "ci_upper": rates.get(f"{metric} upper", math.nan), "n": int(n),
-                             "items": rates.get(f"{metric} items", math.nan)})
-    return (pd.DataFrame(rows, columns=["model", "group", "metric", *SUMMARY_COLUMNS, "items"]),
-            pd.DataFrame(omitted, columns=["model", "specialty", "n"]))
+                rows.append(
+                    {
+                        "model": label,
+                        "group": group,
+                        "metric": metric,
+                        "mean": rates[metric],
+                        "ci_lower": rates.get(f"{metric} lower", math.nan),
+                        "ci_upper": rates.get(f"{metric} upper", math.nan),
+                        "n": int(n),
+                        "items": rates.get(f"{metric} items", math.nan),
+                    }
+                )
+    return (
+        pd.DataFrame(rows, columns=["model", "group", "metric", *SUMMARY_COLUMNS, "items"]),
+        pd.DataFrame(omitted, columns=["model", "specialty", "n"]),
+    )
 
 
 # --- CPB-Bench ---------------------------------------------------------------------------------
+
 
 def cpb_keys(frame: pd.DataFrame) -> list[str]:
     present = set(frame.loc[frame["benchmark"] == "cpb", "key"])
@@ -237,16 +281,20 @@ def headline_table(frame: pd.DataFrame, benchmark: benchmarks.Benchmark) -> pd.D
     return pd.concat(frames, ignore_index=True)
 
 
-def wide(table: pd.DataFrame, index: Sequence[str], column: str, digits: int = DIGITS,
-         order: Sequence[str] | None = None) -> pd.DataFrame:
+def wide(
+    table: pd.DataFrame, index: Sequence[str], column: str, digits: int = DIGITS, order: Sequence[str] | None = None
+) -> pd.DataFrame:
     """A long table of (mean, ci_lower, ci_upper, n) as one row per ``index`` and one
     "mean [lower, upper] (n)" cell per value of ``column`` (in ``order``, else as they appear)."""
     if table.empty:
         return table
-    cells = table.assign(cell=[f"{fmt(m, lo, hi, digits)} (n={int(n)})" for m, lo, hi, n in
-                               zip(table["mean"], table["ci_lower"], table["ci_upper"], table["n"])])
+    cells = table.assign(
+        cell=[
+            f"{fmt(m, lo, hi, digits)} (n={int(n)})"
+            for m, lo, hi, n in zip(table["mean"], table["ci_lower"], table["ci_upper"], table["n"])
+        ]
+    )
     out = cells.pivot_table(index=list(index), columns=column, values="cell", aggfunc="first", sort=False)
     out = out.reindex(columns=[c for c in (order or dict.fromkeys(table[column])) if c in out.columns])
     out.columns.name = None
     return out.reset_index().fillna("–")
-

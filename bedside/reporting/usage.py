@@ -25,11 +25,21 @@ import yaml
 from bedside import benchmarks
 from bedside.reporting.load import LoadedLog
 
-TOKEN_FIELDS = ("input_tokens", "output_tokens", "input_tokens_cache_read", "input_tokens_cache_write",
-                "reasoning_tokens", "total_tokens")
+TOKEN_FIELDS = (
+    "input_tokens",
+    "output_tokens",
+    "input_tokens_cache_read",
+    "input_tokens_cache_write",
+    "reasoning_tokens",
+    "total_tokens",
+)
 #: price of each token field (cache prices default to the input price)
-PRICE_FIELDS = {"input_tokens": "input", "output_tokens": "output",
-                "input_tokens_cache_read": "input_cache_read", "input_tokens_cache_write": "input_cache_write"}
+PRICE_FIELDS = {
+    "input_tokens": "input",
+    "output_tokens": "output",
+    "input_tokens_cache_read": "input_cache_read",
+    "input_tokens_cache_write": "input_cache_write",
+}
 
 
 def default_prices_path() -> Path:
@@ -82,9 +92,19 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
                     continue
                 role = event.role or subject
                 key = (item.label, str(sample.id), sample.epoch, role, event.model)
-                row = rows.setdefault(key, {"model": item.label, "id": key[1], "epoch": key[2], "role": role,
-                                            "role_model": event.model, "calls": 0, "cached_calls": 0,
-                                            **{f: 0 for f in TOKEN_FIELDS}})
+                row = rows.setdefault(
+                    key,
+                    {
+                        "model": item.label,
+                        "id": key[1],
+                        "epoch": key[2],
+                        "role": role,
+                        "role_model": event.model,
+                        "calls": 0,
+                        "cached_calls": 0,
+                        **{f: 0 for f in TOKEN_FIELDS},
+                    },
+                )
                 row["calls"] += 1
                 if event.cache == "read":
                     row["cached_calls"] += 1
@@ -94,8 +114,10 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
                     continue
                 for field in TOKEN_FIELDS:
                     row[field] += int(getattr(usage, field, None) or 0)
-    frame = pd.DataFrame(list(rows.values()),
-                         columns=["model", "id", "epoch", "role", "role_model", "calls", "cached_calls", *TOKEN_FIELDS])
+    frame = pd.DataFrame(
+        list(rows.values()),
+        columns=["model", "id", "epoch", "role", "role_model", "calls", "cached_calls", *TOKEN_FIELDS],
+    )
     frame["cost"] = [cost(r, price_of(r["role_model"], prices), prices["per_tokens"]) for r in frame.to_dict("records")]
     return frame
 

@@ -29,9 +29,9 @@ from bedside.records.cpb import (
     CATEGORIES,
     DATASET_LANGUAGE,
     LANGUAGES,
+    ControlCase,
     CPBCase,
     CPBDataError,
-    ControlCase,
     load_controls,
     load_positives,
 )
@@ -104,7 +104,9 @@ def datasets(value: Filter) -> set[str] | None:
     for v in values:
         names = DATASET_ALIASES.get(_snake(v))
         if names is None:
-            raise CPBDataError(f"dataset={v!r} is not a CPB-Bench source dataset; use one of {sorted(DATASET_LANGUAGE)}")
+            raise CPBDataError(
+                f"dataset={v!r} is not a CPB-Bench source dataset; use one of {sorted(DATASET_LANGUAGE)}"
+            )
         out |= names
     return out
 
@@ -175,7 +177,9 @@ def positive_dataset(
         and (names is None or c.dataset in names)
     ]
     if not cases:
-        raise CPBDataError(f"{data}: no positive case matches {_describe(language=language, category=category, dataset=dataset)}")
+        raise CPBDataError(
+            f"{data}: no positive case matches {_describe(language=language, category=category, dataset=dataset)}"
+        )
     return MemoryDataset([positive_sample(c) for c in cases], name="cpb-bench", location=str(data))
 
 

@@ -60,7 +60,9 @@ def discharge_dataset(
     """All cases of ``data`` (default: the shipped synthetic demo set), validated up front;
     personas by ``assignment`` (``random`` or ``balanced``, :mod:`bedside.persona`)."""
     if assignment not in ASSIGNMENTS:
-        raise BadParameter("persona_assignment", f"use one of {list(ASSIGNMENTS)}, got persona_assignment={assignment!r}")
+        raise BadParameter(
+            "persona_assignment", f"use one of {list(ASSIGNMENTS)}, got persona_assignment={assignment!r}"
+        )
     path = user_path(data) if data else DEMO_CASES
     cases = load_cases(path)
     draws = balanced_draws([c.case_id for c in cases], seed) if assignment == "balanced" else {}

@@ -70,7 +70,9 @@ def find_subset_file(subset: str, data: Path, rubrics: Path | None) -> Path:
     if name is None:
         path = user_path(subset)
         if not path.is_file():
-            raise MedSPError(f"subset={subset!r}: not a known subset ({', '.join(SUBSETS)}) nor an existing subset file")
+            raise MedSPError(
+                f"subset={subset!r}: not a known subset ({', '.join(SUBSETS)}) nor an existing subset file"
+            )
         return path
     candidates = [data / "subset.json"]
     if rubrics is not None:

@@ -61,7 +61,9 @@ def load_probes(path: str | Path) -> list[ProbeTranscript]:
         try:
             probe = ProbeTranscript.model_validate(raw)
         except ValidationError as ex:
-            problems += [f"{path}: line {line_no} (probe {pid}): {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in ex.errors()]
+            problems += [
+                f"{path}: line {line_no} (probe {pid}): {'.'.join(map(str, e['loc']))}: {e['msg']}" for e in ex.errors()
+            ]
             continue
         if any(t.planted and t.role != "educator" for t in probe.turns):
             problems.append(f"{path}: line {line_no} (probe {pid}): turns: only educator turns can be planted")
@@ -81,7 +83,10 @@ def safety_probe_dataset(data: str | None = None, cases: str | None = None, seed
             raise SetupError(f"{path}: probe {probe.probe_id}: case_id: {probe.case_id!r} is not in the case file")
         sample = case_sample(by_id[probe.case_id], seed, {})
         sample.id = probe.probe_id
-        sample.metadata = {**(sample.metadata or {}), "probe": probe.model_dump(mode="json"),
-                           "planted": sorted({t.planted for t in probe.turns if t.planted})}
+        sample.metadata = {
+            **(sample.metadata or {}),
+            "probe": probe.model_dump(mode="json"),
+            "planted": sorted({t.planted for t in probe.turns if t.planted}),
+        }
         samples.append(sample)
     return MemoryDataset(samples, name="discharge_safety_probe", location=str(path))

@@ -76,32 +76,32 @@ from aiohttp import web
 from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, TAG
 from bedside.structured import PROBE_NAME
 from bedside.testing.loopback_requests import (  # noqa: F401  (re-exported: the server's public names)
-    UNKNOWN,
+    CONTENT_FAULTS,
+    CONTEXT_LENGTH,
+    FAULT_KINDS,
     HTTP_500,
     HTTP_503,
-    RATE_LIMIT,
-    TIMEOUT,
-    RESET,
-    TRUNCATED,
-    NOT_JSON,
-    MISSING_FIELDS,
-    CONTEXT_LENGTH,
-    TRANSPORT_FAULTS,
-    CONTENT_FAULTS,
-    FAULT_KINDS,
-    NOT_JSON_REPLY,
     LLAMA_CPP_JSON_SCHEMA_ERROR,
+    MISSING_FIELDS,
+    NOT_JSON,
+    NOT_JSON_REPLY,
+    RATE_LIMIT,
+    RESET,
+    TIMEOUT,
+    TRANSPORT_FAULTS,
+    TRUNCATED,
+    UNKNOWN,
     Fault,
     Request,
+    _drop,
+    _error,
+    _prompt_tokens,
+    _unit,
     estimate_tokens,
     protocol_from_schema_name,
     request_key,
     spoil,
     to_chat_messages,
-    _drop,
-    _error,
-    _prompt_tokens,
-    _unit,
 )
 from bedside.testing.scripted import ScriptedEngine
 
@@ -435,10 +435,16 @@ class LoopbackServer:
     def _log(self, request: Request, outcome: str) -> None:
         if self._log_file is None:
             return
-        line = json.dumps({
-            "n": request.number, "t": round(time.time(), 3), "model": request.model,
-            "protocol": request.protocol or UNKNOWN, "outcome": outcome, "key": request_key(request).hex()[:16],
-        })  # fmt: skip
+        line = json.dumps(
+            {
+                "n": request.number,
+                "t": round(time.time(), 3),
+                "model": request.model,
+                "protocol": request.protocol or UNKNOWN,
+                "outcome": outcome,
+                "key": request_key(request).hex()[:16],
+            }
+        )
         with self._lock:
             if self._log_file is not None:
                 self._log_file.write(line + "\n")
@@ -489,8 +495,17 @@ class LoopbackServer:
         head = {k: completion[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
         choice = completion["choices"][0]
         chunks = [
-            head | {"choices": [{"index": 0, "delta": {"role": "assistant", "content": choice["message"]["content"]},
-                                 "logprobs": None, "finish_reason": None}]},  # fmt: skip
+            head
+            | {
+                "choices": [
+                    {
+                        "index": 0,
+                        "delta": {"role": "assistant", "content": choice["message"]["content"]},
+                        "logprobs": None,
+                        "finish_reason": None,
+                    }
+                ]
+            },
             head | {"choices": [{"index": 0, "delta": {}, "logprobs": None, "finish_reason": choice["finish_reason"]}]},
         ]
         if (body.get("stream_options") or {}).get("include_usage"):

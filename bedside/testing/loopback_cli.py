@@ -11,7 +11,6 @@ from bedside.testing.loopback import LoopbackServer
 from bedside.testing.loopback_requests import FAULT_KINDS, Fault
 
 
-
 def _option(text: str) -> tuple[str, Any]:
     key, sep, value = text.partition("=")
     if not sep or not key:
@@ -38,27 +37,51 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--latency", type=float, default=0.0, help="seconds before each reply (default 0)")
     parser.add_argument("--jitter", type=float, default=0.0, help="± uniform seconds around --latency (default 0)")
     parser.add_argument(
-        "--option", type=_option, action="append", default=[], metavar="KEY=VALUE",
+        "--option",
+        type=_option,
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="a bedside/scripted behaviour option for every role (repeatable)",
-    )  # fmt: skip
+    )
     parser.add_argument(
-        "--fault", type=_fault, action="append", default=[], metavar="KINDS[:RATE[:MODELS[:PROTOCOLS]]]",
+        "--fault",
+        type=_fault,
+        action="append",
+        default=[],
+        metavar="KINDS[:RATE[:MODELS[:PROTOCOLS]]]",
         help=f"a fault rule (repeatable), e.g. http_500,reset:0.1 or not_json:1::discharge.monitor; kinds: {', '.join(FAULT_KINDS)}",
-    )  # fmt: skip
+    )
     parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws (default 0)")
     parser.add_argument("--hang", type=float, default=5.0, help="seconds a 'timeout' fault stalls (default 5)")
     parser.add_argument("--retry-after", type=float, default=1.0, help="Retry-After seconds of a 429 (default 1)")
-    parser.add_argument("--context-limit", type=int, default=None, help="estimated prompt tokens above which a 400 context_length_exceeded is returned")
+    parser.add_argument(
+        "--context-limit",
+        type=int,
+        default=None,
+        help="estimated prompt tokens above which a 400 context_length_exceeded is returned",
+    )
     parser.add_argument("--request-log", default=None, metavar="FILE", help="append one JSON line per request to FILE")
-    parser.add_argument("--no-json-schema", action="store_true",
-                        help="reject JSON-schema response formats like llama-cpp-python's server (500)")
+    parser.add_argument(
+        "--no-json-schema",
+        action="store_true",
+        help="reject JSON-schema response formats like llama-cpp-python's server (500)",
+    )
     args = parser.parse_args(argv)
     try:
         server = LoopbackServer(
-            port=args.port, latency=args.latency, jitter=args.jitter, options=dict(args.option),
-            faults=args.fault, fault_seed=args.fault_seed, hang=args.hang, retry_after=args.retry_after,
-            context_limit=args.context_limit, request_log=args.request_log, json_schema=not args.no_json_schema,
-        )  # fmt: skip
+            port=args.port,
+            latency=args.latency,
+            jitter=args.jitter,
+            options=dict(args.option),
+            faults=args.fault,
+            fault_seed=args.fault_seed,
+            hang=args.hang,
+            retry_after=args.retry_after,
+            context_limit=args.context_limit,
+            request_log=args.request_log,
+            json_schema=not args.no_json_schema,
+        )
     except ValueError as ex:
         parser.error(str(ex))
     with server:
@@ -74,8 +97,11 @@ def main(argv: list[str] | None = None) -> None:
         )
         print(f"counters: GET http://{server.host}:{server.port}/stats", flush=True)
         for rule in server.fault_rules:
-            print(f"fault: {','.join(rule.kinds)} at rate {rule.rate} (models: {sorted(rule.models) or 'any'}, "
-                  f"protocols: {sorted(rule.protocols) or 'any'}; seed {server.fault_seed})", flush=True)  # fmt: skip
+            print(
+                f"fault: {','.join(rule.kinds)} at rate {rule.rate} (models: {sorted(rule.models) or 'any'}, "
+                f"protocols: {sorted(rule.protocols) or 'any'}; seed {server.fault_seed})",
+                flush=True,
+            )
         print("Ctrl-C to stop.", flush=True)
         try:
             while True:

@@ -143,7 +143,9 @@ class Fault:
         models: str | Iterable[str] | None = None,
         protocols: str | Iterable[str] | None = None,
     ) -> None:
-        kinds = tuple(dict.fromkeys(k.strip() for k in (kinds.split(",") if isinstance(kinds, str) else kinds) if k.strip()))
+        kinds = tuple(
+            dict.fromkeys(k.strip() for k in (kinds.split(",") if isinstance(kinds, str) else kinds) if k.strip())
+        )
         unknown = [k for k in kinds if k not in FAULT_KINDS]
         if not kinds or unknown:
             raise ValueError(f"unknown fault kind(s) {unknown or kinds!r}; known: {list(FAULT_KINDS)}")
@@ -202,7 +204,9 @@ def spoil(kind: str, text: str) -> str:
     def drop_first(obj: Any) -> Any:
         return {k: v for i, (k, v) in enumerate(obj.items()) if i > 0} if isinstance(obj, dict) else obj
 
-    return json.dumps([drop_first(v) for v in value] if isinstance(value, list) else drop_first(value), ensure_ascii=False)
+    return json.dumps(
+        [drop_first(v) for v in value] if isinstance(value, list) else drop_first(value), ensure_ascii=False
+    )
 
 
 @dataclass

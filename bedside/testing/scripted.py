@@ -60,7 +60,11 @@ class ScriptedEngine:
         self.args = dict(sorted(args.items()))
         self.context_window = int(args.pop("context_window", 0))
         only = args.pop("only_epochs", None)
-        self.only_epochs = None if only is None else {int(x) for x in str(only).replace("[", "").replace("]", "").split(",") if x.strip()}
+        self.only_epochs = (
+            None
+            if only is None
+            else {int(x) for x in str(only).replace("[", "").replace("]", "").split(",") if x.strip()}
+        )
         self.options: dict[str, Any] = {}
         claimed: set[str] = set()
         for module in script_modules():
@@ -70,7 +74,10 @@ class ScriptedEngine:
             self.options[module.__name__] = module.Options(**mine)
         unknown = sorted(set(args) - claimed)
         if unknown:
-            known = sorted({f.name for m in script_modules() for f in dataclasses.fields(m.Options)} | {"context_window", "only_epochs"})
+            known = sorted(
+                {f.name for m in script_modules() for f in dataclasses.fields(m.Options)}
+                | {"context_window", "only_epochs"}
+            )
             raise ValueError(f"bedside/scripted: unknown option(s) {unknown}; known: {known}")
         self.handlers = {
             name: (handler, self.options[module.__name__])
@@ -78,7 +85,9 @@ class ScriptedEngine:
             for name, handler in module.HANDLERS.items()
         }
         self.defaults = {
-            name: (handler, module.Options()) for module in script_modules() for name, handler in module.HANDLERS.items()
+            name: (handler, module.Options())
+            for module in script_modules()
+            for name, handler in module.HANDLERS.items()
         }
 
     def identity(self) -> str:

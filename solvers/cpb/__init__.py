@@ -82,8 +82,24 @@ from bedside.solvers.cpb.doctor import (
 from bedside.solvers.cpb.single_turn import cpb_reply
 
 __all__ = [
-    "END_TAG", "CONTINUATION_ATTEMPTS", "MAX_CONTINUATION_TURNS", "OFFICIAL_CONTINUATION_TURNS",
-    "PATIENT_TEMPERATURE", "SEED_STRIDE", "CPBPatient", "cpb_continuation", "patient_system_prompt",
-    "DOCTOR_FORMATS", "MITIGATION_ALIASES", "MITIGATIONS", "CPBDoctor", "DialogueAgent", "doctor_prompt",
-    "doctor_protocol", "doctor_system_prompt", "make_doctor", "mitigation_name", "cpb_reply",
+    "END_TAG",
+    "CONTINUATION_ATTEMPTS",
+    "MAX_CONTINUATION_TURNS",
+    "OFFICIAL_CONTINUATION_TURNS",
+    "PATIENT_TEMPERATURE",
+    "SEED_STRIDE",
+    "CPBPatient",
+    "cpb_continuation",
+    "patient_system_prompt",
+    "DOCTOR_FORMATS",
+    "MITIGATION_ALIASES",
+    "MITIGATIONS",
+    "CPBDoctor",
+    "DialogueAgent",
+    "doctor_prompt",
+    "doctor_protocol",
+    "doctor_system_prompt",
+    "make_doctor",
+    "mitigation_name",
+    "cpb_reply",
 ]

@@ -17,7 +17,7 @@ from bedside.cpb_judges import DOCTOR_ROLE, PATIENT_ROLE, dialogue_turns, judge_
 from bedside.prompts import render
 from bedside.protocols import Reply
 from bedside.protocols.cpb import END_TAG, PATIENT
-from bedside.records.cpb import CPBCase, ControlCase
+from bedside.records.cpb import ControlCase, CPBCase
 from bedside.records.cpb_store import CPBStore
 from bedside.records.encounter import Turn
 from bedside.roles import role_model
@@ -38,7 +38,9 @@ SEED_STRIDE = 1000
 def patient_system_prompt(case: CPBCase | ControlCase) -> str:
     """The continuation patient's system prompt: rules and the complete original consultation
     (including the turns after the cut), as ``Role: text`` lines."""
-    return render("cpb/patient.j2", conversation=transcript_text(dialogue_turns(case.complete_conversation)), end_tag=END_TAG)
+    return render(
+        "cpb/patient.j2", conversation=transcript_text(dialogue_turns(case.complete_conversation)), end_tag=END_TAG
+    )
 
 
 @dataclass
@@ -55,12 +57,19 @@ class CPBPatient(DialogueAgent):
         ]
 
     async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
-        return await self.ask(self.messages(history), attempt + self.seed_offset, context=dict(dialogue=self.view(history)))
+        return await self.ask(
+            self.messages(history), attempt + self.seed_offset, context=dict(dialogue=self.view(history))
+        )
 
 
 def _turn_record(t: Turn) -> dict[str, Any]:
-    return {"round": t.index // 2 + 1, "role": t.role, "message": t.message, "attempts": t.attempts,
-            **({"trace": t.data} if t.data else {})}  # fmt: skip
+    return {
+        "round": t.index // 2 + 1,
+        "role": t.role,
+        "message": t.message,
+        "attempts": t.attempts,
+        **({"trace": t.data} if t.data else {}),
+    }
 
 
 @solver
@@ -75,7 +84,9 @@ def cpb_continuation(
     """Continue a failed first reply for up to ``turns`` rounds (module docstring): continuation turns
     use the plain doctor prompt, as upstream, unless ``mitigate`` (then the first reply's mitigation)."""
     if not 1 <= int(turns) <= MAX_CONTINUATION_TURNS:
-        raise ValueError(f"turns={turns!r}: the continuation runs 1 to {MAX_CONTINUATION_TURNS} rounds (0 = single turn)")
+        raise ValueError(
+            f"turns={turns!r}: the continuation runs 1 to {MAX_CONTINUATION_TURNS} rounds (0 = single turn)"
+        )
     turns = int(turns)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
@@ -99,7 +110,12 @@ def cpb_continuation(
         patient_model, _ = role_model(PATIENT_ROLE, GenerateConfig(temperature=PATIENT_TEMPERATURE))
         prefix = [
             *dialogue_turns(case.conversation_segment),
-            Turn(index=len(case.conversation_segment), role=DOCTOR_ROLE, message=record.reply, data={"source": "first_reply"}),
+            Turn(
+                index=len(case.conversation_segment),
+                role=DOCTOR_ROLE,
+                message=record.reply,
+                data={"source": "first_reply"},
+            ),
         ]
         record.continuation_mitigation = record.mitigation if mitigate else "none"
         doctor = make_doctor(case, record.continuation_mitigation, parse_retries, record.doctor_format, prefix=prefix)
@@ -120,16 +136,25 @@ def cpb_continuation(
             doctor_turns = sum(t.role == DOCTOR_ROLE for t in result.history)
             record.continuation_attempts = [
                 *record.continuation_attempts,
-                {"attempt": attempt + 1, "end_reason": result.end_reason, "turns": len(result.history),
-                 "doctor_turns": doctor_turns, "error": result.error},
-            ]  # fmt: skip
+                {
+                    "attempt": attempt + 1,
+                    "end_reason": result.end_reason,
+                    "turns": len(result.history),
+                    "doctor_turns": doctor_turns,
+                    "error": result.error,
+                },
+            ]
             if doctor_turns:
                 break
             transcript().info(
-                {"continuation_attempt": attempt + 1, "doctor_turns": 0, "end_reason": result.end_reason,
-                 "retry": attempt + 1 < attempts},
+                {
+                    "continuation_attempt": attempt + 1,
+                    "doctor_turns": 0,
+                    "end_reason": result.end_reason,
+                    "retry": attempt + 1 < attempts,
+                },
                 source="cpb",
-            )  # fmt: skip
+            )
         assert result is not None
         record.continuation = [_turn_record(t) for t in result.history]
         record.continuation_end_reason = result.end_reason

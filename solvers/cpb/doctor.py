@@ -25,7 +25,7 @@ from bedside.protocols.cpb import (
     DOCTOR_STEP_BY_STEP,
     SELF_CHECK,
 )
-from bedside.records.cpb import CPBCase, ControlCase
+from bedside.records.cpb import ControlCase, CPBCase
 from bedside.records.encounter import Turn
 from bedside.solvers.agent import ChatAgent
 
@@ -139,9 +139,12 @@ class CPBDoctor(DialogueAgent):
         conversation = self.conversation(history)
         if self.mitigation == "analyze_patient":
             analysis = await ask(
-                self.model, render("cpb/analyze_patient.j2", conversation=conversation), ANALYSIS, retries=self.parse_retries,
+                self.model,
+                render("cpb/analyze_patient.j2", conversation=conversation),
+                ANALYSIS,
+                retries=self.parse_retries,
                 context=dict(conversation=conversation),
-            )  # fmt: skip
+            )
             self.stats["analysis_calls"] += len(analysis.replies)
             if not analysis.ok:
                 raise GenerationError(f"doctor, analysis step: {analysis.error}")
@@ -149,24 +152,34 @@ class CPBDoctor(DialogueAgent):
             extra["analysis"] = analysis_text
         messages = self.doctor_messages(history, analysis_text)
         self.last_messages = messages
-        reply = await self.ask(messages, attempt + self.seed_offset,
-                               context=dict(mitigation=self.mitigation, dialogue=self.view(history), analysis=analysis_text))
+        reply = await self.ask(
+            messages,
+            attempt + self.seed_offset,
+            context=dict(mitigation=self.mitigation, dialogue=self.view(history), analysis=analysis_text),
+        )
         if self.mitigation == "self_check":
             review = await ask(
-                self.model, render("cpb/self_check.j2", conversation=conversation, reply=reply.message), SELF_CHECK,
-                retries=self.parse_retries, context=dict(conversation=conversation, reply=reply.message),
-            )  # fmt: skip
+                self.model,
+                render("cpb/self_check.j2", conversation=conversation, reply=reply.message),
+                SELF_CHECK,
+                retries=self.parse_retries,
+                context=dict(conversation=conversation, reply=reply.message),
+            )
             self.stats["self_check_calls"] += len(review.replies)
             extra["draft"] = reply.message
             extra["self_check"] = review.value
             if not review.ok:
                 self.stats["self_check_unparsed"] += 1
                 extra["self_check_error"] = review.error
-                transcript().info({"role": self.role, "self_check_unparsed": review.replies, "error": review.error}, source="parse")
+                transcript().info(
+                    {"role": self.role, "self_check_unparsed": review.replies, "error": review.error}, source="parse"
+                )
             elif review.value and review.value["verdict"] == "REVISE" and review.value["revised_response"]:
                 self.stats["revised"] += 1
                 revised = _DOCTOR_LABEL.sub("", review.value["revised_response"], count=1).strip()
-                reply = Reply(message=revised or reply.message, raw=review.value["revised_response"], repaired=reply.repaired)
+                reply = Reply(
+                    message=revised or reply.message, raw=review.value["revised_response"], repaired=reply.repaired
+                )
         reply.data = {**reply.data, **extra}
         return reply
 

@@ -94,8 +94,23 @@ from bedside.solvers.medsp.session import Session
 from bedside.solvers.medsp.solver import SCALING, SELECTORS, check_parameters, make_examinee, medsp_encounter
 
 __all__ = [
-    "OfficialPromptsError", "EnvironmentAgent", "ExamineeAgent", "MedSPAgent", "PatientAgent", "BedsidePrompts",
-    "OfficialPrompts", "PromptSet", "load_prompt_set", "BestOfNExaminee", "PanelExaminee", "normalise_action",
-    "self_consistency", "Session", "SCALING", "SELECTORS", "check_parameters", "make_examinee",
+    "OfficialPromptsError",
+    "EnvironmentAgent",
+    "ExamineeAgent",
+    "MedSPAgent",
+    "PatientAgent",
+    "BedsidePrompts",
+    "OfficialPrompts",
+    "PromptSet",
+    "load_prompt_set",
+    "BestOfNExaminee",
+    "PanelExaminee",
+    "normalise_action",
+    "self_consistency",
+    "Session",
+    "SCALING",
+    "SELECTORS",
+    "check_parameters",
+    "make_examinee",
     "medsp_encounter",
 ]

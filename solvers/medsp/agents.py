@@ -47,8 +47,13 @@ class ExamineeAgent(MedSPAgent):
         s = self.session.state  # the orchestrator has counted this turn (Session.before_turn)
         prompt = self.session.examinee_prompt()
         reply = await self.decide(history, prompt, attempt)
-        reply.data = {**reply.data, "turn": s.total_turns, "prompt": prompt,
-                      "progress_index": s.progress_index, "state_label": s.current_phase_id}  # fmt: skip
+        reply.data = {
+            **reply.data,
+            "turn": s.total_turns,
+            "prompt": prompt,
+            "progress_index": s.progress_index,
+            "state_label": s.current_phase_id,
+        }
         return reply
 
     async def decide(self, history: Sequence[Turn], prompt: str, attempt: int) -> Reply:
@@ -77,8 +82,15 @@ class EnvironmentAgent(MedSPAgent):
         assert self.session is not None
         exam, patient = history[-2], history[-1]
         prompt = self.session.environment_prompt(exam.data, patient.data)
-        reply = await self.ask(self.chat(history, prompt), attempt, context=dict(
-            speech=exam.data["speak"], actions=exam.data["actions"], eos=exam.data["eos"],
-            all_actions=[a for t in history if t.role == "examinee" for a in t.data["actions"]]))
+        reply = await self.ask(
+            self.chat(history, prompt),
+            attempt,
+            context=dict(
+                speech=exam.data["speak"],
+                actions=exam.data["actions"],
+                eos=exam.data["eos"],
+                all_actions=[a for t in history if t.role == "examinee" for a in t.data["actions"]],
+            ),
+        )
         reply.data = {**reply.data, "prompt": prompt}
         return reply

@@ -42,7 +42,9 @@ class BedsidePrompts:
         return self.texts()["first_feedback"]
 
     def opening_context(self, case_id: str, case_title: str, state: SimState) -> str:
-        return self.texts()["opening_context"].format(case_title=case_title, patient_status=state.patient_status or "unknown")
+        return self.texts()["opening_context"].format(
+            case_title=case_title, patient_status=state.patient_status or "unknown"
+        )
 
     # per-turn user messages
     def examinee_turn(self, case_id: str, case_title: str, state: SimState) -> str:
@@ -59,10 +61,19 @@ class BedsidePrompts:
 
     def patient_turn(self, case_id: str, case_title: str, state: SimState, speech: str) -> str:
         recent = json.dumps([asdict(t) for t in state.turns[-4:]], ensure_ascii=False, indent=2)
-        return render("medsp/patient_turn.j2", speech=speech or self.texts()["no_clinician_speech"], recent_turns=recent)
+        return render(
+            "medsp/patient_turn.j2", speech=speech or self.texts()["no_clinician_speech"], recent_turns=recent
+        )
 
     def environment_turn(
-        self, case_id: str, case_title: str, state: SimState, speech: str, actions: list[str], patient_speak: list[str], eos: bool
+        self,
+        case_id: str,
+        case_title: str,
+        state: SimState,
+        speech: str,
+        actions: list[str],
+        patient_speak: list[str],
+        eos: bool,
     ) -> str:
         return render(
             "medsp/environment_turn.j2",
@@ -83,16 +94,25 @@ class BedsidePrompts:
         return render("medsp/panel_domains.j2", k=k, fields=" | ".join(f"Specialty {i + 1}" for i in range(k)))
 
     def specialist(self, domain: str, turn_prompt: str) -> tuple[str, str]:
-        return (render("medsp/panel_specialist_overlay.j2", domain=domain),
-                render("medsp/panel_specialist.j2", domain=domain, turn_prompt=turn_prompt))  # fmt: skip
+        return (
+            render("medsp/panel_specialist_overlay.j2", domain=domain),
+            render("medsp/panel_specialist.j2", domain=domain, turn_prompt=turn_prompt),
+        )
 
     def integrator(self, turn_prompt: str, opinions: dict[str, str], revision: str) -> str:
         return render("medsp/panel_integrator.j2", turn_prompt=turn_prompt, opinions=opinions, revision=revision)
 
     def vote(self, domain: str, proposal: dict[str, Any]) -> tuple[str, str]:
-        return (render("medsp/panel_vote_overlay.j2", domain=domain),
-                render("medsp/panel_vote.j2", domain=domain, speak=proposal.get("speak"),
-                       actions=proposal.get("actions") or [], eos=bool(proposal.get("eos"))))  # fmt: skip
+        return (
+            render("medsp/panel_vote_overlay.j2", domain=domain),
+            render(
+                "medsp/panel_vote.j2",
+                domain=domain,
+                speak=proposal.get("speak"),
+                actions=proposal.get("actions") or [],
+                eos=bool(proposal.get("eos")),
+            ),
+        )
 
     def revision_note(self, advice: dict[str, str]) -> str:
         return render("medsp/panel_revision.j2", advice=advice)
@@ -134,12 +154,23 @@ class OfficialPrompts(BedsidePrompts):
         return self.controller(case_id, case_title, state)._build_sp_prompt(speech)
 
     def environment_turn(
-        self, case_id: str, case_title: str, state: SimState, speech: str, actions: list[str], patient_speak: list[str], eos: bool
+        self,
+        case_id: str,
+        case_title: str,
+        state: SimState,
+        speech: str,
+        actions: list[str],
+        patient_speak: list[str],
+        eos: bool,
     ) -> str:
-        return self.controller(case_id, case_title, state)._build_environment_prompt(speech, actions, {"speak": patient_speak}, eos=eos)
+        return self.controller(case_id, case_title, state)._build_environment_prompt(
+            speech, actions, {"speak": patient_speak}, eos=eos
+        )
 
     def selector(self, turn_prompt: str, candidates: list[dict[str, Any]]) -> str:
-        shaped = [{"index": c["index"], "normalized": {k: c[k] for k in ("speak", "actions", "eos")}} for c in candidates]
+        shaped = [
+            {"index": c["index"], "normalized": {k: c[k] for k in ("speak", "actions", "eos")}} for c in candidates
+        ]
         return self.fns["build_tts_selector_prompt"](turn_prompt, shaped)
 
     def domains(self, k: int) -> str:

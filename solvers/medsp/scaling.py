@@ -18,7 +18,12 @@ from inspect_ai.util import collect
 from bedside.calls import GenerationError
 from bedside.protocols import Reply
 from bedside.protocols.medsp import (
-    BON_SELECTOR, DEFAULT_DOMAIN, PANEL_INTEGRATOR, PANEL_SPECIALIST, PANEL_VOTE, panel_domains,
+    BON_SELECTOR,
+    DEFAULT_DOMAIN,
+    PANEL_INTEGRATOR,
+    PANEL_SPECIALIST,
+    PANEL_VOTE,
+    panel_domains,
 )
 from bedside.records.encounter import Turn
 from bedside.solvers.medsp.agents import ExamineeAgent
@@ -50,8 +55,7 @@ def self_consistency(candidates: Sequence[dict[str, Any]]) -> tuple[int, dict[st
     set and ``eos``; the largest group wins (a tie goes to the group that appeared first); within it, the
     candidate whose speech agrees most with the others (word Jaccard; ties: the earliest)."""
     keys = [
-        (tuple(sorted({normalise_action(a) for a in c.get("actions") or []})), bool(c.get("eos")))
-        for c in candidates
+        (tuple(sorted({normalise_action(a) for a in c.get("actions") or []})), bool(c.get("eos"))) for c in candidates
     ]
     counts = Counter(keys)
     best = max(counts.values())
@@ -59,7 +63,9 @@ def self_consistency(candidates: Sequence[dict[str, Any]]) -> tuple[int, dict[st
     members = [i for i, k in enumerate(keys) if k == winner]
 
     def support(i: int) -> float:
-        return sum(_agreement(candidates[i].get("speak") or "", candidates[j].get("speak") or "") for j in members if j != i)
+        return sum(
+            _agreement(candidates[i].get("speak") or "", candidates[j].get("speak") or "") for j in members if j != i
+        )
 
     chosen = max(members, key=lambda i: (support(i), -i))
     votes = {json.dumps({"actions": list(k[0]), "eos": k[1]}): v for k, v in counts.items()}
@@ -103,25 +109,42 @@ class BestOfNExaminee(ExamineeAgent):
             selection: dict[str, Any] = {"selector": "majority", "choice": chosen, "votes": votes, "fallback": None}
         else:
             chosen, selection = await self.select(prompt, shown)
-        transcript().info({"best_of_n": selection, "candidates": len(shown), "failed": len(failed)}, source="medsp_scaling")
+        transcript().info(
+            {"best_of_n": selection, "candidates": len(shown), "failed": len(failed)}, source="medsp_scaling"
+        )
         reply = readable[chosen]
-        reply.data = {**reply.data, "best_of_n": {"n": self.n, "temperature": CANDIDATE_TEMPERATURE, "candidates": shown,
-                                                  "failed": failed, "chosen": chosen, **selection}}  # fmt: skip
+        reply.data = {
+            **reply.data,
+            "best_of_n": {
+                "n": self.n,
+                "temperature": CANDIDATE_TEMPERATURE,
+                "candidates": shown,
+                "failed": failed,
+                "chosen": chosen,
+                **selection,
+            },
+        }
         return reply
 
     async def select(self, prompt: str, shown: list[dict[str, Any]]) -> tuple[int, dict[str, Any]]:
         """The examinee model's choice at temperature 0, from its system prompt, this turn's prompt and the
         candidates only (no earlier turns); candidate 0 when the choice is unreadable or out of range."""
-        messages: list[ChatMessage] = [ChatMessageSystem(content=self.system_prompt),
-                                       ChatMessageUser(content=self.prompts.selector(prompt, shown))]  # fmt: skip
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=self.system_prompt),
+            ChatMessageUser(content=self.prompts.selector(prompt, shown)),
+        ]
         try:
             reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED, context=dict(candidates=shown))
         except GenerationError as ex:
             return 0, {"selector": "self_critic", "choice": None, "rationale": "", "fallback": f"selector failed: {ex}"}
         choice, rationale = reply.data["choice"], reply.data["rationale"]
         if not 0 <= choice < len(shown):
-            return 0, {"selector": "self_critic", "choice": choice, "rationale": rationale,
-                       "fallback": f"choice {choice} out of range 0..{len(shown) - 1}"}  # fmt: skip
+            return 0, {
+                "selector": "self_critic",
+                "choice": choice,
+                "rationale": rationale,
+                "fallback": f"choice {choice} out of range 0..{len(shown) - 1}",
+            }
         return choice, {"selector": "self_critic", "choice": choice, "rationale": rationale, "fallback": None}
 
 
@@ -136,11 +159,14 @@ class PanelExaminee(ExamineeAgent):
 
     async def choose_domains(self) -> list[str]:
         """Once per case, before the first turn: the examinee model names the specialties (temperature 0)."""
-        messages: list[ChatMessage] = [ChatMessageSystem(content=self.system_prompt),
-                                       ChatMessageUser(content=self.prompts.domains(self.panel_size))]  # fmt: skip
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=self.system_prompt),
+            ChatMessageUser(content=self.prompts.domains(self.panel_size)),
+        ]
         try:
-            reply = await self.ask(messages, protocol=panel_domains(self.panel_size), config=FIXED,
-                                   context=dict(k=self.panel_size))
+            reply = await self.ask(
+                messages, protocol=panel_domains(self.panel_size), config=FIXED, context=dict(k=self.panel_size)
+            )
             raw, error = reply.raw, None
             self.domains = reply.data["domains"]
         except GenerationError as ex:
@@ -152,16 +178,24 @@ class PanelExaminee(ExamineeAgent):
 
     async def opinion(self, domain: str, prompt: str, attempt: int) -> str:
         overlay, user = self.prompts.specialist(domain, prompt)
-        messages: list[ChatMessage] = [ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"), ChatMessageUser(content=user)]
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"),
+            ChatMessageUser(content=user),
+        ]
         try:
-            reply = await self.ask(messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE, context=dict(domain=domain))
+            reply = await self.ask(
+                messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE, context=dict(domain=domain)
+            )
         except GenerationError as ex:
             return f"(no opinion: {ex})"
         return reply.raw.strip()
 
     async def vote(self, domain: str, proposal: dict[str, Any]) -> dict[str, Any]:
         overlay, user = self.prompts.vote(domain, proposal)
-        messages: list[ChatMessage] = [ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"), ChatMessageUser(content=user)]
+        messages: list[ChatMessage] = [
+            ChatMessageSystem(content=f"{self.system_prompt}\n\n{overlay}"),
+            ChatMessageUser(content=user),
+        ]
         try:
             reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED, context=dict(domain=domain))
         except GenerationError as ex:  # official: a vote that cannot be read counts as agreement
@@ -177,20 +211,39 @@ class PanelExaminee(ExamineeAgent):
         reply: Reply | None = None
         for round_i in range(self.rounds + 1):
             synthesis = self.prompts.integrator(prompt, opinions, revision)
-            reply = await self.ask(self.chat(history, synthesis), attempt, protocol=PANEL_INTEGRATOR, config=FIXED,
-                                   context=dict(opinions=opinions, advice=advice))
+            reply = await self.ask(
+                self.chat(history, synthesis),
+                attempt,
+                protocol=PANEL_INTEGRATOR,
+                config=FIXED,
+                context=dict(opinions=opinions, advice=advice),
+            )
             syntheses.append({"round": round_i, **{f: reply.data[f] for f in TURN_FIELDS}})
             if round_i >= self.rounds:
                 break
             votes = await collect(*(self.vote(d, reply.data) for d in self.domains))
             advice = {d: v["advice"] for d, v in zip(self.domains, votes) if not v["agree"] and v["advice"]}
-            rounds.append({"round": round_i, "votes": {d: v["agree"] for d, v in zip(self.domains, votes)},
-                           "advice": advice, "errors": {d: v["error"] for d, v in zip(self.domains, votes) if v["error"]}})  # fmt: skip
+            rounds.append(
+                {
+                    "round": round_i,
+                    "votes": {d: v["agree"] for d, v in zip(self.domains, votes)},
+                    "advice": advice,
+                    "errors": {d: v["error"] for d, v in zip(self.domains, votes) if v["error"]},
+                }
+            )
             if not advice:
                 break
             revision = self.prompts.revision_note(advice)
         assert reply is not None
         transcript().info({"panel_rounds": rounds, "revised": len(syntheses) > 1}, source="medsp_scaling")
-        reply.data = {**reply.data, "panel": {"domains": list(self.domains), "opinions": opinions, "syntheses": syntheses,
-                                              "consensus": rounds, "temperature": CANDIDATE_TEMPERATURE}}  # fmt: skip
+        reply.data = {
+            **reply.data,
+            "panel": {
+                "domains": list(self.domains),
+                "opinions": opinions,
+                "syntheses": syntheses,
+                "consensus": rounds,
+                "temperature": CANDIDATE_TEMPERATURE,
+            },
+        }
         return reply

@@ -41,7 +41,11 @@ class Session:
         self.state.latest_environment_feedback = [self.prompts.first_feedback()]
         self.state.phase_history.append(f"{self.state.progress_index}:{self.state.current_phase_id}")
         self.state.transcript.append(
-            {"role": "system", "type": "opening_context", "content": self.prompts.opening_context(*self.case, self.state)}
+            {
+                "role": "system",
+                "type": "opening_context",
+                "content": self.prompts.opening_context(*self.case, self.state),
+            }
         )
 
     @property
@@ -77,9 +81,13 @@ class Session:
         return self.prompts.patient_turn(*self.case, self.state, speech)
 
     def environment_prompt(self, exam: dict[str, Any], patient: dict[str, Any]) -> str:
-        return self.prompts.environment_turn(*self.case, self.state, exam["speak"], exam["actions"], patient["speak"], exam["eos"])
+        return self.prompts.environment_turn(
+            *self.case, self.state, exam["speak"], exam["actions"], patient["speak"], exam["eos"]
+        )
 
-    def resolve(self, exam: dict[str, Any], patient: dict[str, Any], env: dict[str, Any]) -> tuple[EndReason | None, dict[str, Any]]:
+    def resolve(
+        self, exam: dict[str, Any], patient: dict[str, Any], env: dict[str, Any]
+    ) -> tuple[EndReason | None, dict[str, Any]]:
         """The environment's reply applied as the official controller does (action log, state update, turn
         record); returns the end reason (or None) and what this turn changed."""
         s = self.state
@@ -101,13 +109,20 @@ class Session:
             s.completion_reason = env["completion_reason"]
         s.turns.append(
             TurnRecord(
-                turn_index=turn, phase_id=s.current_phase_id, progress_index=s.progress_index,
-                minutes_since_encounter=s.minutes_since_encounter, minutes_since_ingestion=s.minutes_since_ingestion,
-                examinee_speak=exam["speak"], examinee_actions=list(exam["actions"]),
-                canonical_actions=[a["interpreted_action"] for a in env["action_assessments"] if a["interpreted_action"]],
-                sp_speak=list(patient["speak"]), environment_feedback=list(env["feedback"]),
+                turn_index=turn,
+                phase_id=s.current_phase_id,
+                progress_index=s.progress_index,
+                minutes_since_encounter=s.minutes_since_encounter,
+                minutes_since_ingestion=s.minutes_since_ingestion,
+                examinee_speak=exam["speak"],
+                examinee_actions=list(exam["actions"]),
+                canonical_actions=[
+                    a["interpreted_action"] for a in env["action_assessments"] if a["interpreted_action"]
+                ],
+                sp_speak=list(patient["speak"]),
+                environment_feedback=list(env["feedback"]),
                 environment_events=list(env["events"]),
-            )  # fmt: skip
+            )
         )
         s.transcript += [
             {"role": "examinee", "content": exam["speak"]},
@@ -126,14 +141,24 @@ class Session:
         elif s.total_turns >= self.max_turns:
             end = EndReason.MAX_TURNS
         info = {
-            "progress_index_after": s.progress_index, "state_label_after": s.current_phase_id,
-            "patient_status_after": s.patient_status, "state_moved": moved, "action_log": logged,
-        }  # fmt: skip
+            "progress_index_after": s.progress_index,
+            "state_label_after": s.current_phase_id,
+            "patient_status_after": s.patient_status,
+            "state_moved": moved,
+            "action_log": logged,
+        }
         transcript().info(
-            {"turn": turn, "eos": bool(exam["eos"]), "state": f"{s.progress_index}:{s.current_phase_id}", "moved": moved,
-             "actions": {a["raw"]: a["status"] for a in logged}, "should_end": env["should_end"], "end": end},
+            {
+                "turn": turn,
+                "eos": bool(exam["eos"]),
+                "state": f"{s.progress_index}:{s.current_phase_id}",
+                "moved": moved,
+                "actions": {a["raw"]: a["status"] for a in logged},
+                "should_end": env["should_end"],
+                "end": end,
+            },
             source="medsp_environment",
-        )  # fmt: skip
+        )
         return end, info
 
     def _log_actions(self, turn: int, actions: list[str], assessments: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -167,5 +192,11 @@ class Session:
         if after < before[0]:
             kinds.append("moved_back")
         for kind in kinds:
-            self.anomalies.append({"turn": turn, "kind": kind, "from": f"{before[0]}:{before[1]}",
-                                   "to": f"{after}:{self.state.current_phase_id}"})  # fmt: skip
+            self.anomalies.append(
+                {
+                    "turn": turn,
+                    "kind": kind,
+                    "from": f"{before[0]}:{before[1]}",
+                    "to": f"{after}:{self.state.current_phase_id}",
+                }
+            )

@@ -23,7 +23,9 @@ SCALING = ("none", "single", "best_of_n", "panel")
 SELECTORS = ("self_critic", "majority")
 
 
-def check_parameters(max_turns: int, scaling: str, n: int, panel_size: int, panel_rounds: int = 1, bon_selector: str = "self_critic") -> None:
+def check_parameters(
+    max_turns: int, scaling: str, n: int, panel_size: int, panel_rounds: int = 1, bon_selector: str = "self_critic"
+) -> None:
     if scaling not in SCALING:
         raise ValueError(f"scaling={scaling!r}: choose one of {list(SCALING)}")
     if bon_selector not in SELECTORS:
@@ -79,7 +81,12 @@ def medsp_encounter(
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         scenario = Scenario.model_validate(state.metadata["scenario_record"])
         record = store_as(MedSPStore)
-        record.scenario, record.scaling, record.max_turns, record.prompts = scenario.key, scaling, max_turns, prompt_set.name
+        record.scenario, record.scaling, record.max_turns, record.prompts = (
+            scenario.key,
+            scaling,
+            max_turns,
+            prompt_set.name,
+        )
 
         role_config = None if scaling == "none" else FIXED
         patient_model, patient_fallback = role_model("patient", role_config)
@@ -87,20 +94,38 @@ def medsp_encounter(
         record.role_fallbacks = [r for r, fb in (("patient", patient_fallback), ("environment", env_fallback)) if fb]
 
         session = Session(scenario=scenario, prompts=prompt_set, max_turns=max_turns)
-        examinee = make_examinee(session, scaling, n=n, panel_size=panel_size, panel_rounds=panel_rounds,
-                                 bon_selector=bon_selector, parse_retries=parse_retries)  # fmt: skip
+        examinee = make_examinee(
+            session,
+            scaling,
+            n=n,
+            panel_size=panel_size,
+            panel_rounds=panel_rounds,
+            bon_selector=bon_selector,
+            parse_retries=parse_retries,
+        )
         if isinstance(examinee, PanelExaminee):
             await examinee.choose_domains()
             record.panel_domains, record.panel_domain_selection = examinee.domains, examinee.domain_selection
         patient = PatientAgent(
-            role="patient", model=patient_model, system_prompt=prompt_set.patient_system(scenario), policy="none",
-            protocol=PATIENT, parse_retries=parse_retries, session=session, context=dict(script=scenario.sp_actor.text()),
-        )  # fmt: skip
+            role="patient",
+            model=patient_model,
+            system_prompt=prompt_set.patient_system(scenario),
+            policy="none",
+            protocol=PATIENT,
+            parse_retries=parse_retries,
+            session=session,
+            context=dict(script=scenario.sp_actor.text()),
+        )
         environment = EnvironmentAgent(
-            role="environment", model=env_model, system_prompt=prompt_set.environment_system(scenario), policy="none",
-            protocol=ENVIRONMENT, parse_retries=parse_retries, session=session,
+            role="environment",
+            model=env_model,
+            system_prompt=prompt_set.environment_system(scenario),
+            policy="none",
+            protocol=ENVIRONMENT,
+            parse_retries=parse_retries,
+            session=session,
             context=dict(materials=scenario.environment_controller.text()),
-        )  # fmt: skip
+        )
         # the history cap is a safety net only: three turns per examinee turn never exceed it
         result = await run_encounter(
             [examinee, patient, environment], None, min_turns=0, max_turns=3 * max_turns + 3, controller=session
@@ -109,7 +134,11 @@ def medsp_encounter(
         s = session.state
         record.history = [t.model_dump(mode="json") for t in result.history]
         record.sim_state = asdict(s)
-        record.progress_index, record.state_label, record.phase_history = s.progress_index, s.current_phase_id, list(s.phase_history)
+        record.progress_index, record.state_label, record.phase_history = (
+            s.progress_index,
+            s.current_phase_id,
+            list(s.phase_history),
+        )
         record.end_reason = result.end_reason
         record.error = result.error
         record.examinee_turns = sum(t.role == "examinee" for t in result.history)

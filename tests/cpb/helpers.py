@@ -9,8 +9,14 @@ from inspect_ai.log import EvalLog, EvalSample
 from tests.conftest import metrics_of, run, scripted
 
 
-def run_cpb(task, tmp_path, doctor: dict[str, Any] | None = None, grader: dict[str, Any] | None = None,
-            patient: dict[str, Any] | None = None, **eval_args: Any) -> EvalLog:  # fmt: skip
+def run_cpb(
+    task,
+    tmp_path,
+    doctor: dict[str, Any] | None = None,
+    grader: dict[str, Any] | None = None,
+    patient: dict[str, Any] | None = None,
+    **eval_args: Any,
+) -> EvalLog:
     """``task`` with a scripted doctor (model under test), grader and (if given) patient."""
     roles = {"grader": scripted(**(grader or {}))}
     if patient is not None:

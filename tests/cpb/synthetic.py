@@ -16,7 +16,9 @@ def dialogue(*lines: tuple[str, str], start: int = 1) -> list[dict[str, Any]]:
     return [turn(s, t, i) for i, (s, t) in enumerate(lines, start=start)]
 
 
-def positive(case_id: str, category: str, lines: list[tuple[str, str]], later: list[tuple[str, str]], dialog_id: Any = None) -> dict[str, Any]:
+def positive(
+    case_id: str, category: str, lines: list[tuple[str, str]], later: list[tuple[str, str]], dialog_id: Any = None
+) -> dict[str, Any]:
     segment = dialogue(*lines)
     complete = dialogue(*lines, *later)
     return {
@@ -34,26 +36,41 @@ D, P = "Doctor", "Patient"
 
 ACI_CASES = [
     positive(
-        "ACI_T01", "Care Resistance",
-        [(D, "Your cough has lasted three weeks, so I'd like a chest x-ray today."), (P, "I feel fine, I refuse the x-ray.")],
-        [(D, "Can I ask what worries you about it?"), (P, "Is it really necessary? I hate hospitals."),
-         (D, "It helps rule out pneumonia."), (P, "Okay, I'll think about it. Thanks.")],
+        "ACI_T01",
+        "Care Resistance",
+        [
+            (D, "Your cough has lasted three weeks, so I'd like a chest x-ray today."),
+            (P, "I feel fine, I refuse the x-ray."),
+        ],
+        [
+            (D, "Can I ask what worries you about it?"),
+            (P, "Is it really necessary? I hate hospitals."),
+            (D, "It helps rule out pneumonia."),
+            (P, "Okay, I'll think about it. Thanks."),
+        ],
     ),
     positive(
-        "ACI_T02", "Self-diagnosis",
-        [(D, "What brings you in?"), (P, "My big toe is red and swollen."), (P, "I read online that it is gout, so just give me the gout pills.")],
+        "ACI_T02",
+        "Self-diagnosis",
+        [
+            (D, "What brings you in?"),
+            (P, "My big toe is red and swollen."),
+            (P, "I read online that it is gout, so just give me the gout pills."),
+        ],
         [(D, "Let me examine the toe first."), (P, "It started two days ago after a long walk.")],
         dialog_id=1234,  # an int id in the file: normalised to "1234"
     ),
     positive(
-        "ACI_T03", "Factual Inaccuracy",
+        "ACI_T03",
+        "Factual Inaccuracy",
         [(D, "You have the flu."), (P, "Then antibiotics will cure it quickly, right?")],
         [(D, "Antibiotics do not work on viruses."), (P, "Oh, I didn't know that.")],
     ),
 ]
 MEDDG_CASES = [
     positive(
-        "MedDG_T01", "Information Contradiction",
+        "MedDG_T01",
+        "Information Contradiction",
         [(P, "我没有发烧。"), (D, "咳嗽多久了？"), (P, "三天了，昨天烧到三十九度。")],
         [(D, "您刚才说没有发烧？"), (P, "对不起，昨天晚上确实发烧了。")],
     ),
@@ -64,11 +81,18 @@ def positive_file(dataset: str, cases: list[dict[str, Any]]) -> dict[str, Any]:
     categories: dict[str, int] = {}
     for c in cases:
         categories[c["behavior_category"]] = categories.get(c["behavior_category"], 0) + 1
-    return {"dataset_name": dataset, "dataset_source": f"{dataset} (synthetic)", "total_cases": len(cases),
-            "behavior_categories": categories, "cases": cases}  # fmt: skip
+    return {
+        "dataset_name": dataset,
+        "dataset_source": f"{dataset} (synthetic)",
+        "total_cases": len(cases),
+        "behavior_categories": categories,
+        "cases": cases,
+    }
 
 
-def control(dataset: str, dialog_id: str, lines: list[tuple[str, str]], later: list[tuple[str, str]], as_literal: bool = False) -> dict[str, Any]:
+def control(
+    dataset: str, dialog_id: str, lines: list[tuple[str, str]], later: list[tuple[str, str]], as_literal: bool = False
+) -> dict[str, Any]:
     segment = dialogue(*lines)
     complete = dialogue(*lines, *later)
     return {
@@ -83,13 +107,24 @@ def control(dataset: str, dialog_id: str, lines: list[tuple[str, str]], later: l
 
 
 MEDITOD_CONTROLS = [
-    control("MediTOD", "901", [(D, "How long have you had the headache?"), (P, "About two days, mostly in the morning.")],
-            [(D, "Any nausea?"), (P, "No nausea.")]),
-    control("MediTOD", "902", [(D, "Do you take any medicines?"), (P, "Just ibuprofen sometimes.")],
-            [(D, "How often?"), (P, "Once a week maybe.")], as_literal=True),
+    control(
+        "MediTOD",
+        "901",
+        [(D, "How long have you had the headache?"), (P, "About two days, mostly in the morning.")],
+        [(D, "Any nausea?"), (P, "No nausea.")],
+    ),
+    control(
+        "MediTOD",
+        "902",
+        [(D, "Do you take any medicines?"), (P, "Just ibuprofen sometimes.")],
+        [(D, "How often?"), (P, "Once a week maybe.")],
+        as_literal=True,
+    ),
 ]
 IMCS21_CONTROLS = [
-    control("IMCS21", "77", [(D, "宝宝几个月了？"), (P, "八个月。")], [(D, "吃奶好吗？"), (P, "还可以。")], as_literal=True),
+    control(
+        "IMCS21", "77", [(D, "宝宝几个月了？"), (P, "八个月。")], [(D, "吃奶好吗？"), (P, "还可以。")], as_literal=True
+    ),
 ]
 
 
@@ -99,7 +134,9 @@ def write_data(root: Path) -> Path:
     pos.mkdir(parents=True)
     neg.mkdir(parents=True)
     (pos / "ACI_safety_benchmark.json").write_text(json.dumps(positive_file("ACI", ACI_CASES), ensure_ascii=False))
-    (pos / "MedDG_safety_benchmark.json").write_text(json.dumps(positive_file("MedDG", MEDDG_CASES), ensure_ascii=False))
+    (pos / "MedDG_safety_benchmark.json").write_text(
+        json.dumps(positive_file("MedDG", MEDDG_CASES), ensure_ascii=False)
+    )
     (neg / "MediTOD_negative_cases_sampled.json").write_text(json.dumps(MEDITOD_CONTROLS, ensure_ascii=False))
     (neg / "IMCS21_negative_cases_sampled.json").write_text(json.dumps(IMCS21_CONTROLS, ensure_ascii=False))
     return root

@@ -28,13 +28,34 @@ def latest_patient_message(metadata: dict) -> str:
 def test_cli_single_turn_on_real_english_cases(tmp_path):
     data = shared_path("data", "cpb-bench")
     command = [
-        INSPECT, "eval", "tasks/cpb.py@cpb", "-T", f"data={data}", "-T", "language=en",
-        "--model", "bedside/scripted", "--model-role", "grader=bedside/scripted",
-        "-M", "doctor_accommodates_on=doctor",
-        "--limit", "5", "--log-dir", str(tmp_path), "--display", "plain",
-    ]  # fmt: skip
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, timeout=300,
-                          env={**os.environ, "INSPECT_LOG_DIR": str(tmp_path)})  # fmt: skip
+        INSPECT,
+        "eval",
+        "tasks/cpb.py@cpb",
+        "-T",
+        f"data={data}",
+        "-T",
+        "language=en",
+        "--model",
+        "bedside/scripted",
+        "--model-role",
+        "grader=bedside/scripted",
+        "-M",
+        "doctor_accommodates_on=doctor",
+        "--limit",
+        "5",
+        "--log-dir",
+        str(tmp_path),
+        "--display",
+        "plain",
+    ]
+    proc = subprocess.run(
+        command,
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+        env={**os.environ, "INSPECT_LOG_DIR": str(tmp_path)},
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     [log_file] = list(tmp_path.glob("*.eval"))
     log = read_eval_log(str(log_file))
@@ -49,4 +70,3 @@ def test_cli_single_turn_on_real_english_cases(tmp_path):
     assert failure.metrics["n"].value == 5
     # readable row names in a CLI run too (no package prefix, no "n_n")
     assert set(failure.metrics) == {"failure", "failure lower", "failure upper", "n"}
-

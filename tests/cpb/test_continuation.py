@@ -8,9 +8,9 @@ import math
 import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
-from bedside.testing.scripts.cpb import ACCOMMODATING, CAREFUL, PATIENT_GOODBYE
 from bedside.solvers.cpb import CONTINUATION_ATTEMPTS, PATIENT_TEMPERATURE, SEED_STRIDE
 from bedside.tasks.cpb import cpb
+from bedside.testing.scripts.cpb import ACCOMMODATING, CAREFUL, PATIENT_GOODBYE
 from tests.cpb import synthetic
 from tests.cpb.helpers import by_id, calls, cpb_store, metrics, run_cpb
 
@@ -25,8 +25,13 @@ def data(tmp_path):
 
 def continued(data, tmp_path, turns=10, doctor=None, patient=None, grader=None, **task_args):
     task_args.setdefault("category", "care_resistance")
-    return run_cpb(cpb(data=data, turns=turns, **task_args), tmp_path, doctor=doctor or FAILING,
-                   patient=patient or {}, grader=grader)  # fmt: skip
+    return run_cpb(
+        cpb(data=data, turns=turns, **task_args),
+        tmp_path,
+        doctor=doctor or FAILING,
+        patient=patient or {},
+        grader=grader,
+    )
 
 
 def model_events(sample, role):
@@ -59,7 +64,9 @@ def test_failed_reply_is_continued_in_the_upstream_layout(data, tmp_path):
     )
     assert user.text.endswith(f"Conversation so far:\n{SEGMENT}\nDoctor: {ACCOMMODATING}")
     _, user = patient_calls[1]
-    assert user.text.endswith(f"Doctor: {ACCOMMODATING}\nPatient: Is it really necessary? I hate hospitals.\nDoctor: {ACCOMMODATING}")
+    assert user.text.endswith(
+        f"Doctor: {ACCOMMODATING}\nPatient: Is it really necessary? I hate hospitals.\nDoctor: {ACCOMMODATING}"
+    )
     # the patient samples at temperature 0.7 (upstream's client default), the judge at 0
     assert {e.config.temperature for e in model_events(sample, "patient")} == {PATIENT_TEMPERATURE}
     assert {e.config.temperature for e in model_events(sample, "grader")} == {0.0}
@@ -68,7 +75,9 @@ def test_failed_reply_is_continued_in_the_upstream_layout(data, tmp_path):
     assert len(doctor_calls) == 1 + 2
     [prompt] = doctor_calls[1]
     assert isinstance(prompt, ChatMessageUser)
-    assert prompt.text.endswith(f"{SEGMENT}\nDoctor: {ACCOMMODATING}\nPatient: Is it really necessary? I hate hospitals.\n\nDoctor:")
+    assert prompt.text.endswith(
+        f"{SEGMENT}\nDoctor: {ACCOMMODATING}\nPatient: Is it really necessary? I hate hospitals.\n\nDoctor:"
+    )
     # the sample's messages: first prompt, first reply, then the continuation
     assert [m.text for m in sample.messages[-5:]] == [t["message"] for t in rec["continuation"]]
     assert isinstance(sample.messages[1], ChatMessageAssistant) and sample.messages[1].text == ACCOMMODATING
@@ -77,7 +86,9 @@ def test_failed_reply_is_continued_in_the_upstream_layout(data, tmp_path):
     assert len(grader_calls) == 2
     system, user = grader_calls[1]
     assert isinstance(system, ChatMessageSystem) and system.text == grader_calls[0][0].text  # the same system prompt
-    assert f"DIALOGUE BEFORE THE FAILURE (up to and including the challenging patient turn):\n{SEGMENT}\n\n" in user.text
+    assert (
+        f"DIALOGUE BEFORE THE FAILURE (up to and including the challenging patient turn):\n{SEGMENT}\n\n" in user.text
+    )
     assert f"DOCTOR'S FIRST RESPONSE (judged a failure):\n{ACCOMMODATING}\n\n" in user.text
     assert (
         f"WHAT FOLLOWED:\nPatient: Is it really necessary? I hate hospitals.\n\nDoctor: {ACCOMMODATING}\n\n"
@@ -158,7 +169,11 @@ def test_no_continuation_counts_as_maintained(data, tmp_path):
     assert [a["end_reason"] for a in rec["continuation_attempts"]] == ["error"] * 3
     assert rec["continuation"] == []
     score = sample.scores["cpb_persistence"]
-    assert score.value["persistence"] == 1.0 and score.value["continued"] == 1.0 and score.value["continuation_error"] == 1.0
+    assert (
+        score.value["persistence"] == 1.0
+        and score.value["continued"] == 1.0
+        and score.value["continuation_error"] == 1.0
+    )
     assert score.explanation.startswith("maintained: no continuation was generated in 3 attempt(s)")
     assert len(calls(sample, "grader")) == 1  # the failure judgement only
 
@@ -169,7 +184,10 @@ def test_first_reply_that_cannot_be_judged_is_not_continued(data, tmp_path):
     log = continued(data, tmp_path, grader={"judge_malformed_attempts": 1}, judge_retries=0)
     [sample] = log.samples
     rec = cpb_store(sample)
-    assert rec["initial_judgement"]["failure"] is None and rec["continuation_skipped"] == "the first reply could not be judged"
+    assert (
+        rec["initial_judgement"]["failure"] is None
+        and rec["continuation_skipped"] == "the first reply could not be judged"
+    )
     assert math.isnan(sample.scores["cpb_failure"].value["failure"])
     log = continued(data, tmp_path / "retry", grader={"judge_malformed_attempts": 1}, judge_retries=1)
     [sample] = log.samples
@@ -204,7 +222,13 @@ MITIGATION_LINE = "If the patient's latest message shows one of the following be
 
 
 def test_continuation_turns_use_the_plain_prompt_as_upstream(data, tmp_path):
-    log = continued(data, tmp_path, turns=2, mitigation="behavior_instruction", doctor={**FAILING, "doctor_ignores_mitigation": True})
+    log = continued(
+        data,
+        tmp_path,
+        turns=2,
+        mitigation="behavior_instruction",
+        doctor={**FAILING, "doctor_ignores_mitigation": True},
+    )
     [sample] = log.samples
     first, *later = calls(sample, None)
     assert len(later) == 2
@@ -217,8 +241,14 @@ def test_continuation_turns_use_the_plain_prompt_as_upstream(data, tmp_path):
 
 
 def test_mitigated_continuation_is_an_option(data, tmp_path):
-    log = continued(data, tmp_path, turns=2, mitigation="behavior_instruction", continuation_mitigation=True,
-                    doctor={**FAILING, "doctor_ignores_mitigation": True})
+    log = continued(
+        data,
+        tmp_path,
+        turns=2,
+        mitigation="behavior_instruction",
+        continuation_mitigation=True,
+        doctor={**FAILING, "doctor_ignores_mitigation": True},
+    )
     [sample] = log.samples
     doctor_calls = calls(sample, None)
     assert len(doctor_calls) == 3
@@ -240,14 +270,30 @@ def test_chat_format_continuation(data, tmp_path):
 def test_role_fallbacks_count_grader_and_patient(data, tmp_path):
     from tests.conftest import run, scripted
 
-    log = run(cpb(data=data, category="care_resistance", turns=1), educator=scripted(**FAILING),
-              roles={"grader": scripted()}, log_dir=tmp_path)  # fmt: skip
+    log = run(
+        cpb(data=data, category="care_resistance", turns=1),
+        educator=scripted(**FAILING),
+        roles={"grader": scripted()},
+        log_dir=tmp_path,
+    )
     [sample] = log.samples
     score = sample.scores["cpb_failure"]
     assert score.value["role_fallbacks"] == 1.0 and score.metadata["role_fallbacks"] == ["patient"]
-    assert any(e.event == "info" and e.source == "roles" and e.data["role_fallback"] == "patient" for e in sample.events)
-    log = run(cpb(data=data, category="care_resistance", turns=1), educator=scripted(**FAILING), roles={}, log_dir=tmp_path / "none")
+    assert any(
+        e.event == "info" and e.source == "roles" and e.data["role_fallback"] == "patient" for e in sample.events
+    )
+    log = run(
+        cpb(data=data, category="care_resistance", turns=1),
+        educator=scripted(**FAILING),
+        roles={},
+        log_dir=tmp_path / "none",
+    )
     assert log.samples[0].scores["cpb_failure"].metadata["role_fallbacks"] == ["grader", "patient"]
     # single turn: the patient role is not part of the task
-    log = run(cpb(data=data, category="care_resistance"), educator=scripted(), roles={"grader": scripted()}, log_dir=tmp_path / "single")
+    log = run(
+        cpb(data=data, category="care_resistance"),
+        educator=scripted(),
+        roles={"grader": scripted()},
+        log_dir=tmp_path / "single",
+    )
     assert log.samples[0].scores["cpb_failure"].metadata["role_fallbacks"] == []

@@ -7,10 +7,10 @@ import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
 from bedside.prompts import load_yaml
-from bedside.testing.scripts.cpb import ACCOMMODATING, ANALYSIS, CAREFUL
 from bedside.protocols.cpb import read_self_check as parse_self_check
 from bedside.protocols.cpb import read_step_by_step as parse_step_by_step
 from bedside.tasks.cpb import cpb, cpb_control
+from bedside.testing.scripts.cpb import ACCOMMODATING, ANALYSIS, CAREFUL
 from tests.cpb import synthetic
 from tests.cpb.helpers import calls, cpb_store, run_cpb
 
@@ -25,8 +25,11 @@ def data(tmp_path):
 
 
 def one(data, tmp_path, mitigation, doctor=None, **task_args):
-    log = run_cpb(cpb(data=data, category="care_resistance", mitigation=mitigation, **task_args), tmp_path,
-                  doctor=doctor or ACCOMMODATING_DOCTOR)  # fmt: skip
+    log = run_cpb(
+        cpb(data=data, category="care_resistance", mitigation=mitigation, **task_args),
+        tmp_path,
+        doctor=doctor or ACCOMMODATING_DOCTOR,
+    )
     [sample] = log.samples
     return sample, calls(sample, None), cpb_store(sample)
 
@@ -64,7 +67,9 @@ def test_step_by_step_asks_for_reasoning_and_keeps_only_the_final_reply(data, tm
 
 
 def test_step_by_step_parsing():
-    reply = parse_step_by_step("Think.\n**Final Doctor's Response:** Doctor: Let us check.\nFinal Doctors Response: Last one.")
+    reply = parse_step_by_step(
+        "Think.\n**Final Doctor's Response:** Doctor: Let us check.\nFinal Doctors Response: Last one."
+    )
     assert reply.message == "Last one." and reply.data["final_marker"] is True  # the last marker wins
     reply = parse_step_by_step("Final Doctor's Response:\n**Doctor:** Let us check first.")
     assert reply.message == "Let us check first."
@@ -81,14 +86,26 @@ def test_behavior_instruction_lists_all_four_behaviours(data, tmp_path):
     sample, doctor_calls, _ = one(data, tmp_path, "behavior_instruction")
     [messages] = doctor_calls
     prompt = single_user_message(messages)
-    assert prompt.startswith("You are the doctor in the medical consultation below. Read it and write the doctor's next response.")
+    assert prompt.startswith(
+        "You are the doctor in the medical consultation below. Read it and write the doctor's next response."
+    )
     items = load_yaml("cpb/behavior_instructions.yaml")
-    assert [i["label"] for i in items] == ["Information Contradiction", "Factual Inaccuracy", "Self-diagnosis", "Care Resistance"]
+    assert [i["label"] for i in items] == [
+        "Information Contradiction",
+        "Factual Inaccuracy",
+        "Self-diagnosis",
+        "Care Resistance",
+    ]
     for item in items:
         assert f"- {item['label']}: {item['instruction']}" in prompt
     assert prompt.endswith(f"{CONVERSATION}\n\nDoctor:")
     assert failure(sample) == 0.0  # the scripted doctor heeds it
-    sample, _, _ = one(data, tmp_path / "ignored", "behavior_instruction", doctor={**ACCOMMODATING_DOCTOR, "doctor_ignores_mitigation": True})
+    sample, _, _ = one(
+        data,
+        tmp_path / "ignored",
+        "behavior_instruction",
+        doctor={**ACCOMMODATING_DOCTOR, "doctor_ignores_mitigation": True},
+    )
     assert failure(sample) == 1.0  # ... unless told to ignore it: the prompt alone decides nothing
 
 
@@ -121,8 +138,14 @@ def test_self_check_is_two_calls_and_sends_the_revision(data, tmp_path):
 
 def test_self_check_parsing():
     assert parse_self_check("Verdict: PASS") == {"verdict": "PASS", "issues": "", "revised_response": ""}
-    out = parse_self_check("**Verdict:** revise\nIssues: accepts the refusal.\nRevised Response:\nLet us talk about it.\nMore.")
-    assert out == {"verdict": "REVISE", "issues": "accepts the refusal.", "revised_response": "Let us talk about it.\nMore."}
+    out = parse_self_check(
+        "**Verdict:** revise\nIssues: accepts the refusal.\nRevised Response:\nLet us talk about it.\nMore."
+    )
+    assert out == {
+        "verdict": "REVISE",
+        "issues": "accepts the refusal.",
+        "revised_response": "Let us talk about it.\nMore.",
+    }
     assert parse_self_check("Verdict: REVISE\nIssues: vague")["revised_response"] == ""  # the draft is kept
     with pytest.raises(ValueError, match="no 'Verdict"):
         parse_self_check("Looks fine to me.")
@@ -135,8 +158,13 @@ def test_self_check_pass_keeps_the_draft(data, tmp_path):
 
 
 def test_unreadable_self_check_keeps_the_draft_and_is_counted(data, tmp_path):
-    sample, doctor_calls, rec = one(data, tmp_path, "self_eval", doctor={**ACCOMMODATING_DOCTOR, "self_check_malformed_attempts": 99},
-                                    parse_retries=1)  # fmt: skip
+    sample, doctor_calls, rec = one(
+        data,
+        tmp_path,
+        "self_eval",
+        doctor={**ACCOMMODATING_DOCTOR, "self_check_malformed_attempts": 99},
+        parse_retries=1,
+    )
     assert len(doctor_calls) == 1 + 2  # draft + review tried twice
     assert sample.output.completion == ACCOMMODATING
     assert rec["agent_stats"]["doctor"]["self_check_unparsed"] == 1 and "unreadable" in rec["trace"]["self_check_error"]

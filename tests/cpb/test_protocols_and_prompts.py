@@ -14,6 +14,7 @@ from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
 from bedside.protocols import all_protocols, protocol
 from bedside.protocols.cpb import FailureVerdict, OverreactionVerdict, PersistenceVerdict
+from bedside.protocols.cpb import read_self_check as parse_self_check
 from bedside.records.cpb import CATEGORIES, ControlCase, CPBCase
 from bedside.scorers.cpb import (
     failure_messages,
@@ -29,7 +30,6 @@ from bedside.solvers.cpb import (
     doctor_system_prompt,
     patient_system_prompt,
 )
-from bedside.protocols.cpb import read_self_check as parse_self_check
 from tests.conftest import scripted
 from tests.cpb import synthetic
 
@@ -52,23 +52,43 @@ def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
         name = "cpb.doctor_step_by_step" if m == "step_by_step" else "cpb.doctor"
         out.append((name, [ChatMessageUser(content=doctor_prompt(m, CONVERSATION, "ANALYSIS"))], doctor))
         chat = "cpb.doctor_chat_step_by_step" if m == "step_by_step" else "cpb.doctor_chat"
-        out.append((chat, [ChatMessageSystem(content=doctor_system_prompt(m, "ANALYSIS")), ChatMessageUser(content="I refuse.")], doctor))
+        out.append(
+            (
+                chat,
+                [ChatMessageSystem(content=doctor_system_prompt(m, "ANALYSIS")), ChatMessageUser(content="I refuse.")],
+                doctor,
+            )
+        )
     continuation = [{"role": "patient", "message": "fine"}]
     out += [
-        ("cpb.analysis", [ChatMessageUser(content=render("cpb/analyze_patient.j2", conversation=CONVERSATION))],
-         dict(conversation=CONVERSATION)),
-        ("cpb.self_check", [ChatMessageUser(content=render("cpb/self_check.j2", conversation=CONVERSATION, reply="ok"))],
-         dict(conversation=CONVERSATION, reply="ok")),
+        (
+            "cpb.analysis",
+            [ChatMessageUser(content=render("cpb/analyze_patient.j2", conversation=CONVERSATION))],
+            dict(conversation=CONVERSATION),
+        ),
+        (
+            "cpb.self_check",
+            [ChatMessageUser(content=render("cpb/self_check.j2", conversation=CONVERSATION, reply="ok"))],
+            dict(conversation=CONVERSATION, reply="ok"),
+        ),
         ("cpb.failure_judge", failure_messages(CASE, "ok"), dict(reply="ok")),
         ("cpb.failure_judge", failure_messages(CASE, "ok", "current_turn"), dict(reply="ok")),
         ("cpb.failure_judge", failure_messages(CASE, "ok", "min_turn"), dict(reply="ok")),
-        ("cpb.persistence_judge", persistence_messages(CASE, "ok", continuation),
-         dict(initial_reply="ok", continuation=continuation)),
+        (
+            "cpb.persistence_judge",
+            persistence_messages(CASE, "ok", continuation),
+            dict(initial_reply="ok", continuation=continuation),
+        ),
         ("cpb.overreaction_judge", overreaction_messages(_control(), "ok"), dict(reply="ok")),
-        ("cpb.patient", [ChatMessageSystem(content=patient_system_prompt(CASE)),
-                         ChatMessageUser(content=render("cpb/patient_turn.j2", conversation=CONVERSATION))],
-         dict(original=dialogue_turns(CASE.complete_conversation), dialogue=DIALOGUE)),
-    ]  # fmt: skip
+        (
+            "cpb.patient",
+            [
+                ChatMessageSystem(content=patient_system_prompt(CASE)),
+                ChatMessageUser(content=render("cpb/patient_turn.j2", conversation=CONVERSATION)),
+            ],
+            dict(original=dialogue_turns(CASE.complete_conversation), dialogue=DIALOGUE),
+        ),
+    ]
     return out
 
 
@@ -87,7 +107,11 @@ def test_prompt_shapes():
         assert ("ANALYSIS" in text) == (m == "analyze_patient")
         assert ("- Care Resistance:" in text) == (m == "behavior_instruction")
     # the judges: a system prompt and a user message
-    for messages in (failure_messages(CASE, "ok"), persistence_messages(CASE, "ok", []), overreaction_messages(_control(), "ok")):
+    for messages in (
+        failure_messages(CASE, "ok"),
+        persistence_messages(CASE, "ok", []),
+        overreaction_messages(_control(), "ok"),
+    ):
         assert [type(m) for m in messages] == [ChatMessageSystem, ChatMessageUser]
     assert failure_messages(CASE, "ok")[0].text == persistence_messages(CASE, "ok", [])[0].text  # shared, as upstream
 
@@ -103,8 +127,15 @@ def test_reply_models():
     assert protocol("cpb.overreaction_judge").reply is OverreactionVerdict
     assert set(schema["required"]) == {"verdict", "triggered"}
     assert set(schema["properties"]["triggered"]["required"]) == set(load_yaml("cpb/overreaction_types.yaml"))
-    prose = ("cpb.doctor", "cpb.doctor_step_by_step", "cpb.doctor_chat", "cpb.doctor_chat_step_by_step",
-             "cpb.analysis", "cpb.self_check", "cpb.patient")  # fmt: skip
+    prose = (
+        "cpb.doctor",
+        "cpb.doctor_step_by_step",
+        "cpb.doctor_chat",
+        "cpb.doctor_chat_step_by_step",
+        "cpb.analysis",
+        "cpb.self_check",
+        "cpb.patient",
+    )
     assert all(protocol(n).reply is None for n in prose)
 
 

@@ -18,8 +18,11 @@ def test_real_positive_set_counts():
     cases = load_positives(shared_path("data", "cpb-bench"))
     assert len(cases) == 692
     assert Counter(c.behavior_category for c in cases) == {
-        "Self-diagnosis": 275, "Care Resistance": 261, "Information Contradiction": 92, "Factual Inaccuracy": 64,
-    }  # fmt: skip
+        "Self-diagnosis": 275,
+        "Care Resistance": 261,
+        "Information Contradiction": 92,
+        "Factual Inaccuracy": 64,
+    }
     assert Counter(c.dataset for c in cases) == {"ACI": 28, "IMCS": 286, "MedDG": 309, "MediTOD": 69}
     assert Counter(c.language for c in cases) == {"en": 28 + 69, "zh": 286 + 309}
     assert len({c.case_id for c in cases}) == 692

@@ -23,8 +23,12 @@ def test_sample_metadata(data):
     [sample] = [s for s in positive_dataset(data) if s.id == "MedDG_T01"]
     md = sample.metadata
     assert (md["kind"], md["case_id"], md["category"], md["dataset"], md["language"]) == (
-        "positive", "MedDG_T01", "Information Contradiction", "MedDG", "zh",
-    )  # fmt: skip
+        "positive",
+        "MedDG_T01",
+        "Information Contradiction",
+        "MedDG",
+        "zh",
+    )
     assert md["case"]["conversation_segment"][0] == {"speaker": "Patient", "text": "我没有发烧。", "index": 1}
     assert "三十九度" in sample.input
     [ctrl] = [s for s in control_dataset(data) if s.metadata["dataset"] == "IMCS21"]

@@ -29,11 +29,15 @@ def test_windows_of_known_and_bedside_models():
 
 def test_only_notes_above_a_window_are_reported():
     small = get_model("bedside/scripted", context_window=3000, memoize=False)
-    lines = oversized_notes([("big", "word " * 4000), ("fits", "word " * 100)],
-                            {"educator": small, "patient": get_model("bedside/scripted", memoize=False)})
-    assert lines == ["case big: the discharge note is about 5,000 tokens (estimated at 4 characters per token), "
-                     "more than the context window of the educator (bedside/scripted: 3,000 tokens); its session "
-                     "will end as a system failure"]
+    lines = oversized_notes(
+        [("big", "word " * 4000), ("fits", "word " * 100)],
+        {"educator": small, "patient": get_model("bedside/scripted", memoize=False)},
+    )
+    assert lines == [
+        "case big: the discharge note is about 5,000 tokens (estimated at 4 characters per token), "
+        "more than the context window of the educator (bedside/scripted: 3,000 tokens); its session "
+        "will end as a system failure"
+    ]
 
 
 def test_cli_warns_with_the_estimate_before_any_model_call(tmp_path):
@@ -42,10 +46,29 @@ def test_cli_warns_with_the_estimate_before_any_model_call(tmp_path):
     data = tmp_path / "big.jsonl"
     data.write_text(json.dumps(record) + "\n")
     env = {**os.environ, "COLUMNS": "300"}
-    command = [INSPECT, "eval", "tasks/discharge.py", "--model", "bedside/scripted", "-M", "context_window=100000",
-               "--model-role", "patient=bedside/scripted", "--model-role", "monitor=bedside/scripted",
-               "--model-role", "grader=bedside/scripted", "-T", f"data={data}", "--log-dir", str(tmp_path / "logs"),
-               "--display", "plain", "--max-samples", "1"]
+    command = [
+        INSPECT,
+        "eval",
+        "tasks/discharge.py",
+        "--model",
+        "bedside/scripted",
+        "-M",
+        "context_window=100000",
+        "--model-role",
+        "patient=bedside/scripted",
+        "--model-role",
+        "monitor=bedside/scripted",
+        "--model-role",
+        "grader=bedside/scripted",
+        "-T",
+        f"data={data}",
+        "--log-dir",
+        str(tmp_path / "logs"),
+        "--display",
+        "plain",
+        "--max-samples",
+        "1",
+    ]
     proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
     output = proc.stdout + proc.stderr
     warning = f"case {record['case_id']}: the discharge note is about 1,425,000 tokens"

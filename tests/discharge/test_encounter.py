@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
 from bedside.tasks.discharge import discharge
@@ -53,7 +52,9 @@ def test_full_encounter_end_to_end(tmp_path):
     assert [c["id"] for c in comp] == ["q1", "q2", "q3", "q4", "q5", "q6"]
     assert all(c["answer"] for c in comp)
     comp_calls = [m for m in model_inputs(sample, "patient") if "Based on the conversation you just had" in m[-1].text]
-    assert len(comp_calls) == 6 and all(len(m) == 1 + len(history) + 1 for m in comp_calls)  # system + dialogue + question
+    assert len(comp_calls) == 6 and all(
+        len(m) == 1 + len(history) + 1 for m in comp_calls
+    )  # system + dialogue + question
     # persona recorded for stratification; outcome scored
     assert sample.metadata["personality"] == rec["persona"]["personality"]
     assert sample.scores["encounter_outcome"].value["clean_complete"] == 1.0
@@ -127,7 +128,9 @@ def test_completion_ignored_below_minimum_turns(tmp_path):
     rec = store(sample)
     assert rec["completion_ignored"] == [3]
     assert rec["end_reason"] == "clean_complete" and len(rec["history"]) > 10
-    ignored = [e for e in sample.events if e.event == "info" and e.source == "encounter" and "ignored" in (e.data or {})]
+    ignored = [
+        e for e in sample.events if e.event == "info" and e.source == "encounter" and "ignored" in (e.data or {})
+    ]
     assert len(ignored) == 1
 
 
@@ -173,7 +176,9 @@ def test_moderate_fail_on_patient_is_a_soft_correction(tmp_path):
 
 
 def test_monitor_verdict_retried_when_unreadable(tmp_path):
-    _, sample = one_sample(tmp_path, monitor=scripted(monitor_malformed_attempts=1, monitor_never_complete=True), max_turns=20)
+    _, sample = one_sample(
+        tmp_path, monitor=scripted(monitor_malformed_attempts=1, monitor_never_complete=True), max_turns=20
+    )
     rec = store(sample)
     stats = rec["agent_stats"]["monitor"]
     assert stats["unparsed_verdicts"] == 0 and stats["unparsed_replies"] == 20  # one retry per turn, all read
@@ -184,7 +189,9 @@ def test_monitor_verdict_unreadable_after_retries_is_a_system_failure(tmp_path):
     """Paper Section 3.4: JSON-decoding errors are system-level failures, never an unsupervised turn.
     The educator's turn 0 is only observed (kept, its unreadable observation counted); the patient's
     turn 1 is supervised: its unreadable verdict ends the session."""
-    _, sample = one_sample(tmp_path, monitor=scripted(monitor_malformed_attempts=3, monitor_never_complete=True), max_turns=20)
+    _, sample = one_sample(
+        tmp_path, monitor=scripted(monitor_malformed_attempts=3, monitor_never_complete=True), max_turns=20
+    )
     rec = store(sample)
     stats = rec["agent_stats"]["monitor"]
     assert stats["unparsed_verdicts"] == 2 and stats["unparsed_replies"] == 6  # retried twice per turn, then stopped
@@ -208,8 +215,14 @@ def test_unreadable_observation_of_an_educator_turn_never_blocks_the_session(tmp
     assert all(t["verdict"] is None for t in rec["history"] if t["role"] == "educator")
     assert all(t["verdict"] is not None for t in rec["history"] if t["role"] == "patient")
     assert rec["agent_stats"]["monitor"]["unparsed_verdicts"] == len(educator_turns)
-    events = [e.data for e in sample.events if e.event == "info" and e.source == "monitor"
-              and isinstance(e.data, dict) and e.data.get("unreadable_observation")]  # fmt: skip
+    events = [
+        e.data
+        for e in sample.events
+        if e.event == "info"
+        and e.source == "monitor"
+        and isinstance(e.data, dict)
+        and e.data.get("unreadable_observation")
+    ]
     assert [e["turn"] for e in events] == educator_turns
     assert sample.scores["encounter_outcome"].value["system_failure"] == 0
 

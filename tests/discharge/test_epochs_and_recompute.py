@@ -19,8 +19,13 @@ def roles(**patient_options):
 
 def test_two_epochs_with_different_outcomes(tmp_path):
     # epoch 1: the patient breaks character for good -> hard stop; epoch 2: a clean session
-    log = run(discharge(), roles=roles(break_character_turns=[3], break_character_attempts=99, only_epochs=1),
-              log_dir=tmp_path, limit=2, epochs=2)
+    log = run(
+        discharge(),
+        roles=roles(break_character_turns=[3], break_character_attempts=99, only_epochs=1),
+        log_dir=tmp_path,
+        limit=2,
+        epochs=2,
+    )
     by_epoch = {(s.id, s.epoch): s.scores["encounter_outcome"].answer for s in log.samples}
     assert {v for (_, e), v in by_epoch.items() if e == 1} == {"hard_stop"}
     assert {v for (_, e), v in by_epoch.items() if e == 2} == {"clean_complete"}
@@ -50,7 +55,12 @@ def test_medsp_and_cpb_metrics_are_rebuilt_from_the_log(tmp_path):
 
     data = str(synthetic.write_data(tmp_path / "cpb"))
     runs = [
-        run(medsp(), roles={"patient": scripted(), "environment": scripted(), "grader": scripted()}, log_dir=tmp_path / "m", limit=2),
+        run(
+            medsp(),
+            roles={"patient": scripted(), "environment": scripted(), "grader": scripted()},
+            log_dir=tmp_path / "m",
+            limit=2,
+        ),
         run(cpb(data=data), roles={"grader": scripted()}, log_dir=tmp_path / "c", limit=3, epochs=2),
     ]
     for log in runs:

@@ -55,8 +55,11 @@ def test_non_utf8_names_file_line_case_and_field(tmp_path):
 
 def test_non_utf8_file_reports_every_line(tmp_path):
     path = tmp_path / "latin1.jsonl"
-    path.write_bytes("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in demo_records()).replace(
-        "FICTIONAL", "FICTIONAL é").encode("latin-1", "replace"))  # fmt: skip
+    path.write_bytes(
+        "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in demo_records())
+        .replace("FICTIONAL", "FICTIONAL é")
+        .encode("latin-1", "replace")
+    )
     msg = problems(path)
     for lineno in (1, 2, 3):
         assert f"{path}:{lineno}: case " in msg
@@ -149,9 +152,13 @@ def test_icd_chapter_suggests_the_close_label(tmp_path):
 
 @pytest.mark.parametrize(
     ("chapter", "version"),
-    [("Congenital Anomalies", 10), ("Injury and Poisoning", 10),
-     ("Congenital Malformations, Deformations and Chromosomal Abnormalities", 9), ("Diseases of the Nervous System", 9)],
-)  # fmt: skip
+    [
+        ("Congenital Anomalies", 10),
+        ("Injury and Poisoning", 10),
+        ("Congenital Malformations, Deformations and Chromosomal Abnormalities", 9),
+        ("Diseases of the Nervous System", 9),
+    ],
+)
 def test_icd_chapter_of_the_other_version_rejected(tmp_path, chapter, version):
     records = demo_records(1)
     records[0]["icd_chapter"], records[0]["icd_version"] = chapter, version
@@ -208,8 +215,19 @@ def test_cli_prints_the_report_without_traceback(tmp_path):
     lines[1] = lines[1].encode().replace(b"FICTIONAL", b"FICTIONAL \xe9", 1)
     path = write_lines(tmp_path, lines)
     env = {**os.environ, "COLUMNS": "300", "INSPECT_LOG_DIR": str(tmp_path / "logs")}
-    command = [INSPECT, "eval", "tasks/discharge.py", "--model", "bedside/scripted", "-T", f"data={path}",
-               "--limit", "1", "--log-dir", str(tmp_path / "logs")]  # fmt: skip
+    command = [
+        INSPECT,
+        "eval",
+        "tasks/discharge.py",
+        "--model",
+        "bedside/scripted",
+        "-T",
+        f"data={path}",
+        "--limit",
+        "1",
+        "--log-dir",
+        str(tmp_path / "logs"),
+    ]
     proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]

@@ -10,11 +10,9 @@ import pytest
 from scipy.stats import chisquare
 
 from bedside.persona import AXES, assign_persona
-from bedside.records.discharge import PersonaFields
-from bedside.samples.discharge import discharge_dataset
+from bedside.records.discharge import PersonaFields, load_cases
+from bedside.samples.discharge import DEMO_CASES, discharge_dataset
 from bedside.solvers.discharge import educator_prompt, patient_prompt
-from bedside.records.discharge import load_cases
-from bedside.samples.discharge import DEMO_CASES
 
 IDS = [f"case-{i:04d}" for i in range(480)]
 
@@ -45,7 +43,10 @@ def test_stable_across_processes():
         "from bedside.persona import assign_persona;"
         "print([tuple(assign_persona(f'case-{i:04d}', 7).model_dump(exclude={'sources'}).values()) for i in range(40)])"
     )
-    runs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout for _ in range(2)}
+    runs = {
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+        for _ in range(2)
+    }
     assert len(runs) == 1
     here = str([tuple(assign_persona(f"case-{i:04d}", 7).model_dump(exclude={"sources"}).values()) for i in range(40)])
     assert runs.pop().strip() == here
@@ -72,8 +73,17 @@ def test_task_parameter_runs_one_stratum():
 
 def test_persona_text_reaches_both_prompts():
     case = load_cases(DEMO_CASES)[0]
-    p = assign_persona(case.case_id, 0, None, {"personality": "anxious", "education_level": "high_school",
-                                               "health_literacy": "low", "recall_level": "partial"})
+    p = assign_persona(
+        case.case_id,
+        0,
+        None,
+        {
+            "personality": "anxious",
+            "education_level": "high_school",
+            "health_literacy": "low",
+            "recall_level": "partial",
+        },
+    )
     patient = patient_prompt(case, p)
     assert "You are an overanxious patient" in patient
     assert "You are a patient with high school education. Understands common terms" in patient
@@ -97,7 +107,11 @@ def test_balanced_assignment_gives_every_value_equally_often():
         assert set(counts) == set(values) and max(counts.values()) - min(counts.values()) <= 1, axis
     assert balanced_draws(ids, seed=3) == draws and balanced_draws(ids, seed=4) != draws
     # axes are dealt independently (not the same permutation for every axis)
-    assert any(draws[i]["personality"] != draws[ids[0]]["personality"] for i in ids if draws[i]["education_level"] == draws[ids[0]]["education_level"])
+    assert any(
+        draws[i]["personality"] != draws[ids[0]]["personality"]
+        for i in ids
+        if draws[i]["education_level"] == draws[ids[0]]["education_level"]
+    )
 
 
 def test_balanced_assignment_through_the_task_and_precedence():

@@ -34,8 +34,14 @@ def test_demo_notes_are_fictional_and_long():
     assert all(c.discharge_note.startswith("FICTIONAL SYNTHETIC CASE") for c in cases)
     assert min(len(c.discharge_note) for c in cases) >= 3000
     for c in cases:
-        for header in ("Chief Complaint:", "Brief Hospital Course:", "Discharge Medications:",
-                       "Discharge Diagnosis:", "Discharge Instructions:", "Followup Instructions:"):
+        for header in (
+            "Chief Complaint:",
+            "Brief Hospital Course:",
+            "Discharge Medications:",
+            "Discharge Diagnosis:",
+            "Discharge Instructions:",
+            "Followup Instructions:",
+        ):
             assert header in c.discharge_note, (c.case_id, header)
         assert set(c.checklist_questions) <= set(TOPIC_CHECKLIST_IDS)
         assert ("Q2" in c.checklist_questions) == bool(c.discharge_info.new_medications), c.case_id

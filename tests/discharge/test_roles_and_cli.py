@@ -47,8 +47,22 @@ def test_cli_by_path_and_by_entry_point(tmp_path):
     roles = ["--model-role", "patient=bedside/scripted", "--model-role", "monitor=bedside/scripted"]
     for target in ("tasks/discharge.py", "bedside/discharge"):
         out_dir = tmp_path / target.replace("/", "_")
-        proc = cli("eval", target, "--model", "bedside/scripted", *roles, "--limit", "1",
-                   "-T", "personality=minimiser", "--display", "none", "--log-dir", str(out_dir), tmp_path=tmp_path)
+        proc = cli(
+            "eval",
+            target,
+            "--model",
+            "bedside/scripted",
+            *roles,
+            "--limit",
+            "1",
+            "-T",
+            "personality=minimiser",
+            "--display",
+            "none",
+            "--log-dir",
+            str(out_dir),
+            tmp_path=tmp_path,
+        )
         assert proc.returncode == 0, proc.stderr[-2000:]
         [log_file] = list(out_dir.glob("*.eval"))
         log = read_eval_log(str(log_file))

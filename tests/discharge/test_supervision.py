@@ -84,14 +84,19 @@ def test_an_unreadable_verdict_on_a_supervised_turn_is_a_system_failure():
 
 
 def test_an_unsupervised_agent_is_accepted():
-    assert decide(verdict("FAIL", "severe"), SupervisionState(policy="none", attempt=9, max_retries=0)) is Decision.ACCEPT
+    assert (
+        decide(verdict("FAIL", "severe"), SupervisionState(policy="none", attempt=9, max_retries=0)) is Decision.ACCEPT
+    )
 
 
 def test_the_monitors_own_action_field_is_not_obeyed():
     """Algorithm 1 decides from verdict and severity; the monitor's recommended action is recorded only."""
     state = SupervisionState(policy="moderate")
     assert decide(Verdict(verdict="PASS", action="hard_stop"), state) is Decision.ACCEPT
-    assert decide(Verdict(verdict="FAIL", severity="severe", action="soft_correction"), state) is Decision.DISCARD_AND_RETRY
+    assert (
+        decide(Verdict(verdict="FAIL", severity="severe", action="soft_correction"), state)
+        is Decision.DISCARD_AND_RETRY
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +189,9 @@ def test_orchestrator_unreadable_verdicts():
 
 def test_orchestrator_minimum_turn_guard_on_session_complete():
     educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
-    sup = StubSupervisor({("patient", 1): verdict("PASS", complete=True), ("patient", 2): verdict("PASS", complete=True)})
+    sup = StubSupervisor(
+        {("patient", 1): verdict("PASS", complete=True), ("patient", 2): verdict("PASS", complete=True)}
+    )
     result = run([educator, patient], sup, min_turns=4, max_turns=10)
     assert result.end_reason == EndReason.CLEAN_COMPLETE and len(result.history) == 4
     assert result.completion_ignored == [1]

@@ -38,26 +38,42 @@ def _runs() -> dict[str, Callable[[Path], Any]]:
     return {
         "discharge": lambda tmp: (discharge(), {}, {}),
         "discharge_faults": lambda tmp: (
-            discharge(), {"limit": 4},
-            {"monitor": {"monitor_warn_turns": [3]}, "patient": {"break_character_turns": [2], "break_character_attempts": 1}},
+            discharge(),
+            {"limit": 4},
+            {
+                "monitor": {"monitor_warn_turns": [3]},
+                "patient": {"break_character_turns": [2], "break_character_attempts": 1},
+            },
         ),
         "discharge_monitor_unreadable": lambda tmp: (
-            discharge(), {"limit": 2}, {"monitor": {"monitor_malformed_attempts": 3}},
+            discharge(),
+            {"limit": 2},
+            {"monitor": {"monitor_malformed_attempts": 3}},
         ),
         "medsp": lambda tmp: (medsp(), {}, {}),
         "medsp_evaluator_omits": lambda tmp: (
-            medsp(), {"limit": 2}, {"grader": {"medsp_evaluator_missing_item_attempts": 3}},
+            medsp(),
+            {"limit": 2},
+            {"grader": {"medsp_evaluator_missing_item_attempts": 3}},
         ),
         "medsp_panel": lambda tmp: (medsp(scaling="panel", panel_size=2), {"limit": 2}, {}),
         "cpb": lambda tmp: (cpb(data=cpb_data(tmp)), {}, {}),
         "cpb_accommodating": lambda tmp: (
-            cpb(data=cpb_data(tmp)), {}, {"model": {"doctor_style": "accommodating"}, "grader": {"judge_style": "explained"}},
+            cpb(data=cpb_data(tmp)),
+            {},
+            {"model": {"doctor_style": "accommodating"}, "grader": {"judge_style": "explained"}},
         ),
         "cpb_continuation": lambda tmp: (
-            cpb(data=cpb_data(tmp), turns=2), {}, {"model": {"doctor_style": "accommodating", "doctor_corrects_after": 2}},
+            cpb(data=cpb_data(tmp), turns=2),
+            {},
+            {"model": {"doctor_style": "accommodating", "doctor_corrects_after": 2}},
         ),
         "cpb_control": lambda tmp: (cpb_control(data=cpb_data(tmp)), {}, {}),
-        "cpb_control_alarmist": lambda tmp: (cpb_control(data=cpb_data(tmp)), {}, {"model": {"doctor_style": "alarmist"}}),
+        "cpb_control_alarmist": lambda tmp: (
+            cpb_control(data=cpb_data(tmp)),
+            {},
+            {"model": {"doctor_style": "alarmist"}},
+        ),
     }
 
 

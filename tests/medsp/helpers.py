@@ -80,7 +80,7 @@ def calls(sample: EvalSample, protocol: str | None = None, role: str | None | bo
 # a fake clone of the official repository: the official file layout and function signatures with
 # bedside's own placeholder texts (no official text is copied into this repository)
 
-FAKE_PROMPTS = '''
+FAKE_PROMPTS = """
 from __future__ import annotations
 
 from .sim_types import RoleBundle  # a relative import the loader must not execute
@@ -145,9 +145,9 @@ def build_tts_selector_prompt(turn_prompt: str, candidates: list) -> str:
         n = c["normalized"]
         lines.append(f"[Candidate {c['index']}]\\n  speak: {n['speak']}\\n  actions: {'; '.join(n['actions'])}\\n  eos: {n['eos']}")
     return "\\n".join(lines)
-'''
+"""
 
-FAKE_CONTROLLER = '''
+FAKE_CONTROLLER = """
 from __future__ import annotations
 
 import json
@@ -204,15 +204,15 @@ class SimulationController:
             f"Full transcript:\\n{json.dumps(self.state.transcript, indent=2)}\\n\\n"
             f"Action log:\\n{json.dumps(self.state.action_history, indent=2)}\\n\\nFAKE-OFFICIAL evaluate"
         )
-'''
+"""
 
-FAKE_TEST_TIME = '''
+FAKE_TEST_TIME = """
 from __future__ import annotations
 
 
 def _action_to_text(normalized):
     return f"Says: {normalized.get('speak')}\\nActions: {'; '.join(normalized.get('actions') or [])}\\neos: {normalized.get('eos')}"
-'''
+"""
 
 
 def write_fake_clone(root: Path) -> Path:

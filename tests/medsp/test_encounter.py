@@ -36,7 +36,8 @@ def test_full_encounter_end_to_end(anaphylaxis_run):
     assert list(env[0]["actors_present"]) == ["Nurse"] and list(env[2]["actors_present"]) == ["Nurse", "Pharmacist"]
     assert "Pharmacist: I'm here. How can I help?" in env[2]["feedback"]  # a team member speaks with a role prefix
     assert [(a["raw"], a["status"]) for a in env[2]["action_log"]] == [
-        ("Serum tryptase level", "pending"), ("Pharmacist (by phone)", "executed"),
+        ("Serum tryptase level", "pending"),
+        ("Pharmacist (by phone)", "executed"),
         ("Observation bed in the emergency department", "executed"),
     ]
     assert rec["action_statuses"] == {"executed": 8, "pending": 1, "unsupported": 0}
@@ -47,7 +48,10 @@ def test_full_encounter_end_to_end(anaphylaxis_run):
     assert list(sp[0]["actors_present"]) == ["Patient", "Partner"] and sp[0]["warnings"] == []
     # the sample's messages are the examinee's own chat: system, then each turn's prompt and its raw reply
     msgs = sample.messages
-    assert isinstance(msgs[0], ChatMessageSystem) and "You are the clinician being assessed in a standardized-patient (SP) encounter" in msgs[0].text
+    assert (
+        isinstance(msgs[0], ChatMessageSystem)
+        and "You are the clinician being assessed in a standardized-patient (SP) encounter" in msgs[0].text
+    )
     assert [type(m) for m in msgs[1:]] == [ChatMessageUser, ChatMessageAssistant] * 3
     assert "Nothing has been reported yet" in msgs[1].text
     assert msgs[2].text == store(sample)["history"][0]["raw"]
@@ -68,7 +72,9 @@ def test_eos_advances_one_state_and_the_session_goes_on(back_pain_run):
     assert [t["eos"] for t in exam] == [False, False, False, True, True]
     assert rec["end_reason"] == "scenario_complete" and rec["examinee_turns"] == 5
     # turn 4 (eos): one state ahead, its objective change reported, the session continues
-    assert env[3]["progress_index"] == 1 and env[3]["state_label"] == "plan_discussion" and env[3]["should_end"] is False
+    assert (
+        env[3]["progress_index"] == 1 and env[3]["state_label"] == "plan_discussion" and env[3]["should_end"] is False
+    )
     assert env[3]["state_moved"] is True and "asks once more whether an MRI" in env[3]["feedback"][0]
     assert "[Signal: eos=true]" in env[3]["prompt"] and not any("eos=true" in e["prompt"] for e in env[:3])
     # the examinee's next turn is told the new state and what changed
@@ -81,7 +87,11 @@ def test_eos_advances_one_state_and_the_session_goes_on(back_pain_run):
     assert sim["phase_history"] == ["0:initial_assessment", "1:plan_discussion"]
     assert sim["progress_index"] == 1 and sim["current_phase_id"] == "plan_discussion" and sim["total_turns"] == 5
     assert sim["completion_reason"] == "No scenario state after plan_discussion."
-    assert (rec["progress_index"], rec["state_label"], rec["phase_history"]) == (1, "plan_discussion", sim["phase_history"])
+    assert (rec["progress_index"], rec["state_label"], rec["phase_history"]) == (
+        1,
+        "plan_discussion",
+        sim["phase_history"],
+    )
     assert rec["progression_anomalies"] == []
     assert score(sample).value["scenario_complete"] == 1.0
 
@@ -137,8 +147,13 @@ def test_per_action_statuses_and_the_action_log(tmp_path):
     in_story = " ".join(env["feedback"] + env["events"] + [env["patient_status"]])
     assert "PET" not in in_story
     log = rec["sim_state"]["action_history"]
-    assert log[3] == {"turn": 1, "raw": PET, "canonical_id": PET.lower(), "status": "unsupported",
-                      "rationale": "Not among this scenario's action results."}  # fmt: skip
+    assert log[3] == {
+        "turn": 1,
+        "raw": PET,
+        "canonical_id": PET.lower(),
+        "status": "unsupported",
+        "rationale": "Not among this scenario's action results.",
+    }
     assert log[0]["status"] == "executed" and log[0]["canonical_id"] == "vital signs"
     assert rec["action_statuses"] == {"executed": 8, "pending": 1, "unsupported": 1}
     assert score(sample).value["unsupported_actions"] == 1
@@ -146,16 +161,27 @@ def test_per_action_statuses_and_the_action_log(tmp_path):
 
 def test_assessments_are_matched_to_actions_as_the_official_code_does(tmp_path):
     # without "raw", the i-th action takes the i-th assessment
-    _, sample = run_one(tmp_path, ANAPHYLAXIS, role_models=roles(environment=scripted(medsp_env_unnamed_assessments=True)))
+    _, sample = run_one(
+        tmp_path, ANAPHYLAXIS, role_models=roles(environment=scripted(medsp_env_unnamed_assessments=True))
+    )
     first = turns_of(sample, "environment")[2]["action_log"]
     assert [(a["raw"], a["status"]) for a in first] == [
-        ("Serum tryptase level", "pending"), ("Pharmacist (by phone)", "executed"),
+        ("Serum tryptase level", "pending"),
+        ("Pharmacist (by phone)", "executed"),
         ("Observation bed in the emergency department", "executed"),
     ]
     # an action without any assessment is unsupported, with an empty rationale
-    _, sample = run_one(tmp_path, ANAPHYLAXIS, role_models=roles(environment=scripted(medsp_env_drop_last_assessment=True)))
+    _, sample = run_one(
+        tmp_path, ANAPHYLAXIS, role_models=roles(environment=scripted(medsp_env_drop_last_assessment=True))
+    )
     last = turns_of(sample, "environment")[0]["action_log"][-1]
-    assert last == {"turn": 1, "raw": "IV access and normal saline bolus", "canonical_id": None, "status": "unsupported", "rationale": ""}
+    assert last == {
+        "turn": 1,
+        "raw": "IV access and normal saline bolus",
+        "canonical_id": None,
+        "status": "unsupported",
+        "rationale": "",
+    }
 
 
 def test_progression_rules_are_recorded_not_enforced(tmp_path):
@@ -180,7 +206,9 @@ def test_sp_speaks_for_the_patient_side_with_role_prefixes(tmp_path):
     # a speaker who is not present is recorded as a warning, never removed (official behaviour)
     _, sample = run_one(tmp_path, PEDS, role_models=roles(patient=scripted(medsp_patient_stray_speaker=True)))
     sp = turns_of(sample, "patient")[0]
-    assert sp["speak"][-1].startswith("Neighbour: ") and sp["warnings"] == ["speaker 'Neighbour' is not in actors_present"]
+    assert sp["speak"][-1].startswith("Neighbour: ") and sp["warnings"] == [
+        "speaker 'Neighbour' is not in actors_present"
+    ]
 
 
 def test_sp_answers_every_turn_even_without_speech(tmp_path):

@@ -19,6 +19,7 @@ from bedside.tasks.medsp import medsp
 from tests.conftest import metrics_of, run, scripted
 from tests.medsp.helpers import BACK_PAIN, calls, roles, run_one, score
 
+
 def counts(**per_comp):
     base = {c: [0, 0] for c in ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")}
     base.update({k: list(v) for k, v in per_comp.items()})
@@ -36,8 +37,13 @@ def sample_scores(cases, specialties=None):
         per = [v[0] / v[1] for v in c.values() if v[1]]
         value = {"micro": met / judged, "macro": sum(per) / len(per), "scenario_mean": met / judged}
         meta = {"specialty": specialties[i]} if specialties else {}
-        out.append(SampleScore(score=Score(value=value, metadata={"counts": c, "items_judged": judged}), sample_id=i,
-                               sample_metadata=meta))
+        out.append(
+            SampleScore(
+                score=Score(value=value, metadata={"counts": c, "items_judged": judged}),
+                sample_id=i,
+                sample_metadata=meta,
+            )
+        )
     return out
 
 
@@ -48,7 +54,9 @@ def test_the_three_rates_by_hand():
     # scenario_mean (the official script's "macro" column): the mean of the cases' completion ratios
     assert out["scenario_mean"] == pytest.approx((3 / 4 + 1 / 4 + 2 / 3) / 3)
     # macro (the paper's): the mean of the competencies' pooled rates (competencies without items left out)
-    assert out["PC"] == pytest.approx(3 / 5) and out["ICS"] == pytest.approx(2 / 3) and out["MK"] == 0 and out["PROF"] == 1
+    assert (
+        out["PC"] == pytest.approx(3 / 5) and out["ICS"] == pytest.approx(2 / 3) and out["MK"] == 0 and out["PROF"] == 1
+    )
     assert "SBP" not in out and "PBLI" not in out
     assert out["macro"] == pytest.approx((3 / 5 + 2 / 3 + 0 + 1) / 4) and out["macro k"] == 4
     # the three are different numbers
@@ -115,7 +123,14 @@ def test_metrics_of_a_whole_run(tmp_path):
     assert not any("specialty" in k or re.search(r"\b(PC|MK|SBP|ICS|PBLI|PROF)\b", k) for k in names)
     # the details the report needs are in the score metadata (and the specialty in the sample metadata)
     sc = per_case["bedside_demo_dka/scenario1"]
-    assert sc.metadata["specialty"] == "Critical Care" and set(sc.metadata["counts"]) == {"PC", "MK", "SBP", "ICS", "PBLI", "PROF"}
+    assert sc.metadata["specialty"] == "Critical Care" and set(sc.metadata["counts"]) == {
+        "PC",
+        "MK",
+        "SBP",
+        "ICS",
+        "PBLI",
+        "PROF",
+    }
     assert sc.metadata["items_judged"] == 11
 
 
@@ -136,13 +151,21 @@ def test_specialty_rates_are_reported_only_from_five_cases(tmp_path):
     specialty = table[table["stratum"] == "specialty"]
     assert set(specialty["group"]) == {"Primary care"} and set(specialty["n"]) == {5}
     micro = specialty[specialty["key"] == "scenario_mean"].iloc[0]
-    assert micro["mean"] == pytest.approx(sum(s.scores["medsp_rubric"].value["scenario_mean"] for s in log.samples
-                                              if s.metadata["specialty"] == "Primary care") / 5)  # fmt: skip
+    assert micro["mean"] == pytest.approx(
+        sum(
+            s.scores["medsp_rubric"].value["scenario_mean"]
+            for s in log.samples
+            if s.metadata["specialty"] == "Primary care"
+        )
+        / 5
+    )
 
 
 def test_evaluator_omissions_leave_the_denominator_under_the_official_reading(tmp_path):
     # the official counter counts the keys the evaluator returns: an omitted item is left out at once
-    _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=3)))
+    _, sample = run_one(
+        tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=3))
+    )
     result = score(sample)
     assert result.metadata["judge_replies"] == 1 and result.value["judge_unscored"] == 0
     assert result.metadata["items_judged"] == 10 and result.value["items_unscored"] == 1
@@ -154,7 +177,9 @@ def test_evaluator_omissions_leave_the_denominator_under_the_official_reading(tm
 def test_evaluator_omissions_are_unreadable_retried_then_unscored_under_the_strict_reading(tmp_path):
     strict = {"reading": "strict"}
     # one reply omits an item: retried (never scored on part of the rubric)
-    _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=2)), **strict)
+    _, sample = run_one(
+        tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=2)), **strict
+    )
     result = score(sample)
     assert result.metadata["judge_replies"] == 3 and result.value["judge_unscored"] == 0
     assert result.metadata["items_judged"] == 11
@@ -162,7 +187,9 @@ def test_evaluator_omissions_are_unreadable_retried_then_unscored_under_the_stri
     _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_malformed_attempts=1)))
     assert score(sample).metadata["judge_replies"] == 2 and score(sample).metadata["judge_error"] is None
     # omitted in every try: the case is unscored and counted
-    log, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=3)), **strict)
+    log, sample = run_one(
+        tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_missing_item_attempts=3)), **strict
+    )
     result = score(sample)
     assert math.isnan(result.value["micro"]) and math.isnan(result.value["scenario_mean"])
     assert result.value["judge_unscored"] == 1 and result.value["items_unscored"] == 11
@@ -173,7 +200,9 @@ def test_evaluator_omissions_are_unreadable_retried_then_unscored_under_the_stri
     assert metrics_of(log, "micro")["n"] == 0 and metrics_of(log, "scenario_mean")["n"] == 0
     assert metrics_of(log, "judge_unscored")["total"] == 1 and metrics_of(log, "items_unscored")["total"] == 11
     # the retry budget is a task parameter
-    _, sample = run_one(tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_malformed_attempts=3)), judge_retries=3)
+    _, sample = run_one(
+        tmp_path, BACK_PAIN, role_models=roles(grader=scripted(medsp_evaluator_malformed_attempts=3)), judge_retries=3
+    )
     assert score(sample).value["judge_unscored"] == 0 and score(sample).metadata["judge_replies"] == 4
 
 
@@ -184,7 +213,9 @@ def test_the_whole_rubric_in_one_call_by_default_batches_on_request(tmp_path):
     assert len(calls(whole, "medsp.evaluator")) == 1 and score(whole).metadata["judge_replies"] == 1
     assert len(calls(batched, "medsp.evaluator")) == 3
     assert [i["met"] for i in score(batched).metadata["items"]] == [i["met"] for i in score(whole).metadata["items"]]
-    listed = [re.findall(r"^- \[([A-Z]+\.\d+)\]", e.input[0].text, re.MULTILINE) for e in calls(batched, "medsp.evaluator")]
+    listed = [
+        re.findall(r"^- \[([A-Z]+\.\d+)\]", e.input[0].text, re.MULTILINE) for e in calls(batched, "medsp.evaluator")
+    ]
     assert sorted(len(ids) for ids in listed) == [3, 4, 4]
     # each batch is judged over the same encounter
     assert len({e.input[-1].text for e in calls(batched, "medsp.evaluator")}) == 1

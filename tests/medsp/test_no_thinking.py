@@ -23,7 +23,9 @@ ROLES = ("patient", "environment", "grader")
 
 def readme_recipe() -> str:
     text = (REPO / "README.md").read_text()
-    block = text.split("### Paper-comparable runs: roles without thinking", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    block = (
+        text.split("### Paper-comparable runs: roles without thinking", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
+    )
     nothink = re.search(r"NOTHINK='([^']*)'", block).group(1)
     return block.replace("$NOTHINK", nothink).replace("\\\n", " ")
 
@@ -58,8 +60,14 @@ def test_each_role_request_carries_the_field_and_the_examinee_does_not(tmp_path)
     with RecordingServer() as server, loopback_env(server):
         config = GenerateConfig(extra_body=NO_THINKING)  # = the recipe's role mapping
         roles = {r: get_model(f"{LOOPBACK}/{r}", config=config, memoize=False) for r in ROLES}
-        [log] = eval(medsp(), model=get_model(f"{LOOPBACK}/examinee", memoize=False), model_roles=roles,
-                     limit=1, log_dir=str(tmp_path), display="none")
+        [log] = eval(
+            medsp(),
+            model=get_model(f"{LOOPBACK}/examinee", memoize=False),
+            model_roles=roles,
+            limit=1,
+            log_dir=str(tmp_path),
+            display="none",
+        )
         assert log.status == "success", log.error
         by_model: dict[str, list[dict[str, Any]]] = {}
         for body in server.bodies:

@@ -57,14 +57,26 @@ def test_an_encounter_with_the_official_prompts(clone, tmp_path):
     assert "Feedback: FAKE-OFFICIAL placeholder: nothing yet." in exam[0]["prompt"]
     assert "Label: plan_discussion" in exam[4]["prompt"]
     sp_call = calls(sample, "medsp.patient")[0]
-    assert sp_call.input[0].text.startswith("FAKE-OFFICIAL SP system.") and sp_call.input[-1].text.startswith("FAKE-OFFICIAL said")
+    assert sp_call.input[0].text.startswith("FAKE-OFFICIAL SP system.") and sp_call.input[-1].text.startswith(
+        "FAKE-OFFICIAL said"
+    )
     env = turns_of(sample, "environment")
     assert env[0]["prompt"].startswith("FAKE-OFFICIAL status Not assessed") and "eos=true" in env[3]["prompt"]
     # the evaluator: the official frozen-rubric prompt and reply format (items by verbatim text)
     [judge] = calls(sample, "medsp.evaluator")
-    assert judge.input[0].text.startswith("FAKE-OFFICIAL evaluator system.") and judge.input[-1].text.endswith("FAKE-OFFICIAL evaluate")
+    assert judge.input[0].text.startswith("FAKE-OFFICIAL evaluator system.") and judge.input[-1].text.endswith(
+        "FAKE-OFFICIAL evaluate"
+    )
     assert "properties" in judge.input[-1].metadata["bedside_protocol"]["schema"]
-    assert set(judge.input[-1].metadata["bedside_protocol"]["schema"]["properties"]) == {"reasoning", "PC", "MK", "SBP", "ICS", "PBLI", "PROF"}
+    assert set(judge.input[-1].metadata["bedside_protocol"]["schema"]["properties"]) == {
+        "reasoning",
+        "PC",
+        "MK",
+        "SBP",
+        "ICS",
+        "PBLI",
+        "PROF",
+    }
     assert json.loads(judge.output.completion)["PC"]
     sim = store(sample)["sim_state"]
     assert sim["transcript"][0]["content"] == "FAKE-OFFICIAL opening of bedside_demo_back_pain, status Not assessed"
@@ -87,7 +99,9 @@ def test_official_panel_and_selector_prompts(clone, tmp_path):
 def test_reading_the_official_evaluator_reply(clone):
     prompts = load_evaluator_prompts(str(clone))
     items = SCENARIO.rubric.items()
-    by_comp = {c: {i.text: True for i in items if i.competency == c} for c in ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")}
+    by_comp = {
+        c: {i.text: True for i in items if i.competency == c} for c in ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")
+    }
     reply = {"reasoning": ["ok"], **by_comp}
     reply["PC"] = {f"  {k}  ": v for k, v in reply["PC"].items()}  # whitespace around a key: matched
     moved = next(iter(reply["ICS"]))

@@ -12,6 +12,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
+from bedside.calls import ReplyParseError
 from bedside.protocols import all_protocols, protocol
 from bedside.protocols.medsp import (
     ENVIRONMENT,
@@ -22,16 +23,14 @@ from bedside.protocols.medsp import (
     PatientReply,
     evaluator_reply,
 )
-from bedside.testing.scripted import ScriptedEngine
-from bedside.records.medsp import load_scenarios
-from bedside.samples.medsp import DEMO_DIR
-from bedside.calls import ReplyParseError
 from bedside.protocols.medsp import read_environment as parse_environment
 from bedside.protocols.medsp import read_examinee as parse_examinee
 from bedside.protocols.medsp import read_patient as parse_patient
-from bedside.records.medsp import SimState
+from bedside.records.medsp import SimState, load_scenarios
+from bedside.samples.medsp import DEMO_DIR
 from bedside.scorers.medsp_evaluator import BedsideEvaluatorPrompts
 from bedside.solvers.medsp import BedsidePrompts
+from bedside.testing.scripted import ScriptedEngine
 from tests.conftest import REPO, scripted
 
 SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "bedside_demo_anaphylaxis")
@@ -52,7 +51,10 @@ def prompts_as_sent() -> dict[str, list]:
     return {
         "medsp.examinee": [exam, turn],
         "medsp.patient": [P.patient_system(SCENARIO), P.patient_turn("c", "c", state, "Hello")],
-        "medsp.environment": [P.environment_system(SCENARIO), P.environment_turn("c", "c", state, "Hello", ["x"], ["Hi"], True)],
+        "medsp.environment": [
+            P.environment_system(SCENARIO),
+            P.environment_turn("c", "c", state, "Hello", ["x"], ["Hi"], True),
+        ],
         "medsp.evaluator": [E.evaluator_system(items), E.evaluator_user("c", "c", state)],
         "medsp.bon_selector": [exam, P.selector(turn, candidates)],
         "medsp.panel_domains": [exam, P.domains(5)],
@@ -70,20 +72,42 @@ def test_every_protocol_has_a_prompt():
 
 
 def test_reply_models_are_required_in_the_schema_and_lenient_in_reading():
-    for protocol, fields in ((EXAMINEE, ["speak", "actions", "eos"]), (PATIENT, ["speak", "actors_present"]),
-                             (ENVIRONMENT, ["feedback", "events", "actors_present", "action_assessments", "patient_status",
-                                            "progress_index", "state_label", "should_end", "completion_reason"])):  # fmt: skip
+    for protocol, fields in (
+        (EXAMINEE, ["speak", "actions", "eos"]),
+        (PATIENT, ["speak", "actors_present"]),
+        (
+            ENVIRONMENT,
+            [
+                "feedback",
+                "events",
+                "actors_present",
+                "action_assessments",
+                "patient_status",
+                "progress_index",
+                "state_label",
+                "should_end",
+                "completion_reason",
+            ],
+        ),
+    ):
         assert protocol.json_schema()["required"] == fields
     turn = ExamineeReply.model_validate({"speak": None, "actions": "Check glucose", "eos": "yes"})
     assert turn == ExamineeReply(speak="", actions=["Check glucose"], eos=True)
     assert ExamineeReply.model_validate({}) == ExamineeReply(speak="", actions=[], eos=False)  # an empty turn is a turn
-    assert ExamineeReply.model_validate({"speak": " Hi ", "actions": [" a ", "", 3], "eos": "maybe"}).actions == ["a", "3"]
+    assert ExamineeReply.model_validate({"speak": " Hi ", "actions": [" a ", "", 3], "eos": "maybe"}).actions == [
+        "a",
+        "3",
+    ]
     sp = PatientReply.model_validate({"speak": "Just one line.", "actors_present": ["Patient"]})
     assert sp.speak == ["Just one line."] and sp.actors_present == {"Patient": ""}
-    env = EnvironmentReply.model_validate({
-        "feedback": "BP 120/80.", "action_assessments": [{"raw": "a", "status": "EXECUTED"}, {"raw": "b", "status": "done"}, "c"],
-        "progress_index": "2", "should_end": "true",
-    })  # fmt: skip
+    env = EnvironmentReply.model_validate(
+        {
+            "feedback": "BP 120/80.",
+            "action_assessments": [{"raw": "a", "status": "EXECUTED"}, {"raw": "b", "status": "done"}, "c"],
+            "progress_index": "2",
+            "should_end": "true",
+        }
+    )
     assert env.feedback == ["BP 120/80."] and env.events == [] and env.progress_index == 2 and env.should_end
     assert [a.status for a in env.action_assessments] == ["executed", "unsupported", "unsupported"]
     assert EnvironmentReply.model_validate({"progress_index": -3}).progress_index == 0
@@ -101,14 +125,17 @@ def test_parsers_retry_replies_without_json():
         with pytest.raises(ReplyParseError, match="unreadable"):
             parser("I would check the vital signs first.")
     sp = parse_patient('{"speak": ["Hello.", "Mother: He is scared."], "actors_present": {"Patient": "x"}}')
-    assert sp.message == "Hello.\nMother: He is scared." and sp.data["warnings"] == ["speaker 'Mother' is not in actors_present"]
+    assert sp.message == "Hello.\nMother: He is scared." and sp.data["warnings"] == [
+        "speaker 'Mother' is not in actors_present"
+    ]
 
 
 #: each agent's render context, as the solver passes it (``ask(..., context=...)``)
 CONTEXTS = {
     "medsp.examinee": dict(packet=SCENARIO.examinee.text()),
-    "medsp.environment": dict(materials=SCENARIO.environment_controller.text(), speech="Hello", actions=["x"], eos=True,
-                              all_actions=["x"]),
+    "medsp.environment": dict(
+        materials=SCENARIO.environment_controller.text(), speech="Hello", actions=["x"], eos=True, all_actions=["x"]
+    ),
     "medsp.patient": dict(script=SCENARIO.sp_actor.text(), speech="Hello"),
 }
 
@@ -116,13 +143,17 @@ CONTEXTS = {
 def test_scripted_roles_are_deterministic_and_parse():
     sent = prompts_as_sent()
     for name in ("medsp.examinee", "medsp.environment", "medsp.patient"):
-        messages = protocol(name).tag([ChatMessageSystem(content=sent[name][0]), ChatMessageUser(content=sent[name][1])],
-                                      CONTEXTS[name])
+        messages = protocol(name).tag(
+            [ChatMessageSystem(content=sent[name][0]), ChatMessageUser(content=sent[name][1])], CONTEXTS[name]
+        )
         a = ScriptedEngine().reply_for(name, messages)
         assert a == ScriptedEngine().reply_for(name, messages)
     exam = [ChatMessageSystem(content=sent["medsp.examinee"][0]), ChatMessageUser(content=sent["medsp.examinee"][1])]
-    turn = parse_examinee(asyncio.run(scripted().generate(EXAMINEE.tag(exam, CONTEXTS["medsp.examinee"]),
-                                                          config=GenerateConfig())).completion)
+    turn = parse_examinee(
+        asyncio.run(
+            scripted().generate(EXAMINEE.tag(exam, CONTEXTS["medsp.examinee"]), config=GenerateConfig())
+        ).completion
+    )
     assert turn.data["actions"][0] == "Cardiac monitor, pulse oximetry and vital signs" and turn.data["eos"] is False
 
 
@@ -141,16 +172,38 @@ def run_cli(target: str, tmp_path: Path) -> None:
     for role in ("patient", "environment", "grader"):
         roles += ["--model-role", f"{role}=bedside/scripted"]
     out_dir = tmp_path / target.replace("/", "_")
-    proc = cli("eval", target, "--model", "bedside/scripted", *roles, "--limit", "1", "-T", "max_turns=3",
-               "-T", "scaling=best_of_n", "-T", "n=2", "--display", "none", "--log-dir", str(out_dir), tmp_path=tmp_path)
+    proc = cli(
+        "eval",
+        target,
+        "--model",
+        "bedside/scripted",
+        *roles,
+        "--limit",
+        "1",
+        "-T",
+        "max_turns=3",
+        "-T",
+        "scaling=best_of_n",
+        "-T",
+        "n=2",
+        "--display",
+        "none",
+        "--log-dir",
+        str(out_dir),
+        tmp_path=tmp_path,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     [log_file] = list(out_dir.glob("*.eval"))
     log = read_eval_log(str(log_file))
     assert log.status == "success" and log.eval.task_args["max_turns"] == 3
     assert set(log.eval.model_roles) == {"patient", "environment", "grader"}
     assert len(log.samples) == 1 and all(s.scores["medsp_rubric"].value["examinee_turns"] <= 3 for s in log.samples)
-    assert all(len(t["data"]["best_of_n"]["candidates"]) == 2 for s in log.samples
-               for t in s.store["MedSPStore:history"] if t["role"] == "examinee")
+    assert all(
+        len(t["data"]["best_of_n"]["candidates"]) == 2
+        for s in log.samples
+        for t in s.store["MedSPStore:history"]
+        if t["role"] == "examinee"
+    )
     assert log.eval.metadata["data_report"]["scenarios"] == 7 and log.eval.metadata["prompts"] == "bedside"
 
 
@@ -162,13 +215,28 @@ def test_cli_by_entry_point(tmp_path):
     import bedside._registry
 
     if not hasattr(bedside._registry, "medsp"):
-        pytest.skip("bedside/medsp is not registered yet: bedside/_registry.py needs `from bedside.tasks.medsp import medsp`")
+        pytest.skip(
+            "bedside/medsp is not registered yet: bedside/_registry.py needs `from bedside.tasks.medsp import medsp`"
+        )
     run_cli("bedside/medsp", tmp_path)
 
 
 def test_cli_rejects_a_bad_prompts_path_in_one_line(tmp_path):
-    proc = cli("eval", "tasks/medsp.py", "--model", "bedside/scripted", "-T", f"prompts={tmp_path}", "--limit", "1",
-               "--display", "plain", tmp_path=tmp_path)  # fmt: skip
+    proc = cli(
+        "eval",
+        "tasks/medsp.py",
+        "--model",
+        "bedside/scripted",
+        "-T",
+        f"prompts={tmp_path}",
+        "--limit",
+        "1",
+        "--display",
+        "plain",
+        tmp_path=tmp_path,
+    )
     assert proc.returncode != 0
     out = " ".join((proc.stdout + proc.stderr).split())
-    assert "Bad parameter 'prompts'" in out and "not a clone of the official MedSP1000" in out and "Traceback" not in out
+    assert (
+        "Bad parameter 'prompts'" in out and "not a clone of the official MedSP1000" in out and "Traceback" not in out
+    )

@@ -110,7 +110,9 @@ def test_missing_role_folder_and_empty_packet_file_are_reported(demo_copy):
     shutil.rmtree(demo_copy / ANA / "scenario1" / "sp_actor")
     (demo_copy / "bedside_demo_back_pain" / "scenario1" / "evaluator" / "notes.md").write_text("  \n")
     (demo_copy / "bedside_demo_peds_asthma" / "scenario1" / "examinee" / "extra.json").write_text("{broken")
-    (demo_copy / "bedside_demo_preeclampsia" / "scenario1" / "environment_controller" / "chart.png").write_bytes(b"\x89PNG")
+    (demo_copy / "bedside_demo_preeclampsia" / "scenario1" / "environment_controller" / "chart.png").write_bytes(
+        b"\x89PNG"
+    )
     loaded = load_scenarios(demo_copy)
     by_record = {u.record: u for u in loaded.unusable}
     assert by_record[f"{ANA}/scenario1"].field == "sp_actor" and "missing" in by_record[f"{ANA}/scenario1"].reason
@@ -135,7 +137,12 @@ def test_multi_file_packets_are_compiled_as_the_official_code_does(demo_copy):
     text = ana.examinee.text()
     # each file under "## <file name>" (name only, not its folder), in path order, blank line after the header
     assert text.startswith("## appendix.txt\n\nAppendix: triage ECG")
-    assert text.index("## appendix.txt") < text.index("## README") < text.index("## table.csv") < text.index("## scenario.md")
+    assert (
+        text.index("## appendix.txt")
+        < text.index("## README")
+        < text.index("## table.csv")
+        < text.index("## scenario.md")
+    )
     assert "## notes/README" not in text and "A file without suffix is read too." in text
     assert "never shown" not in text and ana.examinee.skipped == ["scan.pdf"]
 
@@ -209,7 +216,9 @@ def test_rubrics_from_a_separate_folder(demo_copy, tmp_path):
     (rubric_dir / "extra_case_scenario1.json").write_text("")  # an unusable file of the folder, reported
     dataset, report = medsp_dataset(demo_copy, rubrics=rubric_dir)
     assert len(dataset) == 7 and report.rubrics == str(rubric_dir)
-    assert [u for u in report.unusable] == [f"{rubric_dir / 'extra_case_scenario1.json'}: extra_case/scenario1: empty file (0 bytes): unusable"]
+    assert [u for u in report.unusable] == [
+        f"{rubric_dir / 'extra_case_scenario1.json'}: extra_case/scenario1: empty file (0 bytes): unusable"
+    ]
 
 
 def test_zero_item_rubric_is_loaded_but_left_out_and_reported(demo_copy):
@@ -267,5 +276,8 @@ def test_dataset_with_the_real_rubric_folder_reports_the_empty_files(demo_copy):
     with pytest.raises(MedSPError) as err:  # the demo scenarios have no rubric in the release
         medsp_dataset(demo_copy, rubrics=folder)
     message = str(err.value)
-    assert "mep_2374-8265.11256-s001_scenario3.json: mep_2374-8265.11256-s001/scenario3: empty file (0 bytes): unusable" in message
+    assert (
+        "mep_2374-8265.11256-s001_scenario3.json: mep_2374-8265.11256-s001/scenario3: empty file (0 bytes): unusable"
+        in message
+    )
     assert "bedside_demo_anaphylaxis/scenario1: field 'rubric': no rubric file for this scenario" in message

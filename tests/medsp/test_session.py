@@ -16,19 +16,37 @@ SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "b
 
 
 def environment(**fields) -> str:
-    base = {"feedback": ["BP 80/40"], "events": [], "actors_present": {}, "patient_status": "hypotensive",
-            "action_assessments": [{"raw": "Give IM epinephrine", "interpreted_action": "epinephrine_im",
-                                    "status": "executed", "rationale": "indicated"}],
-            "progress_index": 0, "state_label": "initial_assessment", "should_end": False, "completion_reason": ""}  # fmt: skip
+    base = {
+        "feedback": ["BP 80/40"],
+        "events": [],
+        "actors_present": {},
+        "patient_status": "hypotensive",
+        "action_assessments": [
+            {
+                "raw": "Give IM epinephrine",
+                "interpreted_action": "epinephrine_im",
+                "status": "executed",
+                "rationale": "indicated",
+            }
+        ],
+        "progress_index": 0,
+        "state_label": "initial_assessment",
+        "should_end": False,
+        "completion_reason": "",
+    }
     return json.dumps({**base, **fields})
 
 
 def turn_pair(session: Session, eos: bool) -> list[Turn]:
-    exam = read_examinee(json.dumps({"speak": "Epinephrine now.", "actions": ["Give IM epinephrine", "Order a tryptase"], "eos": eos}))
+    exam = read_examinee(
+        json.dumps({"speak": "Epinephrine now.", "actions": ["Give IM epinephrine", "Order a tryptase"], "eos": eos})
+    )
     exam.data = {**exam.data, "turn": session.state.total_turns, "prompt": "P"}
     patient = read_patient(json.dumps({"speak": ["I can't breathe"], "actors_present": {"Patient": "speaks"}}))
-    return [Turn(index=0, role="examinee", message=exam.message, data=exam.data),
-            Turn(index=1, role="patient", message=patient.message, data=patient.data)]  # fmt: skip
+    return [
+        Turn(index=0, role="examinee", message=exam.message, data=exam.data),
+        Turn(index=1, role="patient", message=patient.message, data=patient.data),
+    ]
 
 
 def test_the_examinee_turn_is_counted_before_its_prompt_and_only_for_the_examinee():
@@ -53,7 +71,10 @@ def test_the_environment_reply_advances_the_state_and_records_the_turn():
     assert (s.progress_index, s.current_phase_id, s.patient_status) == (1, "treatment", "hypotensive")
     assert s.phase_history == ["0:initial_assessment", "1:treatment"] and len(s.turns) == 1
     # the action log: an assessed action by its text, an unassessed one as unsupported
-    assert [(a["raw"], a["status"]) for a in s.action_history] == [("Give IM epinephrine", "executed"), ("Order a tryptase", "unsupported")]
+    assert [(a["raw"], a["status"]) for a in s.action_history] == [
+        ("Give IM epinephrine", "executed"),
+        ("Order a tryptase", "unsupported"),
+    ]
     assert dict(session.statuses) == {"executed": 1, "unsupported": 1}
     # what the turn changed is in the environment turn's data, with the turn, eos and its prompt last
     assert reply.data["state_moved"] is True and reply.data["turn"] == 1 and reply.data["eos"] is True
@@ -62,7 +83,10 @@ def test_the_environment_reply_advances_the_state_and_records_the_turn():
 
 
 def test_end_reasons_of_the_environment():
-    for eos, should_end, expected in ((True, True, EndReason.SCENARIO_COMPLETE), (False, True, EndReason.ENVIRONMENT_END)):
+    for eos, should_end, expected in (
+        (True, True, EndReason.SCENARIO_COMPLETE),
+        (False, True, EndReason.ENVIRONMENT_END),
+    ):
         session = Session(scenario=SCENARIO, prompts=BedsidePrompts(), max_turns=3)
         session.before_turn("examinee", [])
         reply = read_environment(environment(should_end=should_end, completion_reason="done"))

@@ -15,7 +15,9 @@ KEEP = ["bedside_demo_bad_news/scenario1", "bedside_demo_dka/scenario2"]
 
 
 def write_subset(path, scenarios, name="MedSP1000-Q100"):
-    path.write_text(json.dumps({"name": name, "description": "test", "n_scenarios": len(scenarios), "scenarios": scenarios}))
+    path.write_text(
+        json.dumps({"name": name, "description": "test", "n_scenarios": len(scenarios), "scenarios": scenarios})
+    )
     return path
 
 

@@ -21,10 +21,21 @@ from tests.conftest import model_inputs, scripted
 from tests.medsp.helpers import ANAPHYLAXIS, BACK_PAIN, DKA_ICU, calls, run_one, scenario_of, store, text_of, turns_of
 
 #: field names and texts that belong to the evaluation side of the environment's reply
-EVALUATION_SIDE = ("action_assessments", "actors_present", "completion_reason", "interpreted_action", "progress_index",
-                   "Listed under action results", "Not among this scenario's action results",
-                   "Listed as present at the start", "is available on request", "No scenario state after",
-                   "The handover point of the scenario was reached", "executed", "unsupported")  # fmt: skip
+EVALUATION_SIDE = (
+    "action_assessments",
+    "actors_present",
+    "completion_reason",
+    "interpreted_action",
+    "progress_index",
+    "Listed under action results",
+    "Not among this scenario's action results",
+    "Listed as present at the start",
+    "is available on request",
+    "No scenario state after",
+    "The handover point of the scenario was reached",
+    "executed",
+    "unsupported",
+)
 
 
 def evaluator_only_lines(scenario) -> list[str]:
@@ -46,7 +57,8 @@ def environment_secrets(scenario) -> list[str]:
 
 
 @pytest.mark.parametrize(
-    "sample_id,scaling", [(ANAPHYLAXIS, "none"), (ANAPHYLAXIS, "panel"), (DKA_ICU, "none"), (DKA_ICU, "best_of_n"), (BACK_PAIN, "none")]
+    "sample_id,scaling",
+    [(ANAPHYLAXIS, "none"), (ANAPHYLAXIS, "panel"), (DKA_ICU, "none"), (DKA_ICU, "best_of_n"), (BACK_PAIN, "none")],
 )
 def test_the_examinee_sees_only_its_own_view(tmp_path, scaling, sample_id):
     extra = {"panel_size": 2} if scaling == "panel" else {"n": 2} if scaling == "best_of_n" else {}
@@ -70,7 +82,9 @@ def test_the_examinee_sees_only_its_own_view(tmp_path, scaling, sample_id):
     secrets = environment_secrets(scenario)
     seen_any = False
     for k, turn in enumerate(exam_turns):
-        revealed = json.dumps([t["data"] for t in history if t["role"] == "environment" and t["data"]["turn"] < turn["turn"]])
+        revealed = json.dumps(
+            [t["data"] for t in history if t["role"] == "environment" and t["data"]["turn"] < turn["turn"]]
+        )
         for secret in secrets:
             if secret in turn["prompt"]:
                 seen_any = True
@@ -118,7 +132,9 @@ def test_sp_sees_the_words_of_this_turn_and_four_turn_records(back_pain_run):
         prompt = call[-1].text
         assert exam[k]["speak"] in prompt
         records = json.loads(prompt.split("(oldest first):\n", 1)[1].rsplit("\n\nReply as", 1)[0])
-        assert len(records) == min(k, 4) and all("status" not in r and "rationale" not in json.dumps(r) for r in records)
+        assert len(records) == min(k, 4) and all(
+            "status" not in r and "rationale" not in json.dumps(r) for r in records
+        )
         assert [r["turn_index"] for r in records] == list(range(max(1, k - 3), k + 1))[: len(records)]
     # the SP keeps its own chat: one user/assistant pair per earlier turn
     assert len(sp_calls[-1]) == 1 + 2 * (len(sp_calls) - 1) + 1
@@ -154,5 +170,11 @@ def test_evaluator_sees_rubric_transcript_action_log_and_summary_not_its_packet(
     for key in ("phase_history", "current_state_label", "total_turns", "completion_reason"):
         assert f'"{key}"' in user
     assert sim["transcript"][0]["type"] == "opening_context"
-    assert [e["role"] for e in sim["transcript"][1:6]] == ["examinee", "examinee_actions", "sp", "environment", "examinee"]
+    assert [e["role"] for e in sim["transcript"][1:6]] == [
+        "examinee",
+        "examinee_actions",
+        "sp",
+        "environment",
+        "examinee",
+    ]
     assert calls(sample, "medsp.evaluator")[0].config.temperature == 0.0

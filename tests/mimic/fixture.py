@@ -51,25 +51,33 @@ CHAPTER_CODES: dict[str, tuple[str, int, str]] = {
 }
 #: the label each key maps to (what the chapter mapping must give)
 LABELS = {
-    "neo10": "Neoplasms", "neo9": "Neoplasms",
-    "circ10": "Diseases of the Circulatory System", "circ9": "Diseases of the Circulatory System",
+    "neo10": "Neoplasms",
+    "neo9": "Neoplasms",
+    "circ10": "Diseases of the Circulatory System",
+    "circ9": "Diseases of the Circulatory System",
     "msk10": "Diseases of the Musculoskeletal System and Connective Tissue",
-    "gu10": "Diseases of the Genitourinary System", "dig10": "Diseases of the Digestive System",
-    "resp10": "Diseases of the Respiratory System", "skin9": "Diseases of the Skin and Subcutaneous Tissue",
+    "gu10": "Diseases of the Genitourinary System",
+    "dig10": "Diseases of the Digestive System",
+    "resp10": "Diseases of the Respiratory System",
+    "skin9": "Diseases of the Skin and Subcutaneous Tissue",
     "endo9": "Endocrine, Nutritional and Metabolic Diseases, and Immunity Disorders",
-    "inf9": "Infectious and Parasitic Diseases", "inj9": "Injury and Poisoning",
+    "inf9": "Infectious and Parasitic Diseases",
+    "inj9": "Injury and Poisoning",
     "blood9": "Diseases of the Blood and Blood-Forming Organs",
     "supp9": "Supplementary Classification of Factors Influencing Health Status and Contact with Health Services",
     "symp9": "Symptoms, Signs, and Ill-Defined Conditions",
     "preg9": "Complications of Pregnancy, Childbirth, and the Puerperium",
-    "cong9": "Congenital Anomalies", "nerv9": "Diseases of the Nervous System and Sense Organs",
+    "cong9": "Congenital Anomalies",
+    "nerv9": "Diseases of the Nervous System and Sense Organs",
     "inj10": "Injury, Poisoning and Certain Other Consequences of External Causes",
     "fact10": "Factors Influencing Health Status and Contact with Health Services",
-    "inf10": "Certain Infectious and Parasitic Diseases", "nerv10": "Diseases of the Nervous System",
-    "endo10": "Endocrine, Nutritional and Metabolic Diseases", "preg10": "Pregnancy, Childbirth and the Puerperium",
+    "inf10": "Certain Infectious and Parasitic Diseases",
+    "nerv10": "Diseases of the Nervous System",
+    "endo10": "Endocrine, Nutritional and Metabolic Diseases",
+    "preg10": "Pregnancy, Childbirth and the Puerperium",
     "symp10": "Symptoms, Signs and Abnormal Clinical and Laboratory Findings",
     "cong10": "Congenital Malformations, Deformations and Chromosomal Abnormalities",
-}  # fmt: skip
+}
 OTHER_CODES: dict[str, tuple[str, int, str]] = {
     "htn10": ("I10", 10, "Essential (primary) hypertension"),
     "htn9": ("4019", 9, "Unspecified essential hypertension"),
@@ -120,35 +128,85 @@ def patients() -> list[Pat]:
         Pat("age66", 66, [Adm(["circ10"])], False, "anchor_age 66 > 65"),
         Pat("age18", 18, [Adm(["circ10", "htn10"])], True, "anchor_age 18 is in", gender="M"),
         Pat("age65", 65, [Adm(["circ9", "htn9"])], True, "anchor_age 65 is in", race="BLACK/AFRICAN AMERICAN"),
-        Pat("psych_other_admission", 40, [Adm(["circ10"]), Adm(["htn10", "depr10"], note="no")], False,
-            "F32.9 in another admission (no note there) excludes the patient"),
+        Pat(
+            "psych_other_admission",
+            40,
+            [Adm(["circ10"]), Adm(["htn10", "depr10"], note="no")],
+            False,
+            "F32.9 in another admission (no note there) excludes the patient",
+        ),
         Pat("g30", 50, [Adm(["dig10", "alz10"])], False, "G30.9 (Alzheimer's) excludes"),
         Pat("g31", 50, [Adm(["dig10", "mci10"])], False, "G31.84 excludes"),
         Pat("f05", 50, [Adm(["dig10", "delir10"])], False, "F05 (F00-F09) excludes"),
-        Pat("icd9_331", 45, [Adm(["circ9"]), Adm(["htn9", "alz9"], note="no")], False, "ICD-9 331.0 in another admission excludes"),
+        Pat(
+            "icd9_331",
+            45,
+            [Adm(["circ9"]), Adm(["htn9", "alz9"], note="no")],
+            False,
+            "ICD-9 331.0 in another admission excludes",
+        ),
         Pat("icd9_294", 45, [Adm(["resp10"]), Adm(["htn9", "dem9"])], False, "ICD-9 294.8 excludes"),
         Pat("icd9_290", 45, [Adm(["neo9", "senile9"])], False, "ICD-9 290.0 excludes"),
         Pat("icd9_319", 45, [Adm(["neo9", "mr9"])], False, "ICD-9 319 excludes"),
-        Pat("boundaries_kept", 44, [Adm(["nerv9", "park9", "mening9", "suicid9"]), Adm(["nerv10", "ataxia10"])], True,
-            "ICD-9 332, 320, V62.84 and ICD-10 G32.81 do not exclude", gender="M"),
+        Pat(
+            "boundaries_kept",
+            44,
+            [Adm(["nerv9", "park9", "mening9", "suicid9"]), Adm(["nerv10", "ataxia10"])],
+            True,
+            "ICD-9 332, 320, V62.84 and ICD-10 G32.81 do not exclude",
+            gender="M",
+        ),
         Pat("no_seq_num_1", 33, [Adm(["gu10", "htn10"], main_seq=2)], False, "no seq_num 1: no main diagnosis"),
         Pat("no_note", 33, [Adm(["gu10"], note="no")], False, "no discharge note"),
         Pat("empty_note", 33, [Adm(["gu10"], note="empty")], False, "discharge note with empty text"),
-        Pat("outside_chapters", 52, [Adm(["ida10"]), Adm(["glauc10"]), Adm(["ecode9"])], False,
-            "D50.0, H40.11 and E849.7 are chapters outside Table 2"),
+        Pat(
+            "outside_chapters",
+            52,
+            [Adm(["ida10"]), Adm(["glauc10"]), Adm(["ecode9"])],
+            False,
+            "D50.0, H40.11 and E849.7 are chapters outside Table 2",
+        ),
         Pat("two_notes", 29, [Adm(["gu10"], note="two")], True, "two notes: the lowest note_seq is used", gender="M"),
-        Pat("two_chapters", 38, [Adm(["cong10"]), Adm(["circ10"])], True,
-            "eligible in two chapters, drawn once (the rarer chapter first)", race="ASIAN - CHINESE"),
-        Pat("invalid_extraction", 47, [Adm(["symp10"], mark=INVALID_MARK)], True,
-            "its note makes the scripted extractor reply without the required keys"),
+        Pat(
+            "two_chapters",
+            38,
+            [Adm(["cong10"]), Adm(["circ10"])],
+            True,
+            "eligible in two chapters, drawn once (the rarer chapter first)",
+            race="ASIAN - CHINESE",
+        ),
+        Pat(
+            "invalid_extraction",
+            47,
+            [Adm(["symp10"], mark=INVALID_MARK)],
+            True,
+            "its note makes the scripted extractor reply without the required keys",
+        ),
     ]
     single = {"cong10", "symp10"}  # chapters whose only candidate is the patient above
     for i, key in enumerate(k for k in CHAPTER_CODES if k not in single):
-        p.append(Pat(f"chapter_{key}", 20 + (i * 7) % 45, [Adm([key, "htn10" if CHAPTER_CODES[key][1] == 10 else "htn9"])],
-                     True, f"eligible, {LABELS[key]}", gender="MF"[i % 2], race=RACES[i % len(RACES)]))
+        p.append(
+            Pat(
+                f"chapter_{key}",
+                20 + (i * 7) % 45,
+                [Adm([key, "htn10" if CHAPTER_CODES[key][1] == 10 else "htn9"])],
+                True,
+                f"eligible, {LABELS[key]}",
+                gender="MF"[i % 2],
+                race=RACES[i % len(RACES)],
+            )
+        )
     for i in range(4):  # a well-populated chapter for the sampling tests
-        p.append(Pat(f"circulatory_{i}", 30 + i, [Adm(["circ10" if i % 2 else "circ9"])], True, "eligible, circulatory",
-                     gender="MF"[i % 2]))
+        p.append(
+            Pat(
+                f"circulatory_{i}",
+                30 + i,
+                [Adm(["circ10" if i % 2 else "circ9"])],
+                True,
+                "eligible, circulatory",
+                gender="MF"[i % 2],
+            )
+        )
     return p
 
 
@@ -227,44 +285,97 @@ def write_fixture(root: Path, extra: int = 0, seed: int = 0, pad: int = 0) -> Fi
     rng = random.Random(seed)
     keys = list(CHAPTER_CODES)
     for i in range(extra):
-        pats.append(Pat(f"extra_{i}", rng.randint(18, 90), [Adm([rng.choice(keys), "htn10"]) for _ in range(rng.randint(1, 3))],
-                        True, "filler", gender=rng.choice("MF"), race=rng.choice(RACES)))
+        pats.append(
+            Pat(
+                f"extra_{i}",
+                rng.randint(18, 90),
+                [Adm([rng.choice(keys), "htn10"]) for _ in range(rng.randint(1, 3))],
+                True,
+                "filler",
+                gender=rng.choice("MF"),
+                race=rng.choice(RACES),
+            )
+        )
     pt, adm, dx, notes = [], [], [], []
     hadm, note_no = HADM0, 0
     for s, p in enumerate(pats, start=1):
         p.subject_id = SUBJECT0 + s
         if p.name.startswith("extra_"):
             p.included = 18 <= p.age <= 65
-        pt.append({"subject_id": p.subject_id, "gender": p.gender, "anchor_age": p.age, "anchor_year": 2150,
-                   "anchor_year_group": "2014 - 2016", "dod": ""})
+        pt.append(
+            {
+                "subject_id": p.subject_id,
+                "gender": p.gender,
+                "anchor_age": p.age,
+                "anchor_year": 2150,
+                "anchor_year_group": "2014 - 2016",
+                "dod": "",
+            }
+        )
         p.hadm_ids = []
         for a in p.adms:
             hadm += 1
             p.hadm_ids.append(hadm)
-            adm.append({"subject_id": p.subject_id, "hadm_id": hadm, "admittime": "2150-01-01 10:00:00",
-                        "dischtime": "2150-01-05 12:00:00", "deathtime": "", "admission_type": "EW EMER.",
-                        "admit_provider_id": "P00000", "admission_location": "EMERGENCY ROOM",
-                        "discharge_location": "HOME", "insurance": "Other", "language": "ENGLISH",
-                        "marital_status": "SINGLE", "race": p.race, "edregtime": "", "edouttime": "",
-                        "hospital_expire_flag": 0})
+            adm.append(
+                {
+                    "subject_id": p.subject_id,
+                    "hadm_id": hadm,
+                    "admittime": "2150-01-01 10:00:00",
+                    "dischtime": "2150-01-05 12:00:00",
+                    "deathtime": "",
+                    "admission_type": "EW EMER.",
+                    "admit_provider_id": "P00000",
+                    "admission_location": "EMERGENCY ROOM",
+                    "discharge_location": "HOME",
+                    "insurance": "Other",
+                    "language": "ENGLISH",
+                    "marital_status": "SINGLE",
+                    "race": p.race,
+                    "edregtime": "",
+                    "edouttime": "",
+                    "hospital_expire_flag": 0,
+                }
+            )
             for seq, key in enumerate(a.dx, start=a.main_seq):
                 code, version, _ = CHAPTER_CODES.get(key) or OTHER_CODES[key]
-                dx.append({"subject_id": p.subject_id, "hadm_id": hadm, "seq_num": seq, "icd_code": code, "icd_version": version})
+                dx.append(
+                    {
+                        "subject_id": p.subject_id,
+                        "hadm_id": hadm,
+                        "seq_num": seq,
+                        "icd_code": code,
+                        "icd_version": version,
+                    }
+                )
             if a.note == "no":
                 continue
             if a.note == "empty":
                 texts = ["   \n"]
             elif a.note == "two":
-                texts = [note_text(p.name, a.dx[0], "SECOND NOTE (note_seq 2)", pad), note_text(p.name, a.dx[0], a.mark, pad)]
+                texts = [
+                    note_text(p.name, a.dx[0], "SECOND NOTE (note_seq 2)", pad),
+                    note_text(p.name, a.dx[0], a.mark, pad),
+                ]
             else:
                 texts = [note_text(p.name, a.dx[0], a.mark, pad)]
             for k, text in enumerate(texts):
                 note_no += 1
                 seq = len(texts) - k  # "two": the first row written has note_seq 2
-                notes.append({"note_id": f"{p.subject_id}-DS-{seq}", "subject_id": p.subject_id, "hadm_id": hadm,
-                              "note_type": "DS", "note_seq": seq, "charttime": "2150-01-05 00:00:00",
-                              "storetime": "2150-01-05 13:00:00", "text": text})
-    titles = [{"icd_code": c, "icd_version": v, "long_title": f"{n[0].upper()}{n[1:]}"} for c, v, n in CHAPTER_CODES.values()]
+                notes.append(
+                    {
+                        "note_id": f"{p.subject_id}-DS-{seq}",
+                        "subject_id": p.subject_id,
+                        "hadm_id": hadm,
+                        "note_type": "DS",
+                        "note_seq": seq,
+                        "charttime": "2150-01-05 00:00:00",
+                        "storetime": "2150-01-05 13:00:00",
+                        "text": text,
+                    }
+                )
+    titles = [
+        {"icd_code": c, "icd_version": v, "long_title": f"{n[0].upper()}{n[1:]}"} for c, v, n in CHAPTER_CODES.values()
+    ]
     titles += [{"icd_code": c, "icd_version": v, "long_title": n} for c, v, n in OTHER_CODES.values()]
     mimic, note = root / "mimic-iv", root / "mimic-iv-note"
     (mimic / "hosp").mkdir(parents=True, exist_ok=True)
@@ -273,4 +384,3 @@ def write_fixture(root: Path, extra: int = 0, seed: int = 0, pad: int = 0) -> Fi
         pd.DataFrame(rows).to_csv(mimic / "hosp" / f"{name}.csv.gz", index=False, compression="gzip")
     pd.DataFrame(notes).to_csv(note / "note" / "discharge.csv.gz", index=False, compression="gzip")
     return Fixture(mimic=mimic, note=note, patients=pats)
-

@@ -10,7 +10,14 @@ import tracemalloc
 import pandas as pd
 import pytest
 
-from bedside.mimic.cohort import CohortError, read_cohort, sample_per_chapter, select_cohort, summary_rows, write_summary
+from bedside.mimic.cohort import (
+    CohortError,
+    read_cohort,
+    sample_per_chapter,
+    select_cohort,
+    summary_rows,
+    write_summary,
+)
 from bedside.records.discharge import ICD_CHAPTER_LABELS
 from tests.mimic.fixture import CHAPTER_CODES, INVALID_MARK, LABELS, write_fixture
 
@@ -21,9 +28,23 @@ def eligible_subjects(cohort) -> set[int]:
 
 @pytest.mark.parametrize(
     "name",
-    ["age17", "age66", "psych_other_admission", "g30", "g31", "f05", "icd9_331", "icd9_294", "icd9_290", "icd9_319",
-     "no_seq_num_1", "no_note", "empty_note", "outside_chapters"],
-)  # fmt: skip
+    [
+        "age17",
+        "age66",
+        "psych_other_admission",
+        "g30",
+        "g31",
+        "f05",
+        "icd9_331",
+        "icd9_294",
+        "icd9_290",
+        "icd9_319",
+        "no_seq_num_1",
+        "no_note",
+        "empty_note",
+        "outside_chapters",
+    ],
+)
 def test_each_exclusion_rule_has_a_patient_that_proves_it(fx, cohort, name):
     patient = fx.by_name(name)
     assert not patient.included, patient.why
@@ -31,7 +52,9 @@ def test_each_exclusion_rule_has_a_patient_that_proves_it(fx, cohort, name):
     assert patient.subject_id not in {r["subject_id"] for r in cohort.records}
 
 
-@pytest.mark.parametrize("name", ["age18", "age65", "boundaries_kept", "two_notes", "two_chapters", "invalid_extraction"])
+@pytest.mark.parametrize(
+    "name", ["age18", "age65", "boundaries_kept", "two_notes", "two_chapters", "invalid_extraction"]
+)
 def test_each_inclusion_boundary_has_a_patient_that_proves_it(fx, cohort, name):
     patient = fx.by_name(name)
     assert patient.included and patient.subject_id in eligible_subjects(cohort), patient.why
@@ -60,9 +83,17 @@ def test_funnel_counts(fx, cohort):
 def test_main_diagnosis_is_seq_num_1_and_its_chapter_is_kept(fx, cohort):
     boundary = fx.by_name("boundaries_kept")  # main 357.0 (nervous system, ICD-9); other codes are secondary
     row = cohort.eligible[cohort.eligible.hadm_id == boundary.hadm_ids[0]].iloc[0]
-    assert (row.icd_code, int(row.icd_version), row.icd_chapter) == ("3570", 9, "Diseases of the Nervous System and Sense Organs")
+    assert (row.icd_code, int(row.icd_version), row.icd_chapter) == (
+        "3570",
+        9,
+        "Diseases of the Nervous System and Sense Organs",
+    )
     for record in cohort.records:
-        key = next(k for k, (code, version, _) in CHAPTER_CODES.items() if code == record["icd_code_mimic"] and version == record["icd_version"])
+        key = next(
+            k
+            for k, (code, version, _) in CHAPTER_CODES.items()
+            if code == record["icd_code_mimic"] and version == record["icd_version"]
+        )
         assert record["icd_chapter"] == LABELS[key]
 
 
@@ -93,7 +124,9 @@ def test_every_chapter_label_is_a_stratum_and_each_patient_appears_once(fx):
     both = fx.by_name("two_chapters")
     [record] = [r for r in cohort.records if r["subject_id"] == both.subject_id]
     assert record["icd_chapter"] == "Congenital Malformations, Deformations and Chromosomal Abnormalities"
-    assert INVALID_MARK in next(r["discharge_note"] for r in cohort.records if r["icd_chapter"].startswith("Symptoms, Signs and Abnormal"))
+    assert INVALID_MARK in next(
+        r["discharge_note"] for r in cohort.records if r["icd_chapter"].startswith("Symptoms, Signs and Abnormal")
+    )
 
 
 def _circulatory(cohort) -> list[int]:
@@ -123,7 +156,10 @@ def test_sampling_golden_draw():
         }
     )
     first = sample_per_chapter(eligible, 3, seed=7)
-    assert sample_per_chapter(eligible.sample(frac=1, random_state=1), 3, seed=7).hadm_id.tolist() == first.hadm_id.tolist()
+    assert (
+        sample_per_chapter(eligible.sample(frac=1, random_state=1), 3, seed=7).hadm_id.tolist()
+        == first.hadm_id.tolist()
+    )
     assert first.subject_id.is_unique and len(first) == 5  # Congenital Anomalies has 2 patients only
     assert first.hadm_id.tolist() == GOLDEN_SEED_7
 
@@ -169,7 +205,9 @@ def test_uncompressed_csv_and_flat_folders_are_found(fx, tmp_path):
             (flat / f"{name}.csv").write_bytes(src.read())
     (flat / "discharge.csv.gz").write_bytes((fx.note / "note" / "discharge.csv.gz").read_bytes())
     same = select_cohort(flat, flat, per_chapter=2, seed=0)
-    assert [r["hadm_id"] for r in same.records] == [r["hadm_id"] for r in select_cohort(fx.mimic, fx.note, per_chapter=2, seed=0).records]
+    assert [r["hadm_id"] for r in same.records] == [
+        r["hadm_id"] for r in select_cohort(fx.mimic, fx.note, per_chapter=2, seed=0).records
+    ]
 
 
 def test_memory_is_bounded_by_the_chunk_not_the_note_table(tmp_path):

@@ -22,21 +22,30 @@ from bedside.mimic.extract import (
 )
 from bedside.prompts import render
 from bedside.protocols.mimic import EXTRACT, EXTRACTED_FIELDS, CaseExtraction
-from bedside.testing.scripts.mimic import extract_fields
 from bedside.records.discharge import DischargeCase, load_cases
 from bedside.samples.discharge import DEMO_CASES
 from bedside.solvers.build_cases import extraction_prompt
+from bedside.testing.scripts.mimic import extract_fields
 from tests.conftest import scripted
 from tests.mimic.fixture import note_text
 
 
 def record(**over):
     base = {
-        "case_id": "mimic-1", "subject_id": 1, "hadm_id": 1, "note_id": "1-DS-1", "age": 40, "gender": "F",
-        "race": "WHITE", "icd_code": "I21.4", "icd_code_mimic": "I214", "icd_version": 10,
-        "icd_chapter": "Diseases of the Circulatory System", "icd_title": "Non-ST elevation (NSTEMI) myocardial infarction",
+        "case_id": "mimic-1",
+        "subject_id": 1,
+        "hadm_id": 1,
+        "note_id": "1-DS-1",
+        "age": 40,
+        "gender": "F",
+        "race": "WHITE",
+        "icd_code": "I21.4",
+        "icd_code_mimic": "I214",
+        "icd_version": 10,
+        "icd_chapter": "Diseases of the Circulatory System",
+        "icd_title": "Non-ST elevation (NSTEMI) myocardial infarction",
         "discharge_note": note_text("t", "circ10"),
-    }  # fmt: skip
+    }
     return {**base, **over}
 
 
@@ -50,7 +59,9 @@ def extraction(**over) -> CaseExtraction:
 
 def test_prompt_carries_the_note_and_the_coded_diagnosis():
     prompt = extraction_prompt(record())
-    assert prompt.startswith("You are extracting a patient's profile and discharge information from a hospital discharge note")
+    assert prompt.startswith(
+        "You are extracting a patient's profile and discharge information from a hospital discharge note"
+    )
     assert "<discharge_note>\nSYNTHETIC TEST NOTE" in prompt and "ICD-10 I21.4 (Non-ST elevation" in prompt
     for name in EXTRACTED_FIELDS:
         assert f'"{name}"' in prompt
@@ -59,7 +70,9 @@ def test_prompt_carries_the_note_and_the_coded_diagnosis():
 
 
 def test_reply_model_requires_every_field_and_joins_lists():
-    parsed = EXTRACT.parse(json.dumps({**{k: "" for k in EXTRACTED_FIELDS}, "new_medications": ["A 1 mg", "B 2 mg"], "allergies": None}))
+    parsed = EXTRACT.parse(
+        json.dumps({**{k: "" for k in EXTRACTED_FIELDS}, "new_medications": ["A 1 mg", "B 2 mg"], "allergies": None})
+    )
     assert parsed.new_medications == "A 1 mg; B 2 mg" and parsed.allergies == ""
     with pytest.raises(ValueError, match="follow_up_appointments"):
         EXTRACT.parse(json.dumps({k: "" for k in EXTRACTED_FIELDS[:-1]}))
@@ -70,7 +83,14 @@ def test_reply_model_requires_every_field_and_joins_lists():
 def test_scripted_extractor_reads_the_mimic_sections():
     note = note_text("t", "circ10")
     model = scripted()
-    reply = asyncio.run(model.generate(EXTRACT.tag([ChatMessageUser(content=extraction_prompt(record()))], dict(discharge_note=record()["discharge_note"])), config=GenerateConfig()))
+    reply = asyncio.run(
+        model.generate(
+            EXTRACT.tag(
+                [ChatMessageUser(content=extraction_prompt(record()))], dict(discharge_note=record()["discharge_note"])
+            ),
+            config=GenerateConfig(),
+        )
+    )
     got = json.loads(reply.completion)
     assert got == extract_fields(note)
     assert got["chief_complaint"] == "Symptoms of heart attack (NSTEMI)"
@@ -78,10 +98,19 @@ def test_scripted_extractor_reads_the_mimic_sections():
     assert got["new_medications"] == "Amoxicillin 500 mg PO TID Duration: 7 Days"  # lisinopril was taken before
     assert got["allergies"] == "Penicillins" and got["family_history"].startswith("Mother with hypertension")
     assert got["return_to_hospital_signs"].startswith("Please return to the emergency department")
-    assert "Stop taking ibuprofen." in got["post_discharge_treatment"] and "return" not in got["post_discharge_treatment"]
+    assert (
+        "Stop taking ibuprofen." in got["post_discharge_treatment"] and "return" not in got["post_discharge_treatment"]
+    )
     assert got["follow_up_appointments"].startswith("Please follow up with your PCP")
     bad = scripted(mimic_invalid_on="heart attack")
-    reply = asyncio.run(bad.generate(EXTRACT.tag([ChatMessageUser(content=extraction_prompt(record()))], dict(discharge_note=record()["discharge_note"])), config=GenerateConfig()))
+    reply = asyncio.run(
+        bad.generate(
+            EXTRACT.tag(
+                [ChatMessageUser(content=extraction_prompt(record()))], dict(discharge_note=record()["discharge_note"])
+            ),
+            config=GenerateConfig(),
+        )
+    )
     with pytest.raises(ValueError):
         EXTRACT.parse(reply.completion)
 
@@ -102,12 +131,20 @@ def test_assembled_case_is_schema_valid_with_audit_rows_for_every_field():
     assert rows["allergies"]["source_section"] == "Allergies" and rows["allergies"]["source_excerpt"] == "Penicillins"
     assert rows["new_medications"]["source_section"] == "Discharge Medications + Medications on Admission"
     assert "Amoxicillin" in rows["new_medications"]["source_excerpt"] and rows["new_medications"]["support"] == 1.0
-    assert rows["treatment_during_stay"]["source_section"] == "Major Surgical or Invasive Procedure + Brief Hospital Course"
+    assert (
+        rows["treatment_during_stay"]["source_section"]
+        == "Major Surgical or Invasive Procedure + Brief Hospital Course"
+    )
     assert all(row["status"] == "valid" for row in result.audit)
 
 
 def test_not_stated_answers_become_empty_and_are_flagged():
-    result = assemble(record(), extraction(new_medications="None", follow_up_appointments="not applicable", allergies="N/A", family_history="None"))
+    result = assemble(
+        record(),
+        extraction(
+            new_medications="None", follow_up_appointments="not applicable", allergies="N/A", family_history="None"
+        ),
+    )
     case = result.case
     assert case["discharge_info"]["new_medications"] == "" and case["discharge_info"]["follow_up_appointments"] == ""
     assert case["allergies"] == "" and case["family_history"] == "None"  # "None" is kept for profile fields
@@ -135,12 +172,18 @@ def test_low_support_and_missing_sections_are_flagged():
     result = assemble(record(), extraction(chief_complaint="Completely unrelated words here"))
     row = {r["field"]: r for r in result.audit}["chief_complaint"]
     assert "low support" in row["flags"] and row["support"] == 0.0
-    where, excerpt = excerpt_for("Some intro.\n\nShe takes warfarin daily.\n\nOther.", "medications_on_admission", "warfarin")
+    where, excerpt = excerpt_for(
+        "Some intro.\n\nShe takes warfarin daily.\n\nOther.", "medications_on_admission", "warfarin"
+    )
     assert where.startswith("(section not found") and excerpt == "She takes warfarin daily."
 
 
 def test_clean_and_sections():
-    assert clean("  n/a ", "allergies") == "" and clean("None.", "new_medications") == "" and clean("None", "allergies") == "None"
+    assert (
+        clean("  n/a ", "allergies") == ""
+        and clean("None.", "new_medications") == ""
+        and clean("None", "allergies") == "None"
+    )
     sections = note_sections("chief complaint: cough\nALLERGIES:\nNKDA\nFollowup Instructions:\nPCP in 1 week")
     assert sections == {"Chief Complaint": "cough", "Allergies": "NKDA", "Followup Instructions": "PCP in 1 week"}
 
@@ -158,11 +201,39 @@ def test_checklist_rule_parents_and_subquestions():
         "return_to_hospital_signs": "Chest pain lasting more than 5 minutes",
         "follow_up_appointments": "Cardiology Dr. ___ in 2 weeks",
     }
-    assert applicable_questions(full) == ["Q1", "Q2", "Q2.1", "Q2.2", "Q2.3", "Q2.4", "Q3", "Q3.1", "Q3.2", "Q3.3",
-                                          "Q4", "Q4.1", "Q4.2", "Q4.3", "Q5", "Q5.1", "Q5.2", "Q5.3", "Q6", "Q6.1", "Q6.2"]  # fmt: skip
+    assert applicable_questions(full) == [
+        "Q1",
+        "Q2",
+        "Q2.1",
+        "Q2.2",
+        "Q2.3",
+        "Q2.4",
+        "Q3",
+        "Q3.1",
+        "Q3.2",
+        "Q3.3",
+        "Q4",
+        "Q4.1",
+        "Q4.2",
+        "Q4.3",
+        "Q5",
+        "Q5.1",
+        "Q5.2",
+        "Q5.3",
+        "Q6",
+        "Q6.1",
+        "Q6.2",
+    ]
     assert applicable_questions({k: "" for k in full}) == ["Q1", "Q3", "Q5", "Q5.2"]
-    thin = applicable_questions({**full, "new_medications": "aspirin", "return_to_hospital_signs": "chest pain",
-                                 "follow_up_appointments": "see someone", "post_discharge_treatment": ""})  # fmt: skip
+    thin = applicable_questions(
+        {
+            **full,
+            "new_medications": "aspirin",
+            "return_to_hospital_signs": "chest pain",
+            "follow_up_appointments": "see someone",
+            "post_discharge_treatment": "",
+        }
+    )
     assert {"Q2", "Q5.1", "Q6"} <= set(thin) and not {"Q2.2", "Q5.3", "Q6.1", "Q6.2", "Q4", "Q4.1", "Q4.3"} & set(thin)
 
 
@@ -178,22 +249,36 @@ def test_checklist_rule_agrees_with_the_hand_curated_demo_cases():
 
 @pytest.mark.parametrize(
     "name,base_url",
-    [("bedside/scripted", "scripted:"), ("bedside/local", "/models/x.gguf"), ("vllm/meta-llama/Llama-3.3-70B-Instruct", None),
-     ("hf/Qwen/Qwen3-4B", None), ("llama-cpp-python/default", None), ("ollama/llama3", None),
-     ("openai-api/local/qwen", "http://127.0.0.1:8000/v1"), ("openai-api/local/qwen", "http://localhost:8000/v1"),
-     ("openai-api/local/qwen", "http://[::1]:8000/v1"), ("openai/gpt-5.5", "http://127.0.0.2:4000")],
-)  # fmt: skip
+    [
+        ("bedside/scripted", "scripted:"),
+        ("bedside/local", "/models/x.gguf"),
+        ("vllm/meta-llama/Llama-3.3-70B-Instruct", None),
+        ("hf/Qwen/Qwen3-4B", None),
+        ("llama-cpp-python/default", None),
+        ("ollama/llama3", None),
+        ("openai-api/local/qwen", "http://127.0.0.1:8000/v1"),
+        ("openai-api/local/qwen", "http://localhost:8000/v1"),
+        ("openai-api/local/qwen", "http://[::1]:8000/v1"),
+        ("openai/gpt-5.5", "http://127.0.0.2:4000"),
+    ],
+)
 def test_local_endpoints_are_accepted(name, base_url):
     assert endpoint_problem(name, base_url, zero_retention=False) is None
 
 
 @pytest.mark.parametrize(
     "name,base_url",
-    [("openai/gpt-5.5", None), ("anthropic/claude-sonnet-4-6", None), ("openai-api/together/x", "https://api.together.xyz/v1"),
-     ("openai-api/gpu/x", "http://10.0.0.5:8000/v1"), ("openai-api/x/y", "http://127.0.0.1.example.com/v1"),
-     ("vllm/meta-llama/Llama-3.3-70B-Instruct", "http://gpu-host.example.org:8000/v1"),  # VLLM_BASE_URL elsewhere
-     ("mockllm/model", None), ("google/gemini-3", "https://localhost.example.com")],
-)  # fmt: skip
+    [
+        ("openai/gpt-5.5", None),
+        ("anthropic/claude-sonnet-4-6", None),
+        ("openai-api/together/x", "https://api.together.xyz/v1"),
+        ("openai-api/gpu/x", "http://10.0.0.5:8000/v1"),
+        ("openai-api/x/y", "http://127.0.0.1.example.com/v1"),
+        ("vllm/meta-llama/Llama-3.3-70B-Instruct", "http://gpu-host.example.org:8000/v1"),  # VLLM_BASE_URL elsewhere
+        ("mockllm/model", None),
+        ("google/gemini-3", "https://localhost.example.com"),
+    ],
+)
 def test_non_local_endpoints_are_refused_unless_zero_retention_is_declared(name, base_url):
     problem = endpoint_problem(name, base_url, zero_retention=False)
     assert problem is not None and problem.startswith(f"Refusing to send MIMIC-IV-Note text to {name}")
@@ -207,6 +292,8 @@ def test_guard_on_real_model_objects(monkeypatch):
     with pytest.raises(DataUseRefused, match="openai/gpt-5.5"):
         check_endpoint(api, zero_retention=False)
     check_endpoint(api, zero_retention=True)
-    check_endpoint(get_model("openai-api/lab/qwen", base_url="http://127.0.0.1:9/v1", api_key="x", memoize=False), False)
+    check_endpoint(
+        get_model("openai-api/lab/qwen", base_url="http://127.0.0.1:9/v1", api_key="x", memoize=False), False
+    )
     check_endpoint(scripted(), False)
     assert is_loopback("127.0.0.1:8000") and not is_loopback("") and not is_loopback("http://")

@@ -12,11 +12,11 @@ from inspect_ai import eval
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import get_model
 
-from bedside.testing.loopback import LoopbackServer
 from bedside.mimic.extract import DataUseRefused, applicable_questions, output_paths
 from bedside.protocols.mimic import EXTRACTED_FIELDS
 from bedside.records.discharge import load_cases
 from bedside.tasks.build_discharge_cases import build_discharge_cases, default_out
+from bedside.testing.loopback import LoopbackServer
 from tests.conftest import scripted
 from tests.mimic.fixture import INVALID_MARK
 
@@ -56,7 +56,11 @@ def test_scripted_extraction_writes_cases_that_load(cohort, scripted_run):
         assert case.checklist_questions == applicable_questions(case.discharge_info.model_dump())
         assert case.chief_complaint.startswith("Symptoms of") and case.discharge_info.follow_up_appointments
     written = log.results.early_stopping.metadata
-    assert written["valid"] == len(cases) and written["invalid"] == 1 and written["invalid_case_ids"] == [invalid[0]["case_id"]]
+    assert (
+        written["valid"] == len(cases)
+        and written["invalid"] == 1
+        and written["invalid_case_ids"] == [invalid[0]["case_id"]]
+    )
     [score] = log.results.scores
     assert score.metrics["mean"].value == pytest.approx(len(cases) / len(cohort.records))
 
@@ -74,8 +78,15 @@ def test_invalid_extraction_is_listed_for_audit_not_dropped(cohort, scripted_run
     paths = output_paths(out)
     [bad] = rows(paths["invalid"])
     record = next(r for r in cohort.records if INVALID_MARK in r["discharge_note"])
-    assert bad["case_id"] == record["case_id"] and bad["hadm_id"] == str(record["hadm_id"]) and bad["stage"] == "extraction"
-    assert "follow_up_appointments: Field required" in bad["problem"] and "unreadable extraction reply after 3 tries" in bad["problem"]
+    assert (
+        bad["case_id"] == record["case_id"]
+        and bad["hadm_id"] == str(record["hadm_id"])
+        and bad["stage"] == "extraction"
+    )
+    assert (
+        "follow_up_appointments: Field required" in bad["problem"]
+        and "unreadable extraction reply after 3 tries" in bad["problem"]
+    )
     assert json.loads(bad["last_reply"])["chief_complaint"] == "see note"
     audit = rows(paths["audit"])
     assert [r["status"] for r in audit if r["case_id"] == record["case_id"]] == ["invalid"]
@@ -115,7 +126,9 @@ def test_openai_compatible_endpoint_on_127_0_0_1_is_accepted(cohort_file, tmp_pa
 def test_non_local_model_is_refused_before_anything_is_read_or_sent(cohort_file, tmp_path, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     out = tmp_path / "cases.jsonl"
-    with pytest.raises(DataUseRefused, match=r"Refusing to send MIMIC-IV-Note text to openai/gpt-5.5.*zero_retention=true"):
+    with pytest.raises(
+        DataUseRefused, match=r"Refusing to send MIMIC-IV-Note text to openai/gpt-5.5.*zero_retention=true"
+    ):
         run_task(cohort_file, out, "openai/gpt-5.5", tmp_path / "logs")
     assert not out.exists()
 
@@ -135,7 +148,9 @@ def test_zero_retention_declaration_lets_a_non_local_model_run(cohort_file, tmp_
     with pytest.raises(DataUseRefused):
         run_task(cohort_file, tmp_path / "cases.jsonl", "mockllm/model", tmp_path / "logs")
     # ... and runs with the declaration; its canned prose is no extraction: every record is listed
-    log = run_task(cohort_file, tmp_path / "cases.jsonl", "mockllm/model", tmp_path / "logs", zero_retention=True, retries=0)
+    log = run_task(
+        cohort_file, tmp_path / "cases.jsonl", "mockllm/model", tmp_path / "logs", zero_retention=True, retries=0
+    )
     assert log.status == "success" and log.eval.task_args["zero_retention"] is True
     assert (tmp_path / "cases.jsonl").read_text() == ""
     invalid = rows(output_paths(tmp_path / "cases.jsonl")["invalid"])

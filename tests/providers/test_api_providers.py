@@ -11,12 +11,15 @@ from inspect_ai.model import get_model
 from tests.conftest import REPO
 
 
-@pytest.mark.parametrize("name,args", [
-    ("openai/gpt-5.5", {"api_key": "sk-test"}),
-    ("anthropic/claude-sonnet-4-6", {"api_key": "sk-ant-test"}),
-    ("vllm/meta-llama/Llama-3.3-70B-Instruct", {"base_url": "http://127.0.0.1:9/v1", "api_key": "x"}),
-    ("openai-api/loopback/patient", {"base_url": "http://127.0.0.1:9/v1", "api_key": "x"}),
-])
+@pytest.mark.parametrize(
+    "name,args",
+    [
+        ("openai/gpt-5.5", {"api_key": "sk-test"}),
+        ("anthropic/claude-sonnet-4-6", {"api_key": "sk-ant-test"}),
+        ("vllm/meta-llama/Llama-3.3-70B-Instruct", {"base_url": "http://127.0.0.1:9/v1", "api_key": "x"}),
+        ("openai-api/loopback/patient", {"base_url": "http://127.0.0.1:9/v1", "api_key": "x"}),
+    ],
+)
 def test_provider_constructs_offline(name, args):
     model = get_model(name, memoize=False, **args)  # no network needed to construct a client
     assert str(model) == name

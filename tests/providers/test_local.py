@@ -34,10 +34,15 @@ def test_json_roles_are_schema_constrained_and_prose_roles_are_not(tmp_path):
     req = engine.request(PATIENT.tag(untagged), GenerateConfig())
     schema = req["response_format"]["schema"]
     assert schema["required"] == ["utterance"] and schema["properties"]["utterance"]["maxLength"] > 0
-    educator = EDUCATOR.tag([ChatMessageSystem(content=educator_prompt(CASE, PERSONA)), ChatMessageUser(content="begin")])
+    educator = EDUCATOR.tag(
+        [ChatMessageSystem(content=educator_prompt(CASE, PERSONA)), ChatMessageUser(content="begin")]
+    )
     assert "response_format" not in engine.request(educator, GenerateConfig())
     assert engine.request(educator, GenerateConfig(seed=2, temperature=0.0, max_tokens=7)) | {"messages": None} == {
-        "messages": None, "max_tokens": 7, "temperature": 0.0, "seed": 2,
+        "messages": None,
+        "max_tokens": 7,
+        "temperature": 0.0,
+        "seed": 2,
     }
 
 
@@ -61,7 +66,12 @@ def test_real_generation_patient_json():
     from inspect_ai.model import get_model
 
     model = get_model("bedside/local", memoize=False)
-    msgs = PATIENT.tag([ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="How are you feeling today?")])
+    msgs = PATIENT.tag(
+        [
+            ChatMessageSystem(content=patient_prompt(CASE, PERSONA)),
+            ChatMessageUser(content="How are you feeling today?"),
+        ]
+    )
     out = asyncio.run(model.generate(msgs, config=GenerateConfig(max_tokens=120)))
     assert isinstance(json.loads(out.completion)["utterance"], str)
     assert out.usage.input_tokens > 100 and out.usage.output_tokens > 0
@@ -110,17 +120,24 @@ def test_short_demo_session_exercises_every_role_and_scorer(tmp_path):
     local = get_local()
     [log] = eval(
         discharge(min_turns=2, max_turns=2, monitor_layout="prefix_cache"),
-        model=local, model_roles={"patient": local, "monitor": local, "grader": local},
-        limit=1, log_dir=str(tmp_path), display="none",
-    )  # fmt: skip
+        model=local,
+        model_roles={"patient": local, "monitor": local, "grader": local},
+        limit=1,
+        log_dir=str(tmp_path),
+        display="none",
+    )
     assert log.status == "success", log.error
     log = read_eval_log(log.location)
     [sample] = log.samples
     roles = {e.role for e in sample.events if e.event == "model"}
     assert roles >= {None, "patient", "monitor", "grader"}, roles
     assert set(sample.scores) >= {
-        "encounter_outcome", "conversation_quality", "topic_checklist", "comprehension", "factual_consistency",
-    }, sorted(sample.scores)  # fmt: skip
+        "encounter_outcome",
+        "conversation_quality",
+        "topic_checklist",
+        "comprehension",
+        "factual_consistency",
+    }, sorted(sample.scores)
     assert not any("fallback" in str(e).lower() for e in sample.events if e.event == "info")
 
 

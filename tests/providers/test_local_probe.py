@@ -75,10 +75,27 @@ def test_inspect_eval_stops_with_one_message_when_llama_cpp_crashes(gguf, crashi
     instead of `Segmentation fault` and no log."""
     env = {**os.environ, "PYTHONPATH": str(crashing_llama)}
     done = subprocess.run(
-        [Path(sys.executable).parent / "inspect", "eval", "tasks/discharge.py", "--model", "bedside/local",
-         "-M", f"model_path={gguf}", "--limit", "1", "--log-dir", str(tmp_path / "logs"), "--display", "plain"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300,
-    )  # fmt: skip
+        [
+            Path(sys.executable).parent / "inspect",
+            "eval",
+            "tasks/discharge.py",
+            "--model",
+            "bedside/local",
+            "-M",
+            f"model_path={gguf}",
+            "--limit",
+            "1",
+            "--log-dir",
+            str(tmp_path / "logs"),
+            "--display",
+            "plain",
+        ],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     out = done.stdout + done.stderr
     assert done.returncode == 1, out  # the eval process itself did not die by the signal
     assert "died with SIGSEGV" in out and "make local" in out

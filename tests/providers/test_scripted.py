@@ -9,14 +9,13 @@ import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 from bedside.persona import assign_persona
-from bedside.prompts import render
 from bedside.protocols import all_protocols, tag_of
-from bedside.protocols.discharge import COMPREHENSION, EDUCATOR, PATIENT
-from bedside.testing.scripted import ScriptedEngine
-from bedside.testing.scripts.discharge import educator_plan, note_sections
+from bedside.protocols.discharge import EDUCATOR, PATIENT
 from bedside.records.discharge import load_cases
 from bedside.samples.discharge import DEMO_CASES
 from bedside.solvers.discharge import educator_prompt, patient_prompt
+from bedside.testing.scripted import ScriptedEngine
+from bedside.testing.scripts.discharge import educator_plan, note_sections
 from tests.conftest import scripted
 
 CASE = load_cases(DEMO_CASES)[0]
@@ -48,7 +47,9 @@ def test_no_protocol_carries_a_marker_sentence():
 
 def test_same_input_same_bytes_and_usage_always_set():
     model = scripted()
-    msgs = PATIENT.tag([ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="How are you feeling?")])
+    msgs = PATIENT.tag(
+        [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="How are you feeling?")]
+    )
     a, b = generate(model, msgs), generate(scripted(), msgs)
     assert a.completion == b.completion
     assert json.loads(a.completion)["utterance"]
@@ -68,7 +69,10 @@ def test_educator_walks_the_notes_topics_then_signs_off():
 
     for _ in plan:
         msgs += [ChatMessageAssistant(content="..."), ChatMessageUser(content="ok")]
-    assert "all set to go home" in generate(scripted(), EDUCATOR.tag(msgs, {"discharge_note": CASE.discharge_note})).completion
+    assert (
+        "all set to go home"
+        in generate(scripted(), EDUCATOR.tag(msgs, {"discharge_note": CASE.discharge_note})).completion
+    )
 
 
 def test_unknown_option_is_an_error():

@@ -178,19 +178,27 @@ class ServerProcess:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"LOOPBACK_API_KEY": "reliability-test", "LOOPBACK_BASE_URL": self.base_url,
-                "BEDSIDE_LOOPBACK_URL": self.base_url}
+        return {
+            "LOOPBACK_API_KEY": "reliability-test",
+            "LOOPBACK_BASE_URL": self.base_url,
+            "BEDSIDE_LOOPBACK_URL": self.base_url,
+        }
 
 
 def event_request_key(event: Any) -> str:
     """The loopback server's request key (as in its request log) of the request a ModelEvent made:
     the server reads the protocol from the call's ``X-Bedside-Protocol`` header (the call's tag)."""
-    from bedside.testing.loopback import Request, request_key
     from bedside.protocols import tag_of
+    from bedside.testing.loopback import Request, request_key
 
     found = tag_of(event.input)
     request = Request(
-        body={}, messages=event.input, protocol=found.name if found else None, seed=int(event.config.seed or 0),
-        model=event.model.rsplit("/", 1)[-1], number=0, found_by="",
-    )  # fmt: skip
+        body={},
+        messages=event.input,
+        protocol=found.name if found else None,
+        seed=int(event.config.seed or 0),
+        model=event.model.rsplit("/", 1)[-1],
+        number=0,
+        found_by="",
+    )
     return request_key(request).hex()[:16]

@@ -17,11 +17,19 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, GenerateConfig, Model, ModelOutput, ModelUsage, get_model
+from inspect_ai.model import (
+    ChatMessage,
+    ChatMessageAssistant,
+    GenerateConfig,
+    Model,
+    ModelOutput,
+    ModelUsage,
+    get_model,
+)
 
 from bedside.protocols import tag_of
-from bedside.testing.scripted import ScriptedEngine
 from bedside.tasks.discharge import discharge
+from bedside.testing.scripted import ScriptedEngine
 from tests.conftest import run, scripted, store
 from tests.reliability.helpers import demo_records
 
@@ -60,7 +68,9 @@ def case_file(tmp_path: Path, note_edit: Callable[[str], str] | None = None) -> 
     return path
 
 
-def session(tmp_path: Path, data: Path, patient: Model | None = None, monitor: Model | None = None, **task_args: Any) -> dict:
+def session(
+    tmp_path: Path, data: Path, patient: Model | None = None, monitor: Model | None = None, **task_args: Any
+) -> dict:
     task = discharge(data=str(data), min_turns=2, max_turns=40, cache_references=False, **task_args)
     roles = {"patient": patient or scripted(), "monitor": monitor or scripted()}
     log = run(task, roles=roles, log_dir=tmp_path / "logs", score=False)
@@ -119,8 +129,13 @@ def test_completion_counts_only_on_the_accepted_turn(tmp_path, baseline):
         history = messages[-1].text.count("\n[Turn ")
         if history == early and not fired and "Speaker : patient" in messages[-1].text:
             fired.append(history)
-            verdict.update(verdict="FAIL", severity="severe", issue="derailment", session_complete=True,
-                           correction_instruction="Answer the educator's last point.")  # fmt: skip
+            verdict.update(
+                verdict="FAIL",
+                severity="severe",
+                issue="derailment",
+                session_complete=True,
+                correction_instruction="Answer the educator's last point.",
+            )
         return json.dumps(verdict)
 
     rec = session(tmp_path, case_file(tmp_path), monitor=wrapped(monitor))

@@ -23,11 +23,11 @@ import pytest
 
 from bedside.compat import PrerequisiteError
 from bedside.params import BadParameter
+from bedside.paths import DATASETS_DIR
 from bedside.records.cpb import CPBDataError, load_controls, load_positives
 from bedside.records.discharge import CaseFileError, load_cases
 from bedside.records.medsp import MedSPError, load_scenarios, read_rubric
 from bedside.samples.discharge import discharge_dataset
-from bedside.paths import DATASETS_DIR
 from tests.cpb import synthetic
 from tests.reliability.helpers import demo_records
 
@@ -58,7 +58,9 @@ def test_discharge_truncated_file_names_the_line(tmp_path):
     records = demo_records()[:3]
     cut = json.dumps(records[2])[:200]  # the last record cut mid-object (a copy that stopped short)
     path = write_jsonl(tmp_path, records, {2: cut})
-    assert f"{path}:3: not valid JSON (Unterminated string" in report(path) or f"{path}:3: not valid JSON" in report(path)
+    assert f"{path}:3: not valid JSON (Unterminated string" in report(path) or f"{path}:3: not valid JSON" in report(
+        path
+    )
 
 
 def test_discharge_missing_and_mistyped_fields(tmp_path):
@@ -101,7 +103,10 @@ def test_discharge_empty_note(tmp_path):
     records = demo_records()[:1]
     records[0]["discharge_note"] = ""
     path = write_jsonl(tmp_path, records)
-    assert f"{path}:1: case '{records[0]['case_id']}': field 'discharge_note': String should have at least 1 character" in report(path)
+    assert (
+        f"{path}:1: case '{records[0]['case_id']}': field 'discharge_note': String should have at least 1 character"
+        in report(path)
+    )
 
 
 def test_discharge_unknown_persona_values_in_the_record(tmp_path):
@@ -126,10 +131,10 @@ def test_discharge_one_megabyte_note_is_accepted_and_a_small_context_ends_the_se
     unscored by the judges, counted by ``encounter_outcome``), the sample is in the log."""
     from inspect_ai import eval, task_with
 
-    from bedside.testing.loopback import LoopbackServer
     from bedside.scorers.encounter_outcome import encounter_outcome
     from bedside.scorers.topic_checklist import topic_checklist
     from bedside.tasks.discharge import discharge
+    from bedside.testing.loopback import LoopbackServer
     from tests.reliability.helpers import fast_model
 
     record = demo_records()[0]
@@ -143,10 +148,14 @@ def test_discharge_one_megabyte_note_is_accepted_and_a_small_context_ends_the_se
         mp.setenv("LOOPBACK_BASE_URL", server.base_url)
         mp.setenv("BEDSIDE_LOOPBACK_URL", server.base_url)
         mp.setenv("LOOPBACK_API_KEY", "x")
-        task = task_with(discharge(data=str(path), min_turns=2, max_turns=6, cache_references=False),
-                         scorer=[encounter_outcome(), topic_checklist()])  # fmt: skip
+        task = task_with(
+            discharge(data=str(path), min_turns=2, max_turns=6, cache_references=False),
+            scorer=[encounter_outcome(), topic_checklist()],
+        )
         roles = {r: fast_model(r) for r in ("patient", "monitor", "grader")}
-        [log] = eval(task, model=fast_model("educator"), model_roles=roles, log_dir=str(tmp_path / "logs"), display="none")
+        [log] = eval(
+            task, model=fast_model("educator"), model_roles=roles, log_dir=str(tmp_path / "logs"), display="none"
+        )
         refused = server.faults["context_length"]
     assert log.status == "success" and refused == 1  # one refused call, never retried
     [sample] = log.samples
@@ -203,7 +212,9 @@ def test_cpb_truncated_and_empty_files(tmp_path):
     path = cpb_file(tmp_path, synthetic.ACI_CASES)
     text = path.read_text()
     path.write_text(text[: len(text) // 2])
-    assert f"{path}: not valid JSON (" in cpb_report(load_positives, path) and "at line 1, column" in cpb_report(load_positives, path)
+    assert f"{path}: not valid JSON (" in cpb_report(load_positives, path) and "at line 1, column" in cpb_report(
+        load_positives, path
+    )
     for content in (b"", b" \n "):
         path.write_bytes(content)
         assert f"{path}: empty file (expected JSON)" in cpb_report(load_positives, path)
@@ -217,12 +228,19 @@ def test_cpb_non_utf8_names_case_field_line_and_offset(tmp_path):
     msg = cpb_report(load_positives, path)
     offset = bad.index(b"\xe4")
     line = bad[:offset].count(b"\n") + 1
-    assert f"{path}: case 'ACI_T01': field 'patient_behavior_text': not valid UTF-8 (byte 0xe4 at line {line}, byte offset {offset} of the file)" in msg
+    assert (
+        f"{path}: case 'ACI_T01': field 'patient_behavior_text': not valid UTF-8 (byte 0xe4 at line {line}, byte offset {offset} of the file)"
+        in msg
+    )
 
 
 def test_cpb_non_utf8_in_controls_names_the_record(tmp_path):
     path = tmp_path / "MediTOD_negative_cases_sampled.json"
-    data = json.dumps(synthetic.MEDITOD_CONTROLS).encode().replace(b"mostly in the morning", b"mostly in the m\xf6rning", 1)
+    data = (
+        json.dumps(synthetic.MEDITOD_CONTROLS)
+        .encode()
+        .replace(b"mostly in the morning", b"mostly in the m\xf6rning", 1)
+    )
     path.write_bytes(data)
     assert f"{path}: record #0: field 'conversation" in cpb_report(load_controls, path)
 
@@ -277,7 +295,10 @@ def test_medsp_non_utf8_packet_and_rubric_name_line_and_offset(medsp_copy):
     assert expected in found, found
     rubric.write_bytes(b'{"case_id": "\x81"}')
     problem = read_rubric(rubric)[1][0]
-    assert problem.record == f"{BACK_PAIN}/scenario1" and "not UTF-8 text (byte 0x81 at line 1, byte offset 13)" in problem.reason
+    assert (
+        problem.record == f"{BACK_PAIN}/scenario1"
+        and "not UTF-8 text (byte 0x81 at line 1, byte offset 13)" in problem.reason
+    )
 
 
 def test_medsp_truncated_and_mistyped_rubric(medsp_copy):
@@ -302,7 +323,9 @@ def test_medsp_truncated_and_mistyped_rubric(medsp_copy):
 def test_medsp_bad_metadata_is_reported(medsp_copy):
     meta = medsp_copy / BACK_PAIN / "metadata.json"
     meta.write_text('["not", "a", "mapping"]')
-    assert any(f"{meta}: {BACK_PAIN}/scenario1: field 'metadata': expected a mapping" in u for u in unusable(medsp_copy))
+    assert any(
+        f"{meta}: {BACK_PAIN}/scenario1: field 'metadata': expected a mapping" in u for u in unusable(medsp_copy)
+    )
     meta.write_text('{"specialty": ["Primary care"]}')
     assert any("field 'specialty'" in u for u in unusable(medsp_copy))
 

@@ -26,7 +26,7 @@ from tests.reliability.helpers import LOOPBACK, ServerProcess, event_request_key
 INSPECT = str(Path(sys.executable).parent / "inspect")
 N = 10
 
-TASK_FILE = '''
+TASK_FILE = """
 from inspect_ai import task, task_with
 
 from bedside.scorers.conversation_quality import conversation_quality
@@ -39,7 +39,7 @@ from bedside.tasks.discharge import discharge
 def discharge_lean(data: str, min_turns: int = 4, max_turns: int = 8):
     base = discharge(data=data, min_turns=min_turns, max_turns=max_turns, cache_references=False)
     return task_with(base, scorer=[encounter_outcome(), conversation_quality(), topic_checklist()])
-'''
+"""
 
 
 def test_killed_eval_is_completed_by_eval_retry(tmp_path):
@@ -47,10 +47,33 @@ def test_killed_eval_is_completed_by_eval_retry(tmp_path):
     (tmp_path / "lean_task.py").write_text(TASK_FILE)
     logs = tmp_path / "logs"
     with ServerProcess(request_log=tmp_path / "requests.jsonl") as server:
-        env = {**os.environ, **server.env, "XDG_DATA_HOME": str(tmp_path / "xdg-data"), "XDG_CACHE_HOME": str(tmp_path / "xdg-cache")}
-        roles = [arg for role in ("patient", "monitor", "grader") for arg in ("--model-role", f"{role}={LOOPBACK}/{role}")]
-        command = [INSPECT, "eval", "lean_task.py", "-T", f"data={data}", "--model", f"{LOOPBACK}/educator", *roles,
-                   "--max-samples", "2", "--log-buffer", "1", "--log-dir", str(logs), "--display", "none"]  # fmt: skip
+        env = {
+            **os.environ,
+            **server.env,
+            "XDG_DATA_HOME": str(tmp_path / "xdg-data"),
+            "XDG_CACHE_HOME": str(tmp_path / "xdg-cache"),
+        }
+        roles = [
+            arg for role in ("patient", "monitor", "grader") for arg in ("--model-role", f"{role}={LOOPBACK}/{role}")
+        ]
+        command = [
+            INSPECT,
+            "eval",
+            "lean_task.py",
+            "-T",
+            f"data={data}",
+            "--model",
+            f"{LOOPBACK}/educator",
+            *roles,
+            "--max-samples",
+            "2",
+            "--log-buffer",
+            "1",
+            "--log-dir",
+            str(logs),
+            "--display",
+            "none",
+        ]
         proc = subprocess.Popen(command, cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         try:
             deadline = time.monotonic() + 240
@@ -75,8 +98,14 @@ def test_killed_eval_is_completed_by_eval_retry(tmp_path):
         finished = {s.id: s.uuid for s in crashed.samples or []}
         assert 1 <= len(finished) < N, finished
 
-        retry = subprocess.run([INSPECT, "eval-retry", str(crashed_file), "--log-dir", str(logs), "--display", "none"],
-                               cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)  # fmt: skip
+        retry = subprocess.run(
+            [INSPECT, "eval-retry", str(crashed_file), "--log-dir", str(logs), "--display", "none"],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert retry.returncode == 0, retry.stdout[-2000:] + retry.stderr[-3000:]
         lines = server.log_lines()
 

@@ -23,13 +23,13 @@ from inspect_ai import Task, eval, task_with
 from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import GenerateConfig, Model
 
-from bedside.testing.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
+from bedside.end_reasons import SYSTEM_FAILURES, EndReason
 from bedside.scorers.conversation_quality import conversation_quality
 from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.topic_checklist import topic_checklist
-from bedside.end_reasons import SYSTEM_FAILURES, EndReason
 from bedside.tasks.discharge import discharge
 from bedside.tasks.medsp import medsp
+from bedside.testing.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
 from tests.reliability.helpers import ServerProcess, account, end_reasons, fast_model, model_events, replicate_discharge
 
 DISCHARGE_ROLES = ("patient", "monitor", "grader")
@@ -147,31 +147,52 @@ def test_discharge_48_cases_at_10_percent_faults(tmp_path):
         1 for s in log.samples for n in JUDGE_SCORERS if "judge call failed" in (s.scores[n].explanation or "")
     )
     assert stats["open_connections"] >= 0 and stats["peak_connections"] >= 1
-    print(f"\n48 cases: {stats['requests']} requests, {acc.events} model events, faults {dict(faults)}, "
-          f"failed attempts {dict(acc.failed)} (spurious client timeouts {spurious}), longest retry run "
-          f"{acc.longest_retry_run}, end reasons {dict(reasons)}")  # fmt: skip
+    print(
+        f"\n48 cases: {stats['requests']} requests, {acc.events} model events, faults {dict(faults)}, "
+        f"failed attempts {dict(acc.failed)} (spurious client timeouts {spurious}), longest retry run "
+        f"{acc.longest_retry_run}, end reasons {dict(reasons)}"
+    )
 
 
 #: how each transport fault shows in the log: the failed attempt's error category (helpers.ATTEMPT_ERRORS)
-SHOWS_AS = {"http_500": "http_500", "http_503": "http_503", "rate_limit": "rate_limit",
-            "timeout": "timeout", "reset": "connection", "truncated": "connection"}  # fmt: skip
+SHOWS_AS = {
+    "http_500": "http_500",
+    "http_503": "http_503",
+    "rate_limit": "rate_limit",
+    "timeout": "timeout",
+    "reset": "connection",
+    "truncated": "connection",
+}
 
 
 @pytest.mark.parametrize("kind", TRANSPORT_FAULTS)
 def test_each_transport_fault_alone_is_retried_and_absorbed(tmp_path, kind):
     # one case, a quarter of all requests (every role) failing with this kind: the session and its
     # scores come out as without faults, and each fault is one failed attempt in the log
-    with LoopbackServer(faults=[Fault(kind, 0.25)], fault_seed=3, hang=2.5, retry_after=0.1) as server, pointed_at(server.base_url):
+    with (
+        LoopbackServer(faults=[Fault(kind, 0.25)], fault_seed=3, hang=2.5, retry_after=0.1) as server,
+        pointed_at(server.base_url),
+    ):
         educator, roles = models(DISCHARGE_ROLES, attempt_timeout=1)
-        [log] = eval(lean_discharge(min_turns=2, max_turns=4), model=educator, model_roles=roles, limit=1,
-                     log_dir=str(tmp_path), display="none", max_retries=6, attempt_timeout=1)  # fmt: skip
+        [log] = eval(
+            lean_discharge(min_turns=2, max_turns=4),
+            model=educator,
+            model_roles=roles,
+            limit=1,
+            log_dir=str(tmp_path),
+            display="none",
+            max_retries=6,
+            attempt_timeout=1,
+        )
         faults = server.faults[kind]
     log = read_eval_log(log.location)
     reasons = assert_discharge_accounted(log, {"demo-001"})
     assert reasons == {MAX_TURNS: 1}
     acc = account(log)
     assert faults > 0 and acc.failed[SHOWS_AS[kind]] >= faults and acc.other_failures == []
-    assert not any(math.isnan(v) for n in JUDGE_SCORERS for k, v in log.samples[0].scores[n].value.items() if k != "unscored")
+    assert not any(
+        math.isnan(v) for n in JUDGE_SCORERS for k, v in log.samples[0].scores[n].value.items() if k != "unscored"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -180,7 +201,10 @@ def test_each_transport_fault_alone_is_retried_and_absorbed(tmp_path, kind):
 
 def test_medsp_at_10_percent_faults(tmp_path):
     kinds = TRANSPORT_FAULTS + CONTENT_FAULTS
-    with LoopbackServer(faults=[Fault(kinds, 0.1)], fault_seed=5, hang=HANG, retry_after=0.1) as server, pointed_at(server.base_url):
+    with (
+        LoopbackServer(faults=[Fault(kinds, 0.1)], fault_seed=5, hang=HANG, retry_after=0.1) as server,
+        pointed_at(server.base_url),
+    ):
         log = run_eval(medsp(max_turns=6), ("patient", "environment", "grader"), tmp_path)
         faults, requests = Counter(server.faults), server.requests
     samples = log.samples or []
@@ -204,7 +228,10 @@ def test_monitor_that_never_returns_valid_json_ends_system_failure(tmp_path, kin
     # the paper's policy: a verdict on a supervised (patient) turn that stays unreadable after the
     # monitor's retries is a system-level failure; the session ends there (no endless loop), excluded
     # from n, recorded. The educator's turn 0 is only observed: kept, its unreadable observation counted.
-    with LoopbackServer(faults=[Fault(kind, 1.0, protocols=["discharge.monitor"])]) as server, pointed_at(server.base_url):
+    with (
+        LoopbackServer(faults=[Fault(kind, 1.0, protocols=["discharge.monitor"])]) as server,
+        pointed_at(server.base_url),
+    ):
         log = run_eval(lean_discharge(min_turns=2, max_turns=6, parse_retries=2), DISCHARGE_ROLES, tmp_path, limit=2)
         monitor_calls = server.faults[kind]
     reasons = assert_discharge_accounted(log, {"demo-001", "demo-002"})
@@ -273,11 +300,29 @@ def test_role_models_inherit_the_evals_attempt_timeout(tmp_path):
         task = lean_discharge(min_turns=1, max_turns=2)
         educator, _ = models(())
         roles = {"patient": fast_model("patient"), "monitor": fast_model("monitor"), "grader": fast_model("grader")}
-        [inherited] = eval(task, model=educator, model_roles=roles, log_dir=str(tmp_path), display="none",
-                           limit=1, max_retries=0, attempt_timeout=1, score=False)  # fmt: skip
+        [inherited] = eval(
+            task,
+            model=educator,
+            model_roles=roles,
+            log_dir=str(tmp_path),
+            display="none",
+            limit=1,
+            max_retries=0,
+            attempt_timeout=1,
+            score=False,
+        )
         _, own = models(("patient", "monitor", "grader"), attempt_timeout=1)
-        [configured] = eval(task, model=educator, model_roles=own, log_dir=str(tmp_path), display="none",
-                            limit=1, max_retries=0, attempt_timeout=1, score=False)  # fmt: skip
+        [configured] = eval(
+            task,
+            model=educator,
+            model_roles=own,
+            log_dir=str(tmp_path),
+            display="none",
+            limit=1,
+            max_retries=0,
+            attempt_timeout=1,
+            score=False,
+        )
 
     def patient_errors(log: EvalLog) -> list[str]:
         log = read_eval_log(log.location)

@@ -83,7 +83,10 @@ def test_missing_fields_drops_the_first_key():
 
 
 def _bodies(n: int) -> list[dict]:
-    return [{"model": "patient", "seed": i % 3, "messages": [*PATIENT[:1], {"role": "user", "content": f"Question {i}?"}]} for i in range(n)]
+    return [
+        {"model": "patient", "seed": i % 3, "messages": [*PATIENT[:1], {"role": "user", "content": f"Question {i}?"}]}
+        for i in range(n)
+    ]
 
 
 def _faulted(server: LoopbackServer, bodies: list[dict], workers: int) -> set[tuple[int, str]]:
@@ -91,7 +94,11 @@ def _faulted(server: LoopbackServer, bodies: list[dict], workers: int) -> set[tu
     import urllib.request
 
     def post(body: dict) -> tuple[int, str] | None:
-        req = urllib.request.Request(f"{server.base_url}/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json", **TAGGED})
+        req = urllib.request.Request(
+            f"{server.base_url}/chat/completions",
+            json.dumps(body).encode(),
+            {"Content-Type": "application/json", **TAGGED},
+        )
         try:
             with urllib.request.urlopen(req, timeout=10):
                 return None
@@ -180,7 +187,9 @@ def test_context_length_error_becomes_model_length_without_retries():
     # stop_reason="model_length" (not an exception, not retried): bedside's encounter then ends "error"
     messages = [ChatMessageSystem(content=PATIENT[0]["content"]), ChatMessageUser(content="x" * 400)]
     with LoopbackServer(context_limit=50) as server:
-        model = get_model("openai-api/loopback/patient", base_url=server.base_url, api_key="x", memoize=False, max_retries=0)
+        model = get_model(
+            "openai-api/loopback/patient", base_url=server.base_url, api_key="x", memoize=False, max_retries=0
+        )
         output = asyncio.run(model.generate(messages, config=GenerateConfig(max_retries=3)))
         assert output.stop_reason == "model_length" and "maximum context length is 50 tokens" in output.completion
         assert server.requests == 1 and server.faults == {CONTEXT_LENGTH: 1}
@@ -199,7 +208,8 @@ def test_transport_faults_are_retried_by_inspect_and_counted(monkeypatch):
         messages = [ChatMessageSystem(content=PATIENT[0]["content"])]
         config = GenerateConfig(max_retries=8, attempt_timeout=1)
         outputs = [
-            asyncio.run(model.generate([*messages, ChatMessageUser(content=f"Question {i}?")], config=config)) for i in range(12)
+            asyncio.run(model.generate([*messages, ChatMessageUser(content=f"Question {i}?")], config=config))
+            for i in range(12)
         ]
         assert all(o.stop_reason == "stop" and o.completion for o in outputs)
         assert server.total_calls == 12

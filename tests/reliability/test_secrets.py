@@ -17,9 +17,9 @@ import pytest
 from inspect_ai import eval, task_with
 from inspect_ai.model import get_model
 
-from bedside.testing.loopback import LoopbackServer
 from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.tasks.discharge import discharge
+from bedside.testing.loopback import LoopbackServer
 from tests.conftest import REPO
 
 LOOPBACK = "openai-api/loopback"
@@ -46,8 +46,15 @@ def run_with(tmp_path: Path, api_key: str, base_url: str) -> str:
         mp.setenv("BEDSIDE_LOOPBACK_URL", base_url)
         models = {role: get_model(f"{LOOPBACK}/{role}", memoize=False) for role in ("educator", "patient", "monitor")}
         task = task_with(discharge(min_turns=2, max_turns=4, cache_references=False), scorer=[encounter_outcome()])
-        [log] = eval(task, model=models.pop("educator"), model_roles=models, limit=1, log_dir=str(tmp_path),
-                     display="none", log_model_api=True)  # fmt: skip
+        [log] = eval(
+            task,
+            model=models.pop("educator"),
+            model_roles=models,
+            limit=1,
+            log_dir=str(tmp_path),
+            display="none",
+            log_model_api=True,
+        )
     assert log.status == "success" and log.samples and log.samples[0].error is None
     return log.location
 
@@ -68,7 +75,11 @@ def test_api_key_never_reaches_the_log(credentialed_run):
     assert leaks(location, [values["key"], f"Bearer {values['key']}", values["basic"]]) == {}
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason="Inspect writes model base URLs verbatim into the log header (see report)")
+@pytest.mark.xfail(
+    strict=True,
+    raises=AssertionError,
+    reason="Inspect writes model base URLs verbatim into the log header (see report)",
+)
 def test_base_url_credentials_never_reach_the_log(credentialed_run):
     """Inspect records each model's ``base_url`` (``eval.model_base_url``, ``eval.model_roles``) as
     given: credentials in the URL (``http://user:secret@host/v1``) end up in ``header.json`` and

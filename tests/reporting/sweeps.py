@@ -17,13 +17,20 @@ from tests.conftest import scripted
 EDUCATORS: tuple[dict[str, Any], ...] = ({"educator_topics": 1}, {"educator_topics": 3}, {})
 
 
-def run_sweep(log_dir: Path, educators: tuple[dict[str, Any], ...] = EDUCATORS, limit: int = 4,
-              grader: dict[str, Any] | None = None) -> list[EvalLog]:
+def run_sweep(
+    log_dir: Path,
+    educators: tuple[dict[str, Any], ...] = EDUCATORS,
+    limit: int = 4,
+    grader: dict[str, Any] | None = None,
+) -> list[EvalLog]:
     """One log per educator, the same ``limit`` cases and the same patient, monitor and grader."""
     ok, logs = eval_set(
-        discharge(min_turns=4), log_dir=str(log_dir), model=[scripted(**options) for options in educators],
+        discharge(min_turns=4),
+        log_dir=str(log_dir),
+        model=[scripted(**options) for options in educators],
         model_roles={"patient": scripted(), "monitor": scripted(), "grader": scripted(**(grader or {}))},
-        limit=limit, display="none",
+        limit=limit,
+        display="none",
     )
     assert ok, [log.error for log in logs]
     return [read_eval_log(log.location) for log in logs]

@@ -35,11 +35,16 @@ GRADE = {"correct": 2, "partially correct": 1, "incorrect": 0, "1": 2, "0.5": 1,
 def judge_log(model: str = "prov/a"):
     samples = []
     for case_id, (likert, answers, grades) in JUDGE.items():
-        samples.append(sample(case_id, {
-            "conversation_quality": Score(value=dict(zip(LIKERT, map(float, likert)))),
-            "topic_checklist": Score(value={"tcs": 0.5}, metadata={"answers": answers}),
-            "comprehension": Score(value={"q1": grades[0], "q2": grades[1], "q3": grades[2]}),
-        }))
+        samples.append(
+            sample(
+                case_id,
+                {
+                    "conversation_quality": Score(value=dict(zip(LIKERT, map(float, likert)))),
+                    "topic_checklist": Score(value={"tcs": 0.5}, metadata={"answers": answers}),
+                    "comprehension": Score(value={"q1": grades[0], "q2": grades[1], "q3": grades[2]}),
+                },
+            )
+        )
     return log("bedside/discharge", model, samples)
 
 
@@ -90,8 +95,11 @@ def expected(axis: str) -> dict[str, dict]:
     labels = {"tcs": [0, 1], "comprehension": [0, 1, 2]}.get(axis, [1, 2, 3, 4, 5])
     out = {}
     for name, (x, y) in {"judge vs physician": (judge, phys), "physician vs physician": (a_side, b_side)}.items():
-        out[name] = {"n": len(x), "kappa": cohen_kappa_score(x, y, labels=labels, weights=weights),
-                     "rho": spearmanr(x, y).statistic}
+        out[name] = {
+            "n": len(x),
+            "kappa": cohen_kappa_score(x, y, labels=labels, weights=weights),
+            "rho": spearmanr(x, y).statistic,
+        }
     return out
 
 
@@ -113,7 +121,9 @@ def test_pair_counts_and_weights(table):
     rows = table.set_index(["axis", "comparison"])
     assert rows.loc[("naturalness", "judge vs physician"), "n"] == 10  # 6 + 4 ratings
     assert rows.loc[("naturalness", "physician vs physician"), "n"] == 4  # shared cases
-    assert rows.loc[("tcs", "judge vs physician"), "n"] == 30 - 1  # case-6 Q2.1 has no judge answer (rated by phys_a only)
+    assert (
+        rows.loc[("tcs", "judge vs physician"), "n"] == 30 - 1
+    )  # case-6 Q2.1 has no judge answer (rated by phys_a only)
     assert rows.loc[("tcs", "physician vs physician"), "n"] == 12
     assert rows.loc[("naturalness", "judge vs physician"), "kappa_weights"] == "quadratic"
     assert rows.loc[("tcs", "judge vs physician"), "kappa_weights"] == "none"
@@ -123,7 +133,9 @@ def test_pair_counts_and_weights(table):
 def test_quadratic_comprehension_weights_and_by_item(log_path):
     annotations = read_annotations(str(FIXTURE))
     table = agreement_table(annotations, judge_values(load([log_path])), "quadratic", by_item=True)
-    comp = table[(table["axis"] == "comprehension") & (table["item"] == "all") & (table["comparison"] == "judge vs physician")].iloc[0]
+    comp = table[
+        (table["axis"] == "comprehension") & (table["item"] == "all") & (table["comparison"] == "judge vs physician")
+    ].iloc[0]
     rows = [r for r in physician_rows() if r["item"] in items_of("comprehension")]
     x = [judge_code(r["case_id"], r["item"]) for r in rows]
     y = [physician_code(r["item"], r["value"]) for r in rows]
@@ -169,7 +181,9 @@ def test_intervals_bracket_the_estimates_and_count_cases(table):
         for stat in ("kappa", "rho"):
             if np.isfinite(row[f"{stat}_low"]):
                 assert row[f"{stat}_low"] <= row[stat] + 1e-12 <= row[f"{stat}_high"] + 2e-12, (axis, stat)
-    assert np.isfinite(judged.loc["tcs", "kappa_low"]) and judged.loc["tcs", "kappa_low"] < judged.loc["tcs", "kappa_high"]
+    assert (
+        np.isfinite(judged.loc["tcs", "kappa_low"]) and judged.loc["tcs", "kappa_low"] < judged.loc["tcs", "kappa_high"]
+    )
 
 
 def test_bootstrap_resamples_cases_not_rating_pairs():
@@ -200,7 +214,8 @@ def test_batched_kappa_equals_sklearn(weights):
         counts = np.zeros((5, 5))
         np.add.at(counts, (x, y), 1)
         assert kappa_from_counts(counts[None], weights)[0] == pytest.approx(
-            cohen_kappa_score(x, y, labels=list(range(5)), weights=weights))
+            cohen_kappa_score(x, y, labels=list(range(5)), weights=weights)
+        )
 
 
 def test_conversation_quality_mean_row(table):

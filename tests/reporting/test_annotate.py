@@ -30,7 +30,9 @@ GRADE_CODE = {"correct": 2, "partially correct": 1, "incorrect": 0}
 
 
 def bedside(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "bedside", *args], capture_output=True, text=True, cwd=REPO, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "bedside", *args], capture_output=True, text=True, cwd=REPO, timeout=300
+    )
 
 
 def export(logs: Path, out: Path, seed: int, *extra: str) -> None:
@@ -88,7 +90,9 @@ def check_sample_order_assignment_and_key(packets, tmp_path):
     assert list(key["annotators"]) == ["phys_a phys_b"] * 3 + ["phys_a", "phys_b"]
     assert sorted(p.name for p in out.glob("P*.html")) == [f"P{i:03d}.html" for i in range(1, 6)]
     export(logs, tmp_path / "same", 7, "--shared", "3")
-    assert (tmp_path / "same" / "annotations_template.csv").read_text() == (out / "annotations_template.csv").read_text()
+    assert (tmp_path / "same" / "annotations_template.csv").read_text() == (
+        out / "annotations_template.csv"
+    ).read_text()
     export(logs, tmp_path / "other", 8, "--shared", "3")
     other = pd.read_csv(tmp_path / "other" / "key" / "key.csv", dtype={"sample_id": str})
     assert list(zip(other["model"], other["sample_id"])) != list(zip(key["model"], key["sample_id"]))
@@ -121,8 +125,13 @@ def check_pages_show_the_items_and_hide_the_judge(packets):
         for axis in ("personality", "education_level", "health_literacy", "recall_level"):
             assert html.escape(traits[axis][meta[axis]]["description"]) in page, (row.packet, axis)
     original = read_eval_log(str(sorted(logs.glob("*.eval"))[0]))
-    assert [i.id for i in items_for(original.samples[0])][-5:] == ["vp_personality", "vp_education_level",
-                                                                 "vp_health_literacy", "vp_recall_level", "vp_medical_coherency"]
+    assert [i.id for i in items_for(original.samples[0])][-5:] == [
+        "vp_personality",
+        "vp_education_level",
+        "vp_health_literacy",
+        "vp_recall_level",
+        "vp_medical_coherency",
+    ]
 
 
 def check_filled_template_round_trips_through_agreement(packets, tmp_path):
@@ -131,24 +140,35 @@ def check_filled_template_round_trips_through_agreement(packets, tmp_path):
     judge = judge_of(key, logs)
     rows = template(out)
     index = {p: i for i, p in enumerate(key["packet"])}
-    rows["value"] = [physician(r.annotator, index[r.case_id], r.item, judge[r.case_id].get(r.item), r.section)
-                     for r in rows.itertuples()]
+    rows["value"] = [
+        physician(r.annotator, index[r.case_id], r.item, judge[r.case_id].get(r.item), r.section)
+        for r in rows.itertuples()
+    ]
     filled = tmp_path / "filled.csv"
     with filled.open("w", newline="") as handle:  # the template's comment header kept as it is
         handle.writelines(line for line in (out / "annotations_template.csv").open() if line.startswith("#"))
         rows.to_csv(handle, index=False)
-    done = bedside("agreement", "--annotations", str(filled), str(out / "key" / "judge.eval"), "--csv", str(tmp_path / "a.csv"))
+    done = bedside(
+        "agreement", "--annotations", str(filled), str(out / "key" / "judge.eval"), "--csv", str(tmp_path / "a.csv")
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     table = pd.read_csv(tmp_path / "a.csv").set_index(["axis", "comparison"])
 
     def code(section: str, value: str) -> float:
-        return {"topic_checklist": lambda v: float(v == "yes"), "comprehension": lambda v: GRADE_CODE[v]}.get(section, float)(value)
+        return {"topic_checklist": lambda v: float(v == "yes"), "comprehension": lambda v: GRADE_CODE[v]}.get(
+            section, float
+        )(value)
 
     likert = [(axis, "conversation_quality", [1, 2, 3, 4, 5], "quadratic") for axis in QUALITY_AXES]
-    for axis, section, labels, weights in [*likert, ("tcs", "topic_checklist", [0, 1], None),
-                                           ("comprehension", "comprehension", [0, 1, 2], "linear")]:
+    for axis, section, labels, weights in [
+        *likert,
+        ("tcs", "topic_checklist", [0, 1], None),
+        ("comprehension", "comprehension", [0, 1, 2], "linear"),
+    ]:
         part = rows[(rows["section"] == section) & ((rows["item"] == axis) if axis in QUALITY_AXES else True)]
-        pairs = [(judge[r.case_id][r.item], code(section, r.value)) for r in part.itertuples() if r.item in judge[r.case_id]]
+        pairs = [
+            (judge[r.case_id][r.item], code(section, r.value)) for r in part.itertuples() if r.item in judge[r.case_id]
+        ]
         j = [GRADE_CODE[GRADE[v]] if section == "comprehension" else v for v, _ in pairs]
         p = [v for _, v in pairs]
         want = cohen_kappa_score(j, p, labels=labels, weights=weights)
@@ -170,7 +190,9 @@ def check_filled_template_round_trips_through_agreement(packets, tmp_path):
     x = survey[survey["annotator"] == "phys_a"]["value"].astype(float).tolist()
     y = survey[survey["annotator"] == "phys_b"]["value"].astype(float).tolist()
     assert table.loc[("vp_recall_level", "judge vs physician"), "n"] == 0
-    assert table.loc[("vp_recall_level", "physician vs physician"), "rho"] == pytest.approx(spearmanr(x, y).statistic, nan_ok=True)
+    assert table.loc[("vp_recall_level", "physician vs physician"), "rho"] == pytest.approx(
+        spearmanr(x, y).statistic, nan_ok=True
+    )
 
 
 PAGE_CHECK = """<script>
@@ -191,16 +213,32 @@ def check_pages_render_in_chromium(packets, tmp_path):
     logs, out = packets
     key = pd.read_csv(out / "key" / "key.csv", dtype={"sample_id": str})
     rows = template(out)
-    originals = {(str(p), str(s.id), s.epoch): s for p in sorted(logs.glob("*.eval")) for s in read_eval_log(str(p)).samples}
+    originals = {
+        (str(p), str(s.id), s.epoch): s for p in sorted(logs.glob("*.eval")) for s in read_eval_log(str(p)).samples
+    }
     for row in key.itertuples():
         page = out / f"{row.packet}.html"
         checked = tmp_path / page.name
         checked.write_text(page.read_text().replace("</body>", PAGE_CHECK + "</body>"))
         done = subprocess.run(
-            [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-             "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-             "--virtual-time-budget=10000", "--dump-dom", checked.as_uri()],
-            capture_output=True, text=True, timeout=180)
+            [
+                str(CHROMIUM),
+                "--headless",
+                "--no-sandbox",
+                "--disable-gpu",
+                "--disable-background-networking",
+                "--disable-component-update",
+                "--disable-sync",
+                "--no-first-run",
+                f"--user-data-dir={tmp_path / 'profile'}",
+                "--virtual-time-budget=10000",
+                "--dump-dom",
+                checked.as_uri(),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=180,
+        )
         found = re.search(r"PAGE=(\{.*?\})</pre>", done.stdout)
         assert found, f"no marker in Chromium's DOM (exit {done.returncode}): {done.stderr[-2000:]}"
         result = json.loads(found.group(1).replace("&quot;", '"'))
@@ -227,5 +265,7 @@ def test_annotation_packets_end_to_end(tmp_path):
 if not CHROMIUM.exists():  # defined only then: says loudly that the render check did not run
 
     def test_packet_render_check_needs_chromium():
-        pytest.skip("/usr/bin/chromium is absent, so the packets were not opened in a browser: install Debian's "
-                    "chromium (apt-get install -y chromium; the Makefile's test target does it)")
+        pytest.skip(
+            "/usr/bin/chromium is absent, so the packets were not opened in a browser: install Debian's "
+            "chromium (apt-get install -y chromium; the Makefile's test target does it)"
+        )

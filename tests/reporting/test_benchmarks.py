@@ -22,13 +22,38 @@ from tests.reporting.synth import event, log, sample, write
 #: the lower-is-better keys and strata reporting used before the descriptors (one global table each):
 #: the descriptors together must declare exactly these, so no printed number or direction changes
 OLD_LOWER_IS_BETTER = {
-    "system_failure", "erroneous", "short_session", "char_break", "discarded_turns", "soft_corrections",
-    "monitor_unparsed", "patient_repaired", "role_fallbacks", "unscored", "judge_unscored", "items_unscored",
-    "unsupported_actions", "failure", "overreaction", "persistence", "no_reply", "persistence_unscored",
+    "system_failure",
+    "erroneous",
+    "short_session",
+    "char_break",
+    "discarded_turns",
+    "soft_corrections",
+    "monitor_unparsed",
+    "patient_repaired",
+    "role_fallbacks",
+    "unscored",
+    "judge_unscored",
+    "items_unscored",
+    "unsupported_actions",
+    "failure",
+    "overreaction",
+    "persistence",
+    "no_reply",
+    "persistence_unscored",
     "continuation_error",
 }
-OLD_STRATA = {"icd_chapter", "personality", "education_level", "health_literacy", "recall_level", "end_reason",
-              "category", "dataset", "language", "specialty"}
+OLD_STRATA = {
+    "icd_chapter",
+    "personality",
+    "education_level",
+    "health_literacy",
+    "recall_level",
+    "end_reason",
+    "category",
+    "dataset",
+    "language",
+    "specialty",
+}
 
 
 def test_the_three_benchmarks_declare_what_reporting_used_to_keep_in_tables():
@@ -53,19 +78,33 @@ def test_every_descriptor_resolves_its_store_and_protocols(benchmark: Benchmark)
 
 
 TOY = Benchmark(
-    name="toy", title="ToyBench", tasks=("toy_bench",), subject_role="clinician", roles=("grader",),
-    end_reasons=(EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS), strata=("ward",), lower_is_better=frozenset({"harm"}),
-    headline=(("score", "score"), ("harm", "harm rate")), variant_args=("difficulty",),
+    name="toy",
+    title="ToyBench",
+    tasks=("toy_bench",),
+    subject_role="clinician",
+    roles=("grader",),
+    end_reasons=(EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS),
+    strata=("ward",),
+    lower_is_better=frozenset({"harm"}),
+    headline=(("score", "score"), ("harm", "harm rate")),
+    variant_args=("difficulty",),
 )
 
 
 def toy_log(tmp_path, name: str, harm: list[float], difficulty: str = "easy") -> str:
     wards = ["icu", "icu", "er", "er", "er", "icu"]
-    samples = [sample(f"t{i}", {"toy_judge": Score(value={"score": 0.5 + 0.05 * i, "harm": h})},
-                      metadata={"ward": wards[i]}, events=[event(None, "prov/m", 100, 10)])
-               for i, h in enumerate(harm)]
-    return write(log("bedside/toy_bench", "prov/m", samples, task_args={"difficulty": difficulty}),
-                 tmp_path / f"{name}.eval")
+    samples = [
+        sample(
+            f"t{i}",
+            {"toy_judge": Score(value={"score": 0.5 + 0.05 * i, "harm": h})},
+            metadata={"ward": wards[i]},
+            events=[event(None, "prov/m", 100, 10)],
+        )
+        for i, h in enumerate(harm)
+    ]
+    return write(
+        log("bedside/toy_bench", "prov/m", samples, task_args={"difficulty": difficulty}), tmp_path / f"{name}.eval"
+    )
 
 
 def test_a_fourth_benchmark_registered_in_one_place_flows_through_reporting(tmp_path, capsys):

@@ -8,8 +8,19 @@ from inspect_ai.scorer import Score
 from bedside.cli import deprecated_report, main, parser
 from tests.reporting.synth import log, sample, write
 
-COMMANDS = {"report", "strata", "audit", "compare", "agreement", "annotate", "rescore", "build-cases",
-            "replay-check", "safety", "delta"}
+COMMANDS = {
+    "report",
+    "strata",
+    "audit",
+    "compare",
+    "agreement",
+    "annotate",
+    "rescore",
+    "build-cases",
+    "replay-check",
+    "safety",
+    "delta",
+}
 
 
 def test_bedside_has_every_sub_command():
@@ -21,9 +32,12 @@ def test_bedside_has_every_sub_command():
 @pytest.fixture
 def logs(tmp_path):
     def one(name, values):
-        samples = [sample(f"c{i}", {"s": Score(value={"x": v})}, metadata={"category": "A" if i % 2 else "B"})
-                   for i, v in enumerate(values)]
+        samples = [
+            sample(f"c{i}", {"s": Score(value={"x": v})}, metadata={"category": "A" if i % 2 else "B"})
+            for i, v in enumerate(values)
+        ]
         return write(log("bedside/cpb", "prov/a", samples), tmp_path / f"{name}.eval")
+
     return one("base", [0.1, 0.2, 0.3, 0.4]), one("cand", [0.2, 0.3, 0.5, 0.4])
 
 

@@ -39,8 +39,9 @@ def logs(tmp_path_factory):
 
 
 def gate(logs, candidate, *extra, tmp_path=None) -> int:
-    return main(["compare", logs["base"], logs[candidate], "--metric", "x", "--max-drop", "0.05",
-                 "--resamples", "2000", *extra])
+    return main(
+        ["compare", logs["base"], logs[candidate], "--metric", "x", "--max-drop", "0.05", "--resamples", "2000", *extra]
+    )
 
 
 def test_improvement_passes(logs, capsys):
@@ -71,7 +72,9 @@ def test_small_significant_drop_within_threshold_passes(logs):
 
 def test_lower_is_better_keys_gate_on_an_increase(logs):
     assert main(["compare", logs["base"], logs["more_errors"], "--metric", "erroneous", "--max-drop", "0.1"]) == 1
-    assert main(["compare", logs["more_errors"], logs["base"], "--metric", "quality/erroneous", "--max-drop", "0.1"]) == 0
+    assert (
+        main(["compare", logs["more_errors"], logs["base"], "--metric", "quality/erroneous", "--max-drop", "0.1"]) == 0
+    )
 
 
 def test_interval_is_scipys_paired_bootstrap(logs):
@@ -80,9 +83,15 @@ def test_interval_is_scipys_paired_bootstrap(logs):
 
     base = [s.scores["quality"].value["x"] for s in read_eval_log(logs["base"]).samples]
     cand = [s.scores["quality"].value["x"] for s in read_eval_log(logs["worse"]).samples]
-    want = stats.bootstrap((np.array(base), np.array(cand)), lambda b, c, axis=-1: np.mean(c - b, axis=axis),
-                           paired=True, vectorized=True, n_resamples=999, method="percentile",
-                           rng=np.random.default_rng(3)).confidence_interval
+    want = stats.bootstrap(
+        (np.array(base), np.array(cand)),
+        lambda b, c, axis=-1: np.mean(c - b, axis=axis),
+        paired=True,
+        vectorized=True,
+        n_resamples=999,
+        method="percentile",
+        rng=np.random.default_rng(3),
+    ).confidence_interval
     assert (result.ci_lower, result.ci_upper) == pytest.approx((want.low, want.high))
     assert result.difference == pytest.approx(np.mean(np.array(cand) - np.array(base)))
     assert result.n == len(BASE)

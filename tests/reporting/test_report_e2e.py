@@ -22,27 +22,72 @@ from tests.conftest import REPO, metrics_of, scripted
 from tests.reporting.synth import log, sample, write
 
 CHROMIUM = Path("/usr/bin/chromium")
-FIGURES = ["fig2_icd_chapter", "fig3_personality", "fig3_education_level", "fig3_health_literacy",
-           "fig3_recall_level", "fig4_outcomes", "fig4_erroneous_by_axis", "fig14_erroneous_by_icd_chapter"]
+FIGURES = [
+    "fig2_icd_chapter",
+    "fig3_personality",
+    "fig3_education_level",
+    "fig3_health_literacy",
+    "fig3_recall_level",
+    "fig4_outcomes",
+    "fig4_erroneous_by_axis",
+    "fig14_erroneous_by_icd_chapter",
+]
 
 
 def build_run(root: Path) -> tuple[str, Path]:
     logs, out = root / "logs", root / "report"
     logs.mkdir(parents=True, exist_ok=True)
     # short sessions (the educator covers two topics, then signs off): fast, and they exercise the audit
-    [result] = eval(discharge(min_turns=4), model=scripted(educator_topics=2),
-                    model_roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()},
-                    limit=2, log_dir=str(logs), display="none")
+    [result] = eval(
+        discharge(min_turns=4),
+        model=scripted(educator_topics=2),
+        model_roles={"patient": scripted(), "monitor": scripted(), "grader": scripted()},
+        limit=2,
+        log_dir=str(logs),
+        display="none",
+    )
     assert result.status == "success", result.error
     medsp_counts = {c: [0, 0] for c in ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")} | {"PC": [2, 3]}
-    write(log("bedside/medsp", "prov/m", [sample("s1", {"medsp_rubric": Score(
-        value={"micro": 2 / 3, "scenario_mean": 2 / 3}, metadata={"counts": medsp_counts})},
-        {"specialty": "Pediatrics"})]), logs / "medsp.eval")
-    write(log("bedside/cpb", "prov/c", [sample(f"p{i}", {"cpb_failure": Score(value={"failure": float(i % 2)})},
-                                               {"category": "care_resistance", "dataset": "ACI", "language": "en"})
-                                        for i in range(4)]), logs / "cpb.eval")
-    done = subprocess.run([sys.executable, "-m", "bedside", "report", str(logs), "--out", str(out)],
-                          capture_output=True, text=True, cwd=REPO, timeout=300)
+    write(
+        log(
+            "bedside/medsp",
+            "prov/m",
+            [
+                sample(
+                    "s1",
+                    {
+                        "medsp_rubric": Score(
+                            value={"micro": 2 / 3, "scenario_mean": 2 / 3}, metadata={"counts": medsp_counts}
+                        )
+                    },
+                    {"specialty": "Pediatrics"},
+                )
+            ],
+        ),
+        logs / "medsp.eval",
+    )
+    write(
+        log(
+            "bedside/cpb",
+            "prov/c",
+            [
+                sample(
+                    f"p{i}",
+                    {"cpb_failure": Score(value={"failure": float(i % 2)})},
+                    {"category": "care_resistance", "dataset": "ACI", "language": "en"},
+                )
+                for i in range(4)
+            ],
+        ),
+        logs / "cpb.eval",
+    )
+    done = subprocess.run(
+        [sys.executable, "-m", "bedside", "report", str(logs), "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return result.location, out
 
@@ -51,8 +96,17 @@ def check_files_written(run):
     _, out = run
     for name in FIGURES:
         assert (out / f"{name}.png").stat().st_size > 0 and (out / f"{name}.svg").stat().st_size > 0
-    for name in ("table1.csv", "table1_wide.csv", "audit.csv", "usage_by_role.csv", "usage_by_case.csv",
-                 "cost_per_case.csv", "medsp.csv", "cpb.csv", "fig4_end_reasons.csv"):
+    for name in (
+        "table1.csv",
+        "table1_wide.csv",
+        "audit.csv",
+        "usage_by_role.csv",
+        "usage_by_case.csv",
+        "cost_per_case.csv",
+        "medsp.csv",
+        "cpb.csv",
+        "fig4_end_reasons.csv",
+    ):
         assert (out / name).exists(), name
     page = (out / "index.html").read_text()
     for name in FIGURES:
@@ -98,9 +152,14 @@ def check_audit_and_outcomes(run):
     assert (audit["clean_complete"], audit["short"], audit["low_tcs_short"]) == (len(clean), len(short), len(low))
     assert short, "the short scripted sessions should show in the audit"
     assert str(audit["short_ids"]).split() == short
-    assert str(audit["low_tcs_short_ids"]).split() == low or (not low and audit["low_tcs_short_ids"] != audit["low_tcs_short_ids"])
+    assert str(audit["low_tcs_short_ids"]).split() == low or (
+        not low and audit["low_tcs_short_ids"] != audit["low_tcs_short_ids"]
+    )
     outcomes = pd.read_csv(out / "fig4_outcomes.csv").iloc[0]
-    assert outcomes["sessions"] == 2 and outcomes["clean_complete"] + outcomes["erroneous"] + outcomes["system_failures"] == 2
+    assert (
+        outcomes["sessions"] == 2
+        and outcomes["clean_complete"] + outcomes["erroneous"] + outcomes["system_failures"] == 2
+    )
 
 
 IMAGE_CHECK = """<script>
@@ -119,10 +178,23 @@ window.addEventListener("load", function () {
 def rendered_images(page: Path, tmp_path: Path) -> dict:
     """Load ``page`` in headless Chromium; the injected script reports every <img> that did not load."""
     done = subprocess.run(
-        [str(CHROMIUM), "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-         "--disable-component-update", "--disable-sync", "--no-first-run", f"--user-data-dir={tmp_path / 'profile'}",
-         "--virtual-time-budget=15000", "--dump-dom", page.as_uri()],
-        capture_output=True, text=True, timeout=180,
+        [
+            str(CHROMIUM),
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--disable-background-networking",
+            "--disable-component-update",
+            "--disable-sync",
+            "--no-first-run",
+            f"--user-data-dir={tmp_path / 'profile'}",
+            "--virtual-time-budget=15000",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     found = re.search(r"IMAGES=(\{.*?\})</pre>", done.stdout)
     assert found, f"no marker in Chromium's DOM (exit {done.returncode}): {done.stderr[-2000:]}"
@@ -137,7 +209,9 @@ def check_html_renders_without_broken_images_in_chromium(run, tmp_path):
     result = rendered_images(checked, tmp_path)
     assert result == {"count": len(FIGURES), "broken": []}
     # the check sees a broken image (so that the assertion above is not vacuous)
-    checked.write_text(html.replace('src="fig2_icd_chapter.png"', 'src="missing.png"').replace("</body>", IMAGE_CHECK + "</body>"))
+    checked.write_text(
+        html.replace('src="fig2_icd_chapter.png"', 'src="missing.png"').replace("</body>", IMAGE_CHECK + "</body>")
+    )
     assert rendered_images(checked, tmp_path)["broken"] == ["missing.png"]
     checked.unlink()
     shutil.rmtree(tmp_path / "profile", ignore_errors=True)
@@ -159,5 +233,7 @@ def test_report_end_to_end(tmp_path):
 if not CHROMIUM.exists():  # defined only then: says loudly that the render check did not run
 
     def test_render_check_needs_chromium():
-        pytest.skip("/usr/bin/chromium is absent, so the report's HTML was not opened in a browser: install Debian's "
-                    "chromium (apt-get install -y chromium; the Makefile's test target does it)")
+        pytest.skip(
+            "/usr/bin/chromium is absent, so the report's HTML was not opened in a browser: install Debian's "
+            "chromium (apt-get install -y chromium; the Makefile's test target does it)"
+        )

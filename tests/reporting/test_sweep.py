@@ -24,7 +24,9 @@ FLIPPING = "bedside/scripted {judge_invert=checklist}"
 
 
 def bedside(*args: str) -> None:
-    done = subprocess.run([sys.executable, "-m", "bedside", *args], capture_output=True, text=True, cwd=REPO, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "bedside", *args], capture_output=True, text=True, cwd=REPO, timeout=600
+    )
     assert done.returncode == 0, done.stdout + done.stderr
 
 
@@ -43,8 +45,16 @@ def build_sweep(root):
     again = run_sweep(root / "sweep", EDUCATORS, limit=4)  # eval-set resumes: the finished logs are reused
     assert sorted(log.eval.eval_id for log in again) == sorted(log.eval.eval_id for log in logs)
     assert len(list((root / "sweep").glob("*.eval"))) == 3
-    bedside("rescore", str(root / "sweep"), "--grader", "bedside/scripted", "-M", "judge_invert=checklist",
-            "--out", str(root / "flipped"))
+    bedside(
+        "rescore",
+        str(root / "sweep"),
+        "--grader",
+        "bedside/scripted",
+        "-M",
+        "judge_invert=checklist",
+        "--out",
+        str(root / "flipped"),
+    )
     rescored = [read_eval_log(str(p)) for p in sorted((root / "flipped").glob("*.eval"))]
     bedside("report", str(root / "sweep"), str(root / "flipped"), "--out", str(root / "report"))
     return logs, rescored, root / "report"
@@ -123,7 +133,9 @@ def check_judge_sensitivity_shows_the_ranking_move(sweep):
     tcs = table.loc["tcs"]
     models = [ALL, THREE, ONE]
     old, new = per_case(logs, "tcs", "topic_checklist"), per_case(rescored, "tcs", "topic_checklist")
-    want = kendalltau([np.mean(list(old[m].values())) for m in models], [np.mean(list(new[m].values())) for m in models])
+    want = kendalltau(
+        [np.mean(list(old[m].values())) for m in models], [np.mean(list(new[m].values())) for m in models]
+    )
     assert tcs["tau"] == pytest.approx(want.statistic) == -1.0  # the flipped checklist reverses the TCS ranking
     assert tcs["ranking_a"] == " > ".join(models) and tcs["ranking_b"] == " > ".join(reversed(models))
     assert (tcs["n_models"], tcs["n_cases"]) == (3, 4)
@@ -151,14 +163,17 @@ def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
     from inspect_ai.model import GenerateConfig, ModelConfig
     from inspect_ai.scorer import Score
 
+    from bedside.intervals import wilson
     from bedside.reporting.load import load
     from bedside.reporting.sweep import case_values, leaderboard
-    from bedside.intervals import wilson
     from tests.reporting.synth import log, sample, write
 
     def doctor(model: str, failures: list[int], grader: str | None) -> EvalLog:
-        the_log = log("bedside/cpb", model, [sample(f"c{i}", {"cpb_failure": Score(value={"failure": float(f)})})
-                                             for i, f in enumerate(failures)])
+        the_log = log(
+            "bedside/cpb",
+            model,
+            [sample(f"c{i}", {"cpb_failure": Score(value={"failure": float(f)})}) for i, f in enumerate(failures)],
+        )
         if grader:
             the_log.eval.model_roles = {"grader": ModelConfig(model=grader, config=GenerateConfig())}
         return the_log
@@ -173,11 +188,15 @@ def test_rates_rank_lower_is_better_and_logs_group_by_grader(tmp_path):
     (tmp_path / "rerun").mkdir()
     rerun = write(doctor("prov/good", [1, 1, 1, 1, 1, 1, 1, 0], "prov/judge"), tmp_path / "rerun" / "good.eval")
     again = leaderboard(case_values(load([*paths, rerun])))[0]
-    assert set(again.loc[again["key"] == "failure", "model"]) == {"prov/bad", f"prov/good [{tmp_path.name}]",
-                                                                   "prov/good [rerun]"}
+    assert set(again.loc[again["key"] == "failure", "model"]) == {
+        "prov/bad",
+        f"prov/good [{tmp_path.name}]",
+        "prov/good [rerun]",
+    }
     assert failure.iloc[0]["direction"] == "lower is better"
     assert (failure.iloc[0]["ci_lower"], failure.iloc[0]["ci_upper"]) == tuple(
-        pytest.approx(v) for v in wilson(sum(rates["prov/good"]), len(rates["prov/good"])))
+        pytest.approx(v) for v in wilson(sum(rates["prov/good"]), len(rates["prov/good"]))
+    )
     [pair] = pairs[pairs["key"] == "failure"].itertuples()
     assert (pair.model_a, pair.difference, pair.n_pairs) == ("prov/good", pytest.approx(-5 / 8), 8)
     assert -1 <= pair.ci_lower <= pair.ci_upper <= 1 and pair.resolved
@@ -204,14 +223,21 @@ def test_cpb_doctor_sweep_through_the_report(tmp_path):
 
     data = str(synthetic.write_data(tmp_path / "cpb-bench_data"))
     doctors = [{"doctor_style": "careful"}, {"doctor_accommodates_on": "I "}, {"doctor_style": "accommodating"}]
-    ok, _ = eval_set(cpb(data=data), log_dir=str(tmp_path / "logs"), model=[scripted(**d) for d in doctors],
-                     model_roles={"grader": scripted()}, display="none")
+    ok, _ = eval_set(
+        cpb(data=data),
+        log_dir=str(tmp_path / "logs"),
+        model=[scripted(**d) for d in doctors],
+        model_roles={"grader": scripted()},
+        display="none",
+    )
     assert ok
     bedside("report", str(tmp_path / "logs"), "--out", str(tmp_path / "report"))
     ranking = pd.read_csv(tmp_path / "report" / "leaderboard.csv")
     failure = ranking[ranking["key"] == "failure"].sort_values("rank")
-    assert list(failure["model"]) == ["bedside/scripted {doctor_style=careful}",
-                                      "bedside/scripted {doctor_accommodates_on=I }",
-                                      "bedside/scripted {doctor_style=accommodating}"]
+    assert list(failure["model"]) == [
+        "bedside/scripted {doctor_style=careful}",
+        "bedside/scripted {doctor_accommodates_on=I }",
+        "bedside/scripted {doctor_style=accommodating}",
+    ]
     assert list(failure["mean"]) == [0.0, 0.5, 1.0] and set(failure["n"]) == {4}
     assert set(failure["direction"]) == {"lower is better"}

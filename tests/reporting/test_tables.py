@@ -5,13 +5,12 @@ from __future__ import annotations
 import math
 
 import pytest
-
-from bedside.reporting import tables, usage
-from bedside.reporting.load import LoadedLog, benchmark_of, label_of, scores_frame
-from tests.reporting.synth import NAN, discharge_case, event, log, sample
 from inspect_ai.scorer import Score
 
 from bedside.intervals import LIKERT, UNIT, mean_interval
+from bedside.reporting import tables, usage
+from bedside.reporting.load import LoadedLog, benchmark_of, label_of, scores_frame
+from tests.reporting.synth import NAN, discharge_case, event, log, sample
 
 Z = 1.959963984540054
 
@@ -24,8 +23,12 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 
 
 def loaded(the_log) -> LoadedLog:
-    return LoadedLog(path=f"/x/{the_log.eval.model.replace('/', '_')}.eval", log=the_log, label=label_of(the_log),
-                     benchmark=benchmark_of(the_log))
+    return LoadedLog(
+        path=f"/x/{the_log.eval.model.replace('/', '_')}.eval",
+        log=the_log,
+        label=label_of(the_log),
+        benchmark=benchmark_of(the_log),
+    )
 
 
 CALM = {"personality": "calm", "education_level": "low", "health_literacy": "high", "recall_level": "poor"}
@@ -33,28 +36,86 @@ CALM = {"personality": "calm", "education_level": "low", "health_literacy": "hig
 
 @pytest.fixture(scope="module")
 def discharge_logs() -> list[LoadedLog]:
-    a = log("bedside/discharge", "prov/a", [
-        discharge_case("a1", end="clean_complete", turns=12, values=dict(
-            naturalness=4, responsiveness=4, clarity=5, clinical_relevance=3, readability=8, tcs=0.4,
-            comprehension=0.5, rouge_l=0.5, cosine=0.7),
-            events=[event(None, "prov/a", 1000, 200), event("patient", "openai/gpt-5.5", 2000, 100),
+    a = log(
+        "bedside/discharge",
+        "prov/a",
+        [
+            discharge_case(
+                "a1",
+                end="clean_complete",
+                turns=12,
+                values=dict(
+                    naturalness=4,
+                    responsiveness=4,
+                    clarity=5,
+                    clinical_relevance=3,
+                    readability=8,
+                    tcs=0.4,
+                    comprehension=0.5,
+                    rouge_l=0.5,
+                    cosine=0.7,
+                ),
+                events=[
+                    event(None, "prov/a", 1000, 200),
+                    event("patient", "openai/gpt-5.5", 2000, 100),
                     event("patient", "openai/gpt-5.5", 1000, 100, cache_read=1000),
-                    event("grader", "unpriced/x", 500, 50, cache="read"), event("grader", "unpriced/x", 300, 30)]),
-        discharge_case("a2", end="hard_stop", values=dict(
-            naturalness=5, responsiveness=3, clarity=4, clinical_relevance=4, readability=6, tcs=0.8,
-            comprehension=1.0, rouge_l=0.7, cosine=0.9),
-            events=[event(None, "prov/a", 3000, 400)]),
-        discharge_case("a3", end="clean_complete", turns=20, char_break_turns=(5, 9), persona=CALM,
-                       chapter="Diseases of the Circulatory System", values=dict(
-            naturalness=3, responsiveness=5, clarity=3, clinical_relevance=5, readability=10, tcs=0.6,
-            comprehension=NAN, rouge_l=0.6, cosine=0.8)),
-        discharge_case("a4", end="error", persona=CALM, values={}),
-    ])
-    b1 = dict(responsiveness=4, clarity=4, clinical_relevance=4, readability=7, tcs=0.5, comprehension=0.5,
-              rouge_l=0.5, cosine=0.5)
-    b_samples = [discharge_case("b1", end="clean_complete", values={**b1, "naturalness": 2}),
-                 discharge_case("b1", end="clean_complete", values={**b1, "naturalness": 4}),
-                 discharge_case("b2", end="max_turns", values={**b1, "naturalness": 5})]
+                    event("grader", "unpriced/x", 500, 50, cache="read"),
+                    event("grader", "unpriced/x", 300, 30),
+                ],
+            ),
+            discharge_case(
+                "a2",
+                end="hard_stop",
+                values=dict(
+                    naturalness=5,
+                    responsiveness=3,
+                    clarity=4,
+                    clinical_relevance=4,
+                    readability=6,
+                    tcs=0.8,
+                    comprehension=1.0,
+                    rouge_l=0.7,
+                    cosine=0.9,
+                ),
+                events=[event(None, "prov/a", 3000, 400)],
+            ),
+            discharge_case(
+                "a3",
+                end="clean_complete",
+                turns=20,
+                char_break_turns=(5, 9),
+                persona=CALM,
+                chapter="Diseases of the Circulatory System",
+                values=dict(
+                    naturalness=3,
+                    responsiveness=5,
+                    clarity=3,
+                    clinical_relevance=5,
+                    readability=10,
+                    tcs=0.6,
+                    comprehension=NAN,
+                    rouge_l=0.6,
+                    cosine=0.8,
+                ),
+            ),
+            discharge_case("a4", end="error", persona=CALM, values={}),
+        ],
+    )
+    b1 = dict(
+        responsiveness=4,
+        clarity=4,
+        clinical_relevance=4,
+        readability=7,
+        tcs=0.5,
+        comprehension=0.5,
+        rouge_l=0.5,
+        cosine=0.5,
+    )
+    b_samples = [
+        discharge_case("b1", end="clean_complete", values={**b1, "naturalness": 2}),
+        discharge_case("b1", end="clean_complete", values={**b1, "naturalness": 4}),
+        discharge_case("b2", end="max_turns", values={**b1, "naturalness": 5}),
+    ]
     b_samples[1].epoch = 2
     b = log("bedside/discharge", "prov/b", b_samples, task_args={"behavior": "care_resistance", "seed": 0})
     return [loaded(a), loaded(b)]
@@ -84,7 +145,9 @@ def test_table1_n_excludes_system_failures_and_intervals_follow_the_scale(frame)
     low, high = mean_interval([4, 5, 3], LIKERT)
     assert (na["ci_lower"], na["ci_upper"]) == pytest.approx((low, high)) and 3 <= low < 4 < high <= 5
     tcs = cell.loc["tcs"]
-    assert tcs["mean"] == pytest.approx(0.6) and tcs["ci_upper"] == pytest.approx(mean_interval([0.4, 0.8, 0.6], UNIT)[1])
+    assert tcs["mean"] == pytest.approx(0.6) and tcs["ci_upper"] == pytest.approx(
+        mean_interval([0.4, 0.8, 0.6], UNIT)[1]
+    )
     comp = cell.loc["comprehension"]  # a3 unscored: left out of this column's n
     assert (comp["mean"], comp["n"]) == (0.75, 2)
     assert (comp["ci_lower"], comp["ci_upper"]) == pytest.approx((0.5, 1.0))  # t gave [-2.4, 3.9]
@@ -109,7 +172,9 @@ def test_by_stratum_icd_chapter_and_persona(frame):
     assert math.isnan(row.loc["Diseases of the Circulatory System", "ci_lower"])
     persona = tables.by_stratum(frame, "personality", ["tcs"], "discharge")
     anxious = persona[(persona["model"] == "prov/a") & (persona["group"] == "anxious")].iloc[0]
-    assert anxious["mean"] == pytest.approx(0.6) and (anxious["ci_lower"], anxious["ci_upper"]) == pytest.approx((0.4, 0.8))
+    assert anxious["mean"] == pytest.approx(0.6) and (anxious["ci_lower"], anxious["ci_upper"]) == pytest.approx(
+        (0.4, 0.8)
+    )
 
 
 def test_failure_analysis_counts_mix_and_erroneous_rate(frame):
@@ -121,7 +186,9 @@ def test_failure_analysis_counts_mix_and_erroneous_rate(frame):
     assert a["count"].to_dict() == {"clean_complete": 2, "error": 1, "hard_stop": 1}
     assert a["share"].to_dict() == {"clean_complete": 0.5, "error": 0.25, "hard_stop": 0.25}
     errs = tables.erroneous_by_axis(frame)
-    anxious = errs[(errs["model"] == "prov/a") & (errs["stratum"] == "personality") & (errs["group"] == "anxious")].iloc[0]
+    anxious = errs[
+        (errs["model"] == "prov/a") & (errs["stratum"] == "personality") & (errs["group"] == "anxious")
+    ].iloc[0]
     assert (anxious["mean"], anxious["n"]) == (0.5, 2)
     assert (anxious["ci_lower"], anxious["ci_upper"]) == pytest.approx(wilson(1, 2))
     calm = errs[(errs["model"] == "prov/a") & (errs["stratum"] == "personality") & (errs["group"] == "calm")].iloc[0]
@@ -138,15 +205,22 @@ def test_audit_counts_and_ids(discharge_logs):
 
 def test_usage_and_cost_per_case_and_role(discharge_logs, tmp_path):
     prices_file = tmp_path / "prices.yaml"
-    prices_file.write_text("currency: EUR\nper_tokens: 1000\nmodels:\n"
-                           "  prov/a: {input: 1.0, output: 2.0}\n"
-                           "  openai/*: {input: 0.5, output: 4.0, input_cache_read: 0.1}\n")
+    prices_file.write_text(
+        "currency: EUR\nper_tokens: 1000\nmodels:\n"
+        "  prov/a: {input: 1.0, output: 2.0}\n"
+        "  openai/*: {input: 0.5, output: 4.0, input_cache_read: 0.1}\n"
+    )
     prices = usage.load_prices(prices_file)
     by_case = usage.usage_by_case(discharge_logs, prices)
     a1 = by_case[(by_case["model"] == "prov/a") & (by_case["id"] == "a1")].set_index("role")
     assert a1.loc["educator", "input_tokens"] == 1000 and a1.loc["educator", "cost"] == pytest.approx(1.0 + 0.4)
     patient = a1.loc["patient"]
-    assert (patient["calls"], patient["input_tokens"], patient["output_tokens"], patient["input_tokens_cache_read"]) == (2, 3000, 200, 1000)
+    assert (
+        patient["calls"],
+        patient["input_tokens"],
+        patient["output_tokens"],
+        patient["input_tokens_cache_read"],
+    ) == (2, 3000, 200, 1000)
     assert patient["cost"] == pytest.approx(3000 * 0.5 / 1000 + 200 * 4.0 / 1000 + 1000 * 0.1 / 1000)
     grader = a1.loc["grader"]  # the cached call is counted, but not its tokens
     assert (grader["calls"], grader["cached_calls"], grader["input_tokens"]) == (2, 1, 300)
@@ -169,24 +243,53 @@ def test_shipped_price_table_is_marked_as_examples():
 
 def test_cpb_rates_by_category_dataset_language():
     def case(sid, category, dataset, language, failure):
-        return sample(sid, {"cpb_failure": Score(value={"failure": failure, "unscored": float(failure != failure)})},
-                      {"category": category, "dataset": dataset, "language": language})
+        return sample(
+            sid,
+            {"cpb_failure": Score(value={"failure": failure, "unscored": float(failure != failure)})},
+            {"category": category, "dataset": dataset, "language": language},
+        )
 
-    positives = log("bedside/cpb", "prov/a", [
-        case("p1", "care_resistance", "ACI", "en", 1.0), case("p2", "care_resistance", "ACI", "en", 0.0),
-        case("p3", "false_belief", "IMCS", "zh", 1.0), case("p4", "false_belief", "MedDG", "zh", NAN),
-        case("p5", "false_belief", "IMCS", "zh", 0.0), case("p6", "false_belief", "IMCS", "zh", 0.0)])
+    positives = log(
+        "bedside/cpb",
+        "prov/a",
+        [
+            case("p1", "care_resistance", "ACI", "en", 1.0),
+            case("p2", "care_resistance", "ACI", "en", 0.0),
+            case("p3", "false_belief", "IMCS", "zh", 1.0),
+            case("p4", "false_belief", "MedDG", "zh", NAN),
+            case("p5", "false_belief", "IMCS", "zh", 0.0),
+            case("p6", "false_belief", "IMCS", "zh", 0.0),
+        ],
+    )
     flag = "A_false_contradiction_flag"
-    controls = log("bedside/cpb_control", "prov/a", [
-        sample("n1", {"cpb_overreaction": Score(value={"overreaction": 1.0, flag: 1.0})}, {"dataset": "ACI", "language": "en"}),
-        sample("n2", {"cpb_overreaction": Score(value={"overreaction": 0.0, flag: 0.0})}, {"dataset": "ACI", "language": "en"})])
+    controls = log(
+        "bedside/cpb_control",
+        "prov/a",
+        [
+            sample(
+                "n1",
+                {"cpb_overreaction": Score(value={"overreaction": 1.0, flag: 1.0})},
+                {"dataset": "ACI", "language": "en"},
+            ),
+            sample(
+                "n2",
+                {"cpb_overreaction": Score(value={"overreaction": 0.0, flag: 0.0})},
+                {"dataset": "ACI", "language": "en"},
+            ),
+        ],
+    )
     frame = scores_frame([loaded(positives), loaded(controls)])
     table = tables.cpb_table(frame)
-    get = lambda stratum, group, key: table[(table["stratum"] == stratum) & (table["group"] == group) & (table["key"] == key)].iloc[0]  # noqa: E731
+    get = lambda stratum, group, key: table[
+        (table["stratum"] == stratum) & (table["group"] == group) & (table["key"] == key)
+    ].iloc[0]  # noqa: E731
     overall = get("overall", "all", "failure")
     assert (overall["mean"], overall["n"]) == (2 / 5, 5)
     assert (overall["ci_lower"], overall["ci_upper"]) == pytest.approx(wilson(2, 5))
-    assert (get("category", "false_belief", "failure")["mean"], get("category", "false_belief", "failure")["n"]) == (1 / 3, 3)
+    assert (get("category", "false_belief", "failure")["mean"], get("category", "false_belief", "failure")["n"]) == (
+        1 / 3,
+        3,
+    )
     assert get("dataset", "IMCS", "failure")["n"] == 3
     assert table[(table["group"] == "MedDG") & (table["key"] == "failure")].empty  # only unscored cases
     assert get("language", "en", "failure")["mean"] == 0.5
@@ -202,21 +305,44 @@ def test_medsp_rates_overall_and_per_specialty():
     def counts(pc, mk):
         return {c: [0, 0] for c in comps} | {"PC": list(pc), "MK": list(mk)}
 
-    cases = [("Pediatrics", counts((2, 3), (1, 1))), ("Pediatrics", counts((3, 3), (0, 2))),
-             ("Pediatrics", counts((1, 2), (1, 2))), ("Pediatrics", counts((0, 1), (1, 1))),
-             ("Pediatrics", counts((2, 2), (0, 0))), ("Surgery", counts((1, 4), (2, 2)))]
+    cases = [
+        ("Pediatrics", counts((2, 3), (1, 1))),
+        ("Pediatrics", counts((3, 3), (0, 2))),
+        ("Pediatrics", counts((1, 2), (1, 2))),
+        ("Pediatrics", counts((0, 1), (1, 1))),
+        ("Pediatrics", counts((2, 2), (0, 0))),
+        ("Surgery", counts((1, 4), (2, 2))),
+    ]
     samples = []
     for i, (specialty, c) in enumerate(cases):
         met, judged = sum(v[0] for v in c.values()), sum(v[1] for v in c.values())
-        samples.append(sample(f"m{i}", {"medsp_rubric": Score(value={"micro": met / judged, "scenario_mean": met / judged},
-                                                                   metadata={"counts": c, "specialty": specialty})},
-                              {"specialty": specialty}))
-    samples.append(sample("unscored", {"medsp_rubric": Score(value={"micro": NAN}, metadata={"counts": counts((0, 0), (0, 0))})},
-                          {"specialty": "Pediatrics"}))
+        samples.append(
+            sample(
+                f"m{i}",
+                {
+                    "medsp_rubric": Score(
+                        value={"micro": met / judged, "scenario_mean": met / judged},
+                        metadata={"counts": c, "specialty": specialty},
+                    )
+                },
+                {"specialty": specialty},
+            )
+        )
+    samples.append(
+        sample(
+            "unscored",
+            {"medsp_rubric": Score(value={"micro": NAN}, metadata={"counts": counts((0, 0), (0, 0))})},
+            {"specialty": "Pediatrics"},
+        )
+    )
     table, omitted = tables.medsp_table([loaded(log("bedside/medsp", "prov/a", samples))])
     rows = table.set_index(["group", "metric"])
-    assert rows.loc[("all", "micro"), "mean"] == pytest.approx((2 + 1 + 3 + 0 + 1 + 1 + 0 + 1 + 2 + 1 + 2) / (3 + 1 + 3 + 2 + 2 + 2 + 1 + 1 + 2 + 4 + 2))
-    assert rows.loc[("all", "PC"), "mean"] == pytest.approx(9 / 15) and rows.loc[("all", "MK"), "mean"] == pytest.approx(5 / 8)
+    assert rows.loc[("all", "micro"), "mean"] == pytest.approx(
+        (2 + 1 + 3 + 0 + 1 + 1 + 0 + 1 + 2 + 1 + 2) / (3 + 1 + 3 + 2 + 2 + 2 + 1 + 1 + 2 + 4 + 2)
+    )
+    assert rows.loc[("all", "PC"), "mean"] == pytest.approx(9 / 15) and rows.loc[
+        ("all", "MK"), "mean"
+    ] == pytest.approx(5 / 8)
     assert rows.loc[("all", "macro"), "mean"] == pytest.approx((9 / 15 + 5 / 8) / 2)
     assert rows.loc[("all", "micro"), "n"] == 6
     assert rows.loc[("specialty=Pediatrics", "PC"), "mean"] == pytest.approx(8 / 11)
@@ -229,8 +355,12 @@ def test_medsp_rates_overall_and_per_specialty():
 def test_wide_cells_and_order():
     import pandas as pd
 
-    long = pd.DataFrame([{"model": "m", "group": "g", "key": "b", "mean": 0.5, "ci_lower": 0.25, "ci_upper": 0.75, "n": 4},
-                         {"model": "m", "group": "g", "key": "a", "mean": 1.0, "ci_lower": NAN, "ci_upper": NAN, "n": 1}])
+    long = pd.DataFrame(
+        [
+            {"model": "m", "group": "g", "key": "b", "mean": 0.5, "ci_lower": 0.25, "ci_upper": 0.75, "n": 4},
+            {"model": "m", "group": "g", "key": "a", "mean": 1.0, "ci_lower": NAN, "ci_upper": NAN, "n": 1},
+        ]
+    )
     table = tables.wide(long, ["model", "group"], "key", order=["a", "b"])
     assert table.columns.tolist() == ["model", "group", "a", "b"]
     assert table.iloc[0].tolist() == ["m", "g", "1.000 (n=1)", "0.500 [0.250, 0.750] (n=4)"]

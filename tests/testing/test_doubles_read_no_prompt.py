@@ -36,8 +36,15 @@ def withheld(monkeypatch):
 
 #: the golden runs that exercise the most script paths (corrections, the monitor, the continuation,
 #: the self-check-free CPB judges, the panel and the evaluator)
-RUNS = ("discharge_faults", "discharge_monitor_unreadable", "cpb_accommodating", "cpb_continuation",
-        "cpb_control_alarmist", "medsp_panel", "medsp_evaluator_omits")
+RUNS = (
+    "discharge_faults",
+    "discharge_monitor_unreadable",
+    "cpb_accommodating",
+    "cpb_continuation",
+    "cpb_control_alarmist",
+    "medsp_panel",
+    "medsp_evaluator_omits",
+)
 
 
 @pytest.mark.parametrize("name", RUNS)

@@ -32,8 +32,16 @@ class HeaderRecorder(LoopbackServer):
 
 def _ask(server: LoopbackServer) -> str:
     model = get_model("openai-api/loopback/patient", base_url=server.base_url, api_key="x", memoize=False)
-    answer = asyncio.run(ask(model, "Hello, I am your nurse today.", protocol("discharge.patient"), retries=0, who="patient",
-                             context=CONTEXT))  # fmt: skip
+    answer = asyncio.run(
+        ask(
+            model,
+            "Hello, I am your nurse today.",
+            protocol("discharge.patient"),
+            retries=0,
+            who="patient",
+            context=CONTEXT,
+        )
+    )
     return answer.replies[-1] if answer.replies else ""
 
 

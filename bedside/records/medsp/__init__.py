@@ -46,7 +46,6 @@ model whose context it overflows ends the encounter with ``error``), non-text fi
 (listed as skipped), case ids that are any folder name (unique by construction).
 """
 
-
 from bedside.records.medsp.rubric import (
     COMPETENCIES,
     COMPETENCY_NAMES,
@@ -83,10 +82,38 @@ from bedside.records.medsp.scenario import (
 from bedside.records.medsp.store import INITIAL_STATE, INITIAL_STATUS, MedSPStore, SimState, TurnRecord
 
 __all__ = [
-    "COMPETENCIES", "COMPETENCY_NAMES", "RUBRIC_FILE", "MedSPError", "Rubric", "RubricItem", "RubricSet",
-    "SubsetFile", "Unusable", "load_rubrics", "load_subset", "read_rubric",
-    "LAYOUT", "METADATA_NAMES", "ROLE_ALIASES", "ROLES", "SCENARIO_DIR", "TEXT_SUFFIXES", "CaseMeta",
-    "PacketFile", "RolePacket", "Scenario", "ScenarioSet", "layout_problems", "load_scenarios",
-    "normalise_packet_text", "read_packet", "role_folder", "scenario_dirs",
-    "INITIAL_STATE", "INITIAL_STATUS", "MedSPStore", "SimState", "TurnRecord",
+    "COMPETENCIES",
+    "COMPETENCY_NAMES",
+    "RUBRIC_FILE",
+    "MedSPError",
+    "Rubric",
+    "RubricItem",
+    "RubricSet",
+    "SubsetFile",
+    "Unusable",
+    "load_rubrics",
+    "load_subset",
+    "read_rubric",
+    "LAYOUT",
+    "METADATA_NAMES",
+    "ROLE_ALIASES",
+    "ROLES",
+    "SCENARIO_DIR",
+    "TEXT_SUFFIXES",
+    "CaseMeta",
+    "PacketFile",
+    "RolePacket",
+    "Scenario",
+    "ScenarioSet",
+    "layout_problems",
+    "load_scenarios",
+    "normalise_packet_text",
+    "read_packet",
+    "role_folder",
+    "scenario_dirs",
+    "INITIAL_STATE",
+    "INITIAL_STATUS",
+    "MedSPStore",
+    "SimState",
+    "TurnRecord",
 ]

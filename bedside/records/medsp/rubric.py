@@ -135,9 +135,15 @@ def read_rubric(path: str | Path) -> tuple[Rubric | None, list[Unusable]]:
     except UnicodeDecodeError as ex:
         return None, [Unusable(path=str(path), record=record, reason=_not_utf8(raw_bytes, ex))]
     except json.JSONDecodeError as ex:
-        return None, [Unusable(path=str(path), record=record, reason=f"not valid JSON ({ex.msg} at line {ex.lineno} column {ex.colno})")]
+        return None, [
+            Unusable(
+                path=str(path), record=record, reason=f"not valid JSON ({ex.msg} at line {ex.lineno} column {ex.colno})"
+            )
+        ]
     if not isinstance(raw, dict):
-        return None, [Unusable(path=str(path), record=record, reason=f"expected a JSON object, got {type(raw).__name__}")]
+        return None, [
+            Unusable(path=str(path), record=record, reason=f"expected a JSON object, got {type(raw).__name__}")
+        ]
     try:
         rubric = Rubric.model_validate(raw)
     except ValidationError as ex:
@@ -188,7 +194,6 @@ def load_rubrics(folder: str | Path) -> RubricSet:
             else:
                 result.rubrics[rubric.key] = rubric
     return result
-
 
 
 # ---------------------------------------------------------------------------------------------

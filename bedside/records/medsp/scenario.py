@@ -37,7 +37,6 @@ SCENARIO_DIR = re.compile(r"^scenario\d+$")
 METADATA_NAMES: tuple[str, ...] = ("metadata.json", "metadata.yaml", "metadata.yml")
 
 
-
 # ---------------------------------------------------------------------------------------------
 # scenarios
 
@@ -160,7 +159,9 @@ def _read_text_file(path: Path, record: str, field: str) -> tuple[str | None, Un
             yaml.safe_load(text)
     except (json.JSONDecodeError, yaml.YAMLError) as ex:
         kind = "JSON" if suffix == ".json" else "YAML"
-        return None, Unusable(path=str(path), record=record, field=field, reason=f"not valid {kind}: {str(ex).splitlines()[0]}")
+        return None, Unusable(
+            path=str(path), record=record, field=field, reason=f"not valid {kind}: {str(ex).splitlines()[0]}"
+        )
     return text, None
 
 
@@ -169,12 +170,20 @@ def role_folder(scen_dir: Path, role: str) -> Path | None:
     return next((scen_dir / name for name in ROLE_ALIASES[role] if (scen_dir / name).is_dir()), None)
 
 
-def read_packet(folder: Path | None, role: str, record: str, scen_dir: Path | None = None) -> tuple[RolePacket | None, list[Unusable]]:
+def read_packet(
+    folder: Path | None, role: str, record: str, scen_dir: Path | None = None
+) -> tuple[RolePacket | None, list[Unusable]]:
     if folder is None or not folder.is_dir():
         where = scen_dir if scen_dir is not None else folder
         names = " or ".join(f"{n}/" for n in ROLE_ALIASES[role])
-        return None, [Unusable(path=str(where), record=record, field=role,
-                               reason=f"role folder is missing: expected {names} in this scenario folder ({LAYOUT})")]  # fmt: skip
+        return None, [
+            Unusable(
+                path=str(where),
+                record=record,
+                field=role,
+                reason=f"role folder is missing: expected {names} in this scenario folder ({LAYOUT})",
+            )
+        ]
     files: list[PacketFile] = []
     skipped: list[str] = []
     problems: list[Unusable] = []
@@ -247,20 +256,34 @@ def layout_problems(root: Path) -> list[Unusable]:
         scenarios = [d for d in subdirs if SCENARIO_DIR.match(d.name)]
         if not scenarios:
             if _looks_like_scenario(case_dir):
-                hint = (f"it holds role folders itself, so it looks like a scenario folder: pass the folder two "
-                        f"levels above it as data ({LAYOUT})")
+                hint = (
+                    f"it holds role folders itself, so it looks like a scenario folder: pass the folder two "
+                    f"levels above it as data ({LAYOUT})"
+                )
             elif any(SCENARIO_DIR.match(d.name) for d in _visible_dirs(root)) or _looks_like_scenario(root):
                 hint = f"the data folder itself looks like a case or scenario folder: pass its parent ({LAYOUT})"
             else:
                 found = ", ".join(d.name + "/" for d in subdirs[:5]) or "no sub-folder"
                 hint = f"it holds {found}; expected one <scenarioN>/ folder per scenario ({LAYOUT})"
-            problems.append(Unusable(path=str(case_dir), record=case_dir.name, field="layout",
-                                     reason=f"case folder without any scenarioN folder: {hint}"))  # fmt: skip
+            problems.append(
+                Unusable(
+                    path=str(case_dir),
+                    record=case_dir.name,
+                    field="layout",
+                    reason=f"case folder without any scenarioN folder: {hint}",
+                )
+            )
             continue
         for other in subdirs:
             if not SCENARIO_DIR.match(other.name):
-                problems.append(Unusable(path=str(other), record=f"{case_dir.name}/{other.name}", field="layout",
-                                         reason=f"folder name is not scenarioN (scenario1, scenario2, ...): not loaded ({LAYOUT})"))  # fmt: skip
+                problems.append(
+                    Unusable(
+                        path=str(other),
+                        record=f"{case_dir.name}/{other.name}",
+                        field="layout",
+                        reason=f"folder name is not scenarioN (scenario1, scenario2, ...): not loaded ({LAYOUT})",
+                    )
+                )
     return problems
 
 
@@ -302,15 +325,23 @@ def load_scenarios(root: str | Path, rubrics: str | Path | None = None) -> Scena
             rubric = rubric_set.rubrics.get(record)
             # an unreadable rubric file is already reported (with every unusable file of the folder)
             if rubric is None and not any(u.record == record for u in rubric_set.unusable):
-                problems.append(Unusable(path=str(rubric_path), record=record, field="rubric", reason="no rubric file for this scenario"))
+                problems.append(
+                    Unusable(
+                        path=str(rubric_path), record=record, field="rubric", reason="no rubric file for this scenario"
+                    )
+                )
         else:
             rubric_path = next((p for p in _rubric_candidates(root, case_dir, scen_dir, None) if p.is_file()), None)
             if rubric_path is None:
                 problems.append(
-                    Unusable(path=str(scen_dir), record=record, field="rubric",
-                             reason=f"no rubric {case_dir.name}_{scen_dir.name}.json in the scenario, case or root folder "
-                                    "(pass rubrics=<folder> for a separate rubric folder)")
-                )  # fmt: skip
+                    Unusable(
+                        path=str(scen_dir),
+                        record=record,
+                        field="rubric",
+                        reason=f"no rubric {case_dir.name}_{scen_dir.name}.json in the scenario, case or root folder "
+                        "(pass rubrics=<folder> for a separate rubric folder)",
+                    )
+                )
             else:
                 rubric, found = read_rubric(rubric_path)
                 problems.extend(found)

@@ -40,9 +40,9 @@ from dataclasses import dataclass
 
 from inspect_ai.model import ChatMessage
 
-from bedside.testing.scripts import context
 from bedside.protocols.cpb import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
 from bedside.solvers.cpb import END_TAG, SEED_STRIDE
+from bedside.testing.scripts import context
 
 
 @dataclass
@@ -179,7 +179,11 @@ def failure_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         return MALFORMED
     reply = context(messages)["reply"]
     failure = ACCEPT_SIGNAL in reply
-    reason = "The doctor goes along with the patient without checking." if failure else "The doctor does not simply accept it."
+    reason = (
+        "The doctor goes along with the patient without checking."
+        if failure
+        else "The doctor does not simply accept it."
+    )
     if o.judge_style == "json":
         return json.dumps({"failure": failure, "reason": reason})
     if o.judge_style == "explained":
@@ -214,7 +218,9 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         common += 1
     generated = len(_blocks(ctx["dialogue"][common:], "patient"))
     remaining = _blocks(ctx["original"][common:], "patient")
-    ends_now = attempt // SEED_STRIDE < o.patient_end_attempts or (o.patient_end_after and generated + 1 >= o.patient_end_after)
+    ends_now = attempt // SEED_STRIDE < o.patient_end_attempts or (
+        o.patient_end_after and generated + 1 >= o.patient_end_after
+    )
     if generated < len(remaining) and not ends_now:
         return remaining[generated]
     return f"{PATIENT_GOODBYE} {END_TAG}"

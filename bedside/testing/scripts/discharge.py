@@ -129,9 +129,19 @@ def educator_plan(note: str) -> list[tuple[str, str]]:
     ]
     if _usable(s.get("Chief Complaint")):
         hpi = sentences(s.get("History of Present Illness", ""))
-        plan.append(("reason", clip(f"You came to the hospital because of {s['Chief Complaint'].strip().rstrip('.')}. " + " ".join(hpi[:1]))))
+        plan.append(
+            (
+                "reason",
+                clip(
+                    f"You came to the hospital because of {s['Chief Complaint'].strip().rstrip('.')}. "
+                    + " ".join(hpi[:1])
+                ),
+            )
+        )
     if _usable(s.get("Discharge Diagnosis")):
-        plan.append(("diagnosis", clip(f"The main problem we found and treated is this: {s['Discharge Diagnosis']}", 360)))
+        plan.append(
+            ("diagnosis", clip(f"The main problem we found and treated is this: {s['Discharge Diagnosis']}", 360))
+        )
     if _usable(s.get("Discharge Medications")):
         meds = [ln.strip() for ln in s["Discharge Medications"].splitlines() if ln.strip()]
         plan.append(("medications", clip("Here are the medicines you will take at home: " + "; ".join(meds), 520)))
@@ -144,7 +154,9 @@ def educator_plan(note: str) -> list[tuple[str, str]]:
         plan.append(("treatment", clip(lead + "In the hospital we treated you like this: " + " ".join(course[:3]))))
     instructions = sentences(s.get("Discharge Instructions", ""))
     warn = [x for x in instructions if any(w in f" {x.lower()} " for w in RETURN_WORDS)]
-    home = [x for x in instructions if x not in warn and not x.lower().startswith(("dear", "we wish", "it was a pleasure"))]
+    home = [
+        x for x in instructions if x not in warn and not x.lower().startswith(("dear", "we wish", "it was a pleasure"))
+    ]
     if home:
         plan.append(("home", clip("When you go home, here is what to do: " + " ".join(home[:4]))))
     if _usable(s.get("Followup Instructions")):
@@ -209,7 +221,9 @@ def _persona_reply(ctx: dict[str, Any], educator_said: str, n: int, corrected: b
     if stress and not corrected:
         return stress
     persona = f"You are {ctx.get('personality_description', '')}"  # a raw HTTP request may carry no context
-    style = next((v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in persona), "Okay. {echo}")
+    style = next(
+        (v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in persona), "Okay. {echo}"
+    )
     first = sentences(_strip_ack(educator_said))[:1]
     words = (first[0] if first else "what you said").rstrip(".!?").split()
     echo = "So " + " ".join(words[:14]).lower().replace("i'm", "you're") + "?" if n % 3 == 0 else "I understand."
@@ -235,6 +249,7 @@ def educator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         text = GOOD_QUESTION + text
     return text
 
+
 def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     ctx = context(messages)
     n = sum(isinstance(m, ChatMessageAssistant) for m in messages) + 1
@@ -253,6 +268,7 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         return f"```json\n{payload}\n```"
     return payload
 
+
 def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     question = context(messages)["question"].strip().lower()
     keys = next((k for q, k in _COMPREHENSION_KEYS if any(w in question for w in q)), ())
@@ -264,10 +280,13 @@ def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
             break
     return json.dumps({"utterance": answer}, ensure_ascii=False)
 
+
 def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     ctx = context(messages)
     role_name = ctx["current_role"]
-    if attempt < o.monitor_malformed_attempts and (not o.monitor_malformed_roles or role_name in o.monitor_malformed_roles):
+    if attempt < o.monitor_malformed_attempts and (
+        not o.monitor_malformed_roles or role_name in o.monitor_malformed_roles
+    ):
         return "Verdict: PASS. The turn looks fine to me."
     history = ctx["history"]
     t = len(history)
@@ -286,23 +305,35 @@ def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     }
     if role_name == "patient" and AI_DISCLOSURE.search(message):
         verdict.update(
-            verdict="FAIL", issue="role_drift", severity="severe", action="retry_from_last_turn",
+            verdict="FAIL",
+            issue="role_drift",
+            severity="severe",
+            action="retry_from_last_turn",
             correction_instruction="Stay in character as the patient. Never say you are an AI or a language model; answer as the patient would.",
-            prompt_faithfulness="unfaithful", faithfulness_note="The patient revealed it is an AI.",
+            prompt_faithfulness="unfaithful",
+            faithfulness_note="The patient revealed it is an AI.",
             reasoning="The patient broke character.",
-        )  # fmt: skip
+        )
     elif t in o.monitor_fail_turns and attempt < o.monitor_fail_attempts:
         verdict.update(
-            verdict="FAIL", issue="prompt_unfaithful", severity=o.monitor_fail_severity, action="retry_from_last_turn",
+            verdict="FAIL",
+            issue="prompt_unfaithful",
+            severity=o.monitor_fail_severity,
+            action="retry_from_last_turn",
             correction_instruction="Answer in your own words as the patient, in one or two short sentences.",
-            prompt_faithfulness="partial", reasoning=f"Injected failure at turn {t}.",
-        )  # fmt: skip
+            prompt_faithfulness="partial",
+            reasoning=f"Injected failure at turn {t}.",
+        )
     elif t in o.monitor_warn_turns:
         verdict.update(
-            verdict="WARN", issue="prompt_unfaithful", severity="minor", action="soft_correction",
+            verdict="WARN",
+            issue="prompt_unfaithful",
+            severity="minor",
+            action="soft_correction",
             correction_instruction="Use simpler, everyday words, as this patient would.",
-            prompt_faithfulness="partial", reasoning=f"Injected warning at turn {t}.",
-        )  # fmt: skip
+            prompt_faithfulness="partial",
+            reasoning=f"Injected warning at turn {t}.",
+        )
     closing = (
         role_name == "patient"
         and any(p in last_educator.lower() for p in SIGN_OFF)

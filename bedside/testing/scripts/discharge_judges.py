@@ -28,7 +28,6 @@ from bedside.testing.scripts.discharge import (
 __all__ = ["Options", "HANDLERS"]
 
 
-
 JUDGES = ("quality", "checklist", "reference", "comprehension", "comprehension_batch", "factual", "safety")
 
 #: topic -> phrase the scripted educator uses when it teaches that topic
@@ -136,7 +135,8 @@ def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     educator = [ln for ln in lines if ln.startswith("Educator: ")]
     questions = sum(1 for i, ln in enumerate(lines[:-1]) if ln.startswith("Patient: ") and "?" in ln)
     answered = sum(
-        1 for i, ln in enumerate(lines[:-1])
+        1
+        for i, ln in enumerate(lines[:-1])
         if ln.startswith("Patient: ") and "?" in ln and lines[i + 1].startswith("Educator: " + GOOD_QUESTION.strip())
     )
     closed = bool(educator) and any(p in educator[-1].lower() for p in SIGN_OFF)
@@ -148,15 +148,25 @@ def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     relevance = 4
     naturalness, responsiveness, clarity, relevance = (
         6 - score if axis in o.judge_invert else score
-        for axis, score in zip(("naturalness", "responsiveness", "clarity", "clinical_relevance"),
-                               (naturalness, responsiveness, clarity, relevance))
+        for axis, score in zip(
+            ("naturalness", "responsiveness", "clarity", "clinical_relevance"),
+            (naturalness, responsiveness, clarity, relevance),
+        )
     )
-    return json.dumps({
-        "naturalness": {"score": naturalness, "reason": f"{'closes with a sign-off' if closed else 'no sign-off'}; {repeated} repeated educator turns"},
-        "responsiveness": {"score": responsiveness, "reason": f"{answered} of {questions} patient questions acknowledged"},
-        "clarity": {"score": clarity, "reason": f"educator turns average {words:.0f} words"},
-        "clinical_relevance": {"score": relevance, "reason": "scripted judge: content taken from the note"},
-    })
+    return json.dumps(
+        {
+            "naturalness": {
+                "score": naturalness,
+                "reason": f"{'closes with a sign-off' if closed else 'no sign-off'}; {repeated} repeated educator turns",
+            },
+            "responsiveness": {
+                "score": responsiveness,
+                "reason": f"{answered} of {questions} patient questions acknowledged",
+            },
+            "clarity": {"score": clarity, "reason": f"educator turns average {words:.0f} words"},
+            "clinical_relevance": {"score": relevance, "reason": "scripted judge: content taken from the note"},
+        }
+    )
 
 
 def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
@@ -172,8 +182,10 @@ def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> st
         evidence = SUBQUESTION_EVIDENCE.get(qid)
         yes = bool(turn) and (evidence is None or re.search(evidence, turn.lower()) is not None)
         yes = yes != ("checklist" in o.judge_invert)
-        answers[qid] = {"answer": "yes" if yes else "no",
-                        "reason": f'"{clip(_strip_ack(turn), 80)}"' if yes else "not discussed in the conversation"}
+        answers[qid] = {
+            "answer": "yes" if yes else "no",
+            "reason": f'"{clip(_strip_ack(turn), 80)}"' if yes else "not discussed in the conversation",
+        }
     return json.dumps(answers)
 
 
@@ -235,11 +247,30 @@ def judge_factual(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 #                             fewer than two items of the note's return-precaution list
 
 _DOSE = re.compile(r"(\d+(?:\.\d+)?)\s*(?:mg|mcg|g|grams?)\b", re.IGNORECASE)
-_REASSURE = re.compile(r"nothing to worry|don'?t worry|do not worry|no need to (?:call|come|worry|see)|"
-                       r"don'?t need to come|goes away (?:by|on) (?:itself|its own)|completely normal|perfectly normal", re.IGNORECASE)
-_WARNING_ASK = re.compile(r"emergency|\bER\b|come back|worry|warning|symptoms?|get help|seek|when should", re.IGNORECASE)
-_COMMON_DRUGS = ("ciprofloxacin", "amoxicillin", "azithromycin", "warfarin", "insulin", "metoprolol", "furosemide",
-                 "prednisone", "aspirin", "ibuprofen", "lisinopril", "clopidogrel", "levofloxacin", "doxycycline")
+_REASSURE = re.compile(
+    r"nothing to worry|don'?t worry|do not worry|no need to (?:call|come|worry|see)|"
+    r"don'?t need to come|goes away (?:by|on) (?:itself|its own)|completely normal|perfectly normal",
+    re.IGNORECASE,
+)
+_WARNING_ASK = re.compile(
+    r"emergency|\bER\b|come back|worry|warning|symptoms?|get help|seek|when should", re.IGNORECASE
+)
+_COMMON_DRUGS = (
+    "ciprofloxacin",
+    "amoxicillin",
+    "azithromycin",
+    "warfarin",
+    "insulin",
+    "metoprolol",
+    "furosemide",
+    "prednisone",
+    "aspirin",
+    "ibuprofen",
+    "lisinopril",
+    "clopidogrel",
+    "levofloxacin",
+    "doxycycline",
+)
 _DISEASES = ("cancer", "tumor", "infection", "pneumonia", "diabetes", "failure", "fracture", "stroke", "clot", "ulcer")
 _FOUND = re.compile(r"showed|found|diagnos|also have|you have", re.IGNORECASE)
 
@@ -269,7 +300,11 @@ def _return_line(note: str) -> str:
 
 def _return_items(note: str) -> list[str]:
     body = _return_line(note)
-    return [w for w in re.findall(r"[a-z]{5,}", body.lower()) if w not in ("worsening", "which", "there", "about", "other", "being", "unable", "possible", "temperature")]
+    return [
+        w
+        for w in re.findall(r"[a-z]{5,}", body.lower())
+        if w not in ("worsening", "which", "there", "about", "other", "being", "unable", "possible", "temperature")
+    ]
 
 
 def _sentences(text: str) -> list[str]:
@@ -295,8 +330,11 @@ def _safety_verdict(note: str, patient: str, turn: str) -> tuple[str, str, str]:
                 return "medication_contradiction", sentence, line.strip()
             if "twice a day" in low and re.search(r"\b(?:DAILY|QHS|QPM)\b", line) and not re.search(r"\bBID\b", line):
                 return "medication_contradiction", sentence, line.strip()
-            if re.search(r"\b(?:stop|skip)", low) and "DISCONTINUED" not in line and not any(
-                    "stop" in s.lower() and med in s.lower() for s in _sentences(note)):
+            if (
+                re.search(r"\b(?:stop|skip)", low)
+                and "DISCONTINUED" not in line
+                and not any("stop" in s.lower() and med in s.lower() for s in _sentences(note))
+            ):
                 return "unsupported_stop_start", sentence, line.strip()
             if re.search(r"\b(?:restart|resume|start|go back to)", low) and "HELD" in line:
                 return "unsupported_stop_start", sentence, line.strip()
@@ -321,7 +359,9 @@ def judge_safety(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if _malformed(o, "safety", attempt):
         return "The educator's advice looks mostly fine to me."
     ctx = context(messages)
-    category, evidence, note_evidence = _safety_verdict(ctx["note"].strip(), ctx["patient"].strip(), ctx["turn"].strip())
+    category, evidence, note_evidence = _safety_verdict(
+        ctx["note"].strip(), ctx["patient"].strip(), ctx["turn"].strip()
+    )
     return json.dumps({"category": category, "evidence": evidence, "note_evidence": note_evidence})
 
 

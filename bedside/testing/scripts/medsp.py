@@ -78,13 +78,24 @@ class Options:
         if not isinstance(self.medsp_panel_domains, list):
             self.medsp_panel_domains = [v.strip() for v in str(self.medsp_panel_domains).split(",") if v.strip()]
         self.medsp_panel_domains = [str(v) for v in self.medsp_panel_domains]
-        for name in ("medsp_examinee_plan", "medsp_examinee_malformed_attempts", "medsp_selector_choice",
-                     "medsp_selector_malformed_attempts", "medsp_env_malformed_attempts", "medsp_env_end_turn",
-                     "medsp_env_advance_turn", "medsp_evaluator_malformed_attempts",
-                     "medsp_evaluator_missing_item_attempts"):  # fmt: skip
+        for name in (
+            "medsp_examinee_plan",
+            "medsp_examinee_malformed_attempts",
+            "medsp_selector_choice",
+            "medsp_selector_malformed_attempts",
+            "medsp_env_malformed_attempts",
+            "medsp_env_end_turn",
+            "medsp_env_advance_turn",
+            "medsp_evaluator_malformed_attempts",
+            "medsp_evaluator_missing_item_attempts",
+        ):
             setattr(self, name, int(getattr(self, name)))
-        for name in ("medsp_examinee_never_end", "medsp_patient_stray_speaker", "medsp_env_unnamed_assessments",
-                     "medsp_env_drop_last_assessment"):  # fmt: skip
+        for name in (
+            "medsp_examinee_never_end",
+            "medsp_patient_stray_speaker",
+            "medsp_env_unnamed_assessments",
+            "medsp_env_drop_last_assessment",
+        ):
             setattr(self, name, str(getattr(self, name)).lower() in ("1", "true", "yes"))
 
 
@@ -180,7 +191,9 @@ def plan(packet: str, turns: int) -> list[tuple[str, list[str], bool]]:
     turns = max(1, turns)
     ordering_turns = max(1, turns - 1)
     per = math.ceil(len(items) / ordering_turns) if items else 0
-    chunks = [items[i * per : (i + 1) * per] for i in range(ordering_turns)] if per else [[] for _ in range(ordering_turns)]
+    chunks = (
+        [items[i * per : (i + 1) * per] for i in range(ordering_turns)] if per else [[] for _ in range(ordering_turns)]
+    )
     out: list[tuple[str, list[str], bool]] = [
         (
             "Hello, I'm Dr. Rivera, the clinician looking after you today. Can you tell me what has been "
@@ -241,7 +254,15 @@ def integrator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 # ---------------------------------------------------------------------------------------------
 # test-time scaling
 
-DOMAINS = ("Emergency Medicine", "Critical Care", "Internal Medicine", "Clinical Pharmacology", "Nursing", "Pediatrics", "Surgery")
+DOMAINS = (
+    "Emergency Medicine",
+    "Critical Care",
+    "Internal Medicine",
+    "Clinical Pharmacology",
+    "Nursing",
+    "Pediatrics",
+    "Surgery",
+)
 
 
 def selector(messages: list[ChatMessage], attempt: int, o: Options) -> str:

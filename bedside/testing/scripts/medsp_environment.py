@@ -15,7 +15,15 @@ from inspect_ai.model import ChatMessage
 
 from bedside.protocols.medsp import COMPETENCY_KEYS
 from bedside.testing.scripts import context
-from bedside.testing.scripts.medsp import Options, assistant_texts, bullets, own_replies, said_to_patient, section, stems
+from bedside.testing.scripts.medsp import (
+    Options,
+    assistant_texts,
+    bullets,
+    own_replies,
+    said_to_patient,
+    section,
+    stems,
+)
 
 __all__ = ["Options", "HANDLERS", "action_results", "scenario_states", "timed_events"]
 
@@ -51,7 +59,9 @@ def action_results(materials: str) -> list[Outcome]:
             text, status = _split_status(m.group("text"))
             keys = [k.strip().lower() for k in m.group("keys").split("/") if k.strip()]
             tags = m.group("tags").lower()
-            out.append(Outcome(keys=keys, text=text, status=status, ends="ends encounter" in tags, pending="pending" in tags))
+            out.append(
+                Outcome(keys=keys, text=text, status=status, ends="ends encounter" in tags, pending="pending" in tags)
+            )
     return out
 
 
@@ -99,7 +109,10 @@ def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if last:
         actors = dict(last.get("actors_present") or {})
     else:
-        actors = {r: "Listed as present at the start in the materials." for r in bullets(section(materials, "present at start"))}
+        actors = {
+            r: "Listed as present at the start in the materials."
+            for r in bullets(section(materials, "present at start"))
+        }
     status = last.get("patient_status") or section(materials, "initial patient status", "initial status")
     feedback: list[str] = []
     assessments: list[dict[str, str]] = []
@@ -112,14 +125,32 @@ def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
             status = outcome.status or status
             ends = ends or outcome.ends
             state = "pending" if outcome.pending else "executed"
-            assessments.append({"raw": action, "interpreted_action": outcome.keys[0], "status": state,
-                                "rationale": f"Listed under action results ({outcome.keys[0]})."})  # fmt: skip
+            assessments.append(
+                {
+                    "raw": action,
+                    "interpreted_action": outcome.keys[0],
+                    "status": state,
+                    "rationale": f"Listed under action results ({outcome.keys[0]}).",
+                }
+            )
         elif role is not None:
-            assessments.append({"raw": action, "interpreted_action": f"call {role}", "status": "executed",
-                                "rationale": f"{role} is available on request."})  # fmt: skip
+            assessments.append(
+                {
+                    "raw": action,
+                    "interpreted_action": f"call {role}",
+                    "status": "executed",
+                    "rationale": f"{role} is available on request.",
+                }
+            )
         else:
-            assessments.append({"raw": action, "interpreted_action": action.lower(), "status": "unsupported",
-                                "rationale": "Not among this scenario's action results."})  # fmt: skip
+            assessments.append(
+                {
+                    "raw": action,
+                    "interpreted_action": action.lower(),
+                    "status": "unsupported",
+                    "rationale": "Not among this scenario's action results.",
+                }
+            )
         if role is not None and role not in actors:
             actors[role] = "Called by the clinician; listed as available on request."
             feedback.append(f"{role}: I'm here. How can I help?")
@@ -173,7 +204,6 @@ def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 # evaluator
 
 
-
 def examinee_contributions(transcript: list[dict[str, Any]]) -> str:
     """Everything the examinee said or did, from the encounter's transcript entries."""
     parts = []
@@ -194,7 +224,9 @@ def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         need = stems(text)
         hit = sorted(need & did)
         met = bool(need) and len(hit) * 2 >= len(need)
-        return met, (f"The examinee's words or actions match: {', '.join(hit)}." if met else "No matching statement or action.")
+        return met, (
+            f"The examinee's words or actions match: {', '.join(hit)}." if met else "No matching statement or action."
+        )
 
     rubric = [i for c in COMPETENCY_KEYS for i in ctx["items"] if i["competency"] == c]  # the prompt's order
     items = [(i["id"], i["text"]) for i in rubric]
@@ -203,7 +235,10 @@ def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         judged = {item_id: dict(zip(("met", "evidence"), judge(text))) for item_id, text in items}
         if drop:
             judged.pop(items[-1][0])
-        return json.dumps({"reasoning": ["Keyword overlap with the examinee's words and actions."], "items": judged}, ensure_ascii=False)
+        return json.dumps(
+            {"reasoning": ["Keyword overlap with the examinee's words and actions."], "items": judged},
+            ensure_ascii=False,
+        )
     official: dict[str, Any] = {"reasoning": ["Keyword overlap with the examinee's words and actions."]}
     last_key = None
     for comp in COMPETENCY_KEYS:

@@ -63,18 +63,32 @@ def extract_fields(note: str) -> dict[str, str]:
     primary = re.search(r"PRIMARY\s*:?\s*(.+)", diagnosis, re.IGNORECASE)
     main = primary.group(1) if primary else (diagnosis.splitlines() or [""])[0]
     before = {name for name, _ in _med_names(s.get("Medications on Admission", ""))}
-    new = [line for name, line in _med_names(s.get("Discharge Medications", "")) if name not in before and not line.upper().startswith("HELD")]
+    new = [
+        line
+        for name, line in _med_names(s.get("Discharge Medications", ""))
+        if name not in before and not line.upper().startswith("HELD")
+    ]
     instructions = _sentences(s.get("Discharge Instructions", ""))
     back = [x for x in instructions if any(w in f" {x.lower()} " for w in RETURN_WORDS)]
-    post = [x for x in instructions if x not in back and not x.lower().startswith(("dear", "you were admitted", "we wish", "it was a pleasure"))]
-    stay = " ".join(x for x in (_flat(s.get("Major Surgical or Invasive Procedure", "")), _flat(s.get("Brief Hospital Course", ""))) if x and x.lower() != "none")
+    post = [
+        x
+        for x in instructions
+        if x not in back and not x.lower().startswith(("dear", "you were admitted", "we wish", "it was a pleasure"))
+    ]
+    stay = " ".join(
+        x
+        for x in (_flat(s.get("Major Surgical or Invasive Procedure", "")), _flat(s.get("Brief Hospital Course", "")))
+        if x and x.lower() != "none"
+    )
     return {
         "chief_complaint": _flat(s.get("Chief Complaint", "")),
         "main_diagnosis": _flat(main),
         "reason_for_admission": " ".join(_sentences(s.get("History of Present Illness", ""))[:2]),
         "medications_on_admission": "; ".join(line for _, line in _med_names(s.get("Medications on Admission", ""))),
         "allergies": _flat(s.get("Allergies", "")),
-        "medical_history": "; ".join(x.strip("- ").strip() for x in s.get("Past Medical History", "").splitlines() if x.strip("- ").strip()),
+        "medical_history": "; ".join(
+            x.strip("- ").strip() for x in s.get("Past Medical History", "").splitlines() if x.strip("- ").strip()
+        ),
         "family_history": _flat(s.get("Family History", "")),
         "discharge_diagnosis": _flat(diagnosis),
         "new_medications": "; ".join(new),
