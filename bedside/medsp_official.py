@@ -157,7 +157,8 @@ class OfficialSource:
         absent = [str(p) for p in files.values() if not p.is_file()]
         if absent:
             raise OfficialPromptsError(
-                f"prompts={str(source)!r}: not a clone of the official MedSP1000 repository; missing {', '.join(absent)} "
+                f"prompts={str(source)!r}: not a clone of the official MedSP1000 repository; "
+                f"missing {', '.join(absent)} "
                 "(give the repository root or its src/simulate folder)"
             )
         self.name = str(source)

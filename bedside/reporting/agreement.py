@@ -28,8 +28,8 @@ agreement. Continuous items get ρ only. κ and ρ come with a 95 % confidence i
 bootstrap over **cases** (:func:`scipy.stats.bootstrap`, percentile method, 1,000 resamples, seed
 0; pooled rows only, not the ``--by-item`` rows): a resample draws cases with replacement and
 keeps all their rated pairs, because the pairs of one case (its checklist questions, its six
-comprehension items, several physicians) are not independent. The interval is NaN when fewer than 2 cases are rated or when a resample's statistic
-is undefined (e.g. every rating the same).
+comprehension items, several physicians) are not independent. The interval is NaN when fewer than
+2 cases are rated or when a resample's statistic is undefined (e.g. every rating the same).
 
 - *judge vs physician*: every physician rating paired with the judge's value for the same case and
   item (from the log: the score values, and the checklist answers in the ``topic_checklist`` score
@@ -58,10 +58,11 @@ import itertools
 import math
 import re
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import numpy.typing as npt
 import pandas as pd
 from scipy.stats import bootstrap, spearmanr
 
@@ -93,7 +94,19 @@ class Axis:
     name: str
     kind: str  # likert | binary | ordinal3 | continuous
     weights: str | None
-    labels: tuple | None
+    labels: tuple[int, ...] | None  # the categorical scale; None: continuous
+
+    @property
+    def scale(self) -> tuple[int, ...]:
+        """The categorical scale; ``TypeError`` for a continuous axis, which has none."""
+        if self.labels is None:
+            raise TypeError(f"{self.name}: a continuous axis has no categorical scale")
+        return self.labels
+
+    def positions(self, values: np.ndarray) -> npt.NDArray[np.intp]:
+        """Each rating's position on the scale (its row or column of a confusion matrix)."""
+        codes = {v: k for k, v in enumerate(self.scale)}
+        return np.asarray([codes[int(v)] for v in values], dtype=np.intp)
 
 
 def normalise_item(item: str) -> str:
@@ -120,7 +133,7 @@ def code(value: object, axis: Axis) -> float:
     text = str(value).strip().lower()
     if axis.kind == "likert":
         number = float(text)
-        if number not in axis.labels:
+        if number not in axis.scale:
             raise ValueError(f"{axis.name}: {value!r} is not a 1-5 rating")
         return number
     if axis.kind == "binary":
@@ -200,7 +213,7 @@ def attach_judge(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame
 def _kappa(x: np.ndarray, y: np.ndarray, axis: Axis) -> float:
     from sklearn.metrics import cohen_kappa_score  # scikit-learn: only for this command
 
-    return float(cohen_kappa_score(x.astype(int), y.astype(int), labels=list(axis.labels), weights=axis.weights))
+    return float(cohen_kappa_score(x.astype(int), y.astype(int), labels=list(axis.scale), weights=axis.weights))
 
 
 def _rho(x: np.ndarray, y: np.ndarray) -> float:
@@ -231,25 +244,26 @@ def case_interval(
     labels, index = np.unique(cases, return_inverse=True)
     if len(labels) < 2:
         return math.nan, math.nan
+    statistic: Callable[..., np.ndarray | float]
     if stat == "kappa":
         # per-case confusion matrices; a resample's matrix is the sum over its drawn cases
-        codes = {v: k for k, v in enumerate(axis.labels)}
-        per_case = np.zeros((len(labels), len(codes), len(codes)))
-        np.add.at(per_case, (index, [codes[int(v)] for v in x], [codes[int(v)] for v in y]), 1)
+        per_case = np.zeros((len(labels), len(axis.scale), len(axis.scale)))
+        np.add.at(per_case, (index, axis.positions(x), axis.positions(y)), 1)
 
-        weights, vectorized = axis.weights, True
+        weights = axis.weights
 
-        def statistic(drawn: np.ndarray, axis: int = -1) -> np.ndarray:  # drawn: (resamples, cases)
+        def kappa(drawn: np.ndarray, axis: int = -1) -> np.ndarray:  # drawn: (resamples, cases)
             return kappa_from_counts(per_case[drawn].sum(axis=-3), weights)
 
+        statistic, vectorized = kappa, True
     else:
         members = [np.flatnonzero(index == k) for k in range(len(labels))]
 
-        def statistic(drawn: np.ndarray) -> float:  # type: ignore[misc]
+        def rho(drawn: np.ndarray) -> float:
             rows = np.concatenate([members[int(k)] for k in drawn])
             return _rho(x[rows], y[rows])
 
-        vectorized = False
+        statistic, vectorized = rho, False
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")  # degenerate resamples: NaN interval, reported as such
         result = bootstrap(
@@ -266,7 +280,7 @@ def case_interval(
 
 
 def statistics(
-    a: Sequence[float], b: Sequence[float], axis: Axis, cases: Sequence[object] | None = None
+    a: Sequence[float] | pd.Series, b: Sequence[float] | pd.Series, axis: Axis, cases: Sequence[object] | None = None
 ) -> dict[str, float]:
     """κ (if categorical), Spearman's ρ, exact agreement and n of paired ratings; with ``cases``
     (the case of each pair), 95 % case-bootstrap intervals of κ and ρ."""
@@ -308,18 +322,20 @@ def agreement_table(
 ) -> pd.DataFrame:
     """One row per (axis[, item], comparison): n, κ (and its weighting), ρ, exact agreement."""
     rated = attach_judge(annotations, judge)
-    rated["axis"] = [axis_of(i, comprehension_weights) for i in rated["item"]]
+    rated["axis"] = pd.Series(
+        [axis_of(i, comprehension_weights) for i in rated["item"]], index=rated.index, dtype=object
+    )
     rated["physician"] = [code(v, a) for v, a in zip(rated["value"], rated["axis"])]
     rated["judge"] = [
         code(v, a) if v == v and a.kind == "ordinal3" else v for v, a in zip(rated["judge"], rated["axis"])
     ]
     rated["axis_name"] = [a.name for a in rated["axis"]]
     groups: list[tuple[str, str, pd.DataFrame]] = [
-        (name, "all", part) for name, part in rated.groupby("axis_name", sort=False)
+        (str(name), "all", part) for name, part in rated.groupby("axis_name", sort=False)
     ]
     if by_item:
         groups += [
-            (part["axis_name"].iloc[0], item, part)
+            (part["axis_name"].iloc[0], str(item), part)
             for item, part in rated.groupby("item", sort=False)
             if part["axis"].iloc[0].kind in ("binary", "ordinal3")
         ]
@@ -399,8 +415,8 @@ def mean_statistics(parts: list[tuple[Axis, list, list, list]]) -> dict[str, flo
         values = [r[key] for r in per_axis if math.isfinite(r[key])]
         out[key] = float(np.mean(values)) if len(values) == len(per_axis) else math.nan
     cleaned = []
-    for axis, x, y, cases in parts:
-        x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    for axis, xs, ys, cases in parts:
+        x, y = np.asarray(xs, dtype=float), np.asarray(ys, dtype=float)
         keep = ~(np.isnan(x) | np.isnan(y))
         cleaned.append((axis, x[keep], y[keep], np.asarray([str(c) for c in cases], dtype=object)[keep]))
     labels = sorted({c for _, _, _, cases in cleaned for c in cases})
@@ -411,10 +427,9 @@ def mean_statistics(parts: list[tuple[Axis, list, list, list]]) -> dict[str, flo
     position = {c: k for k, c in enumerate(labels)}
     matrices, members = [], []
     for axis, x, y, cases in cleaned:
-        codes = {v: k for k, v in enumerate(axis.labels)}
-        per_case = np.zeros((len(labels), len(codes), len(codes)))
+        per_case = np.zeros((len(labels), len(axis.scale), len(axis.scale)))
         index = np.asarray([position[c] for c in cases], dtype=int)
-        np.add.at(per_case, (index, [codes[int(v)] for v in x], [codes[int(v)] for v in y]), 1)
+        np.add.at(per_case, (index, axis.positions(x), axis.positions(y)), 1)
         matrices.append((per_case, axis.weights))
         members.append([np.flatnonzero(index == k) for k in range(len(labels))])
 

@@ -64,11 +64,14 @@ TEMPLATE_COLUMNS = ("case_id", "annotator", "item", "value", "section", "scale")
 
 EXTRA_STYLE = """<style>
 .turn { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 4px solid #bbb; white-space: pre-wrap; }
-.turn.educator { border-color: #2b6cb0; background: #f3f7fc; } .turn.patient { border-color: #9c4221; background: #fdf6f0; }
-.speaker { font-weight: bold; } pre.note { white-space: pre-wrap; background: #fafafa; border: 1px solid #ddd; padding: 0.8em; }
+.turn.educator { border-color: #2b6cb0; background: #f3f7fc; }
+.turn.patient { border-color: #9c4221; background: #fdf6f0; }
+.speaker { font-weight: bold; }
+pre.note { white-space: pre-wrap; background: #fafafa; border: 1px solid #ddd; padding: 0.8em; }
 .item { margin: 0.6em 0 1em 0; padding: 0.4em 0.6em; border: 1px solid #e2e2e2; }
 .item .code { font-family: monospace; color: #555; } .item ul { margin: 0.2em 0 0.3em 1.2em; font-size: 0.9em; }
-.choices label { margin-right: 1.2em; white-space: nowrap; } .answer { white-space: pre-wrap; background: #fdf6f0; padding: 0.3em; }
+.choices label { margin-right: 1.2em; white-space: nowrap; }
+.answer { white-space: pre-wrap; background: #fdf6f0; padding: 0.3em; }
 </style>"""
 
 
@@ -422,7 +425,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"bedside annotate: {error}")
         return 2
     print(
-        f"wrote {len(cases)} packets to {args.out} (index.html, annotations_template.csv; key/ is for you, not the annotators)"
+        f"wrote {len(cases)} packets to {args.out} "
+        "(index.html, annotations_template.csv; key/ is for you, not the annotators)"
     )
     return 0
 

@@ -8,6 +8,7 @@ score below 0.5, and those in which the Virtual Patient broke character, with co
 from __future__ import annotations
 
 import argparse
+from typing import TypedDict
 
 from inspect_ai.log import EvalLog, read_eval_log
 
@@ -17,22 +18,40 @@ from bedside.reporting.scores import label
 LOW_TCS = 0.5  # A.7.2: "TCS below 0.5 (fewer than half of the required discharge topics covered)"
 
 
-def audit_table(log: EvalLog) -> dict[str, object]:
+class Audit(TypedDict):
+    """One log's audit (:func:`audit_table`): counts, and the case ids of the low-TCS short sessions
+    and of the character breaks."""
+
+    log: str
+    clean_complete: int
+    short: int
+    low_tcs_short: int
+    char_break: int
+    complete_after_audit: int
+    low_tcs_short_ids: list[str]
+    char_break_ids: list[str]
+
+
+def audit_table(log: EvalLog) -> Audit:
     """DischargeBench's clean-complete audit (A.7.2) of one log."""
-    clean, short, low, breaks = [], [], [], []
+    clean: list[str] = []
+    short: list[str] = []
+    low: list[str] = []
+    breaks: list[str] = []
     for sample in log.samples or []:
         outcome = (sample.scores or {}).get("encounter_outcome")
         if outcome is None or outcome.answer != EndReason.CLEAN_COMPLETE:
             continue
         sid = str(sample.id)
         clean.append(sid)
-        if outcome.value.get("short_session") == 1.0:
+        flags = outcome.value if isinstance(outcome.value, dict) else {}  # encounter_outcome's values: a dict
+        if flags.get("short_session") == 1.0:
             short.append(sid)
             tcs = (sample.scores or {}).get("topic_checklist")
-            value = tcs.value.get("tcs") if tcs is not None else None
+            value = tcs.value.get("tcs") if tcs is not None and isinstance(tcs.value, dict) else None
             if isinstance(value, float) and value == value and value < LOW_TCS:
                 low.append(sid)
-        if outcome.value.get("char_break") == 1.0:
+        if flags.get("char_break") == 1.0:
             breaks.append(sid)
     return {
         "log": label(log),
@@ -49,9 +68,10 @@ def audit_table(log: EvalLog) -> dict[str, object]:
 def run(args: argparse.Namespace) -> int:
     for path in args.logs:
         row = audit_table(read_eval_log(path))
-        print(f"{row.pop('log')}")
+        print(row["log"])
         for key, value in row.items():
-            print(f"  {key}: {value}")
+            if key != "log":
+                print(f"  {key}: {value}")
     return 0
 
 

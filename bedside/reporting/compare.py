@@ -7,9 +7,10 @@ logs hold, the health block's copies left out), samples of the two logs are pair
 epoch; pairs where either side is unscored (NaN) are left out (and counted). The difference is
 ``candidate − baseline`` per pair; its mean gets a 95 % interval by bedside's one interval rule
 (:mod:`bedside.intervals`): the percentile bootstrap of the mean of the per-pair differences — pairs
-resampled together — with ``--resamples`` resamples and ``--seed``; no interval below two pairs. The *drop* is the decrease in the good direction: ``−mean
-difference`` for higher-is-better keys, ``+mean difference`` for lower-is-better keys (each
-benchmark's descriptor declares them, :mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
+resampled together — with ``--resamples`` resamples and ``--seed``; no interval below two pairs.
+The *drop* is the decrease in the good direction: ``−mean difference`` for higher-is-better keys,
+``+mean difference`` for lower-is-better keys (each benchmark's descriptor declares them,
+:mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
 
 With ``--max-drop`` it is a gate: a metric **regresses** when its drop exceeds ``--max-drop`` *and*
 its interval excludes zero on the bad side; the command then exits 1. A drop within the noise

@@ -22,6 +22,7 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
+from bedside.reporting.scores import as_float
 
 #: values of a variant argument that mean "the default run" (left out of a log's label)
 NEUTRAL = (None, "none", "", 0, "0")
@@ -151,7 +152,7 @@ def scores_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:
                             "epoch": sample.epoch,
                             "scorer": scorer,
                             "key": key,
-                            "value": float(value),
+                            "value": as_float(value),
                             **{k: str(v) for k, v in meta.items()},
                         }
                     )

@@ -9,6 +9,8 @@ left out. :func:`own` drops the health block's copies of other scorers' keys
 
 from __future__ import annotations
 
+from typing import SupportsFloat
+
 import pandas as pd
 from inspect_ai.log import EvalLog
 
@@ -16,6 +18,14 @@ from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
 
 COLUMNS = ["id", "epoch", "scorer", "key", "value"]
+
+
+def as_float(value: object) -> float:
+    """A score value (a number; strings and missing values are left out before) as a float;
+    ``TypeError`` for a list or dict value, as ``float()`` raises."""
+    if not isinstance(value, SupportsFloat):
+        raise TypeError(f"score value {value!r} is not a number")
+    return float(value)
 
 
 def score_table(log: EvalLog) -> pd.DataFrame:
@@ -29,7 +39,13 @@ def score_table(log: EvalLog) -> pd.DataFrame:
                 if key in skip or isinstance(value, bool | str) or value is None:
                     continue
                 rows.append(
-                    {"id": str(sample.id), "epoch": sample.epoch, "scorer": scorer, "key": key, "value": float(value)}
+                    {
+                        "id": str(sample.id),
+                        "epoch": sample.epoch,
+                        "scorer": scorer,
+                        "key": key,
+                        "value": as_float(value),
+                    }
                 )
     return pd.DataFrame(rows, columns=COLUMNS)
 

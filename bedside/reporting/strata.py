@@ -22,7 +22,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
 from bedside.intervals import scale_of, summarise
-from bedside.reporting.scores import label
+from bedside.reporting.scores import as_float, label
 
 
 def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFrame:
@@ -48,16 +48,17 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
                                 "group": str(meta[stratum]),
                                 "scorer": scorer,
                                 "key": key,
-                                "value": float(value),
+                                "value": as_float(value),
                             }
                         )
     frame = pd.DataFrame(rows, columns=["stratum", "group", "scorer", "key", "value"])
     out = []
-    for (stratum, scorer, key, group), part in frame.groupby(["stratum", "scorer", "key", "group"], sort=True):
-        values = [v for v in part["value"] if v == v]
-        if len(values) < benchmarks.min_n(stratum):
+    for labels, part in frame.groupby(["stratum", "scorer", "key", "group"], sort=True):
+        stratum, scorer, key, group = (str(v) for v in labels)  # every column holds strings
+        scored = [v for v in part["value"] if v == v]
+        if len(scored) < benchmarks.min_n(stratum):
             continue
-        row = summarise(values, scale_of(key))
+        row = summarise(scored, scale_of(key))
         out.append(
             {
                 "stratum": stratum,
@@ -65,7 +66,7 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
                 "scorer": scorer,
                 "key": key,
                 **row,
-                "unscored": len(part) - len(values),
+                "unscored": len(part) - len(scored),
             }
         )
     return pd.DataFrame(

@@ -21,9 +21,10 @@ is. Lower is better for rates of bad outcomes (each benchmark's descriptor decla
 **Judge sensitivity** (when the same models were judged by two graders, e.g. a sweep and its
 ``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ
 (:func:`scipy.stats.kendalltau`, τ-b) between the two graders' model means on the cases scored for
-every model under both graders, with a 95 % percentile bootstrap interval over **cases** (:func:`scipy.stats.bootstrap`, 1,000 resamples, seed 0: a
-resample draws cases and recomputes every model's mean under both graders), and each model's rank
-under each grader. τ = 1: same order; −1: reversed; NaN when a grader ties every model.
+every model under both graders, with a 95 % percentile bootstrap interval over **cases**
+(:func:`scipy.stats.bootstrap`, 1,000 resamples, seed 0: a resample draws cases and recomputes every
+model's mean under both graders), and each model's rank under each grader. τ = 1: same order;
+−1: reversed; NaN when a grader ties every model.
 """
 
 from __future__ import annotations
@@ -55,7 +56,7 @@ def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     frame = scores_frame(logs)
     if frame.empty:
         return pd.DataFrame(columns=["benchmark", "grader", "model", "id", "key", "value", "rejudged"])
-    by_path = {}
+    by_path: dict[str, tuple[str, str]] = {}  # log path -> (grader, model label)
     groups: dict[tuple[str, str], list[LoadedLog]] = {}
     for item in logs:
         groups.setdefault((item.benchmark, grader_of(item)), []).append(item)
@@ -86,13 +87,13 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         wide = part.pivot(index="id", columns="model", values="value")
         if wide.shape[1] < 2:
             continue
-        lower = key in benchmarks.lower_is_better(benchmark)
-        stats_of = {m: summary(wide[m].dropna().tolist(), key) for m in wide.columns}
+        lower = key in benchmarks.lower_is_better(str(benchmark))
+        stats_of = {m: summary(wide[m].dropna().tolist(), str(key)) for m in wide.columns}
         order = sorted(wide.columns, key=lambda m: (stats_of[m]["mean"] if lower else -stats_of[m]["mean"], m))
         diffs = {}
         for a, b in itertools.combinations(order, 2):  # a ranks above b
             both = wide[[a, b]].dropna()
-            stats = summary((both[a] - both[b]).tolist(), key, difference=True)
+            stats = summary((both[a] - both[b]).tolist(), str(key), difference=True)
             resolved = bool(stats["n"] >= 2 and (stats["ci_lower"] > 0 or stats["ci_upper"] < 0))
             diffs[(a, b)] = resolved
             pairs.append(
@@ -186,7 +187,7 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
             low = high = math.nan
             if len(cases) >= 2 and math.isfinite(tau):
 
-                def statistic(drawn: np.ndarray) -> float:
+                def statistic(drawn: np.ndarray, x: np.ndarray = x, y: np.ndarray = y) -> float:
                     return _tau(x[drawn].mean(axis=0), y[drawn].mean(axis=0))
 
                 with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -203,9 +204,9 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
                 low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
                 if not (math.isfinite(low) and math.isfinite(high)):
                     low = high = math.nan
-            lower = key in benchmarks.lower_is_better(benchmark)
+            lower = key in benchmarks.lower_is_better(str(benchmark))
 
-            def ranking(means: np.ndarray) -> str:
+            def ranking(means: np.ndarray, models: list[str] = models, lower: bool = lower) -> str:
                 order = sorted(range(len(models)), key=lambda i: (means[i] if lower else -means[i], models[i]))
                 return " > ".join(models[i] for i in order)
 

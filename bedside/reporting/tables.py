@@ -92,7 +92,7 @@ def by_stratum(
     rows = []
     floor = benchmarks.min_n(stratum) if min_n is None else min_n
     for (label, key, group), values in cases.groupby(["label", "key", stratum], sort=True):
-        stats = summarise(values["value"].tolist(), key)
+        stats = summarise(values["value"].tolist(), str(key))
         if stats["n"] < floor:
             continue
         rows.append({"model": label, "stratum": stratum, "group": group, "key": key, **stats})
@@ -105,7 +105,10 @@ def outcome_counts(frame: pd.DataFrame) -> pd.DataFrame:
     part = frame[(frame["benchmark"] == "discharge") & (frame["scorer"] == "encounter_outcome")]
     rows = []
     for label, group in part.groupby("label", sort=True):
-        get = lambda key: group.loc[group["key"] == key, "value"]  # noqa: E731
+
+        def get(key: str, group: pd.DataFrame = group) -> pd.Series:
+            return group.loc[group["key"] == key, "value"]
+
         rows.append(
             {
                 "model": label,
@@ -143,7 +146,7 @@ def audit(logs: Sequence[LoadedLog]) -> pd.DataFrame:
             outcome = (sample.scores or {}).get("encounter_outcome")
             if outcome is None or outcome.answer != EndReason.CLEAN_COMPLETE:
                 continue
-            if outcome.value.get("short_session") == 1.0:
+            if isinstance(outcome.value, dict) and outcome.value.get("short_session") == 1.0:
                 short_ids.append(str(sample.id))
             break_turns += len((outcome.metadata or {}).get("char_break_turns") or [])
         rows.append(
@@ -263,8 +266,8 @@ def cpb_keys(frame: pd.DataFrame) -> list[str]:
 
 
 def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
-    """CPB-Bench rates (95 % CI by bedside's rule: Wilson for these binary rates; n) per model: overall and by category, dataset, language.
-    Always read the failure rate beside the overreaction rate (README)."""
+    """CPB-Bench rates (95 % CI by bedside's rule: Wilson for these binary rates; n) per model: overall and by
+    category, dataset, language. Always read the failure rate beside the overreaction rate (README)."""
     keys = cpb_keys(frame)
     part = frame[(frame["benchmark"] == "cpb") & frame["key"].isin(keys)].copy()
     part["overall"] = "all"
