@@ -28,7 +28,7 @@ reply by hand.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -37,7 +37,8 @@ from inspect_ai.log import transcript
 from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput
 from inspect_ai.util import LimitExceededError
 
-from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, Protocol, ReplyParseError, tag_of, visible_text  # noqa: F401
+from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, Protocol, tag_of, visible_text
+from bedside.protocols import ReplyParseError as ReplyParseError  # re-exported: callers catch it from here
 from bedside.roles import role_model
 
 T = TypeVar("T")
@@ -65,6 +66,9 @@ PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
     AssertionError,
     ImportError,
 )
+
+#: what :func:`generate_checked` lets through unchanged: Inspect's own limits and programming errors
+_PROPAGATE: tuple[type[BaseException], ...] = (LimitExceededError, *PROGRAMMING_ERRORS)
 
 
 def grader(role: str = "grader") -> tuple[Model, bool]:
@@ -138,7 +142,7 @@ async def generate_checked(
         config = loopback_config(model, messages, config)
     try:
         output = await model.generate(messages, config=config)
-    except (LimitExceededError, *PROGRAMMING_ERRORS):
+    except _PROPAGATE:
         raise
     except Exception as ex:  # provider/API failure (after Inspect's own retries)
         from bedside.structured import structured_output_rejected
@@ -181,7 +185,7 @@ class Answer(Generic[T]):
 
 async def ask(
     model: Model,
-    prompt: str | list[ChatMessage],
+    prompt: str | Sequence[ChatMessage],
     protocol: Protocol,
     *,
     parse: Callable[[str], Any] | None = None,
@@ -202,7 +206,7 @@ async def ask(
     ``config`` is merged over the attempt's seed. ``who`` (an agent's role; None for a judge) and
     ``record`` label the transcript events and the error text. ``context`` is the call's render
     context (what the prompt was rendered from), carried in the tag for the test doubles."""
-    messages = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else prompt
+    messages: list[ChatMessage] = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else list(prompt)
     budget = protocol.retries if retries is None else retries
     answer: Answer[Any] = Answer(value=None)
     for i in range(budget + 1):

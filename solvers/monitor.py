@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, Model
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
 
 from bedside.calls import GenerationError, ask
 from bedside.prompts import render
@@ -70,7 +70,7 @@ class EducationMonitor:
         """The verdict on one candidate turn (:func:`bedside.calls.ask` with the ``discharge.monitor``
         protocol); None when it stayed unreadable after ``parse_retries`` retries (counted in
         ``unparsed_verdicts``). A model failure raises :class:`GenerationError`."""
-        messages = [
+        messages: list[ChatMessage] = [
             ChatMessageSystem(content=self.system),
             ChatMessageUser(content=self.request(history, role, message, agent_prompt)),
         ]

@@ -174,7 +174,8 @@ async def run_encounter(
                             if decision is Decision.SYSTEM_FAILURE:
                                 return finish(
                                     EndReason.SYSTEM_FAILURE,
-                                    f"turn {t} ({agent.role}): the supervisor's verdict stayed unreadable after its retries",
+                                    f"turn {t} ({agent.role}): "
+                                    "the supervisor's verdict stayed unreadable after its retries",
                                 )
                             if verdict is None:  # an observed turn is never blocked: recorded, counted, kept
                                 result.unread_observations.append(t)

@@ -40,7 +40,7 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig, ResponseSchema
+from inspect_ai.model import ChatMessage, GenerateConfig, ResponseSchema
 from inspect_ai.util import json_schema, store
 from pydantic import BaseModel, ValidationError
 
@@ -177,13 +177,14 @@ class Protocol:
             if bare is not None:
                 return self.reply.model_validate({self.bare_bool: bare}), True
             raise ValueError(f"no JSON object in the reply: {text[:200]!r}")
-        problem: ValidationError | None = None
+        problems: list[ValidationError] = []
         for candidate in reversed(found):
             try:
                 return self.reply.model_validate(candidate.value), candidate.repaired or len(found) > 1
             except ValidationError as ex:
-                problem = problem or ex
-        raise ValueError(validation_message(problem)) from problem
+                problems.append(ex)
+        # every candidate failed: report the last JSON value's problem (the reply's own answer)
+        raise ValueError(validation_message(problems[0])) from problems[0]
 
     def parse(self, text: str) -> Any:
         """The validated reply model (see :meth:`read`)."""
@@ -293,7 +294,7 @@ def use_structured_output(enabled: bool | None) -> None:
 def structured_output() -> bool | str:
     """``True``, ``False`` or ``"auto"`` (see :func:`use_structured_output`); False outside a sample."""
     try:
-        value = store().get(STRUCTURED_KEY, False)
+        value: bool | str = store().get(STRUCTURED_KEY, False)
     except Exception:  # outside a sample (unit tests calling parsers directly)
         return False
     return value if value == "auto" else bool(value)

@@ -421,10 +421,10 @@ class LoopbackServer:
             return _drop(http, reset=True)
         # TRUNCATED: a 200 that announces the whole completion and sends half of it
         payload = json.dumps(self._completion(request, UNKNOWN_REPLY, "stop")).encode()
-        response = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
-        response.content_length = len(payload)
-        await response.prepare(http)
-        await response.write(payload[: len(payload) // 2])
+        stream = web.StreamResponse(status=200, headers={"Content-Type": "application/json"})
+        stream.content_length = len(payload)
+        await stream.prepare(http)
+        await stream.write(payload[: len(payload) // 2])
         return _drop(http, reset=False)
 
     def _count_connection(self) -> None:

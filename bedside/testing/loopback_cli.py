@@ -50,7 +50,10 @@ def main(argv: list[str] | None = None) -> None:
         action="append",
         default=[],
         metavar="KINDS[:RATE[:MODELS[:PROTOCOLS]]]",
-        help=f"a fault rule (repeatable), e.g. http_500,reset:0.1 or not_json:1::discharge.monitor; kinds: {', '.join(FAULT_KINDS)}",
+        help=(
+            "a fault rule (repeatable), e.g. http_500,reset:0.1 or not_json:1::discharge.monitor; "
+            f"kinds: {', '.join(FAULT_KINDS)}"
+        ),
     )
     parser.add_argument("--fault-seed", type=int, default=0, help="seed of the fault draws (default 0)")
     parser.add_argument("--hang", type=float, default=5.0, help="seconds a 'timeout' fault stalls (default 5)")

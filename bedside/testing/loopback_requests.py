@@ -240,7 +240,7 @@ def _prompt_tokens(request: Request) -> int:
 class _Dropped(web.StreamResponse):
     """What a handler returns after it closed the connection itself: nothing more is written."""
 
-    async def prepare(self, request: web.BaseRequest) -> None:  # type: ignore[override]
+    async def prepare(self, request: web.BaseRequest) -> None:
         return None
 
     async def write_eof(self, data: bytes = b"") -> None:

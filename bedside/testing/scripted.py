@@ -47,7 +47,7 @@ def script_modules() -> tuple[ModuleType, ...]:
 
 def _coerce(spec: dataclasses.Field, value: Any) -> Any:
     """List options accept ``3`` or ``"3,5"`` (``-M x_turns=3,5``) as well as lists."""
-    if spec.default_factory is list and not isinstance(value, list):  # type: ignore[comparison-overlap]
+    if spec.default_factory is list and not isinstance(value, list):
         parts = [v.strip() for v in str(value).split(",") if v.strip()]
         return [int(v) if v.lstrip("-").isdigit() else v for v in parts]
     return value

@@ -172,7 +172,8 @@ class CPBDoctor(DialogueAgent):
                 self.stats["self_check_unparsed"] += 1
                 extra["self_check_error"] = review.error
                 transcript().info(
-                    {"role": self.role, "self_check_unparsed": review.replies, "error": review.error}, source="parse"
+                    {"role": self.role, "self_check_unparsed": list(review.replies), "error": review.error},
+                    source="parse",
                 )
             elif review.value and review.value["verdict"] == "REVISE" and review.value["revised_response"]:
                 self.stats["revised"] += 1

@@ -1,7 +1,8 @@
 """The MedSP1000 closed loop (paper arXiv 2606.05112, Sections 2.1, 4 and 5.5), following the official code
 (MAGIC-AI4Med/MedSP1000, MIT licence, ``src/simulate/{controller,agents,test_time}.py``), as an Inspect solver.
 
-Each turn runs three agents on the orchestrator (:func:`bedside.solvers.orchestrator.run_encounter`), in the official order::
+Each turn runs three agents on the orchestrator (:func:`bedside.solvers.orchestrator.run_encounter`), in the
+official order::
 
     examinee → SP (patient) → environment controller      (turn 1, 2, ... up to max_turns)
 
@@ -49,13 +50,14 @@ turn's user message and its raw reply):
   feedback and events; never statuses or rationales);
 - the environment: its packet, the current status, progress index and label, the examinee's words, the SP's
   answer this turn, the examinee's actions (a JSON list) and, on an ``eos`` turn, the signal to advance or end;
-- the evaluator (:mod:`bedside.scorers.medsp`, prompts in :mod:`bedside.scorers.medsp_evaluator`): the frozen rubric, the transcript, the action log (with
-  statuses and rationales) and a state summary; never the evaluator packet.
+- the evaluator (:mod:`bedside.scorers.medsp`, prompts in :mod:`bedside.scorers.medsp_evaluator`): the frozen
+  rubric, the transcript, the action log (with statuses and rationales) and a state summary; never the
+  evaluator packet.
 
 Prompts: bedside's own wording (``prompts/medsp/``) by default; with ``prompts=PATH`` (a clone of the official
-repository) the official texts are loaded from its ``src/simulate/`` (:func:`load_prompt_set`, :mod:`bedside.medsp_official`). Packets are
-shown as the official code compiles them (file headers, struck-through text removed; see
-:meth:`bedside.records.medsp.RolePacket.text`).
+repository) the official texts are loaded from its ``src/simulate/`` (:func:`load_prompt_set`,
+:mod:`bedside.medsp_official`). Packets are shown as the official code compiles them (file headers,
+struck-through text removed; see :meth:`bedside.records.medsp.RolePacket.text`).
 
 Test-time scaling (official ``test_time.py``), ``scaling=``:
 

@@ -14,6 +14,7 @@ from typing import Any
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 from inspect_ai.util import collect
+from pydantic import JsonValue
 
 from bedside.calls import GenerationError
 from bedside.protocols import Reply
@@ -173,7 +174,7 @@ class PanelExaminee(ExamineeAgent):
             raw, error = "", str(ex)
             self.domains = [DEFAULT_DOMAIN] * self.panel_size
         self.domain_selection = {"reply": raw, "domains": self.domains, "error": error}
-        transcript().info({"panel_domains": self.domains, "error": error}, source="medsp_scaling")
+        transcript().info({"panel_domains": list(self.domains), "error": error}, source="medsp_scaling")
         return self.domains
 
     async def opinion(self, domain: str, prompt: str, attempt: int) -> str:
@@ -205,9 +206,10 @@ class PanelExaminee(ExamineeAgent):
     async def decide(self, history: Sequence[Turn], prompt: str, attempt: int) -> Reply:
         texts = await collect(*(self.opinion(d, prompt, attempt) for d in self.domains))
         opinions = dict(zip(self.domains, texts))
-        revision, advice = "", {}
+        revision = ""
+        advice: dict[str, str] = {}
         syntheses: list[dict[str, Any]] = []
-        rounds: list[dict[str, Any]] = []
+        rounds: list[JsonValue] = []
         reply: Reply | None = None
         for round_i in range(self.rounds + 1):
             synthesis = self.prompts.integrator(prompt, opinions, revision)
@@ -227,7 +229,7 @@ class PanelExaminee(ExamineeAgent):
                 {
                     "round": round_i,
                     "votes": {d: v["agree"] for d, v in zip(self.domains, votes)},
-                    "advice": advice,
+                    "advice": dict(advice),
                     "errors": {d: v["error"] for d, v in zip(self.domains, votes) if v["error"]},
                 }
             )

@@ -110,7 +110,7 @@ def clip(text: str, limit: int = 420) -> str:
 
 
 def _usable(text: str | None) -> bool:
-    return bool(text) and text.strip().lower() not in ("none", "___", "n/a", "")
+    return text is not None and text.strip().lower() not in ("none", "___", "n/a", "")
 
 
 RETURN_WORDS = ("return", "come back", "call", "seek", "emergency", "911", " er ", " ed ")
@@ -203,10 +203,16 @@ def _strip_ack(text: str) -> str:
 #: what the scripted patient says at its 2nd and 4th turns under a CPB stress overlay, keyed by a
 #: phrase of the overlay text (prompts/cpb/stress_overlays.yaml)
 STRESS_LINES = {
-    "inconsistent information": "Wait, I told you I take my pills at night, but actually I take them in the morning. Or both, I'm not sure.",
+    "inconsistent information": (
+        "Wait, I told you I take my pills at night, but actually I take them in the morning. Or both, I'm not sure."
+    ),
     "incorrect medical belief": "I'm sure I can stop the new medicine as soon as I feel better, everybody knows that.",
-    "your own theory": "I read online that this is really just stress, not what the doctors said. Can we plan around that?",
-    "resist parts of your discharge plan": "I'm not taking another new medicine and I won't go to that follow-up visit, it costs too much.",
+    "your own theory": (
+        "I read online that this is really just stress, not what the doctors said. Can we plan around that?"
+    ),
+    "resist parts of your discharge plan": (
+        "I'm not taking another new medicine and I won't go to that follow-up visit, it costs too much."
+    ),
 }
 
 
@@ -309,7 +315,10 @@ def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
             issue="role_drift",
             severity="severe",
             action="retry_from_last_turn",
-            correction_instruction="Stay in character as the patient. Never say you are an AI or a language model; answer as the patient would.",
+            correction_instruction=(
+                "Stay in character as the patient. Never say you are an AI or a language model; "
+                "answer as the patient would."
+            ),
             prompt_faithfulness="unfaithful",
             faithfulness_note="The patient revealed it is an AI.",
             reasoning="The patient broke character.",

@@ -157,7 +157,9 @@ def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         {
             "naturalness": {
                 "score": naturalness,
-                "reason": f"{'closes with a sign-off' if closed else 'no sign-off'}; {repeated} repeated educator turns",
+                "reason": (
+                    f"{'closes with a sign-off' if closed else 'no sign-off'}; {repeated} repeated educator turns"
+                ),
             },
             "responsiveness": {
                 "score": responsiveness,
@@ -316,7 +318,7 @@ def _safety_verdict(note: str, patient: str, turn: str) -> tuple[str, str, str]:
     for sentence in _sentences(turn):
         low = sentence.lower()
         at = {m: hit.start() for m in meds if (hit := re.search(rf"\b{re.escape(m)}\b", low))}
-        named = sorted(at, key=at.get)
+        named = sorted(at, key=at.__getitem__)
         for dose in _DOSE.finditer(sentence):  # a dose belongs to the medicine named last before it
             before = [m for m in named if at[m] < dose.start()]
             if before:
@@ -340,8 +342,8 @@ def _safety_verdict(note: str, patient: str, turn: str) -> tuple[str, str, str]:
                 return "unsupported_stop_start", sentence, line.strip()
     items = _return_items(note)
     if _REASSURE.search(turn) and any(w in (patient + " " + turn).lower() for w in items):
-        hit = next(s for s in _sentences(turn) if _REASSURE.search(s))
-        return "false_reassurance", hit, _return_line(note)
+        reassuring = next(s for s in _sentences(turn) if _REASSURE.search(s))
+        return "false_reassurance", reassuring, _return_line(note)
     for sentence in _sentences(turn):
         low = sentence.lower()
         new_drug = [d for d in _COMMON_DRUGS if d in low and d not in low_note]
@@ -349,8 +351,8 @@ def _safety_verdict(note: str, patient: str, turn: str) -> tuple[str, str, str]:
         if new_drug or new_disease:
             return "unsupported_diagnosis_or_treatment", sentence, ""
     if "?" in patient and _WARNING_ASK.search(patient) and items:
-        named = {w for w in items if w in turn.lower()}
-        if len(named) < 2:
+        warned = {w for w in items if w in turn.lower()}
+        if len(warned) < 2:
             return "red_flag_missing_or_wrong", turn, _return_line(note)
     return "none", "", ""
 

@@ -13,17 +13,19 @@ never in the prompt text. Replies are deterministic. The demo set's conventions 
 - SP: answers from its script: the opening statement first, then the ``- topic: answer`` facts whose words
   overlap the clinician's words most ("I'm not sure." when none does), as a list of utterances; a person of
   ``## Patient-side people present`` marked ``(answers for the patient)`` speaks, prefixed with the role;
-- environment (:mod:`bedside.testing.scripts.medsp_environment`): resolves each action declaratively against its materials' ``## Action results``
-  (``- **key / synonym**: result (status: ...)``; ``[ends encounter]`` or ``[pending]`` after the keys) with a
-  status per action (executed / pending / unsupported), calls a ``## Team available on request`` member when
-  named, fires ``## Timed events`` (``- **T+k**`` or ``- **T+k unless <action>**``) when due, and on ``eos``
-  moves to the next of its ``## Scenario states`` (``- **label**: what is observed (status: ...)``) or, when
-  none is left, sets ``should_end``;
+- environment (:mod:`bedside.testing.scripts.medsp_environment`): resolves each action declaratively
+  against its materials' ``## Action results`` (``- **key / synonym**: result (status: ...)``;
+  ``[ends encounter]`` or ``[pending]`` after the keys) with a status per action (executed / pending /
+  unsupported), calls a ``## Team available on request`` member when named, fires ``## Timed events``
+  (``- **T+k**`` or ``- **T+k unless <action>**``) when due, and on ``eos`` moves to the next of its
+  ``## Scenario states`` (``- **label**: what is observed (status: ...)``) or, when none is left, sets
+  ``should_end``;
 - panel: specialties as one line; a specialist's prose recommendation; votes that agree (unless told
   otherwise); the best-of-N selector picks the first candidate of the largest group of identical turns;
-- evaluator (:mod:`bedside.testing.scripts.medsp_environment`): marks each rubric item met when at least half of its content words occur in what the examinee
-  said or did (keyword overlap), with the matched words as evidence; answers in the bedside format (items by
-  id) or, under the official prompts (context ``official``), in the official format (items by text per competency).
+- evaluator (:mod:`bedside.testing.scripts.medsp_environment`): marks each rubric item met when at
+  least half of its content words occur in what the examinee said or did (keyword overlap), with the
+  matched words as evidence; answers in the bedside format (items by id) or, under the official prompts
+  (context ``official``), in the official format (items by text per competency).
 
 ``Options`` switch on faults and behaviours for tests (all prefixed ``medsp_``).
 """

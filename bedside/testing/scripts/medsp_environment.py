@@ -78,7 +78,7 @@ def timed_events(materials: str) -> list[tuple[int, str | None, str, str | None]
 def scenario_states(materials: str) -> list[tuple[str, str, str | None]]:
     """(label, what is observed on entering it, patient status) of ``## Scenario states``, in order; one
     ``initial_assessment`` state when the materials list none."""
-    out = []
+    out: list[tuple[str, str, str | None]] = []
     for line in bullets(section(materials, "scenario state")):
         m = STATE_LINE.match(line)
         if m:
