@@ -1,7 +1,7 @@
 """Solvers of the MIMIC-IV-Ext-DischargeBench builder (``tasks/build_discharge_cases.py``).
 
 - :func:`data_use_guard`: per-sample set-up that refuses a non-local model before any model call
-  (:func:`bedside.mimic.extract.check_endpoint`); the task function checks too, when Inspect
+  (:func:`bedside.mimic.data_use.check_endpoint`); the task function checks too, when Inspect
   resolves it with the model already known (``inspect eval``, ``eval(task_function, ...)``).
 - :func:`extract_case`: one extraction call (protocol ``mimic.extract``, retried while the reply is
   unreadable), assembled into a :class:`DischargeCase` record with its audit rows; the result goes to
@@ -17,7 +17,8 @@ from inspect_ai.model import ChatMessageUser, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
 
 from bedside.calls import ask
-from bedside.mimic.extract import RESULT_KEY, assemble, check_endpoint, model_identity
+from bedside.mimic.data_use import check_endpoint, model_identity
+from bedside.mimic.extract import RESULT_KEY, assemble
 from bedside.prompts import render
 from bedside.protocols.mimic import EXTRACT
 

@@ -36,7 +36,8 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 
 from bedside.mimic.cohort import read_cohort
-from bedside.mimic.extract import CaseWriter, check_endpoint
+from bedside.mimic.data_use import check_endpoint
+from bedside.mimic.extract import CaseWriter
 from bedside.params import bool_param, int_param
 from bedside.scorers.build_cases import build_cases
 from bedside.solvers.build_cases import data_use_guard, extract_case

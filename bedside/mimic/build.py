@@ -90,7 +90,7 @@ def _model_args(items: list[str]) -> dict[str, Any]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bedside.mimic.extract import DataUseRefused, check_endpoint
+    from bedside.mimic.data_use import DataUseRefused, check_endpoint
 
     out = Path(args.out)
     paths = cohort_paths(out)

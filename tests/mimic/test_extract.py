@@ -9,17 +9,9 @@ import json
 import pytest
 from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
 
-from bedside.mimic.extract import (
-    DataUseRefused,
-    applicable_questions,
-    assemble,
-    check_endpoint,
-    clean,
-    endpoint_problem,
-    excerpt_for,
-    is_loopback,
-    note_sections,
-)
+from bedside.mimic.checklist_rule import applicable_questions, clean
+from bedside.mimic.data_use import DataUseRefused, check_endpoint, endpoint_problem, is_loopback
+from bedside.mimic.extract import assemble, excerpt_for, note_sections
 from bedside.prompts import render
 from bedside.protocols.mimic import EXTRACT, EXTRACTED_FIELDS, CaseExtraction
 from bedside.records.discharge import DischargeCase, load_cases

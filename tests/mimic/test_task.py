@@ -12,7 +12,9 @@ from inspect_ai import eval
 from inspect_ai.log import read_eval_log
 from inspect_ai.model import get_model
 
-from bedside.mimic.extract import DataUseRefused, applicable_questions, output_paths
+from bedside.mimic.checklist_rule import applicable_questions
+from bedside.mimic.data_use import DataUseRefused
+from bedside.mimic.extract import output_paths
 from bedside.protocols.mimic import EXTRACTED_FIELDS
 from bedside.records.discharge import load_cases
 from bedside.tasks.build_discharge_cases import build_discharge_cases, default_out
