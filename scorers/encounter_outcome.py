@@ -29,13 +29,13 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
+from bedside.benchmarks.discharge import BENCHMARK
 from bedside.end_reasons import SYSTEM_FAILURES, EndReason
 from bedside.records.discharge_store import EncounterStore
 from bedside.roles import fallback_roles
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
 
-ROLES = ("patient", "monitor", "grader")
 SHORT_SESSION_TURNS = 15  # A.7.2: "sessions that ended in <= 15 turns"
 CHAR_BREAK = re.compile(
     r"\bas an ai\b|\blanguage model\b|\bi['’]?m an assistant\b|\bi am an assistant\b", re.IGNORECASE
@@ -56,7 +56,7 @@ def encounter_outcome() -> Scorer:
         system = record.end_reason in SYSTEM_FAILURES
         clean = record.end_reason == EndReason.CLEAN_COMPLETE
         breaks = char_break_turns(record.history)
-        fallbacks = fallback_roles(ROLES)
+        fallbacks = fallback_roles(BENCHMARK.roles)
         return Score(
             value={  # the headline first (inspect view lists the keys in this order)
                 "erroneous": NAN if system else float(not clean),

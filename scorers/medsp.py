@@ -59,6 +59,7 @@ from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect, store_as
 
+from bedside.benchmarks.medsp import BENCHMARK
 from bedside.calls import UNSCORED, Answer, ask, grader
 from bedside.end_reasons import EndReason
 from bedside.intervals import UNIT, case_bootstrap, mean_interval
@@ -69,7 +70,6 @@ from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable
 
 Counts = dict[str, list[int]]  # competency -> [met, judged]
-ROLES = ("patient", "environment", "grader")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -314,7 +314,7 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
         record = store_as(MedSPStore)
         sim = SimState.from_dict(record.sim_state) if record.sim_state else SimState()
         items = scenario.rubric.items()
-        fallbacks = fallback_roles(ROLES)
+        fallbacks = fallback_roles(BENCHMARK.roles)
 
         result: Answer[Evaluation]
         if record.end_reason == EndReason.ERROR:

@@ -28,6 +28,7 @@ existing log with another judge: ``inspect score LOG --model-role grader=<model>
 
 from inspect_ai import Task, task
 
+from bedside.benchmarks.discharge import BENCHMARK
 from bedside.context_window import warn_oversized_notes
 from bedside.params import bool_param, check, int_param
 from bedside.protocols import READINGS
@@ -35,7 +36,7 @@ from bedside.samples.discharge import discharge_dataset
 from bedside.scorers.advice_safety import advice_safety
 from bedside.scorers.comprehension import comprehension
 from bedside.scorers.conversation_quality import conversation_quality
-from bedside.scorers.encounter_outcome import ROLES, encounter_outcome
+from bedside.scorers.encounter_outcome import encounter_outcome
 from bedside.scorers.factual_consistency import factual_consistency
 from bedside.scorers.metrics import health
 from bedside.scorers.topic_checklist import topic_checklist
@@ -94,7 +95,7 @@ def discharge(
     behavior_overlay(behavior)  # validates the name before anything runs
     dataset = discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment)
     # a note that cannot fit a bound model's context window: one warning line each, before any call
-    warn_oversized_notes(((str(s.id), (s.metadata or {})["case"]["discharge_note"]) for s in dataset), ROLES)
+    warn_oversized_notes(((str(s.id), (s.metadata or {})["case"]["discharge_note"]) for s in dataset), BENCHMARK.roles)
     return Task(
         dataset=dataset,
         setup=reply_format(structured_output, reading),
