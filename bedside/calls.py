@@ -7,10 +7,11 @@ the Education Monitor, every judge and the MIMIC case extraction. What a call ex
 reading rule, the retry budget and how an unreadable reply is counted); a call site never parses a
 reply by hand.
 
-- **generate**: the call is tagged with its protocol and its render context (what the prompt was
-  rendered from; the tag travels in message metadata, which Inspect never sends to a provider) and
-  asks for structured output when the task enabled it. Only to bedside's loopback test server
-  (:func:`loopback_channel`) does the tag also travel over HTTP. A
+- **generate**: the call is tagged with its protocol (the tag travels in message metadata, which
+  Inspect never sends to a provider) and asks for structured output when the task enabled it. For
+  the test doubles only (:func:`reads_context`: the scripted model and the loopback server) the tag
+  also carries the render context (what the prompt was rendered from), and only to the loopback
+  test server (:func:`loopback_channel`) does the tag travel over HTTP. A
   provider failure (after Inspect's own retries) or a context overflow is a :class:`GenerationError`;
   Inspect's limits and programming errors propagate unchanged.
 - **read**: ``<think>`` blocks are removed (a model's separate reasoning content never reaches
@@ -106,6 +107,14 @@ def loopback_channel(model: Model) -> bool:
     return str(getattr(model.api, "base_url", "") or "").rstrip("/") == channel
 
 
+def reads_context(model: Model) -> bool:
+    """Whether ``model`` reads the render context: the scripted model (its engine says so) and the
+    loopback test server. Only their calls carry it; a real model's tag holds the protocol alone, so
+    its logs do not hold each prompt twice (a scripted DischargeBench log is ~40 % larger with it)."""
+    engine = getattr(model.api, "engine", None)
+    return bool(getattr(engine, "reads_render_context", False)) or loopback_channel(model)
+
+
 def loopback_config(model: Model, messages: list[ChatMessage], config: GenerateConfig) -> GenerateConfig:
     """On the loopback test channel: the protocol name as a header (short: aiohttp limits a header
     to 8 KB) and the whole tag (name and render context) in the request body. Elsewhere: nothing."""
@@ -137,7 +146,7 @@ async def generate_checked(
     call is tagged with it and its render ``context`` (and asks for structured output when the task
     enabled it)."""
     if protocol is not None:
-        messages = protocol.tag(messages, context)
+        messages = protocol.tag(messages, context if reads_context(model) else None)
         config = config.merge(protocol.config(model))
         config = loopback_config(model, messages, config)
     try:

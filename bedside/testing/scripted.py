@@ -56,6 +56,9 @@ def _coerce(spec: dataclasses.Field, value: Any) -> Any:
 class ScriptedEngine:
     """Deterministic replies keyed on the call tag (see module docstring)."""
 
+    #: the call layer sends the render context only to test doubles that read it (bedside.calls.reads_context)
+    reads_render_context = True
+
     def __init__(self, **args: Any) -> None:
         self.args = dict(sorted(args.items()))
         self.context_window = int(args.pop("context_window", 0))

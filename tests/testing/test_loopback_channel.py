@@ -76,3 +76,34 @@ def test_other_providers_are_never_the_channel(name, monkeypatch):
     tagged = protocol("discharge.patient").tag([ChatMessageUser(content="hi")], CONTEXT)
     config = loopback_config(model, tagged, GenerateConfig())
     assert config.extra_headers is None and config.extra_body is None
+
+
+def test_only_the_test_doubles_get_the_render_context(monkeypatch):
+    """A real model's tag holds the protocol alone (its log does not hold each prompt twice); the
+    scripted model and the loopback channel get the render context."""
+    from inspect_ai.model import ModelOutput
+
+    from bedside.calls import generate_checked, reads_context
+    from bedside.protocols import tag_of
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.delenv(LOOPBACK_URL_ENV, raising=False)
+    real = get_model("openai/gpt-5.5", memoize=False)
+    scripted = get_model("bedside/scripted", memoize=False)
+    assert not reads_context(real) and reads_context(scripted)
+    with LoopbackServer() as server:
+        loopback = get_model("openai-api/loopback/patient", base_url=server.base_url, api_key="x", memoize=False)
+        assert not reads_context(loopback)
+        monkeypatch.setenv(LOOPBACK_URL_ENV, server.base_url)
+        assert reads_context(loopback)
+
+    seen = []
+
+    async def fake_generate(messages, config=None):  # noqa: ANN001, ANN202
+        seen.append(tag_of(messages))
+        return ModelOutput.from_content(model="x", content='{"utterance": "hi"}')
+
+    monkeypatch.setattr(real, "generate", fake_generate)
+    asyncio.run(generate_checked(real, [ChatMessageUser(content="hi")], GenerateConfig(),
+                                 protocol("discharge.patient"), CONTEXT))  # fmt: skip
+    assert seen[0] is not None and seen[0].name == "discharge.patient" and not seen[0].context
