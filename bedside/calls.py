@@ -108,11 +108,11 @@ def loopback_channel(model: Model) -> bool:
 
 
 def reads_context(model: Model) -> bool:
-    """Whether ``model`` reads the render context: the scripted model (its engine says so) and the
-    loopback test server. Only their calls carry it; a real model's tag holds the protocol alone, so
-    its logs do not hold each prompt twice (a scripted DischargeBench log is ~40 % larger with it)."""
-    engine = getattr(model.api, "engine", None)
-    return bool(getattr(engine, "reads_render_context", False)) or loopback_channel(model)
+    """Whether ``model`` reads the render context: a model API that says so (``reads_render_context``:
+    the scripted model; a test's wrapper around it) and the loopback test server. Only their calls carry
+    it; a real model's tag holds the protocol alone, so its logs do not hold each prompt twice (a
+    scripted DischargeBench log is ~40 % larger with it)."""
+    return bool(getattr(model.api, "reads_render_context", False)) or loopback_channel(model)
 
 
 def loopback_config(model: Model, messages: list[ChatMessage], config: GenerateConfig) -> GenerateConfig:

@@ -56,7 +56,9 @@ def wrapped(edit: Callable[[str, list[ChatMessage], int], str]) -> Model:
         output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
         return output
 
-    return get_model("mockllm/model", custom_outputs=answer, memoize=False)
+    model = get_model("mockllm/model", custom_outputs=answer, memoize=False)
+    model.api.reads_render_context = True  # type: ignore[attr-defined]  # it answers as the scripted model does
+    return model
 
 
 def case_file(tmp_path: Path, note_edit: Callable[[str], str] | None = None) -> Path:
