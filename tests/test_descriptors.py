@@ -33,7 +33,9 @@ def test_scripted_runs_end_with_their_benchmarks_declared_reasons(path):
         for scorer, answer in sample["answer"].items()
         if scorer in END_REASON_ANSWERS
     }
-    assert seen <= set(benchmark.end_reasons), f"{path.stem}: undeclared end reasons {seen - set(benchmark.end_reasons)}"
+    assert seen <= set(benchmark.end_reasons), (
+        f"{path.stem}: undeclared end reasons {seen - set(benchmark.end_reasons)}"
+    )
 
 
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)

@@ -113,3 +113,23 @@ def test_the_orchestrator_knows_no_benchmark(module):
     specific = tuple(f"bedside.{kind}.{b}" for kind in ("protocols", "solvers", "records") for b in BENCHMARKS)
     bad = {m: chain for m, chain in reachable(module).items() if m.startswith(specific)}
     assert not bad, f"{module} imports a benchmark's module: {' -> '.join(next(iter(bad.values())))}"
+
+
+def test_every_package_folder_is_listed_for_the_wheel():
+    """pyproject lists the packages explicitly (tasks/, solvers/ and scorers/ are remapped into bedside):
+    a new sub-package missing from the list works in the editable install and is absent from a wheel."""
+    import tomllib
+
+    root = Path(__file__).resolve().parents[1]
+    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
+    listed, remap = set(setuptools["packages"]), setuptools["package-dir"]
+    folders = {"bedside": root / "bedside", **{name: root / path for name, path in remap.items()}}
+    found = {
+        ".".join([name, *init.parent.relative_to(folder).parts])
+        for name, folder in folders.items()
+        for init in folder.rglob("__init__.py")
+        if "__pycache__" not in init.parts
+    }
+    assert found - listed == set(), (
+        f"package folders missing from pyproject's [tool.setuptools] packages: {sorted(found - listed)}"
+    )
