@@ -177,7 +177,7 @@ async def ask_comprehension(patient: ChatAgent, history: list[Turn]) -> list[dic
             reply = await patient.ask(
                 patient.messages(history, extra_user=prompt),
                 protocol=COMPREHENSION,
-                context=dict(question=question["text"]),
+                context=dict(question=question["text"], educator=[t.message for t in history if t.role == "educator"]),
             )
             return {"id": question["id"], "question": question["text"], "answer": reply.message, "error": None}
         except GenerationError as ex:

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser
+from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
 from bedside.testing.scripts import context, last_user_text
 
@@ -276,9 +276,10 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 
 
 def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    question = context(messages)["question"].strip().lower()
+    ctx = context(messages)
+    question = ctx["question"].strip().lower()
     keys = next((k for q, k in _COMPREHENSION_KEYS if any(w in question for w in q)), ())
-    said = [m.text for m in messages if isinstance(m, ChatMessageUser)]
+    said = ctx["educator"]
     answer = "I don't know."
     for text in said:
         if any(k in text.lower() for k in keys):
