@@ -104,6 +104,9 @@ def test_only_the_test_doubles_get_the_render_context(monkeypatch):
         return ModelOutput.from_content(model="x", content='{"utterance": "hi"}')
 
     monkeypatch.setattr(real, "generate", fake_generate)
-    asyncio.run(generate_checked(real, [ChatMessageUser(content="hi")], GenerateConfig(),
-                                 protocol("discharge.patient"), CONTEXT))  # fmt: skip
+    asyncio.run(
+        generate_checked(
+            real, [ChatMessageUser(content="hi")], GenerateConfig(), protocol("discharge.patient"), CONTEXT
+        )
+    )
     assert seen[0] is not None and seen[0].name == "discharge.patient" and not seen[0].context
