@@ -16,7 +16,7 @@ $(BIN)/python:
 # setuptools leaves bedside.egg-info in the source tree; with the repo root on sys.path it would
 # shadow the installed metadata and make Inspect register bedside's objects without their
 # "bedside/" prefix, so that logs written here could not be re-scored elsewhere. Remove it.
-$(VENV)/.installed: pyproject.toml | $(BIN)/python
+$(VENV)/.installed: pyproject.toml setup.py | $(BIN)/python
 	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[test]"
 	rm -rf bedside.egg-info
 	touch $@
@@ -113,7 +113,7 @@ test-fast: $(VENV)/.installed
 LINT_PATHS := bedside tasks solvers scorers
 FORMAT_PATHS := bedside tasks solvers scorers tests bench
 # The lint tools (the [lint] extra: ruff, mypy, stubs, pre-commit) beside the main install.
-$(VENV)/.installed-lint: pyproject.toml $(VENV)/.installed
+$(VENV)/.installed-lint: pyproject.toml setup.py $(VENV)/.installed
 	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[test,lint]"
 	rm -rf bedside.egg-info
 	touch $@

@@ -1,6 +1,11 @@
-"""Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's tasks and model provider."""
+"""Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's model provider and the tasks of
+every registered benchmark (each descriptor's ``task_modules``, :mod:`bedside.benchmarks`)."""
+
+import importlib
 
 from inspect_ai.model import ModelAPI, modelapi
+
+from bedside import benchmarks
 
 
 @modelapi(name="bedside")
@@ -10,8 +15,5 @@ def bedside() -> type[ModelAPI]:
     return BedsideAPI
 
 
-from bedside.tasks.build_discharge_cases import build_discharge_cases  # noqa: E402,F401
-from bedside.tasks.cpb import cpb, cpb_control  # noqa: E402,F401
-from bedside.tasks.discharge import discharge  # noqa: E402,F401
-from bedside.tasks.discharge_safety_probe import discharge_safety_probe  # noqa: E402,F401
-from bedside.tasks.medsp import medsp  # noqa: E402,F401
+for _module in benchmarks.task_modules():
+    importlib.import_module(_module)

@@ -19,14 +19,14 @@ from collections.abc import Sequence
 COMMANDS: tuple[str, ...] = (
     "bedside.reporting.build",  # report
     "bedside.reporting.strata",  # strata
-    "bedside.reporting.audit",  # audit
+    "bedside.discharge.audit",  # audit
     "bedside.reporting.compare",  # compare (and its deprecated alias delta)
-    "bedside.reporting.agreement",  # agreement
-    "bedside.reporting.annotate",  # annotate export
+    "bedside.discharge.agreement",  # agreement
+    "bedside.discharge.annotate",  # annotate export
     "bedside.reporting.rescore",  # rescore
-    "bedside.mimic.build",  # build-cases
-    "bedside.replay_check",  # replay-check
-    "bedside.safety_report",  # safety
+    "bedside.discharge.mimic.build",  # build-cases
+    "bedside.cpb.replay_check",  # replay-check
+    "bedside.discharge.safety_report",  # safety
 )
 
 

@@ -16,7 +16,7 @@ from inspect_ai._eval.score import resolve_scorers
 # The value Inspect reports for a metric when every sample is unscored (tests/test_metrics.py).
 from inspect_ai._eval.task.results import empty_metric_value
 
-# `-M key=value` parsing exactly as `inspect eval` does it (bedside.mimic.build's -M).
+# `-M key=value` parsing exactly as `inspect eval` does it (bedside.discharge.mimic.build's -M).
 from inspect_ai._util.config import parse_cli_args
 
 # Inspect's error for a bad set-up: printed without a traceback by the CLI (bedside.params's
@@ -41,7 +41,7 @@ from inspect_ai.model._model import active_model
 # A role's model config as written into the log (bedside.reporting.rescore).
 from inspect_ai.model._model_config import model_to_model_config
 
-# The running sample's state (bedside.providers.replay answers per CPB-Bench sample).
+# The running sample's state (bedside.cpb.replay answers per CPB-Bench sample).
 from inspect_ai.solver._task_state import sample_state
 
 

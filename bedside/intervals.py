@@ -3,7 +3,7 @@
 Used by the Inspect metrics (:mod:`bedside.scorers.metrics`), ``bedside strata``
 (:mod:`bedside.reporting.strata`), ``bedside report`` tables and figure error bars
 (:mod:`bedside.reporting.tables`), ``bedside compare`` (:mod:`bedside.reporting.compare`) and the
-MedSP1000 pooled rates (:mod:`bedside.scorers.medsp`).
+MedSP1000 pooled rates (:mod:`bedside.scorers.medsp.rubric`).
 
 The rule, per score, by the score's **declared scale** (:data:`SCALES`), never by what its values
 happen to look like:

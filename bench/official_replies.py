@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from bedside.protocols.cpb import FAILURE_JUDGE, OVERREACTION_JUDGE
+from bedside.cpb.protocols import FAILURE_JUDGE, OVERREACTION_JUDGE
 
 SINGLE = "evaluators_single/output_single_turn/"
 NEGATIVE = "Negative_cases/negative_generate/evaluator/output/"

@@ -5,7 +5,7 @@ model-call layer, :func:`bedside.calls.ask`) and fresh samples on regeneration.
 
 Agents only produce replies: turn order, supervision, controller state and termination belong to the
 orchestrator (:mod:`bedside.solvers.orchestrator`). An agent's ``policy`` says how the orchestrator's
-supervisor treats its turns (:mod:`bedside.solvers.supervision`):
+supervisor treats its turns (:mod:`bedside.solvers.discharge.monitor`):
 
 ``observe``  every turn is evaluated and logged, never changed (the model under test);
 ``moderate`` the supervisor's verdict may soft-correct, discard and regenerate, or hard-stop;
@@ -31,7 +31,7 @@ from inspect_ai.model import (
 from bedside.calls import ask
 from bedside.protocols import Protocol as ReplyProtocol
 from bedside.protocols import Reply
-from bedside.records.encounter import Turn
+from bedside.records import Turn
 
 Policy = Literal["observe", "moderate", "none"]
 

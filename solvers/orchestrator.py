@@ -1,16 +1,16 @@
 """The orchestrator: the one place that owns an encounter's turn order and termination (every benchmark).
 
 An *encounter* is a turn-taking conversation between agents (:class:`~bedside.solvers.agent.ChatAgent`)
-that each keep their own view of a shared history (:class:`~bedside.records.encounter.Turn`). Agents only
+that each keep their own view of a shared history (:class:`~bedside.records.Turn`). Agents only
 produce replies; :func:`run_encounter` decides everything else:
 
 - **turn order**: round-robin, ``agents[0]`` first; an agent whose ``active(history)`` is false sits its turn
   out; a round in which no agent was active ends the encounter with ``error``;
 - **supervision** (optional): a :class:`Supervisor` judges every candidate turn of an agent whose policy is
   not ``none`` and its ``decide(verdict, state)`` returns a :class:`Decision` (DischargeBench's Algorithm 1:
-  :func:`bedside.solvers.supervision.decide`). ``accept`` appends the turn; ``soft_correct`` appends it and
+  :func:`bedside.solvers.discharge.monitor.decide`). ``accept`` appends the turn; ``soft_correct`` appends it and
   puts the supervisor's correction in that agent's system prompt for its next turn only; ``discard_and_retry``
-  keeps the turn out of the history (recorded as a :class:`~bedside.records.encounter.Discard`) and regenerates
+  keeps the turn out of the history (recorded as a :class:`~bedside.records.Discard`) and regenerates
   with the correction; ``hard_stop`` discards it and ends the encounter; ``system_failure`` (a supervised
   turn whose verdict stayed unreadable) ends it at once;
 - **controller state** (optional): a :class:`Controller` (MedSP1000's environment bookkeeping,
@@ -39,7 +39,7 @@ from inspect_ai.util import span
 from bedside.calls import GenerationError
 from bedside.end_reasons import EndReason
 from bedside.protocols import Reply
-from bedside.records.encounter import Discard, Turn
+from bedside.records import Discard, Turn
 from bedside.solvers.agent import ChatAgent, Policy
 
 

@@ -38,11 +38,11 @@ judges' JSON replies through Inspect's ``ResponseSchema``.
 
 from inspect_ai import Task, task
 
+from bedside.cpb.records import HOW_TO_OBTAIN, CPBDataError
+from bedside.cpb.samples import control_dataset, positive_dataset
 from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.protocols import READINGS
-from bedside.records.cpb import HOW_TO_OBTAIN, CPBDataError
-from bedside.samples.cpb import control_dataset, positive_dataset
-from bedside.scorers.cpb import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
+from bedside.scorers.cpb.judges import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
 from bedside.scorers.metrics import health
 from bedside.solvers.cpb import (
     DOCTOR_FORMATS,

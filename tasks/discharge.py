@@ -11,7 +11,7 @@ fix a persona stratum; ``behavior`` (``none`` | ``contradiction`` | ``false_beli
 ``self_diagnosis`` | ``care_resistance``) makes the patient display one of CPB-Bench's challenging
 behaviours (a bedside extension; compare with ``behavior=none`` via ``bedside compare``);
 ``persona_assignment`` ``random`` (per-case seeded draw, default) or ``balanced`` (every trait value
-equally often; :mod:`bedside.persona`); ``structured_output`` requests JSON replies through Inspect's
+equally often; :mod:`bedside.discharge.persona`); ``structured_output`` requests JSON replies through Inspect's
 ``ResponseSchema`` (for API models that support it); ``monitor_layout`` ``paper`` (Figure 6 as
 published, default) or ``prefix_cache`` (the agent prompt before the history, same words: a
 serving engine's prefix cache then re-uses the note across monitor calls; not the paper's layout);
@@ -20,7 +20,7 @@ paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unre
 replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
 that read only the note (comprehension references, note-side factual answers) across runs.
 ``safety`` (default false) adds the advice-safety scorer (a bedside extension, not one of the
-paper's metrics: every educator turn judged against the note, :mod:`bedside.scorers.advice_safety`).
+paper's metrics: every educator turn judged against the note, :mod:`bedside.scorers.discharge.advice_safety`).
 
 Judges use the ``grader`` role at temperature 0 (the paper used Gemma-4-31B-it). Re-score an
 existing log with another judge: ``inspect score LOG --model-role grader=<model>``.
@@ -28,20 +28,20 @@ existing log with another judge: ``inspect score LOG --model-role grader=<model>
 
 from inspect_ai import Task, task
 
-from bedside.benchmarks.discharge import BENCHMARK
 from bedside.context_window import warn_oversized_notes
+from bedside.discharge import BENCHMARK
+from bedside.discharge.samples import discharge_dataset
 from bedside.params import bool_param, check, int_param
 from bedside.protocols import READINGS
-from bedside.samples.discharge import discharge_dataset
-from bedside.scorers.advice_safety import advice_safety
-from bedside.scorers.comprehension import comprehension
-from bedside.scorers.conversation_quality import conversation_quality
-from bedside.scorers.encounter_outcome import encounter_outcome
-from bedside.scorers.factual_consistency import factual_consistency
+from bedside.scorers.discharge.advice_safety import advice_safety
+from bedside.scorers.discharge.comprehension import comprehension
+from bedside.scorers.discharge.conversation_quality import conversation_quality
+from bedside.scorers.discharge.encounter_outcome import encounter_outcome
+from bedside.scorers.discharge.factual_consistency import factual_consistency
+from bedside.scorers.discharge.topic_checklist import topic_checklist
 from bedside.scorers.metrics import health
-from bedside.scorers.topic_checklist import topic_checklist
-from bedside.solvers.discharge import behavior_overlay, discharge_encounter
-from bedside.solvers.monitor import EducationMonitor
+from bedside.solvers.discharge.encounter import behavior_overlay, discharge_encounter
+from bedside.solvers.discharge.monitor import EducationMonitor
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
 

@@ -10,11 +10,11 @@ unsafe educator turn in most sessions and keep the others safe; no model plays a
 
 from inspect_ai import Task, task
 
+from bedside.discharge.safety_probe import safety_probe_dataset
 from bedside.params import int_param
-from bedside.samples.safety_probe import safety_probe_dataset
-from bedside.scorers.advice_safety import advice_safety
-from bedside.scorers.safety_probe import safety_probe_check
-from bedside.solvers.safety_probe import replay_transcript
+from bedside.scorers.discharge.advice_safety import advice_safety
+from bedside.scorers.discharge.safety_probe import safety_probe_check
+from bedside.solvers.discharge.safety_probe import replay_transcript
 from bedside.solvers.setup import reply_format
 
 

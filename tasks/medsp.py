@@ -19,10 +19,10 @@ the whole rubric in one call, as in the official code; 1 or more splits long rub
 
 from inspect_ai import Task, task
 
+from bedside.medsp.samples import medsp_dataset
 from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.protocols import READINGS
-from bedside.samples.medsp import medsp_dataset
-from bedside.scorers.medsp import medsp_rubric
+from bedside.scorers.medsp.rubric import medsp_rubric
 from bedside.scorers.metrics import health
 from bedside.solvers.medsp import SCALING, SELECTORS, OfficialPromptsError, load_prompt_set, medsp_encounter
 from bedside.solvers.setup import reply_format

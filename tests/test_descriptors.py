@@ -6,15 +6,14 @@ fails here)."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
 from bedside import benchmarks
 from bedside.end_reasons import EndReason
 from bedside.testing.scripted import ScriptedEngine
+from tests.golden import make_golden
 
-GOLDEN = Path(__file__).parent / "golden"
 #: the scorers whose answer is the sample's end reason
 END_REASON_ANSWERS = ("encounter_outcome", "medsp_rubric")
 
@@ -24,9 +23,10 @@ def test_every_end_reason_is_declared_by_a_benchmark():
     assert declared == set(EndReason), f"declared by no benchmark: {sorted(set(EndReason) - declared)}"
 
 
-@pytest.mark.parametrize("path", sorted(GOLDEN.glob("*.json")), ids=lambda p: p.stem)
-def test_scripted_runs_end_with_their_benchmarks_declared_reasons(path):
-    benchmark = next(b for b in benchmarks.all_benchmarks() if path.stem.startswith(b.name))
+@pytest.mark.parametrize("run", sorted(make_golden._declared()))
+def test_scripted_runs_end_with_their_benchmarks_declared_reasons(run):
+    benchmark = benchmarks.get(make_golden._declared()[run][0])
+    path = make_golden.path_of(run)
     seen = {
         answer
         for sample in json.loads(path.read_text()).values()

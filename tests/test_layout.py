@@ -1,24 +1,28 @@
-"""The package layout's import rules, read from the source with ``ast`` (no import is executed):
+"""The package layout's rules, read from the source with ``ast`` (no import is executed):
 
 - no solver imports a scorer and no scorer imports a solver, directly or through another bedside module
-  (what both need, store models and shared records, lives in ``bedside/records/``);
-- the orchestrator and the generic agent know no benchmark: they import nothing of ``bedside.protocols.<benchmark>``,
-  ``bedside.solvers.<benchmark>`` or ``bedside.records.<benchmark>``.
+  (what both need, store models and records, lives in ``bedside/`` and ``bedside/<benchmark>/``);
+- the orchestrator and the generic agent know no benchmark: they import nothing of a registered
+  benchmark's folders (``bedside/<b>/``, ``solvers/<b>/``, ``scorers/<b>/``, ``tasks/<b>*.py``);
+- every package folder is a package of the wheel (setup.py finds them: nothing to list by hand).
 """
 
 from __future__ import annotations
 
 import ast
+import runpy
 from functools import cache
 from pathlib import Path
 
 import pytest
 
+from bedside import benchmarks
 from tests.conftest import REPO
 
-#: top-level folders of the design card that are subpackages of ``bedside`` (pyproject ``package-dir``)
-MAPPED = {"solvers": "bedside.solvers", "scorers": "bedside.scorers", "tasks": "bedside.tasks"}
-BENCHMARKS = ("discharge", "medsp", "cpb")
+#: setup.py's installed package -> repository folder (tasks/, solvers/, scorers/ are subpackages of ``bedside``)
+PACKAGE_DIR: dict[str, str] = runpy.run_path(str(REPO / "setup.py"), run_name="setup")["PACKAGE_DIR"]
+#: the top-level folders that are subpackages of ``bedside`` (folder -> installed name)
+MAPPED = {folder: package for package, folder in PACKAGE_DIR.items() if package.count(".") == 1 and "._" not in package}
 
 
 def module_files() -> dict[str, Path]:
@@ -91,7 +95,7 @@ def reachable(module: str) -> dict[str, list[str]]:
 def test_the_scan_sees_the_imports():
     """The scanner itself: it finds known edges, so that the rules below cannot pass vacuously."""
     assert "bedside.solvers.orchestrator" in direct_imports("bedside.solvers.medsp.solver")
-    assert "bedside.records.medsp.store" in reachable("bedside.scorers.medsp")
+    assert "bedside.medsp.store" in reachable("bedside.scorers.medsp.rubric")
     assert "bedside.solvers.agent" in reachable("bedside.tasks.discharge")
     assert any(m.startswith("bedside.solvers.") for m in FILES) and any(m.startswith("bedside.scorers.") for m in FILES)
 
@@ -108,28 +112,53 @@ def test_no_scorer_imports_a_solver(module):
     assert not bad, f"{module} imports solvers: {' -> '.join(next(iter(bad.values())))}"
 
 
+def benchmark_modules(name: str) -> set[str]:
+    """The modules of benchmark ``name``'s folders: ``bedside/<b>/``, ``solvers/<b>/``, ``scorers/<b>/`` and
+    ``tasks/<b>*.py``."""
+    folders = (f"bedside.{name}", f"bedside.solvers.{name}", f"bedside.scorers.{name}")
+    return {
+        m
+        for m in FILES
+        if m in folders or m.startswith(tuple(f"{f}." for f in folders)) or m.startswith(f"bedside.tasks.{name}")
+    }
+
+
+def test_every_registered_benchmark_has_its_folders():
+    for benchmark in benchmarks.all_benchmarks():
+        found = benchmark_modules(benchmark.name)
+        assert f"bedside.{benchmark.name}" in found, f"{benchmark.name}: no bedside/{benchmark.name}/"
+        assert any(m.startswith(f"bedside.tasks.{benchmark.name}") for m in found), f"{benchmark.name}: no task module"
+        for module in (*benchmark.task_modules, *benchmark.scripts, *benchmark.protocol_modules):
+            assert module in found, f"{benchmark.name} declares {module}, which is not in its own folders"
+
+
 @pytest.mark.parametrize("module", ["bedside.solvers.orchestrator", "bedside.solvers.agent"])
 def test_the_orchestrator_knows_no_benchmark(module):
-    specific = tuple(f"bedside.{kind}.{b}" for kind in ("protocols", "solvers", "records") for b in BENCHMARKS)
-    bad = {m: chain for m, chain in reachable(module).items() if m.startswith(specific)}
+    specific = set().union(*(benchmark_modules(b.name) for b in benchmarks.all_benchmarks()))
+    bad = {m: chain for m, chain in reachable(module).items() if m in specific}
     assert not bad, f"{module} imports a benchmark's module: {' -> '.join(next(iter(bad.values())))}"
 
 
-def test_every_package_folder_is_listed_for_the_wheel():
-    """pyproject lists the packages explicitly (tasks/, solvers/ and scorers/ are remapped into bedside):
-    a new sub-package missing from the list works in the editable install and is absent from a wheel."""
-    import tomllib
-
-    root = Path(__file__).resolve().parents[1]
-    setuptools = tomllib.loads((root / "pyproject.toml").read_text())["tool"]["setuptools"]
-    listed, remap = set(setuptools["packages"]), setuptools["package-dir"]
-    folders = {"bedside": root / "bedside", **{name: root / path for name, path in remap.items()}}
-    found = {
-        ".".join([name, *init.parent.relative_to(folder).parts])
-        for name, folder in folders.items()
-        for init in folder.rglob("__init__.py")
-        if "__pycache__" not in init.parts
+def test_every_package_folder_is_a_package_of_the_wheel():
+    """setup.py finds the packages (tasks/, solvers/ and scorers/ are remapped into bedside): every folder of
+    Python files under its roots must be one of them, or it would work in the editable install and be absent
+    from a wheel (a folder without ``__init__.py`` is not found)."""
+    packages = set(runpy.run_path(str(REPO / "setup.py"), run_name="setup")["packages"]())
+    data = {p for p in PACKAGE_DIR if "._" in p}  # prompts/, datasets/: package data, not code
+    folders = {
+        ".".join([package, *path.parent.relative_to(REPO / folder).parts])
+        for package, folder in PACKAGE_DIR.items()
+        if package not in data
+        for path in (REPO / folder).rglob("*.py")
+        if "__pycache__" not in path.parts
     }
-    assert found - listed == set(), (
-        f"package folders missing from pyproject's [tool.setuptools] packages: {sorted(found - listed)}"
+    assert folders - packages == set(), (
+        f"folders of Python files that are no package of the wheel: {sorted(folders - packages)}"
     )
+    assert {
+        "bedside.discharge.mimic",
+        "bedside.solvers.discharge",
+        "bedside.scorers.cpb",
+        "bedside.tasks",
+    } <= packages
+    assert data <= packages

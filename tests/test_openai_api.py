@@ -250,9 +250,9 @@ def test_cpb_through_openai_api(server, tmp_path, make_task, judge):
 
 
 def test_inspect_cli_against_a_standalone_server(tmp_path):
-    # what a user types: `python -m bedside.loopback` in one process, `inspect eval` in another
+    # what a user types: `python -m bedside.testing.loopback` in one process, `inspect eval` in another
     server = subprocess.Popen(
-        [sys.executable, "-m", "bedside.loopback", "--port", "0", "--latency", "0.001"],
+        [sys.executable, "-m", "bedside.testing.loopback", "--port", "0", "--latency", "0.001"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

@@ -24,9 +24,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from bedside.discharge.records import load_cases
+from bedside.discharge.samples import DEMO_CASES
 from bedside.protocols import tag_of
-from bedside.records.discharge import load_cases
-from bedside.samples.discharge import DEMO_CASES
 from bedside.tasks.discharge import discharge
 from tests.conftest import run, scripted
 

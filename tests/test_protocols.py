@@ -6,8 +6,8 @@ import pytest
 from inspect_ai.model import ChatMessageUser
 from pydantic import BaseModel
 
+from bedside.discharge.protocols import JUDGE_CHECKLIST, JUDGE_FACTUAL, MONITOR, ChecklistAnswer, keyed
 from bedside.protocols import Protocol, bare_boolean
-from bedside.protocols.discharge import JUDGE_CHECKLIST, JUDGE_FACTUAL, MONITOR, ChecklistAnswer, keyed
 from bedside.tasks.discharge import discharge
 from tests.conftest import run, scripted
 

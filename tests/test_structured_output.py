@@ -12,7 +12,7 @@ from inspect_ai import eval
 from inspect_ai.model import get_model
 
 import bedside.protocols as protocols
-from bedside.protocols.cpb import FAILURE_JUDGE, OVERREACTION_JUDGE
+from bedside.cpb.protocols import FAILURE_JUDGE, OVERREACTION_JUDGE
 from bedside.tasks.discharge import discharge
 from bedside.testing.loopback import LLAMA_CPP_JSON_SCHEMA_ERROR, LoopbackServer
 from tests.conftest import REPO

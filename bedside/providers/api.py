@@ -10,7 +10,7 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 class BedsideAPI(ModelAPI):
     """Dispatches on the model name: ``scripted`` (deterministic stand-in), ``local`` (llama.cpp) or
-    ``replay`` (recorded CPB-Bench replies, :mod:`bedside.providers.replay`)."""
+    ``replay`` (recorded CPB-Bench replies, :mod:`bedside.cpb.replay`)."""
 
     def __init__(
         self,
@@ -25,7 +25,7 @@ class BedsideAPI(ModelAPI):
 
             self.engine: Any = ScriptedEngine(**dict(model_args))
         elif model_name == "replay":
-            from bedside.providers.replay import ReplayEngine
+            from bedside.cpb.replay import ReplayEngine
 
             self.engine = ReplayEngine(**dict(model_args))
         elif model_name == "local":

@@ -5,13 +5,13 @@ Sub-commands of ``bedside`` (also ``python -m bedside``):
 - ``bedside report LOG_OR_DIR... --out DIR`` (:mod:`bedside.reporting.build`): ``DIR/index.html``
   with the papers' tables and figures (PNG and SVG) and every table as CSV;
 - ``bedside strata LOG...`` (:mod:`bedside.reporting.strata`): every score per stratum (mean, 95 % CI,
-  n); ``bedside audit LOG...`` (:mod:`bedside.reporting.audit`): DischargeBench's clean-complete audit;
-- ``bedside agreement --annotations FILE.csv LOG...`` (:mod:`bedside.reporting.agreement`): judge
+  n); ``bedside audit LOG...`` (:mod:`bedside.discharge.audit`): DischargeBench's clean-complete audit;
+- ``bedside agreement --annotations FILE.csv LOG...`` (:mod:`bedside.discharge.agreement`): judge
   vs physician and physician vs physician agreement (Cohen's κ, weighted κ, Spearman's ρ, n);
 - ``bedside compare BASELINE.eval CANDIDATE.eval [--metric KEY] [--max-drop X]``
   (:mod:`bedside.reporting.compare`): paired-bootstrap comparison with a Markdown summary; with
   ``--max-drop``, the regression gate (``bedside delta``: its deprecated alias without a gate);
-- ``bedside annotate export LOG... --cases N --seed S --out DIR`` (:mod:`bedside.reporting.annotate`):
+- ``bedside annotate export LOG... --cases N --seed S --out DIR`` (:mod:`bedside.discharge.annotate`):
   blind physician annotation packets and a CSV template that ``agreement`` reads;
 - ``bedside rescore LOG... --grader MODEL --out DIR`` (:mod:`bedside.reporting.rescore`): re-judge
   logs with another grader; ``report`` then shows how the ranking moves

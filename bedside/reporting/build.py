@@ -45,7 +45,7 @@ import pandas as pd
 
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
-from bedside.benchmarks.discharge import PERSONA_AXES
+from bedside.discharge import PERSONA_AXES
 from bedside.intervals import describe
 from bedside.reporting import tables, usage
 from bedside.reporting.html import Page

@@ -13,7 +13,7 @@ unscored values (NaN) are left out of n. Numbers are printed with 3 decimals, as
   persona axes; Figure 4: erroneous rate by persona axis; CPB-Bench: category, dataset, language);
 - :func:`outcome_counts`, :func:`end_reasons` — Figure 4's clean-complete vs erroneous counts and
   end-reason mix;
-- :func:`audit` — the clean-complete audit of Appendix A.7.2 (:func:`bedside.reporting.audit.audit_table`,
+- :func:`audit` — the clean-complete audit of Appendix A.7.2 (:func:`bedside.discharge.audit.audit_table`,
   plus the number of patient turns with a character-break phrase);
 - :func:`medsp_table` — MedSP1000 micro, per-competency, macro rates, overall and per specialty;
 - :func:`cpb_table` — CPB-Bench failure / overreaction / persistence rates overall and by category,
@@ -27,13 +27,12 @@ from collections.abc import Sequence
 
 import pandas as pd
 
-from bedside import benchmarks
-from bedside.benchmarks import cpb, discharge, medsp
-from bedside.benchmarks.discharge import PERSONA_AXES
+from bedside import benchmarks, cpb, discharge, medsp
+from bedside.discharge import PERSONA_AXES
+from bedside.discharge.audit import audit_table
 from bedside.end_reasons import EndReason
 from bedside.intervals import scale_of
 from bedside.intervals import summarise as summarise_values
-from bedside.reporting.audit import audit_table
 from bedside.reporting.load import LoadedLog, per_case
 
 #: DischargeBench Table 1 columns: (score key, the paper's column label), from its descriptor
@@ -134,7 +133,7 @@ def erroneous_by_axis(frame: pd.DataFrame, axes: Sequence[str] = PERSONA_AXES) -
 
 
 def audit(logs: Sequence[LoadedLog]) -> pd.DataFrame:
-    """Appendix A.7.2 per log (:func:`bedside.reporting.audit.audit_table`), with the short sessions' ids and
+    """Appendix A.7.2 per log (:func:`bedside.discharge.audit.audit_table`), with the short sessions' ids and
     the number of patient turns that broke character."""
     rows = []
     for item in logs:
@@ -211,10 +210,10 @@ def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MedSP1000 rubric rates per model, overall and per specialty (groups with fewer than
     ``min_n["specialty"]`` (MedSP1000's descriptor) scored cases are left out and listed in the second frame), from each
     case's ``counts`` (competency → [met, judged]) pooled by
-    :func:`bedside.scorers.medsp.rubric_rates_from_counts` (micro, PC…PROF, macro (the paper's,
+    :func:`bedside.scorers.medsp.rubric.rubric_rates_from_counts` (micro, PC…PROF, macro (the paper's,
     competency-equal), scenario_mean, each with its case-bootstrap interval). Only the first epoch of each case is
     used (the counts are per epoch)."""
-    from bedside.scorers.medsp import rubric_rates_from_counts
+    from bedside.scorers.medsp.rubric import rubric_rates_from_counts
 
     rows, omitted = [], []
     for label in sorted({i.label for i in logs if i.benchmark == "medsp"}):

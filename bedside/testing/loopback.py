@@ -4,7 +4,7 @@ It lets a bedside task run through Inspect's real ``openai-api/...`` provider (H
 client, retries, usage accounting) — the same code path as a user's API key or a vLLM server — with
 no network and no model weights. Point Inspect at it like at any OpenAI-compatible endpoint::
 
-    python -m bedside.loopback --port 8765            # prints the base URL and the variables below
+    python -m bedside.testing.loopback --port 8765            # prints the base URL and the variables below
 
     LOOPBACK_API_KEY=x LOOPBACK_BASE_URL=http://127.0.0.1:8765/v1 BEDSIDE_LOOPBACK_URL=http://127.0.0.1:8765/v1 \\
     inspect eval bedside/discharge --model openai-api/loopback/educator \\

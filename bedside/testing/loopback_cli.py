@@ -1,4 +1,4 @@
-"""``python -m bedside.loopback`` / ``python -m bedside.testing.loopback``: the loopback server's command line."""
+"""``python -m bedside.testing.loopback``: the loopback server's command line."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def _fault(text: str) -> Fault:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m bedside.loopback",
+        prog="python -m bedside.testing.loopback",
         description="Serve bedside's scripted roles as an OpenAI-compatible endpoint on 127.0.0.1.",
     )
     parser.add_argument("--port", type=int, default=8765, help="port (0: any free port; default 8765)")

@@ -3,10 +3,10 @@
 It is NOT a language model. It reads which role it is playing from the call's protocol tag
 (:func:`bedside.protocols.tag_of`; every bedside call carries one) and the case from the tag's render
 context (what the prompt was rendered from; the conversation from the chat messages' roles), never
-from the prompt text, and answers in that role's format, with the scripts of that benchmark in
-``bedside/testing/scripts/<benchmark>*.py`` (each module exports ``Options``, a dataclass of behaviour
-switches that modules of one benchmark share, and ``HANDLERS``, protocol name → ``fn(messages,
-attempt, options) -> str``; modules are found automatically).
+from the prompt text, and answers in that role's format, with the scripts of that benchmark (the
+modules its descriptor names in ``scripts``, e.g. ``bedside/<benchmark>/scripted.py``; each exports
+``Options``, a dataclass of behaviour switches that modules of one benchmark share, and ``HANDLERS``,
+protocol name → ``fn(messages, attempt, options) -> str``; found through the registry).
 
 The same input (messages and ``seed``) always gives byte-identical output, and every output
 carries token usage (estimated as characters / 4), so Inspect never needs tiktoken.
@@ -25,24 +25,24 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
-import pkgutil
 from functools import lru_cache
 from types import ModuleType
 from typing import Any
 
 from inspect_ai.model import ChatMessage, GenerateConfig
 
+from bedside import benchmarks
 from bedside.protocols import tag_of
-from bedside.testing import scripts
 
 
-@lru_cache(maxsize=1)
 def script_modules() -> tuple[ModuleType, ...]:
-    found = (
-        importlib.import_module(f"{scripts.__name__}.{info.name}")
-        for info in sorted(pkgutil.iter_modules(scripts.__path__), key=lambda i: i.name)
-    )
-    return tuple(m for m in found if hasattr(m, "HANDLERS"))
+    """Every registered benchmark's script modules (its descriptor's ``scripts``)."""
+    return _imported(benchmarks.script_modules())
+
+
+@lru_cache(maxsize=8)
+def _imported(names: tuple[str, ...]) -> tuple[ModuleType, ...]:
+    return tuple(importlib.import_module(name) for name in names)
 
 
 def _coerce(spec: dataclasses.Field, value: Any) -> Any:

@@ -53,10 +53,10 @@ counts. A model failure (context overflow, provider error after Inspect's retrie
 
 Where each part lives: :mod:`.doctor` (the doctor agent, its prompts and mitigations),
 :mod:`.single_turn` (:func:`cpb_reply`), :mod:`.continuation` (the patient agent and
-:func:`cpb_continuation`); the store is :class:`bedside.records.cpb_store.CPBStore`.
+:func:`cpb_continuation`); the store is :class:`bedside.cpb.store.CPBStore`.
 """
 
-from bedside.protocols.cpb import END_TAG
+from bedside.cpb.protocols import END_TAG
 from bedside.solvers.cpb.continuation import (
     CONTINUATION_ATTEMPTS,
     MAX_CONTINUATION_TURNS,

@@ -13,13 +13,13 @@ from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSyste
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import store_as
 
-from bedside.cpb_judges import DOCTOR_ROLE, PATIENT_ROLE, dialogue_turns, judge_failure, load_case, transcript_text
+from bedside.cpb.judges import DOCTOR_ROLE, PATIENT_ROLE, dialogue_turns, judge_failure, load_case, transcript_text
+from bedside.cpb.protocols import END_TAG, PATIENT
+from bedside.cpb.records import ControlCase, CPBCase
+from bedside.cpb.store import CPBStore
 from bedside.prompts import render
 from bedside.protocols import Reply
-from bedside.protocols.cpb import END_TAG, PATIENT
-from bedside.records.cpb import ControlCase, CPBCase
-from bedside.records.cpb_store import CPBStore
-from bedside.records.encounter import Turn
+from bedside.records import Turn
 from bedside.roles import role_model
 from bedside.solvers.cpb.doctor import DialogueAgent, make_doctor
 from bedside.solvers.orchestrator import run_encounter

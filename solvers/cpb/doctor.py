@@ -1,7 +1,7 @@
 """The CPB-Bench doctor (the model under test) and its mitigation strategies (module docstring of
 :mod:`bedside.solvers.cpb`): the doctor's prompts in text and chat format, the mitigations' extra calls
 (analysis before, self-check after) and :class:`DialogueAgent`, the view that starts with the dataset's
-conversation segment. The replies are read by the ``cpb.*`` protocols (:mod:`bedside.protocols.cpb`)."""
+conversation segment. The replies are read by the ``cpb.*`` protocols (:mod:`bedside.cpb.protocols`)."""
 
 from __future__ import annotations
 
@@ -13,10 +13,8 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser, get_model
 
 from bedside.calls import GenerationError, ask
-from bedside.cpb_judges import DOCTOR_ROLE, dialogue_turns, transcript_text
-from bedside.prompts import load_yaml, render
-from bedside.protocols import Protocol, Reply
-from bedside.protocols.cpb import (
+from bedside.cpb.judges import DOCTOR_ROLE, dialogue_turns, transcript_text
+from bedside.cpb.protocols import (
     _DOCTOR_LABEL,
     ANALYSIS,
     DOCTOR,
@@ -25,8 +23,10 @@ from bedside.protocols.cpb import (
     DOCTOR_STEP_BY_STEP,
     SELF_CHECK,
 )
-from bedside.records.cpb import ControlCase, CPBCase
-from bedside.records.encounter import Turn
+from bedside.cpb.records import ControlCase, CPBCase
+from bedside.prompts import load_yaml, render
+from bedside.protocols import Protocol, Reply
+from bedside.records import Turn
 from bedside.solvers.agent import ChatAgent
 
 MITIGATIONS: tuple[str, ...] = ("none", "step_by_step", "behavior_instruction", "analyze_patient", "self_check")

@@ -9,8 +9,8 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import store_as
 
 from bedside.calls import GenerationError
-from bedside.cpb_judges import DOCTOR_ROLE, load_case
-from bedside.records.cpb_store import CPBStore
+from bedside.cpb.judges import DOCTOR_ROLE, load_case
+from bedside.cpb.store import CPBStore
 from bedside.solvers.cpb.doctor import DOCTOR_FORMATS, make_doctor, mitigation_name
 
 

@@ -50,14 +50,14 @@ turn's user message and its raw reply):
   feedback and events; never statuses or rationales);
 - the environment: its packet, the current status, progress index and label, the examinee's words, the SP's
   answer this turn, the examinee's actions (a JSON list) and, on an ``eos`` turn, the signal to advance or end;
-- the evaluator (:mod:`bedside.scorers.medsp`, prompts in :mod:`bedside.scorers.medsp_evaluator`): the frozen
+- the evaluator (:mod:`bedside.scorers.medsp.rubric`, prompts in :mod:`bedside.scorers.medsp.evaluator`): the frozen
   rubric, the transcript, the action log (with statuses and rationales) and a state summary; never the
   evaluator packet.
 
 Prompts: bedside's own wording (``prompts/medsp/``) by default; with ``prompts=PATH`` (a clone of the official
 repository) the official texts are loaded from its ``src/simulate/`` (:func:`load_prompt_set`,
-:mod:`bedside.medsp_official`). Packets are shown as the official code compiles them (file headers,
-struck-through text removed; see :meth:`bedside.records.medsp.RolePacket.text`).
+:mod:`bedside.medsp.official`). Packets are shown as the official code compiles them (file headers,
+struck-through text removed; see :meth:`bedside.medsp.records.RolePacket.text`).
 
 Test-time scaling (official ``test_time.py``), ``scaling=``:
 
@@ -80,7 +80,7 @@ no temperature is set for any role (the provider's default, as in the official c
 votes, selections and fallbacks are kept in each examinee turn's ``data`` (``best_of_n`` / ``panel``), in the
 store and as ``INFO`` events.
 
-Everything is left in ``state.store`` (:class:`~bedside.records.medsp.MedSPStore`); ``state.messages`` is the
+Everything is left in ``state.store`` (:class:`~bedside.medsp.records.MedSPStore`); ``state.messages`` is the
 examinee's own chat.
 
 Where each part lives: :mod:`.session` (the controller bookkeeping: scenario state, action log, end reasons,
@@ -88,7 +88,7 @@ advanced by the orchestrator), :mod:`.agents` (examinee, SP, environment), :mod:
 :mod:`.prompts` (bedside's and the official prompt sets), :mod:`.solver` (the Inspect solver).
 """
 
-from bedside.medsp_official import OfficialPromptsError
+from bedside.medsp.official import OfficialPromptsError
 from bedside.solvers.medsp.agents import EnvironmentAgent, ExamineeAgent, MedSPAgent, PatientAgent
 from bedside.solvers.medsp.prompts import BedsidePrompts, OfficialPrompts, PromptSet, load_prompt_set
 from bedside.solvers.medsp.scaling import BestOfNExaminee, PanelExaminee, normalise_action, self_consistency

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
 from bedside.protocols import Reply
-from bedside.records.encounter import Turn
+from bedside.records import Turn
 from bedside.solvers.agent import ChatAgent
 from bedside.solvers.medsp.prompts import PromptSet
 from bedside.solvers.medsp.session import Session

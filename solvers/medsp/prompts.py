@@ -1,8 +1,8 @@
 """The MedSP1000 simulation's prompt sets: bedside's own wording (``prompts/medsp/``, default) or the official
-texts from a clone of the official repository (``prompts=PATH``, :mod:`bedside.medsp_official`). A prompt set
+texts from a clone of the official repository (``prompts=PATH``, :mod:`bedside.medsp.official`). A prompt set
 builds the examinee's, the SP's and the environment's system prompts, each turn's user messages (from the
-scenario state, :class:`~bedside.records.medsp.SimState`) and the test-time scaling prompts. The evaluator's
-prompts are the scorer's (:mod:`bedside.scorers.medsp_evaluator`)."""
+scenario state, :class:`~bedside.medsp.records.SimState`) and the test-time scaling prompts. The evaluator's
+prompts are the scorer's (:mod:`bedside.scorers.medsp.evaluator`)."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from bedside.medsp_official import OfficialPromptsError, OfficialSource, _Bundle, is_bedside, official_source
+from bedside.medsp.official import OfficialPromptsError, OfficialSource, _Bundle, is_bedside, official_source
+from bedside.medsp.protocols import speech_text
+from bedside.medsp.records import INITIAL_STATUS, Scenario, SimState
 from bedside.prompts import load_yaml, render
-from bedside.protocols.medsp import speech_text
-from bedside.records.medsp import INITIAL_STATUS, Scenario, SimState
 
 __all__ = ["BedsidePrompts", "OfficialPrompts", "OfficialPromptsError", "PromptSet", "load_prompt_set"]
 
@@ -120,7 +120,7 @@ class BedsidePrompts:
 
 class OfficialPrompts(BedsidePrompts):
     """The official prompt texts of the simulation, from a clone of MAGIC-AI4Med/MedSP1000 (MIT licence,
-    :mod:`bedside.medsp_official`): the system and test-time prompts of ``src/simulate/prompts.py``, the
+    :mod:`bedside.medsp.official`): the system and test-time prompts of ``src/simulate/prompts.py``, the
     per-turn messages of ``controller.py`` (``SimulationController._build_*_prompt``, run on :class:`SimState`)
     and ``test_time._action_to_text``."""
 

@@ -17,8 +17,7 @@ from inspect_ai.util import collect
 from pydantic import JsonValue
 
 from bedside.calls import GenerationError
-from bedside.protocols import Reply
-from bedside.protocols.medsp import (
+from bedside.medsp.protocols import (
     BON_SELECTOR,
     DEFAULT_DOMAIN,
     PANEL_INTEGRATOR,
@@ -26,7 +25,8 @@ from bedside.protocols.medsp import (
     PANEL_VOTE,
     panel_domains,
 )
-from bedside.records.encounter import Turn
+from bedside.protocols import Reply
+from bedside.records import Turn
 from bedside.solvers.medsp.agents import ExamineeAgent
 
 #: official ``TestTimeConfig``: candidates and specialists' opinions are sampled at 0.8; everything else

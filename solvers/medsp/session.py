@@ -1,5 +1,5 @@
 """The MedSP1000 encounter's controller bookkeeping (official ``controller.py``): the scenario state
-(:class:`~bedside.records.medsp.SimState`) advanced by the orchestrator, turn by turn: the examinee's turn is
+(:class:`~bedside.medsp.records.SimState`) advanced by the orchestrator, turn by turn: the examinee's turn is
 counted before its prompt is built; the environment's reply is applied as the official controller does
 (action log, state update, turn record, progression anomalies) and decides the end reason:
 
@@ -18,9 +18,9 @@ from typing import Any
 from inspect_ai.log import transcript
 
 from bedside.end_reasons import EndReason
+from bedside.medsp.records import Scenario, SimState, TurnRecord
 from bedside.protocols import Reply
-from bedside.records.encounter import Turn
-from bedside.records.medsp import Scenario, SimState, TurnRecord
+from bedside.records import Turn
 from bedside.solvers.medsp.prompts import PromptSet
 
 

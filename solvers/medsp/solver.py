@@ -1,5 +1,5 @@
 """The MedSP1000 solver: the scenario, the three agents and the orchestrator's run, and what it leaves in the
-store (:class:`~bedside.records.medsp.MedSPStore`). The closed loop is described in :mod:`bedside.solvers.medsp`."""
+store (:class:`~bedside.medsp.records.MedSPStore`). The closed loop is described in :mod:`bedside.solvers.medsp`."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from inspect_ai.model import GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import store_as
 
-from bedside.protocols.medsp import ENVIRONMENT, EXAMINEE, PATIENT
-from bedside.records.medsp import MedSPStore, Scenario
+from bedside.medsp.protocols import ENVIRONMENT, EXAMINEE, PATIENT
+from bedside.medsp.records import MedSPStore, Scenario
 from bedside.roles import role_model
 from bedside.solvers.medsp.agents import EnvironmentAgent, ExamineeAgent, PatientAgent
 from bedside.solvers.medsp.prompts import load_prompt_set

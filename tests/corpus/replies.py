@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from bedside.discharge.protocols import checklist_protocol, grade_protocol
+from bedside.medsp.records import RubricItem
 from bedside.protocols import Protocol, Reply, protocol
-from bedside.protocols.discharge import checklist_protocol, grade_protocol
-from bedside.records.medsp import RubricItem
 
 RULES = ("official", "strict")
 
@@ -112,7 +112,7 @@ ITEMS = [
 
 
 def cases() -> list[Case]:
-    from bedside.scorers.medsp_evaluator import BedsideEvaluatorPrompts
+    from bedside.scorers.medsp.evaluator import BedsideEvaluatorPrompts
 
     j = json.dumps
     verdict = {

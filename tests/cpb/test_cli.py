@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from bedside.cpb_judges import dialogue_turns, load_case
+from bedside.cpb.judges import dialogue_turns, load_case
+from bedside.cpb.scripted import _blocks
 from bedside.protocols import jsonable
-from bedside.testing.scripts.cpb import _blocks
 from tests.conftest import REPO, shared_path
 
 INSPECT = str(Path(sys.executable).parent / "inspect")

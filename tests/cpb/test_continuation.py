@@ -8,9 +8,9 @@ import math
 import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
+from bedside.cpb.scripted import ACCOMMODATING, CAREFUL, PATIENT_GOODBYE
 from bedside.solvers.cpb import CONTINUATION_ATTEMPTS, PATIENT_TEMPERATURE, SEED_STRIDE
 from bedside.tasks.cpb import cpb
-from bedside.testing.scripts.cpb import ACCOMMODATING, CAREFUL, PATIENT_GOODBYE
 from tests.cpb import synthetic
 from tests.cpb.helpers import by_id, calls, cpb_store, metrics, run_cpb
 
@@ -208,7 +208,7 @@ def test_persistence_judge_that_stays_unreadable_is_counted(data, tmp_path):
 
 
 def test_persistence_reply_parsing():
-    from bedside.scorers.cpb import parse_persistence
+    from bedside.scorers.cpb.judges import parse_persistence
 
     v = parse_persistence("**Result (True or False):** False\nReason: the doctor asked why.")
     assert v.persisted is False and v.reason == "the doctor asked why."

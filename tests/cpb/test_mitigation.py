@@ -6,11 +6,11 @@ from __future__ import annotations
 import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
+from bedside.cpb.protocols import read_self_check as parse_self_check
+from bedside.cpb.protocols import read_step_by_step as parse_step_by_step
+from bedside.cpb.scripted import ACCOMMODATING, ANALYSIS, CAREFUL
 from bedside.prompts import load_yaml
-from bedside.protocols.cpb import read_self_check as parse_self_check
-from bedside.protocols.cpb import read_step_by_step as parse_step_by_step
 from bedside.tasks.cpb import cpb, cpb_control
-from bedside.testing.scripts.cpb import ACCOMMODATING, ANALYSIS, CAREFUL
 from tests.cpb import synthetic
 from tests.cpb.helpers import calls, cpb_store, run_cpb
 

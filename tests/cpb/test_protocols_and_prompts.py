@@ -9,14 +9,14 @@ import re
 import pytest
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 
-from bedside.cpb_judges import dialogue_turns
+from bedside.cpb.judges import dialogue_turns
+from bedside.cpb.protocols import FailureVerdict, OverreactionVerdict, PersistenceVerdict
+from bedside.cpb.protocols import read_self_check as parse_self_check
+from bedside.cpb.records import CATEGORIES, ControlCase, CPBCase
 from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
 from bedside.protocols import all_protocols, protocol
-from bedside.protocols.cpb import FailureVerdict, OverreactionVerdict, PersistenceVerdict
-from bedside.protocols.cpb import read_self_check as parse_self_check
-from bedside.records.cpb import CATEGORIES, ControlCase, CPBCase
-from bedside.scorers.cpb import (
+from bedside.scorers.cpb.judges import (
     failure_messages,
     overreaction_messages,
     parse_failure,

@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from bedside.records.cpb import CPBDataError, load_controls, load_positives
+from bedside.cpb.records import CPBDataError, load_controls, load_positives
 from tests.conftest import shared_path
 from tests.cpb import synthetic
 

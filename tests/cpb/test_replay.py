@@ -12,7 +12,7 @@ from inspect_ai import eval as inspect_eval
 from inspect_ai.model import get_model
 
 from bedside.cli import main as bedside
-from bedside.providers.replay import ReplayError, case_key, load_recorded, results_files
+from bedside.cpb.replay import ReplayError, case_key, load_recorded, results_files
 from tests.cpb.synthetic import write_data
 
 FLAGS = (

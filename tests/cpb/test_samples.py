@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from bedside.records.cpb import CPBDataError
-from bedside.samples.cpb import control_dataset, positive_dataset
+from bedside.cpb.records import CPBDataError
+from bedside.cpb.samples import control_dataset, positive_dataset
 from tests.conftest import shared_path
 from tests.cpb import synthetic
 

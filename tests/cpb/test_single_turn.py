@@ -10,13 +10,13 @@ import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 from scipy import stats
 
+from bedside.cpb.records import CPBCase, CPBDataError
+from bedside.cpb.scripted import ACCOMMODATING, CAREFUL
 from bedside.params import BadParameter
 from bedside.prompts import render
-from bedside.records.cpb import CPBCase, CPBDataError
-from bedside.scorers.cpb import judge_context, parse_failure, parse_overreaction
+from bedside.scorers.cpb.judges import judge_context, parse_failure, parse_overreaction
 from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, OFFICIAL_CONTINUATION_TURNS
 from bedside.tasks.cpb import cpb, cpb_control
-from bedside.testing.scripts.cpb import ACCOMMODATING, CAREFUL
 from tests.conftest import shared_path
 from tests.cpb import synthetic
 from tests.cpb.helpers import by_id, calls, cpb_store, metrics, run_cpb

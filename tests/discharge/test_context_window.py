@@ -12,7 +12,7 @@ from pathlib import Path
 from inspect_ai.model import get_model
 
 from bedside.context_window import context_window, estimate_tokens, oversized_notes
-from bedside.samples.discharge import DEMO_CASES
+from bedside.discharge.samples import DEMO_CASES
 from tests.conftest import REPO
 
 INSPECT = str(Path(sys.executable).parent / "inspect")

@@ -237,7 +237,7 @@ def test_unreadable_verdict_of_a_patient_turn_is_still_a_system_failure(tmp_path
 
 
 def test_a_verdict_without_session_complete_reads_as_false():
-    from bedside.protocols.discharge import MONITOR
+    from bedside.discharge.protocols import MONITOR
 
     verdict, _ = MONITOR.read('{"verdict": "PASS"}')
     assert verdict.session_complete is False

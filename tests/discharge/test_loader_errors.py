@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from bedside.compat import PrerequisiteError
-from bedside.records.discharge import CaseFileError, load_cases
-from bedside.samples.discharge import DEMO_CASES
+from bedside.discharge.records import CaseFileError, load_cases
+from bedside.discharge.samples import DEMO_CASES
 from tests.conftest import REPO
 
 INSPECT = str(Path(sys.executable).parent / "inspect")

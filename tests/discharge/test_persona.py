@@ -9,10 +9,10 @@ from collections import Counter
 import pytest
 from scipy.stats import chisquare
 
-from bedside.persona import AXES, assign_persona
-from bedside.records.discharge import PersonaFields, load_cases
-from bedside.samples.discharge import DEMO_CASES, discharge_dataset
-from bedside.solvers.discharge import educator_prompt, patient_prompt
+from bedside.discharge.persona import AXES, assign_persona
+from bedside.discharge.records import PersonaFields, load_cases
+from bedside.discharge.samples import DEMO_CASES, discharge_dataset
+from bedside.solvers.discharge.encounter import educator_prompt, patient_prompt
 
 IDS = [f"case-{i:04d}" for i in range(480)]
 
@@ -40,7 +40,7 @@ def test_seed_changes_the_draw_and_is_stable():
 
 def test_stable_across_processes():
     code = (
-        "from bedside.persona import assign_persona;"
+        "from bedside.discharge.persona import assign_persona;"
         "print([tuple(assign_persona(f'case-{i:04d}', 7).model_dump(exclude={'sources'}).values()) for i in range(40)])"
     )
     runs = {
@@ -98,7 +98,7 @@ def test_persona_text_reaches_both_prompts():
 def test_balanced_assignment_gives_every_value_equally_often():
     from collections import Counter
 
-    from bedside.persona import AXES, balanced_draws
+    from bedside.discharge.persona import AXES, balanced_draws
 
     ids = [f"case-{i}" for i in range(47)]
     draws = balanced_draws(ids, seed=3)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from bedside.records.discharge import ICD_CHAPTER_LABELS, TOPIC_CHECKLIST_IDS, CaseFileError, load_cases
-from bedside.samples.discharge import DEMO_CASES
+from bedside.discharge.records import ICD_CHAPTER_LABELS, TOPIC_CHECKLIST_IDS, CaseFileError, load_cases
+from bedside.discharge.samples import DEMO_CASES
 
 
 def demo_records() -> list[dict]:

@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from inspect_ai.log import read_eval_log
 
-from bedside.protocols.discharge import read_checklist as parse_checklist
-from bedside.protocols.discharge import read_factual as parse_answers
-from bedside.protocols.discharge import read_grades as parse_grades
-from bedside.samples.discharge import DEMO_CASES
-from bedside.scorers.comprehension import comprehension_score
+from bedside.discharge.protocols import read_checklist as parse_checklist
+from bedside.discharge.protocols import read_factual as parse_answers
+from bedside.discharge.protocols import read_grades as parse_grades
+from bedside.discharge.samples import DEMO_CASES
+from bedside.scorers.discharge.comprehension import comprehension_score
+from bedside.scorers.discharge.topic_checklist import checklist, normalise_id, tcs
 from bedside.scorers.text_metrics import cosine, readability, rouge_l
-from bedside.scorers.topic_checklist import checklist, normalise_id, tcs
 from bedside.tasks.discharge import discharge
 from tests.conftest import REPO, metrics_of, run, scripted
 
@@ -309,7 +309,7 @@ def test_unreadable_reference_is_never_cached(tmp_path, monkeypatch):
 
 
 def test_not_applicable_answers_are_recognised():
-    from bedside.scorers.discharge_record import is_not_applicable
+    from bedside.scorers.discharge.record import is_not_applicable
 
     for text in ("not applicable", "Not applicable.", '"not applicable"', "N/A", "not applicable; not applicable"):
         assert is_not_applicable(text), text
@@ -318,7 +318,7 @@ def test_not_applicable_answers_are_recognised():
 
 
 def test_comprehension_mean_leaves_not_applicable_questions_out():
-    from bedside.scorers.comprehension import comprehension_score
+    from bedside.scorers.discharge.comprehension import comprehension_score
 
     items = {"q1": 1.0, "q2": 0.5, "q3": 0.0, "q4": float("nan"), "q5": 1.0, "q6": 1.0}
     assert comprehension_score(items, {"q4"}) == pytest.approx(3.5 / 5)

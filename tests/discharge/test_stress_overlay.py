@@ -11,7 +11,7 @@ import pytest
 from inspect_ai.model import ChatMessageSystem
 
 from bedside.reporting.compare import compare, compare_metric
-from bedside.solvers.discharge import BEHAVIORS, behavior_overlay
+from bedside.solvers.discharge.encounter import BEHAVIORS, behavior_overlay
 from bedside.tasks.discharge import discharge
 from tests.conftest import model_inputs, run, scripted, store
 

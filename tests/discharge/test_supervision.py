@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from bedside.discharge.protocols import Verdict
 from bedside.end_reasons import EndReason
 from bedside.protocols import Reply
-from bedside.protocols.discharge import Verdict
-from bedside.records.encounter import Turn
+from bedside.records import Turn
+from bedside.solvers.discharge.monitor import decide
 from bedside.solvers.orchestrator import Decision, SupervisionState, run_encounter
-from bedside.solvers.supervision import decide
 
 
 def verdict(kind: str, severity: str | None = None, complete: bool = False) -> Verdict:

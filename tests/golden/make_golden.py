@@ -1,12 +1,14 @@
-"""Golden scores: every sample's score values and answer on the scripted runs of the shipped demo
-data (DischargeBench, MedSP1000) and of the synthetic CPB-Bench test data (``tests/cpb/synthetic.py``),
-with ``bedside/scripted`` for every role.
+"""Golden scores: every sample's score values and answer on each benchmark's scripted runs, with
+``bedside/scripted`` for every role. Each registered benchmark declares its runs in
+``tests/<benchmark>/golden.py`` (``RUNS``: run name -> temporary folder -> (task, eval arguments,
+scripted-model options per role)); their values are ``tests/<benchmark>/golden/<run>.json``.
 
 A refactor must leave these byte-identical; when a reading rule changes on purpose, regenerate them
 in a commit of their own and say which values changed and why:
 
-    .venv/bin/python -m tests.golden.make_golden          # rewrite tests/golden/*.json
+    .venv/bin/python -m tests.golden.make_golden          # rewrite tests/<benchmark>/golden/*.json
     .venv/bin/python -m tests.golden.make_golden --check  # compare, print every difference
+    .venv/bin/python -m tests.golden.make_golden --check discharge_faults   # one run
 
 ``tests/test_golden_scores.py`` runs the same comparison in the test suite.
 """
@@ -14,6 +16,7 @@ in a commit of their own and say which values changed and why:
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import math
 import sys
@@ -23,58 +26,32 @@ from pathlib import Path
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
+TESTS = HERE.parent
+
+
+def _declared() -> dict[str, tuple[str, Callable[[Path], Any]]]:
+    """run name -> (benchmark, run), from every registered benchmark's ``tests/<benchmark>/golden.py``."""
+    from bedside import benchmarks
+
+    found: dict[str, tuple[str, Callable[[Path], Any]]] = {}
+    for benchmark in benchmarks.all_benchmarks():
+        module = f"tests.{benchmark.name}.golden"
+        try:
+            runs = importlib.import_module(module).RUNS
+        except ModuleNotFoundError as error:
+            if error.name in (module, f"tests.{benchmark.name}"):
+                continue  # a benchmark without golden runs
+            raise
+        for name, run in runs.items():
+            if name in found:
+                raise ValueError(f"golden run {name!r} is declared by {found[name][0]} and {benchmark.name}")
+            found[name] = (benchmark.name, run)
+    return found
 
 
 def _runs() -> dict[str, Callable[[Path], Any]]:
-    from bedside.tasks.cpb import cpb, cpb_control
-    from bedside.tasks.discharge import discharge
-    from bedside.tasks.medsp import medsp
-    from tests.cpb import synthetic
-
-    def cpb_data(tmp: Path) -> str:
-        return str(synthetic.write_data(tmp / "cpb-bench_data"))
-
-    # name -> tmp dir -> (task, eval arguments, scripted-model options per role ("model" = under test))
-    return {
-        "discharge": lambda tmp: (discharge(), {}, {}),
-        "discharge_faults": lambda tmp: (
-            discharge(),
-            {"limit": 4},
-            {
-                "monitor": {"monitor_warn_turns": [3]},
-                "patient": {"break_character_turns": [2], "break_character_attempts": 1},
-            },
-        ),
-        "discharge_monitor_unreadable": lambda tmp: (
-            discharge(),
-            {"limit": 2},
-            {"monitor": {"monitor_malformed_attempts": 3}},
-        ),
-        "medsp": lambda tmp: (medsp(), {}, {}),
-        "medsp_evaluator_omits": lambda tmp: (
-            medsp(),
-            {"limit": 2},
-            {"grader": {"medsp_evaluator_missing_item_attempts": 3}},
-        ),
-        "medsp_panel": lambda tmp: (medsp(scaling="panel", panel_size=2), {"limit": 2}, {}),
-        "cpb": lambda tmp: (cpb(data=cpb_data(tmp)), {}, {}),
-        "cpb_accommodating": lambda tmp: (
-            cpb(data=cpb_data(tmp)),
-            {},
-            {"model": {"doctor_style": "accommodating"}, "grader": {"judge_style": "explained"}},
-        ),
-        "cpb_continuation": lambda tmp: (
-            cpb(data=cpb_data(tmp), turns=2),
-            {},
-            {"model": {"doctor_style": "accommodating", "doctor_corrects_after": 2}},
-        ),
-        "cpb_control": lambda tmp: (cpb_control(data=cpb_data(tmp)), {}, {}),
-        "cpb_control_alarmist": lambda tmp: (
-            cpb_control(data=cpb_data(tmp)),
-            {},
-            {"model": {"doctor_style": "alarmist"}},
-        ),
-    }
+    """Every declared golden run, by name."""
+    return {name: run for name, (_, run) in _declared().items()}
 
 
 def _value(v: Any) -> Any:
@@ -120,7 +97,13 @@ def golden_of(name: str) -> dict[str, Any]:
 
 
 def path_of(name: str) -> Path:
-    return HERE / f"{name}.json"
+    """The golden file of run ``name``: ``tests/<benchmark>/golden/<name>.json``."""
+    return TESTS / _declared()[name][0] / "golden" / f"{name}.json"
+
+
+def golden_files() -> list[Path]:
+    """Every declared run's golden file."""
+    return [path_of(name) for name in _declared()]
 
 
 def differences(name: str, got: dict[str, Any]) -> list[str]:
@@ -162,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
                 print("  " + d)
             failed |= bool(diffs)
         else:
+            path_of(name).parent.mkdir(exist_ok=True)
             path_of(name).write_text(json.dumps(got, indent=1, sort_keys=True, ensure_ascii=False) + "\n")
             print(f"wrote {path_of(name)} ({len(got)} samples)")
     return 1 if failed else 0

@@ -9,8 +9,8 @@ from typing import Any
 from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import Model
 
+from bedside.medsp.records import Scenario
 from bedside.protocols import tag_of
-from bedside.records.medsp import Scenario
 from bedside.tasks.medsp import medsp
 from tests.conftest import run, scripted
 

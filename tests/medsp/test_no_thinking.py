@@ -12,8 +12,8 @@ from inspect_ai import eval
 from inspect_ai.model import GenerateConfig, get_model
 
 from bedside.compat import parse_model_role_cli_args
-from bedside.loopback import LoopbackServer
 from bedside.tasks.medsp import medsp
+from bedside.testing.loopback import LoopbackServer
 from tests.conftest import REPO
 from tests.loopback_helpers import LOOPBACK, loopback_env
 

@@ -9,10 +9,10 @@ import json
 
 import pytest
 
+from bedside.medsp.records import load_scenarios
+from bedside.medsp.samples import DEMO_DIR
 from bedside.params import BadParameter
-from bedside.records.medsp import load_scenarios
-from bedside.samples.medsp import DEMO_DIR
-from bedside.scorers.medsp_evaluator import load_evaluator_prompts
+from bedside.scorers.medsp.evaluator import load_evaluator_prompts
 from bedside.solvers.medsp import OfficialPromptsError, load_prompt_set
 from bedside.tasks.medsp import medsp
 from tests.medsp.helpers import ANAPHYLAXIS, BACK_PAIN, calls, run_one, score, store, turns_of, write_fake_clone

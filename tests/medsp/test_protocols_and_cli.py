@@ -13,8 +13,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 from bedside.calls import ReplyParseError
-from bedside.protocols import all_protocols, protocol
-from bedside.protocols.medsp import (
+from bedside.medsp.protocols import (
     ENVIRONMENT,
     EXAMINEE,
     PATIENT,
@@ -23,12 +22,13 @@ from bedside.protocols.medsp import (
     PatientReply,
     evaluator_reply,
 )
-from bedside.protocols.medsp import read_environment as parse_environment
-from bedside.protocols.medsp import read_examinee as parse_examinee
-from bedside.protocols.medsp import read_patient as parse_patient
-from bedside.records.medsp import SimState, load_scenarios
-from bedside.samples.medsp import DEMO_DIR
-from bedside.scorers.medsp_evaluator import BedsideEvaluatorPrompts
+from bedside.medsp.protocols import read_environment as parse_environment
+from bedside.medsp.protocols import read_examinee as parse_examinee
+from bedside.medsp.protocols import read_patient as parse_patient
+from bedside.medsp.records import SimState, load_scenarios
+from bedside.medsp.samples import DEMO_DIR
+from bedside.protocols import all_protocols, protocol
+from bedside.scorers.medsp.evaluator import BedsideEvaluatorPrompts
 from bedside.solvers.medsp import BedsidePrompts
 from bedside.testing.scripted import ScriptedEngine
 from tests.conftest import REPO, scripted
@@ -212,12 +212,6 @@ def test_cli_by_path(tmp_path):
 
 
 def test_cli_by_entry_point(tmp_path):
-    import bedside._registry
-
-    if not hasattr(bedside._registry, "medsp"):
-        pytest.skip(
-            "bedside/medsp is not registered yet: bedside/_registry.py needs `from bedside.tasks.medsp import medsp`"
-        )
     run_cli("bedside/medsp", tmp_path)
 
 

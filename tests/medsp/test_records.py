@@ -7,7 +7,7 @@ import shutil
 
 import pytest
 
-from bedside.records.medsp import (
+from bedside.medsp.records import (
     COMPETENCIES,
     ROLES,
     MedSPError,
@@ -17,7 +17,7 @@ from bedside.records.medsp import (
     normalise_packet_text,
     read_rubric,
 )
-from bedside.samples.medsp import DEMO_DIR, medsp_dataset
+from bedside.medsp.samples import DEMO_DIR, medsp_dataset
 from tests.conftest import shared_path
 
 ANA = "bedside_demo_anaphylaxis"

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from bedside.medsp.protocols import panel_domains, parse_domains
 from bedside.protocols import tag_of
-from bedside.protocols.medsp import panel_domains, parse_domains
 from bedside.solvers.medsp import self_consistency
 from tests.conftest import scripted
 from tests.medsp.helpers import ANAPHYLAXIS, calls, roles, run_one, store, text_of, turns_of

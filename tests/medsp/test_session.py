@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 
 from bedside.end_reasons import EndReason
-from bedside.protocols.medsp import read_environment, read_examinee, read_patient
-from bedside.records.encounter import Turn
-from bedside.records.medsp import load_scenarios
-from bedside.samples.medsp import DEMO_DIR
+from bedside.medsp.protocols import read_environment, read_examinee, read_patient
+from bedside.medsp.records import load_scenarios
+from bedside.medsp.samples import DEMO_DIR
+from bedside.records import Turn
 from bedside.solvers.medsp import BedsidePrompts, Session
 
 SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "bedside_demo_anaphylaxis")

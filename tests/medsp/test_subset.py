@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from bedside.records.medsp import MedSPError, load_rubrics, load_subset
-from bedside.samples.medsp import DEMO_DIR, find_subset_file, medsp_dataset, select_subset
+from bedside.medsp.records import MedSPError, load_rubrics, load_subset
+from bedside.medsp.samples import DEMO_DIR, find_subset_file, medsp_dataset, select_subset
 from tests.conftest import shared_path
 
 KEEP = ["bedside_demo_bad_news/scenario1", "bedside_demo_dka/scenario2"]

@@ -16,7 +16,7 @@ import re
 
 import pytest
 
-from bedside.testing.scripts.medsp_environment import action_results, scenario_states, timed_events
+from bedside.medsp.scripted_environment import action_results, scenario_states, timed_events
 from tests.conftest import model_inputs, scripted
 from tests.medsp.helpers import ANAPHYLAXIS, BACK_PAIN, DKA_ICU, calls, run_one, scenario_of, store, text_of, turns_of
 

@@ -41,7 +41,7 @@ def test_readme_binds_the_grader_in_every_eval_example():
         commands += [line for line in joined.splitlines() if "inspect eval " in line and "--model " in line]
     assert commands, "the README shows eval commands"
     for command in commands:
-        if "--model bedside/scripted" in command or "build_discharge_cases" in command:
+        if "--model bedside/scripted" in command or "discharge_build_cases" in command:
             continue  # scripted runs; the case builder has no judge
         assert "grader=" in command, command
     assert "VLLM_BASE_URL" in readme

@@ -9,12 +9,12 @@ import json
 import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
-from bedside.persona import assign_persona
-from bedside.protocols.discharge import EDUCATOR, PATIENT
+from bedside.discharge.persona import assign_persona
+from bedside.discharge.protocols import EDUCATOR, PATIENT
+from bedside.discharge.records import load_cases
+from bedside.discharge.samples import DEMO_CASES
 from bedside.providers.local import LocalEngine, strict_schema
-from bedside.records.discharge import load_cases
-from bedside.samples.discharge import DEMO_CASES
-from bedside.solvers.discharge import educator_prompt, patient_prompt
+from bedside.solvers.discharge.encounter import educator_prompt, patient_prompt
 
 CASE = load_cases(DEMO_CASES)[0]
 PERSONA = assign_persona(CASE.case_id, 0)
@@ -47,7 +47,7 @@ def test_json_roles_are_schema_constrained_and_prose_roles_are_not(tmp_path):
 
 
 def test_strict_schema_requires_every_field_and_bounds_strings():
-    from bedside.protocols.discharge import MONITOR, Verdict
+    from bedside.discharge.protocols import MONITOR, Verdict
 
     s = strict_schema(MONITOR.json_schema())
     assert set(s["required"]) == set(Verdict.model_fields)

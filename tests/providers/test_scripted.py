@@ -8,14 +8,14 @@ import json
 import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
-from bedside.persona import assign_persona
+from bedside.discharge.persona import assign_persona
+from bedside.discharge.protocols import EDUCATOR, PATIENT
+from bedside.discharge.records import load_cases
+from bedside.discharge.samples import DEMO_CASES
+from bedside.discharge.scripted import educator_plan, note_sections
 from bedside.protocols import all_protocols, tag_of
-from bedside.protocols.discharge import EDUCATOR, PATIENT
-from bedside.records.discharge import load_cases
-from bedside.samples.discharge import DEMO_CASES
-from bedside.solvers.discharge import educator_prompt, patient_prompt
+from bedside.solvers.discharge.encounter import educator_prompt, patient_prompt
 from bedside.testing.scripted import ScriptedEngine
-from bedside.testing.scripts.discharge import educator_plan, note_sections
 from tests.conftest import scripted
 
 CASE = load_cases(DEMO_CASES)[0]
@@ -82,8 +82,8 @@ def test_unknown_option_is_an_error():
 
 def test_turn_lists_accept_cli_strings():
     engine = ScriptedEngine(monitor_warn_turns="3,5")
-    assert engine.options["bedside.testing.scripts.discharge"].monitor_warn_turns == [3, 5]
-    assert ScriptedEngine(monitor_warn_turns=3).options["bedside.testing.scripts.discharge"].monitor_warn_turns == [3]
+    assert engine.options["bedside.discharge.scripted"].monitor_warn_turns == [3, 5]
+    assert ScriptedEngine(monitor_warn_turns=3).options["bedside.discharge.scripted"].monitor_warn_turns == [3]
 
 
 def test_unknown_prompt_gets_a_clear_answer():

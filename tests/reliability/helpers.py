@@ -29,7 +29,7 @@ from inspect_ai.log import EvalLog, EvalSample
 from inspect_ai.model import Model, get_model
 from tenacity import wait_fixed
 
-from bedside.samples.discharge import DEMO_CASES
+from bedside.discharge.samples import DEMO_CASES
 
 LOOPBACK = "openai-api/loopback"
 RETRY_WAIT = 0.05  # seconds between Inspect's retries in these tests

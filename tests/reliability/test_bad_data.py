@@ -4,7 +4,7 @@ where the data is legitimately odd (the loaders' docstrings say which). What the
 tests already cover (``tests/discharge/test_loader_errors.py``, ``tests/cpb/test_records.py``,
 ``tests/medsp/test_records.py``) is not repeated here.
 
-DischargeBench decisions (``bedside/records/discharge.py``): a note of any length is accepted (no
+DischargeBench decisions (``bedside/discharge/records.py``): a note of any length is accepted (no
 cap: real MIMIC-IV notes reach tens of kB and context limits are the model's); a note too long for a
 model's context ends the session ``error``, a system failure excluded from the scores' n, before any
 turn is accepted. Persona values in a case record must be the persona axes' values (an unknown value
@@ -22,12 +22,12 @@ from pathlib import Path
 import pytest
 
 from bedside.compat import PrerequisiteError
+from bedside.cpb.records import CPBDataError, load_controls, load_positives
+from bedside.discharge.records import CaseFileError, load_cases
+from bedside.discharge.samples import discharge_dataset
+from bedside.medsp.records import MedSPError, load_scenarios, read_rubric
 from bedside.params import BadParameter
 from bedside.paths import DATASETS_DIR
-from bedside.records.cpb import CPBDataError, load_controls, load_positives
-from bedside.records.discharge import CaseFileError, load_cases
-from bedside.records.medsp import MedSPError, load_scenarios, read_rubric
-from bedside.samples.discharge import discharge_dataset
 from tests.cpb import synthetic
 from tests.reliability.helpers import demo_records
 
@@ -131,8 +131,8 @@ def test_discharge_one_megabyte_note_is_accepted_and_a_small_context_ends_the_se
     unscored by the judges, counted by ``encounter_outcome``), the sample is in the log."""
     from inspect_ai import eval, task_with
 
-    from bedside.scorers.encounter_outcome import encounter_outcome
-    from bedside.scorers.topic_checklist import topic_checklist
+    from bedside.scorers.discharge.encounter_outcome import encounter_outcome
+    from bedside.scorers.discharge.topic_checklist import topic_checklist
     from bedside.tasks.discharge import discharge
     from bedside.testing.loopback import LoopbackServer
     from tests.reliability.helpers import fast_model

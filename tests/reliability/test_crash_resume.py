@@ -29,9 +29,9 @@ N = 10
 TASK_FILE = """
 from inspect_ai import task, task_with
 
-from bedside.scorers.conversation_quality import conversation_quality
-from bedside.scorers.encounter_outcome import encounter_outcome
-from bedside.scorers.topic_checklist import topic_checklist
+from bedside.scorers.discharge.conversation_quality import conversation_quality
+from bedside.scorers.discharge.encounter_outcome import encounter_outcome
+from bedside.scorers.discharge.topic_checklist import topic_checklist
 from bedside.tasks.discharge import discharge
 
 

@@ -24,9 +24,9 @@ from inspect_ai.log import EvalLog, read_eval_log
 from inspect_ai.model import GenerateConfig, Model
 
 from bedside.end_reasons import SYSTEM_FAILURES, EndReason
-from bedside.scorers.conversation_quality import conversation_quality
-from bedside.scorers.encounter_outcome import encounter_outcome
-from bedside.scorers.topic_checklist import topic_checklist
+from bedside.scorers.discharge.conversation_quality import conversation_quality
+from bedside.scorers.discharge.encounter_outcome import encounter_outcome
+from bedside.scorers.discharge.topic_checklist import topic_checklist
 from bedside.tasks.discharge import discharge
 from bedside.tasks.medsp import medsp
 from bedside.testing.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer

@@ -17,7 +17,7 @@ import pytest
 from inspect_ai import eval, task_with
 from inspect_ai.model import get_model
 
-from bedside.scorers.encounter_outcome import encounter_outcome
+from bedside.scorers.discharge.encounter_outcome import encounter_outcome
 from bedside.tasks.discharge import discharge
 from bedside.testing.loopback import LoopbackServer
 from tests.conftest import REPO

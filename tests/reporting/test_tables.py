@@ -298,7 +298,7 @@ def test_cpb_rates_by_category_dataset_language():
 
 
 def test_medsp_rates_overall_and_per_specialty():
-    from bedside.scorers.medsp import rubric_rates_from_counts
+    from bedside.scorers.medsp.rubric import rubric_rates_from_counts
 
     comps = ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")
 

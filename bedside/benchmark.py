@@ -1,0 +1,115 @@
+"""What a benchmark is, declared once: :class:`Benchmark`.
+
+Each benchmark is the package ``bedside/<name>/``; its ``__init__.py`` describes it as a
+``BENCHMARK = Benchmark(...)``, and :mod:`bedside.benchmarks` lists the registered ones, one line each.
+Everything that must know every benchmark asks the registry instead of keeping its own per-benchmark
+table: Inspect's entry point (:mod:`bedside._registry`: every task module), the ``bedside`` command
+(:mod:`bedside.cli`: every benchmark's own sub-commands), the scripted model (:mod:`bedside.testing.scripted`:
+every script module), the ``bedside`` model provider (:mod:`bedside.providers.api`: a benchmark's own
+engines), the reply protocols (:func:`bedside.protocols.all_protocols`), and reporting (``bedside report``,
+``strata``, ``compare`` and the log loader, :mod:`bedside.reporting.load`).
+
+Modules and objects are named by dotted path and imported only when asked for (:meth:`Benchmark.store_model`,
+:meth:`Benchmark.protocols`, ...): reading a log's numbers never imports solvers, and moving a module is a
+one-line change in its descriptor.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+#: score keys that are bookkeeping of every benchmark, not outcomes: left out of every table
+SKIP_KEYS: frozenset[str] = frozenset({"unscored"})
+#: scorers whose keys copy other scorers' (the health block): left out of per-stratum tables
+DERIVED_SCORERS: frozenset[str] = frozenset({"health"})
+#: lower-is-better keys every benchmark's health block reports (role fallbacks, unscored judgements)
+HEALTH_LOWER_IS_BETTER: frozenset[str] = frozenset({"role_fallbacks", "unscored", "judge_unscored"})
+
+
+def resolve(dotted: str) -> Any:
+    """The object named ``"package.module:attribute"`` (or a module, without ``:``), imported now."""
+    module, _, attribute = dotted.partition(":")
+    loaded = importlib.import_module(module)
+    return getattr(loaded, attribute) if attribute else loaded
+
+
+@dataclass(frozen=True)
+class Benchmark:
+    """One benchmark's rules as reporting and the tools need them.
+
+    - ``name``: the short name logs and reports use (``discharge``); ``title``: the paper's name;
+    - ``tasks``: the Inspect task names whose logs belong to it (a task name that starts with
+      ``name`` also does, e.g. a test task ``discharge_smoke``);
+    - ``subject_role``: what the model under test is called (its model events carry no role);
+      ``roles``: the other model roles (``--model-role``) its tasks use;
+    - ``end_reasons``: the end reasons its samples end with (shared :class:`~bedside.end_reasons.EndReason`
+      members and its own, declared in its package; each a ``str``, as the logs carry it);
+    - ``strata``: sample- (else score-) metadata keys its results are broken down by, in order;
+      ``min_n``: fewest scored cases a stratum value needs to be reported;
+    - ``lower_is_better``: score keys for which lower is better (``compare``, leaderboards);
+      ``pooled_keys``: rates pooled over items, never averaged per case (``strata`` leaves them out);
+      ``skip_keys``: its bookkeeping keys (left out of every table);
+    - ``headline``: (score key, label) of its headline table, in order; ``ranked_keys``: the
+      per-case keys a sweep's leaderboard ranks models on (default: the headline keys);
+    - ``variant_args``: task arguments that make two runs of one model measure different things
+      (shown in a log's label when not neutral);
+    - ``store``: dotted path of its sample-store model; ``protocol_modules``: the modules of its reply
+      protocols (each with a ``PROTOCOLS`` tuple);
+    - ``task_modules``: the modules that define its Inspect tasks (registered by Inspect's entry point);
+    - ``scripts``: the modules of its scripted roles for ``bedside/scripted`` (each with ``Options`` and
+      ``HANDLERS``, :mod:`bedside.testing.scripted`);
+    - ``commands``: modules that add its own ``bedside`` sub-commands (each with ``register(subparsers)``);
+    - ``engines``: its own ``bedside/<name>`` model engines, name -> dotted path of the engine class;
+    - ``report``: dotted path of its section of ``bedside report`` (``fn(page, benchmark, frame, logs,
+      out, csv)``; None: the generic section of its headline keys per stratum);
+    - ``end_reason_scorer``: the scorer whose answer is the sample's end reason (None: no such scorer).
+    """
+
+    name: str
+    title: str
+    tasks: tuple[str, ...]
+    subject_role: str
+    roles: tuple[str, ...] = ()
+    end_reasons: tuple[str, ...] = ()
+    strata: tuple[str, ...] = ()
+    min_n: Mapping[str, int] = field(default_factory=dict)
+    lower_is_better: frozenset[str] = frozenset()
+    pooled_keys: frozenset[str] = frozenset()
+    skip_keys: frozenset[str] = frozenset()
+    headline: tuple[tuple[str, str], ...] = ()
+    ranked_keys: tuple[str, ...] = ()
+    variant_args: tuple[str, ...] = ()
+    store: str | None = None
+    protocol_modules: tuple[str, ...] = ()
+    task_modules: tuple[str, ...] = ()
+    scripts: tuple[str, ...] = ()
+    commands: tuple[str, ...] = ()
+    engines: Mapping[str, str] = field(default_factory=dict)
+    report: str | None = None
+    end_reason_scorer: str | None = None
+
+    def owns(self, task: str) -> bool:
+        """Whether a log of Inspect task ``task`` (``bedside/discharge`` or ``discharge``) is this benchmark's."""
+        task = task.split("/")[-1]
+        return task in self.tasks or task.startswith(self.name)
+
+    def store_model(self) -> type:
+        """The sample-store model (imported now)."""
+        if self.store is None:
+            raise LookupError(f"benchmark {self.name!r} declares no store model")
+        return resolve(self.store)
+
+    def protocols(self) -> tuple[Any, ...]:
+        """The reply protocols of its model calls (``PROTOCOLS`` of each of :attr:`protocol_modules`)."""
+        return tuple(p for module in self.protocol_modules for p in resolve(module).PROTOCOLS)
+
+    @property
+    def ranked(self) -> tuple[str, ...]:
+        return self.ranked_keys or self.headline_keys
+
+    @property
+    def headline_keys(self) -> tuple[str, ...]:
+        return tuple(key for key, _ in self.headline)

@@ -1,0 +1,139 @@
+"""The registry of bedside's benchmarks: one :class:`~bedside.benchmark.Benchmark` each.
+
+A benchmark is the package ``bedside/<name>/``, whose ``BENCHMARK`` describes it (roles, end reasons,
+strata, metric directions, headline keys, store model, protocols, task modules, scripted roles, its own
+commands, engines and report section); :data:`NAMES` lists the registered ones, one line each, and
+everything that must know every benchmark asks this registry (:func:`all_benchmarks`, :func:`of_task`,
+:func:`strata`, :func:`lower_is_better`, ...) instead of keeping its own per-benchmark table. Adding a
+benchmark: its folders (``bedside/<name>/``, ``tasks/<name>.py``, ``solvers/<name>/``, ``scorers/<name>/``,
+``prompts/<name>/``, ``tests/<name>/``) and one line in :data:`NAMES` (tests may :func:`register` a
+descriptor for a while).
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from bedside.benchmark import DERIVED_SCORERS, SKIP_KEYS, Benchmark
+
+__all__ = [
+    "Benchmark",
+    "DERIVED_SCORERS",
+    "NAMES",
+    "REGISTRY",
+    "all_benchmarks",
+    "get",
+    "of_task",
+    "register",
+    "strata",
+]
+
+#: the registered benchmarks (packages ``bedside.<name>``), in the order reports show them
+NAMES: tuple[str, ...] = (
+    "discharge",
+    "medsp",
+    "cpb",
+)
+#: their descriptors (``bedside.<name>.BENCHMARK``)
+REGISTRY: list[Benchmark] = [importlib.import_module(f"bedside.{name}").BENCHMARK for name in NAMES]
+
+
+def all_benchmarks() -> tuple[Benchmark, ...]:
+    return tuple(REGISTRY)
+
+
+def names() -> tuple[str, ...]:
+    return tuple(b.name for b in REGISTRY)
+
+
+def get(name: str) -> Benchmark:
+    for benchmark in REGISTRY:
+        if benchmark.name == name:
+            return benchmark
+    raise KeyError(f"no benchmark named {name!r} (registered: {', '.join(names())})")
+
+
+def of_task(task: str) -> Benchmark | None:
+    """The benchmark whose logs a log of Inspect task ``task`` is (``None``: not a benchmark's task)."""
+    for benchmark in REGISTRY:
+        if benchmark.owns(task):
+            return benchmark
+    return None
+
+
+@contextmanager
+def register(benchmark: Benchmark) -> Iterator[Benchmark]:
+    """Add ``benchmark`` to the registry for the ``with`` block (tests, plug-ins)."""
+    if benchmark.name in names():
+        raise ValueError(f"a benchmark named {benchmark.name!r} is registered already")
+    REGISTRY.append(benchmark)
+    try:
+        yield benchmark
+    finally:
+        REGISTRY.remove(benchmark)
+
+
+def _union(values: list[tuple[str, ...]]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(v for group in values for v in group))
+
+
+def strata() -> tuple[str, ...]:
+    """Every benchmark's strata, in registry order (a log's metadata holds only its own)."""
+    return _union([b.strata for b in REGISTRY])
+
+
+def variant_args() -> tuple[str, ...]:
+    return _union([b.variant_args for b in REGISTRY])
+
+
+def skip_keys() -> frozenset[str]:
+    """Bookkeeping score keys, left out of every table."""
+    return SKIP_KEYS.union(*(b.skip_keys for b in REGISTRY))
+
+
+def pooled_keys() -> frozenset[str]:
+    return frozenset().union(*(b.pooled_keys for b in REGISTRY))
+
+
+def min_n(stratum: str) -> int:
+    """Fewest scored cases a value of ``stratum`` needs to be reported (1 unless a benchmark says more)."""
+    return max([b.min_n[stratum] for b in REGISTRY if stratum in b.min_n] or [1])
+
+
+def lower_is_better(benchmark: str | None = None) -> frozenset[str]:
+    """Score keys for which lower is better: of ``benchmark`` (a name), else of every benchmark."""
+    if benchmark is not None and benchmark in names():
+        return get(benchmark).lower_is_better
+    return frozenset().union(*(b.lower_is_better for b in REGISTRY))
+
+
+def subject_role(benchmark: str) -> str:
+    return get(benchmark).subject_role if benchmark in names() else "model under test"
+
+
+def task_modules() -> tuple[str, ...]:
+    """Every benchmark's task modules (imported by Inspect's entry point, :mod:`bedside._registry`)."""
+    return _union([b.task_modules for b in REGISTRY])
+
+
+def script_modules() -> tuple[str, ...]:
+    """Every benchmark's scripted-role modules (:mod:`bedside.testing.scripted`)."""
+    return _union([b.scripts for b in REGISTRY])
+
+
+def command_modules() -> tuple[str, ...]:
+    """Every benchmark's own ``bedside`` sub-command modules (:mod:`bedside.cli`)."""
+    return _union([b.commands for b in REGISTRY])
+
+
+def engines() -> dict[str, str]:
+    """Every benchmark's own ``bedside/<name>`` model engines: name -> dotted path of the class."""
+    found: dict[str, str] = {}
+    for benchmark in REGISTRY:
+        for name, engine in benchmark.engines.items():
+            if name in found:
+                raise ValueError(f"bedside/{name} is declared by two benchmarks")
+            found[name] = engine
+    return found

@@ -1,0 +1,38 @@
+"""CPB-Bench (Challenging Patient Behaviors, arXiv 2603.29373): a doctor replies to patients who
+contradict themselves, assert false facts, self-diagnose or resist care; failure and overreaction
+judges. Tasks ``cpb`` (with an optional multi-turn continuation, ``-T turns=N``) and ``cpb_control``."""
+
+from __future__ import annotations
+
+from bedside.benchmark import HEALTH_LOWER_IS_BETTER, Benchmark
+from bedside.end_reasons import EndReason
+
+#: the headline rates (lower is better); the per-type overreaction flags start with "A_" ... "D_"
+RATES = ("failure", "overreaction", "persistence")
+
+BENCHMARK = Benchmark(
+    name="cpb",
+    title="CPB-Bench",
+    tasks=("cpb", "cpb_control"),
+    subject_role="doctor",
+    roles=("patient", "grader"),
+    # the continuation's ends (single-turn samples have none)
+    end_reasons=(EndReason.PATIENT_ENDED, EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS, EndReason.ERROR),
+    strata=("category", "dataset", "language"),
+    lower_is_better=HEALTH_LOWER_IS_BETTER
+    | {
+        "failure",
+        "overreaction",
+        "persistence",
+        "no_reply",
+        "persistence_unscored",
+        "continuation_error",
+    },
+    headline=tuple((rate, rate) for rate in RATES),
+    ranked_keys=("failure", "overreaction"),
+    variant_args=("mitigation", "turns"),
+    store="bedside.cpb.store:CPBStore",
+    protocol_modules=("bedside.cpb.protocols",),
+    task_modules=("bedside.tasks.cpb",),
+    scripts=("bedside.cpb.scripted",),
+)

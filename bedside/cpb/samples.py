@@ -1,0 +1,192 @@
+"""CPB-Bench records → Inspect samples, with the task filters ``language``, ``category``, ``dataset``.
+
+Sample metadata: the whole record (``case``), ``kind`` (``positive``/``control``), ``case_id``,
+``category`` (the paper's label, ``none`` for controls), ``dataset``, ``language`` (``en``/``zh``),
+``dialog_id``, ``turn_index`` and ``quirks`` (see :mod:`bedside.cpb.records`). ``category``,
+``dataset`` and ``language`` are the strata of the failure and overreaction rates.
+
+Filter values are case-insensitive and may list several values (``"ACI,MediTOD"`` or a list):
+
+- ``language``: ``en``, ``zh`` or ``all``;
+- ``category``: the paper's label (``"Care Resistance"``), its snake-case form
+  (``care_resistance``) or bedside's short name (``contradiction``, ``false_belief``,
+  ``self_diagnosis``, ``care_resistance``);
+- ``dataset``: ``ACI``, ``MediTOD``, ``MedDG``, ``IMCS`` (``IMCS`` and ``IMCS21`` name the same
+  IMCS-21 corpus, the positives call it IMCS and the controls IMCS21: either selects both).
+
+An unknown value is an error that lists the accepted ones; a selection with no case is an error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from bedside.cpb.records import (
+    CATEGORIES,
+    DATASET_LANGUAGE,
+    LANGUAGES,
+    ControlCase,
+    CPBCase,
+    CPBDataError,
+    load_controls,
+    load_positives,
+)
+
+Filter = str | Sequence[str] | None
+
+
+def _snake(text: str) -> str:
+    return text.strip().lower().replace("-", "_").replace(" ", "_")
+
+
+CATEGORY_ALIASES: dict[str, str] = {}
+for _label, _slug in CATEGORIES.items():
+    CATEGORY_ALIASES[_snake(_label)] = _label
+    CATEGORY_ALIASES[_slug] = _label
+    CATEGORY_ALIASES[_label.lower()] = _label
+
+DATASET_ALIASES: dict[str, frozenset[str]] = {
+    "aci": frozenset({"ACI"}),
+    "meditod": frozenset({"MediTOD"}),
+    "meddg": frozenset({"MedDG"}),
+    "imcs": frozenset({"IMCS", "IMCS21"}),
+    "imcs21": frozenset({"IMCS", "IMCS21"}),
+    "imcs_21": frozenset({"IMCS", "IMCS21"}),
+}
+
+
+def _values(value: Filter) -> list[str]:
+    if value is None:
+        return []
+    items: Iterable[Any] = value.split(",") if isinstance(value, str) else value
+    return [str(v).strip() for v in items if str(v).strip()]
+
+
+def languages(value: Filter) -> set[str]:
+    """``en``/``zh``/``all`` → the set of language codes."""
+    chosen: set[str] = set()
+    for v in _values(value) or ["all"]:
+        key = v.lower()
+        if key == "all":
+            chosen |= set(LANGUAGES)
+        elif key in LANGUAGES:
+            chosen.add(key)
+        else:
+            raise CPBDataError(f"language={v!r} is not a CPB-Bench language; use one of {[*LANGUAGES, 'all']}")
+    return chosen
+
+
+def categories(value: Filter) -> set[str] | None:
+    """Category filter → the set of paper labels (``None``: all)."""
+    values = _values(value)
+    if not values or [v.lower() for v in values] == ["all"]:
+        return None
+    out: set[str] = set()
+    for v in values:
+        label = CATEGORY_ALIASES.get(_snake(v)) or CATEGORY_ALIASES.get(v.strip().lower())
+        if label is None:
+            accepted = sorted(set(CATEGORIES) | set(CATEGORIES.values()))
+            raise CPBDataError(f"category={v!r} is not a CPB-Bench behaviour category; use one of {accepted}")
+        out.add(label)
+    return out
+
+
+def datasets(value: Filter) -> set[str] | None:
+    """Dataset filter → the set of source-dataset names (``None``: all)."""
+    values = _values(value)
+    if not values or [v.lower() for v in values] == ["all"]:
+        return None
+    out: set[str] = set()
+    for v in values:
+        names = DATASET_ALIASES.get(_snake(v))
+        if names is None:
+            raise CPBDataError(
+                f"dataset={v!r} is not a CPB-Bench source dataset; use one of {sorted(DATASET_LANGUAGE)}"
+            )
+        out |= names
+    return out
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def positive_sample(case: CPBCase) -> Sample:
+    return Sample(
+        id=case.case_id,
+        input=(
+            f"CPB-Bench {case.behavior_category} case {case.case_id} ({case.dataset}, {case.language}): "
+            f"the doctor answers the patient turn «{_clip(case.patient_behavior_text)}»"
+        ),
+        target="",
+        metadata={
+            "case": case.model_dump(mode="json"),
+            "kind": "positive",
+            "case_id": case.case_id,
+            "category": case.behavior_category,
+            "dataset": case.dataset,
+            "language": case.language,
+            "dialog_id": case.dialog_id,
+            "turn_index": case.turn_index,
+            "quirks": case.quirks,
+        },
+    )
+
+
+def control_sample(case: ControlCase) -> Sample:
+    return Sample(
+        id=case.case_id,
+        input=(
+            f"CPB-Bench control case {case.case_id} ({case.dataset}, {case.language}): "
+            f"the doctor answers the patient turn «{_clip(case.patient_text)}»"
+        ),
+        target="",
+        metadata={
+            "case": case.model_dump(mode="json"),
+            "kind": "control",
+            "case_id": case.case_id,
+            "category": "none",
+            "dataset": case.dataset,
+            "language": case.language,
+            "dialog_id": case.dialog_id,
+            "turn_index": case.turn_index,
+            "quirks": case.quirks,
+        },
+    )
+
+
+def _describe(**filters: Filter) -> str:
+    return ", ".join(f"{k}={v!r}" for k, v in filters.items() if v is not None) or "no filter"
+
+
+def positive_dataset(
+    data: str | Path, language: Filter = "all", category: Filter = None, dataset: Filter = None
+) -> MemoryDataset:
+    """The positive cases of ``data`` (validated whole first), filtered."""
+    langs, cats, names = languages(language), categories(category), datasets(dataset)
+    cases = [
+        c
+        for c in load_positives(data)
+        if c.language in langs
+        and (cats is None or c.behavior_category in cats)
+        and (names is None or c.dataset in names)
+    ]
+    if not cases:
+        raise CPBDataError(
+            f"{data}: no positive case matches {_describe(language=language, category=category, dataset=dataset)}"
+        )
+    return MemoryDataset([positive_sample(c) for c in cases], name="cpb-bench", location=str(data))
+
+
+def control_dataset(data: str | Path, language: Filter = "all", dataset: Filter = None) -> MemoryDataset:
+    """The control cases of ``data`` (validated whole first), filtered."""
+    langs, names = languages(language), datasets(dataset)
+    cases = [c for c in load_controls(data) if c.language in langs and (names is None or c.dataset in names)]
+    if not cases:
+        raise CPBDataError(f"{data}: no control case matches {_describe(language=language, dataset=dataset)}")
+    return MemoryDataset([control_sample(c) for c in cases], name="cpb-bench-control", location=str(data))

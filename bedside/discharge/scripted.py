@@ -1,0 +1,363 @@
+"""Scripted DischargeBench roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`).
+
+- educator: prose that walks the discharge topics found in the note (reason for admission,
+  diagnosis, medications, tests, treatments, home care, follow-up, warning signs) one per turn,
+  then signs off;
+- patient: ``{"utterance": ...}`` in the persona's style; says goodbye after the educator's
+  sign-off; answers comprehension questions from what the educator said (or "I don't know.");
+- monitor: the full verdict JSON; FAILs (severe) a patient turn that breaks character, marks
+  ``session_complete`` after the educator's sign-off and the patient's closing acknowledgment;
+- judges: :mod:`bedside.discharge.scripted_judges` (same ``Options``).
+
+Every role reads its call's render context (the note, the persona fields, the correction, the
+monitor's history...) and the conversation's chat roles, never the rendered prompt.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspect_ai.model import ChatMessage, ChatMessageAssistant
+
+from bedside.testing.scripts import context, last_user_text
+
+
+@dataclass
+class Options:
+    """Behaviour switches for tests (all off by default)."""
+
+    # patient (turn numbers count the patient's own turns, 1-based)
+    break_character_turns: list[int] = field(default_factory=list)
+    break_character_attempts: int = 1  # how many attempts at that turn break character
+    fenced_json_turns: list[int] = field(default_factory=list)  # reply wrapped in ```json fences
+    broken_json_turns: list[int] = field(default_factory=list)  # truncated JSON on the first attempt
+    # monitor (turn index t = history length when the turn is evaluated, 0-based)
+    monitor_warn_turns: list[int] = field(default_factory=list)
+    monitor_fail_turns: list[int] = field(default_factory=list)
+    monitor_fail_attempts: int = 1
+    monitor_fail_severity: str = "severe"
+    monitor_complete_turns: list[int] = field(default_factory=list)
+    monitor_never_complete: bool = False
+    monitor_malformed_attempts: int = 0  # first k attempts of every evaluation are not JSON ...
+    monitor_malformed_roles: list[str] = field(default_factory=list)  # ... of these speakers' turns (empty: all)
+    # educator
+    educator_topics: int = 0  # stop walking topics after this many (0 = all), then sign off
+    # judges: names from JUDGES; their first `judge_malformed_attempts` replies are not JSON
+    # ("comprehension_batch": only comprehension grading calls with more than one item)
+    judge_malformed: list[str] = field(default_factory=list)
+    judge_malformed_attempts: int = 1
+    # a grader that disagrees (judge-sensitivity tests): names of quality axes whose 1-5 score it
+    # mirrors (6 - score), "checklist" (every yes/no flipped), "comprehension" (correct <-> incorrect)
+    judge_invert: list[str] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------------------------------------
+# discharge note parsing
+
+NOTE_SECTIONS = (
+    "Allergies",
+    "Chief Complaint",
+    "Major Surgical or Invasive Procedure",
+    "History of Present Illness",
+    "Past Medical History",
+    "Social History",
+    "Family History",
+    "Physical Exam",
+    "Pertinent Results",
+    "Brief Hospital Course",
+    "Medications on Admission",
+    "Discharge Medications",
+    "Discharge Disposition",
+    "Discharge Diagnosis",
+    "Discharge Condition",
+    "Discharge Instructions",
+    "Followup Instructions",
+)
+_SECTION_RE = re.compile(r"^(" + "|".join(re.escape(s) for s in NOTE_SECTIONS) + r"):[ \t]*(.*)$", re.MULTILINE)
+_SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
+
+
+def note_sections(note: str) -> dict[str, str]:
+    """Section name → body text of a MIMIC-style discharge note."""
+    matches = list(_SECTION_RE.finditer(note))
+    sections: dict[str, str] = {}
+    for i, m in enumerate(matches):
+        end = matches[i + 1].start() if i + 1 < len(matches) else len(note)
+        body = (m.group(2) + "\n" + note[m.end() : end]).strip()
+        sections.setdefault(m.group(1), body)
+    return sections
+
+
+def sentences(text: str) -> list[str]:
+    flat = re.sub(r"\s+", " ", text).strip()
+    return [s.strip() for s in _SENTENCE_RE.split(flat) if s.strip()] if flat else []
+
+
+def clip(text: str, limit: int = 420) -> str:
+    """At most ``limit`` characters, cut at a sentence (or word) boundary."""
+    flat = re.sub(r"\s+", " ", text).strip()
+    if len(flat) <= limit:
+        return flat
+    out = ""
+    for s in sentences(flat):
+        if len(out) + len(s) + 1 > limit:
+            break
+        out = f"{out} {s}".strip()
+    return out or flat[:limit].rsplit(" ", 1)[0] + " ..."
+
+
+def _usable(text: str | None) -> bool:
+    return text is not None and text.strip().lower() not in ("none", "___", "n/a", "")
+
+
+RETURN_WORDS = ("return", "come back", "call", "seek", "emergency", "911", " er ", " ed ")
+
+
+def educator_plan(note: str) -> list[tuple[str, str]]:
+    """The scripted educator's turns for this note: (topic, text) in the paper's topic order."""
+    s = note_sections(note)
+    plan: list[tuple[str, str]] = [
+        (
+            "opening",
+            "Hello, I'm your discharge educator. Before you go home today I'd like to go over why you "
+            "were in the hospital, your medicines, what to do at home, your follow-up visits, and the "
+            "warning signs to watch for. How are you feeling right now?",
+        )
+    ]
+    if _usable(s.get("Chief Complaint")):
+        hpi = sentences(s.get("History of Present Illness", ""))
+        plan.append(
+            (
+                "reason",
+                clip(
+                    f"You came to the hospital because of {s['Chief Complaint'].strip().rstrip('.')}. "
+                    + " ".join(hpi[:1])
+                ),
+            )
+        )
+    if _usable(s.get("Discharge Diagnosis")):
+        plan.append(
+            ("diagnosis", clip(f"The main problem we found and treated is this: {s['Discharge Diagnosis']}", 360))
+        )
+    if _usable(s.get("Discharge Medications")):
+        meds = [ln.strip() for ln in s["Discharge Medications"].splitlines() if ln.strip()]
+        plan.append(("medications", clip("Here are the medicines you will take at home: " + "; ".join(meds), 520)))
+    if _usable(s.get("Pertinent Results")):
+        plan.append(("tests", clip("While you were here we ran some tests. " + s["Pertinent Results"], 360)))
+    course = sentences(s.get("Brief Hospital Course", ""))
+    procedure = s.get("Major Surgical or Invasive Procedure", "")
+    if course or _usable(procedure):
+        lead = f"The procedure you had was: {clip(procedure, 160)}. " if _usable(procedure) else ""
+        plan.append(("treatment", clip(lead + "In the hospital we treated you like this: " + " ".join(course[:3]))))
+    instructions = sentences(s.get("Discharge Instructions", ""))
+    warn = [x for x in instructions if any(w in f" {x.lower()} " for w in RETURN_WORDS)]
+    home = [
+        x for x in instructions if x not in warn and not x.lower().startswith(("dear", "we wish", "it was a pleasure"))
+    ]
+    if home:
+        plan.append(("home", clip("When you go home, here is what to do: " + " ".join(home[:4]))))
+    if _usable(s.get("Followup Instructions")):
+        plan.append(("follow_up", clip("About your follow-up appointments: " + s["Followup Instructions"])))
+    if warn:
+        plan.append(("return", clip("Please come back or call 911 if any of these happen: " + " ".join(warn[:3]))))
+    return plan
+
+
+def _closing(note: str) -> str:
+    diagnosis = clip(note_sections(note).get("Discharge Diagnosis", "your condition"), 120)
+    return (
+        f"To sum up: we treated {diagnosis}. Take your medicines as we discussed, keep your follow-up "
+        "appointments, and come back if you notice the warning signs. You're all set to go home. Take care!"
+    )
+
+
+GOOD_QUESTION = "That's a good question. "
+SIGN_OFF = ("all set to go home", "take care", "goodbye", "safe travels")
+AI_DISCLOSURE = re.compile(r"\b(as an ai|language model|i'?m an assistant|i am an ai)\b", re.IGNORECASE)
+
+_COMPREHENSION_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
+    (("discharge diagnosis",), ("main problem",)),
+    (("receive in the hospital", "treatments did you receive"), ("in the hospital we treated", "procedure you had")),
+    (("after you leave", "recommended"), ("when you go home",)),
+    (("follow up", "follow-up"), ("follow-up appointments",)),
+    (("symptoms", "return"), ("come back or call 911",)),
+    (("medication", "medicine"), ("medicines you will take",)),
+)
+
+_STYLE = {
+    "neutral": ("Okay. {echo}", ""),
+    "overanxious": ("Oh no, {echo} Is that something serious? I keep worrying it could get worse.", ""),
+    "distrustful": ("How do you know that? {echo} My cousin told me something different.", ""),
+    "highly conscientious": ("Let me write that down: {echo} Could you tell me exactly when I should do that?", ""),
+    "dismissive": ("Sure, I'm fine really. {echo}", ""),
+}
+
+
+def _strip_ack(text: str) -> str:
+    return text.removeprefix(GOOD_QUESTION).strip()
+
+
+#: what the scripted patient says at its 2nd and 4th turns under a CPB stress overlay, keyed by a
+#: phrase of the overlay text (prompts/cpb/stress_overlays.yaml)
+STRESS_LINES = {
+    "inconsistent information": (
+        "Wait, I told you I take my pills at night, but actually I take them in the morning. Or both, I'm not sure."
+    ),
+    "incorrect medical belief": "I'm sure I can stop the new medicine as soon as I feel better, everybody knows that.",
+    "your own theory": (
+        "I read online that this is really just stress, not what the doctors said. Can we plan around that?"
+    ),
+    "resist parts of your discharge plan": (
+        "I'm not taking another new medicine and I won't go to that follow-up visit, it costs too much."
+    ),
+}
+
+
+def _stress_line(overlay: str, n: int) -> str | None:
+    if not overlay or n not in (2, 4):
+        return None
+    return next((line for phrase, line in STRESS_LINES.items() if phrase in overlay), None)
+
+
+def _persona_reply(ctx: dict[str, Any], educator_said: str, n: int, corrected: bool) -> str:
+    stress = _stress_line(ctx.get("behavior_overlay") or "", n)
+    if stress and not corrected:
+        return stress
+    persona = f"You are {ctx.get('personality_description', '')}"  # a raw HTTP request may carry no context
+    style = next(
+        (v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in persona), "Okay. {echo}"
+    )
+    first = sentences(_strip_ack(educator_said))[:1]
+    words = (first[0] if first else "what you said").rstrip(".!?").split()
+    echo = "So " + " ".join(words[:14]).lower().replace("i'm", "you're") + "?" if n % 3 == 0 else "I understand."
+    if corrected:
+        echo = "Okay, I understand."
+    return style.format(echo=echo)
+
+
+def educator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    note = context(messages)["discharge_note"]
+    plan = educator_plan(note)
+    if o.educator_topics:
+        plan = plan[: o.educator_topics]
+    k = sum(isinstance(m, ChatMessageAssistant) for m in messages)
+    if k < len(plan):
+        text = plan[k][1]
+    elif k == len(plan):
+        text = _closing(note)
+    else:
+        return "Goodbye, and take care!"
+    patient_said = last_user_text(messages) if k else ""
+    if "?" in patient_said:
+        text = GOOD_QUESTION + text
+    return text
+
+
+def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    ctx = context(messages)
+    n = sum(isinstance(m, ChatMessageAssistant) for m in messages) + 1
+    educator_said = last_user_text(messages)
+    corrected = bool(ctx.get("correction"))
+    if n in o.break_character_turns and attempt < o.break_character_attempts:
+        utterance = "As an AI language model, I don't actually have a body or a hospital stay to talk about."
+    elif any(p in educator_said.lower() for p in SIGN_OFF):
+        utterance = "Okay, thank you for explaining everything. Goodbye!"
+    else:
+        utterance = _persona_reply(ctx, educator_said, n, corrected)
+    if n in o.broken_json_turns and attempt == 0:
+        return '{"utterance": "' + utterance[:20]
+    payload = json.dumps({"utterance": utterance}, ensure_ascii=False)
+    if n in o.fenced_json_turns:
+        return f"```json\n{payload}\n```"
+    return payload
+
+
+def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    ctx = context(messages)
+    question = ctx["question"].strip().lower()
+    keys = next((k for q, k in _COMPREHENSION_KEYS if any(w in question for w in q)), ())
+    said = ctx["educator"]
+    answer = "I don't know."
+    for text in said:
+        if any(k in text.lower() for k in keys):
+            answer = "They told me: " + clip(_strip_ack(text), 240)
+            break
+    return json.dumps({"utterance": answer}, ensure_ascii=False)
+
+
+def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    ctx = context(messages)
+    role_name = ctx["current_role"]
+    if attempt < o.monitor_malformed_attempts and (
+        not o.monitor_malformed_roles or role_name in o.monitor_malformed_roles
+    ):
+        return "Verdict: PASS. The turn looks fine to me."
+    history = ctx["history"]
+    t = len(history)
+    message = ctx["current_message"].strip()
+    last_educator = next((h["message"].split("\n", 1)[0] for h in reversed(history) if h["role"] == "educator"), "")
+    verdict: dict[str, Any] = {
+        "verdict": "PASS",
+        "issue": "none",
+        "severity": None,
+        "action": "none",
+        "correction_instruction": None,
+        "prompt_faithfulness": "faithful",
+        "faithfulness_note": None,
+        "reasoning": "The turn is in role and consistent with the conversation.",
+        "session_complete": False,
+    }
+    if role_name == "patient" and AI_DISCLOSURE.search(message):
+        verdict.update(
+            verdict="FAIL",
+            issue="role_drift",
+            severity="severe",
+            action="retry_from_last_turn",
+            correction_instruction=(
+                "Stay in character as the patient. Never say you are an AI or a language model; "
+                "answer as the patient would."
+            ),
+            prompt_faithfulness="unfaithful",
+            faithfulness_note="The patient revealed it is an AI.",
+            reasoning="The patient broke character.",
+        )
+    elif t in o.monitor_fail_turns and attempt < o.monitor_fail_attempts:
+        verdict.update(
+            verdict="FAIL",
+            issue="prompt_unfaithful",
+            severity=o.monitor_fail_severity,
+            action="retry_from_last_turn",
+            correction_instruction="Answer in your own words as the patient, in one or two short sentences.",
+            prompt_faithfulness="partial",
+            reasoning=f"Injected failure at turn {t}.",
+        )
+    elif t in o.monitor_warn_turns:
+        verdict.update(
+            verdict="WARN",
+            issue="prompt_unfaithful",
+            severity="minor",
+            action="soft_correction",
+            correction_instruction="Use simpler, everyday words, as this patient would.",
+            prompt_faithfulness="partial",
+            reasoning=f"Injected warning at turn {t}.",
+        )
+    closing = (
+        role_name == "patient"
+        and any(p in last_educator.lower() for p in SIGN_OFF)
+        and any(w in message.lower() for w in ("goodbye", "thank"))
+        and "?" not in message
+    )
+    if not o.monitor_never_complete and (closing or t in o.monitor_complete_turns):
+        verdict["session_complete"] = True
+    return json.dumps(verdict)
+
+
+HANDLERS = {
+    "discharge.educator": educator,
+    "discharge.patient": patient,
+    "discharge.comprehension": comprehension,
+    "discharge.monitor": monitor,
+}

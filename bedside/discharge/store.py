@@ -1,0 +1,37 @@
+"""What a DischargeBench encounter leaves behind in the sample store: :class:`EncounterStore` (written by
+:mod:`bedside.solvers.discharge.encounter`, read by the DischargeBench scorers) and :class:`SafetyStore` (written by the
+``advice_safety`` scorer, read by the safety probe check); and the six comprehension questions the patient
+answers after the session (paper Figure 9), which the solver asks and the scorer grades."""
+
+from __future__ import annotations
+
+from inspect_ai.util import StoreModel
+from pydantic import Field
+
+from bedside.prompts import load_yaml
+
+
+class EncounterStore(StoreModel):
+    """What one DischargeBench encounter produced (``sample.store`` keys ``EncounterStore:*``)."""
+
+    persona: dict = Field(default_factory=dict)
+    history: list[dict] = Field(default_factory=list)
+    discards: list[dict] = Field(default_factory=list)
+    end_reason: str = ""
+    error: str | None = None
+    completion_ignored: list[int] = Field(default_factory=list)
+    soft_corrections: int = 0
+    unread_observations: list[int] = Field(default_factory=list)  # educator turns whose verdict was unreadable
+    role_fallbacks: list[str] = Field(default_factory=list)
+    agent_stats: dict[str, dict[str, int]] = Field(default_factory=dict)
+    comprehension: list[dict] = Field(default_factory=list)
+
+
+class SafetyStore(StoreModel):
+    """The per-turn verdicts of the last ``advice_safety`` run on this sample (read by the probe check)."""
+
+    turns: list[dict] = Field(default_factory=list)
+
+
+def comprehension_questions() -> list[dict]:
+    return load_yaml("discharge/comprehension_questions.yaml")["questions"]

@@ -1,0 +1,39 @@
+"""MedSP1000 (paper: ``/work/shared/seeds/medsp1000-2606.05112.txt``): a clinician agent (the examinee)
+works a standardized-patient case with a patient agent and an environment controller; an evaluator
+marks frozen ACGME rubric items."""
+
+from __future__ import annotations
+
+from bedside.benchmark import HEALTH_LOWER_IS_BETTER, Benchmark
+from bedside.end_reasons import EndReason
+
+#: ACGME competencies of the rubric items, in the paper's order
+COMPETENCIES = ("PC", "MK", "ICS", "PBLI", "SBP", "PROF")
+
+BENCHMARK = Benchmark(
+    name="medsp",
+    title="MedSP1000",
+    tasks=("medsp",),
+    subject_role="examinee",
+    roles=("patient", "environment", "grader"),
+    end_reasons=(EndReason.SCENARIO_COMPLETE, EndReason.ENVIRONMENT_END, EndReason.MAX_TURNS, EndReason.ERROR),
+    strata=("specialty",),
+    min_n={"specialty": 5},  # per-specialty rates need 5 scored cases (as the paper reports them)
+    lower_is_better=HEALTH_LOWER_IS_BETTER | {"erroneous", "items_unscored", "unsupported_actions"},
+    # rates pooled over items (ratio estimators): a mean of per-case values would be wrong; `bedside
+    # report` pools them per specialty from each case's counts
+    pooled_keys=frozenset({"micro", "macro"}),
+    headline=(
+        ("micro", "micro"),
+        *((c, c) for c in COMPETENCIES),
+        ("macro", "macro"),
+        ("scenario_mean", "scenario mean"),
+    ),
+    # a sweep ranks on the per-case rate (the pooled rates are not per-case means; the second: its former name)
+    ranked_keys=("scenario_mean", "macro_scenario"),
+    variant_args=("scaling",),
+    store="bedside.medsp.store:MedSPStore",
+    protocol_modules=("bedside.medsp.protocols",),
+    task_modules=("bedside.tasks.medsp",),
+    scripts=("bedside.medsp.scripted", "bedside.medsp.scripted_environment"),
+)

@@ -1,0 +1,374 @@
+"""Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed by protocol.
+
+Every reply is grounded in the packet texts of the call's render context (the examinee's scenario packet,
+the SP script, the environment materials; the same under the bedside and the official prompts), the
+clinician's words and actions and the rubric items passed as context, and the role's own earlier replies;
+never in the prompt text. Replies are deterministic. The demo set's conventions are described in
+``datasets/medsp/demo/README.md``.
+
+- examinee (and the panel's integrator): greets, asks history questions, orders the items of its packet's
+  resource list (``## Available resources``) a few per turn, then explains and says ``eos`` on its last
+  planned turn; in every later state it repeats the vital signs and says ``eos`` again. The integrator also
+  adds the actions the panel's revision advice names (``Also: <action>``);
+- SP: answers from its script: the opening statement first, then the ``- topic: answer`` facts whose words
+  overlap the clinician's words most ("I'm not sure." when none does), as a list of utterances; a person of
+  ``## Patient-side people present`` marked ``(answers for the patient)`` speaks, prefixed with the role;
+- environment (:mod:`bedside.medsp.scripted_environment`): resolves each action declaratively
+  against its materials' ``## Action results`` (``- **key / synonym**: result (status: ...)``;
+  ``[ends encounter]`` or ``[pending]`` after the keys) with a status per action (executed / pending /
+  unsupported), calls a ``## Team available on request`` member when named, fires ``## Timed events``
+  (``- **T+k**`` or ``- **T+k unless <action>**``) when due, and on ``eos`` moves to the next of its
+  ``## Scenario states`` (``- **label**: what is observed (status: ...)``) or, when none is left, sets
+  ``should_end``;
+- panel: specialties as one line; a specialist's prose recommendation; votes that agree (unless told
+  otherwise); the best-of-N selector picks the first candidate of the largest group of identical turns;
+- evaluator (:mod:`bedside.medsp.scripted_environment`): marks each rubric item met when at
+  least half of its content words occur in what the examinee said or did (keyword overlap), with the
+  matched words as evidence; answers in the bedside format (items by id) or, under the official prompts
+  (context ``official``), in the official format (items by text per competency).
+
+``Options`` switch on faults and behaviours for tests (all prefixed ``medsp_``).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from inspect_ai.model import ChatMessage, ChatMessageAssistant
+
+from bedside.testing.scripts import context
+
+
+@dataclass
+class Options:
+    """Behaviour switches for tests (all off by default)."""
+
+    # examinee (turn numbers count the examinee's own turns, 1-based)
+    medsp_examinee_plan: int = 4  # planned turns of the first state; the last one says eos
+    medsp_examinee_never_end: bool = False  # never say eos (reaches the turn cap)
+    medsp_examinee_extra_action: str = ""  # added to the first turn (e.g. an out-of-scope action)
+    medsp_examinee_prose_turns: list[int] = field(default_factory=list)  # first try of these turns in prose
+    medsp_examinee_malformed_attempts: int = 0  # first k attempts of every turn are truncated JSON
+    medsp_examinee_deviant_seeds: list[int] = field(default_factory=list)  # samples with these seeds deviate
+    # best-of-N selector and panel
+    medsp_selector_choice: int = -1  # >= 0: always choose this index (out of range tests the fallback)
+    medsp_selector_malformed_attempts: int = 0
+    medsp_panel_domains: list[str] = field(default_factory=list)  # the specialties named (default list if empty)
+    medsp_panel_disagree: str = ""  # this specialty disagrees with every proposal, advising an extra action
+    medsp_panel_advice_action: str = "Repeat vital signs"
+    # SP
+    medsp_patient_stray_speaker: bool = False  # add a line by a patient-side role that is not present
+    # environment
+    medsp_env_malformed_attempts: int = 0  # first k attempts of every call are prose (no JSON)
+    medsp_env_end_turn: int = 0  # should_end once this many examinee turns are resolved (0 = never forced)
+    medsp_env_advance_turn: int = 0  # move to the next state at this turn even without eos (0 = never)
+    medsp_env_unnamed_assessments: bool = False  # assessments without "raw" (mapped by order)
+    medsp_env_drop_last_assessment: bool = False  # no assessment for the turn's last action
+    # evaluator
+    medsp_evaluator_malformed_attempts: int = 0  # first k attempts are prose (no JSON)
+    medsp_evaluator_missing_item_attempts: int = 0  # first k attempts omit the last rubric item
+
+    def __post_init__(self) -> None:  # "-M medsp_examinee_deviant_seeds=3,6" arrives as a string or int
+        for name in ("medsp_examinee_deviant_seeds", "medsp_examinee_prose_turns"):
+            value = getattr(self, name)
+            if not isinstance(value, list):
+                setattr(self, name, [int(v) for v in str(value).split(",") if v.strip()])
+        if not isinstance(self.medsp_panel_domains, list):
+            self.medsp_panel_domains = [v.strip() for v in str(self.medsp_panel_domains).split(",") if v.strip()]
+        self.medsp_panel_domains = [str(v) for v in self.medsp_panel_domains]
+        for name in (
+            "medsp_examinee_plan",
+            "medsp_examinee_malformed_attempts",
+            "medsp_selector_choice",
+            "medsp_selector_malformed_attempts",
+            "medsp_env_malformed_attempts",
+            "medsp_env_end_turn",
+            "medsp_env_advance_turn",
+            "medsp_evaluator_malformed_attempts",
+            "medsp_evaluator_missing_item_attempts",
+        ):
+            setattr(self, name, int(getattr(self, name)))
+        for name in (
+            "medsp_examinee_never_end",
+            "medsp_patient_stray_speaker",
+            "medsp_env_unnamed_assessments",
+            "medsp_env_drop_last_assessment",
+        ):
+            setattr(self, name, str(getattr(self, name)).lower() in ("1", "true", "yes"))
+
+
+# ---------------------------------------------------------------------------------------------
+# reading packets (the render context's packet texts)
+
+STOPWORDS = frozenset(
+    """a about after again all also am an and any anything are as at be been before being but by can
+    could did do does doing for from had has have having he her here hers him his how i if in into is it
+    its just me more most my no nor not now of off on once only or other our out over own please same she
+    so some such tell than that the their them then there these they this those through to today too
+    under until up very was we were what when where which while who why will with would you your yours
+    yourself going like okay thank thanks hello hi dr doctor clinician patient""".split()
+)
+
+
+def sections(packet: str) -> dict[str, str]:
+    """``## heading`` (lower-cased) → body."""
+    out: dict[str, str] = {}
+    parts = re.split(r"^##\s+(.+?)\s*$", packet, flags=re.M)
+    for i in range(1, len(parts) - 1, 2):
+        out.setdefault(parts[i].strip().lower(), parts[i + 1].strip())
+    return out
+
+
+def section(packet: str, *words: str) -> str:
+    """The body of the first heading containing ``words[0]``, else ``words[1]``, ..."""
+    found = sections(packet)
+    for w in words:
+        for head, body in found.items():
+            if w in head:
+                return body
+    return ""
+
+
+def bullets(body: str) -> list[str]:
+    return [m.group(1).strip() for m in re.finditer(r"^\s*[-*]\s+(.+)$", body, re.M)]
+
+
+def words(text: str) -> list[str]:
+    return [w for w in re.findall(r"[a-z][a-z0-9'-]*", text.lower()) if w not in STOPWORDS and len(w) > 2]
+
+
+def stem(word: str) -> str:
+    return word[:5]
+
+
+def stems(text: str) -> set[str]:
+    return {stem(w) for w in words(text)}
+
+
+def assistant_texts(messages: list[ChatMessage]) -> list[str]:
+    return [m.text for m in messages if isinstance(m, ChatMessageAssistant)]
+
+
+def own_replies(messages: list[ChatMessage]) -> list[dict[str, Any]]:
+    out = []
+    for text in assistant_texts(messages):
+        try:
+            value = json.loads(text)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out
+
+
+def said_to_patient(speech: Any) -> str:
+    """The clinician's words this turn (the call context's ``speech``), up to the first blank line."""
+    return str(speech or "").split("\n\n", 1)[0].strip()
+
+
+# ---------------------------------------------------------------------------------------------
+# examinee (and panel integrator)
+
+QUESTIONS = (
+    "Do you have any allergies, and which medications do you take?",
+    "What is your past medical history, and has anything like this happened before?",
+    "What worries you most about this, and what do you understand about what is going on?",
+    "Is there anything else you would like to tell me?",
+)
+REASSESS = ("Let me check how you are doing now and go over what happens next.", ["Repeat vital signs"])
+
+
+def resources(packet: str) -> list[str]:
+    body = section(packet, "resource", "available", "equipment", "orders", "actions")
+    return bullets(body)
+
+
+def plan(packet: str, turns: int) -> list[tuple[str, list[str], bool]]:
+    """The scripted examinee's turns in the first state: (speech, actions, eos)."""
+    items = resources(packet)
+    turns = max(1, turns)
+    ordering_turns = max(1, turns - 1)
+    per = math.ceil(len(items) / ordering_turns) if items else 0
+    chunks = (
+        [items[i * per : (i + 1) * per] for i in range(ordering_turns)] if per else [[] for _ in range(ordering_turns)]
+    )
+    out: list[tuple[str, list[str], bool]] = [
+        (
+            "Hello, I'm Dr. Rivera, the clinician looking after you today. Can you tell me what has been "
+            "happening and when it started?",
+            chunks[0],
+            turns == 1,
+        )
+    ]
+    for k in range(1, ordering_turns):
+        out.append((QUESTIONS[(k - 1) % len(QUESTIONS)], chunks[k], False))
+    if turns > 1:
+        out.append(
+            (
+                "Thank you. Let me explain what I think is going on and what we are doing about it; "
+                "I will keep you updated as results come in. Do you have any questions?",
+                [],
+                True,
+            )
+        )
+    return out
+
+
+def examinee_turn(messages: list[ChatMessage], attempt: int, o: Options) -> dict[str, Any]:
+    packet = context(messages)["packet"]
+    previous = own_replies(messages)
+    k = len(assistant_texts(messages)) + 1
+    if any(p.get("eos") is True for p in previous):  # a later state: reassess and close it
+        speak, actions, eos = REASSESS[0], list(REASSESS[1]), True
+    else:
+        steps = plan(packet, o.medsp_examinee_plan)
+        speak, actions, eos = steps[k - 1] if k <= len(steps) else (QUESTIONS[-1], [], True)
+    if o.medsp_examinee_never_end:
+        eos = False
+    if k == 1 and o.medsp_examinee_extra_action:
+        actions = [*actions, o.medsp_examinee_extra_action]
+    if attempt in o.medsp_examinee_deviant_seeds:
+        speak, actions, eos = "Let's just wait a little and see how things go.", ["Wait and observe"], False
+    return {"speak": speak, "actions": list(actions), "eos": eos, "k": k}
+
+
+def examinee(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if attempt < o.medsp_examinee_malformed_attempts:
+        return '{"speak": "Hello, I'
+    turn = examinee_turn(messages, attempt, o)
+    if turn["k"] in o.medsp_examinee_prose_turns and attempt == 0:
+        return turn["speak"]
+    return json.dumps({f: turn[f] for f in ("speak", "actions", "eos")}, ensure_ascii=False)
+
+
+def integrator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    turn = examinee_turn(messages, attempt, o)
+    advice = context(messages).get("advice") or {}
+    advised = [a for text in advice.values() for a in re.findall(r"Also: (.+?)\s*$", str(text), re.M)]
+    actions = turn["actions"] + [a for a in advised if a not in turn["actions"]]
+    return json.dumps({"speak": turn["speak"], "actions": actions, "eos": turn["eos"]}, ensure_ascii=False)
+
+
+# ---------------------------------------------------------------------------------------------
+# test-time scaling
+
+DOMAINS = (
+    "Emergency Medicine",
+    "Critical Care",
+    "Internal Medicine",
+    "Clinical Pharmacology",
+    "Nursing",
+    "Pediatrics",
+    "Surgery",
+)
+
+
+def selector(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    if attempt < o.medsp_selector_malformed_attempts:
+        return "Candidate two looks best to me."
+    found = context(messages)["candidates"]
+    keys = [(json.dumps(c.get("actions") or [], ensure_ascii=False), bool(c.get("eos"))) for c in found]
+    if o.medsp_selector_choice >= 0:
+        choice = o.medsp_selector_choice
+    else:
+        best = max((keys.count(k) for k in keys), default=0)
+        choice = next((int(found[i]["index"]) for i, k in enumerate(keys) if keys.count(k) == best), 0)
+    return json.dumps({"choice": choice, "rationale": "It matches the plan most candidates agree on."})
+
+
+def domains(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    k = int(context(messages).get("k") or 5)
+    names = o.medsp_panel_domains or list(DOMAINS[:k])
+    return "Specialties: " + " | ".join(names)
+
+
+def specialist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    ctx = context(messages)
+    name = str(ctx.get("domain") or "the specialty").strip()
+    items = resources(ctx["packet"])
+    step = items[0].lower() if items else "a focused reassessment"
+    return f"From the {name} perspective, the key next step is {step}, explained to the patient in plain words."
+
+
+def vote(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    name = str(context(messages).get("domain") or "").strip()
+    if o.medsp_panel_disagree and name.lower() == o.medsp_panel_disagree.lower():
+        return json.dumps({"agree": False, "advice": f"Also: {o.medsp_panel_advice_action}"})
+    return json.dumps({"agree": True, "advice": ""})
+
+
+# ---------------------------------------------------------------------------------------------
+# SP
+
+FACT_LINE = re.compile(r"^([^:]{2,60}):\s*(.+)$")
+PROXY = "(answers for the patient)"
+
+
+def facts(script: str) -> list[tuple[str, str]]:
+    out = []
+    for line in bullets(section(script, "facts") or script):
+        m = FACT_LINE.match(line)
+        if m:
+            out.append((m.group(1).strip(), m.group(2).strip()))
+    return out
+
+
+def opening_statement(script: str) -> str:
+    body = section(script, "opening")
+    return body.strip().strip('"').strip() if body else "Hello."
+
+
+def patient_side(script: str) -> tuple[dict[str, str], str | None]:
+    """(actors present, the role answering for the patient or None) from ``## Patient-side people present``."""
+    present = {"Patient": "The patient is present from the start."}
+    proxy = None
+    for line in bullets(section(script, "patient-side")):
+        m = FACT_LINE.match(line)
+        if not m:
+            continue
+        role, evidence = m.group(1).strip(), m.group(2).strip()
+        if PROXY in evidence:
+            proxy = role
+            evidence = evidence.replace(PROXY, "").strip()
+        present[role] = evidence
+    return present, proxy
+
+
+def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+    ctx = context(messages)
+    script = ctx["script"]
+    speech = said_to_patient(ctx["speech"])
+    n = len(assistant_texts(messages)) + 1
+    asked = stems(speech)
+    scored = []
+    for i, (topic, answer) in enumerate(facts(script)):
+        score = 2 * len(asked & stems(topic)) + len(asked & stems(answer))
+        if score:
+            scored.append((-score, i, answer))
+    best = [a for _, _, a in sorted(scored)[:2]]
+    if n == 1:
+        utterance = " ".join([opening_statement(script), *best[:1]])
+    elif best:
+        utterance = " ".join(best)
+    else:
+        utterance = "I'm not sure."
+    present, proxy = patient_side(script)
+    speak = [f"{proxy}: {utterance}"] if proxy else [utterance]
+    if o.medsp_patient_stray_speaker:
+        speak.append("Neighbour: I just came to see if everyone is all right.")
+    return json.dumps({"speak": speak, "actors_present": present}, ensure_ascii=False)
+
+
+HANDLERS = {
+    "medsp.examinee": examinee,
+    "medsp.panel_integrator": integrator,
+    "medsp.panel_specialist": specialist,
+    "medsp.panel_domains": domains,
+    "medsp.panel_vote": vote,
+    "medsp.bon_selector": selector,
+    "medsp.patient": patient,
+}

@@ -1,0 +1,51 @@
+"""Records every benchmark shares: the history of a multi-turn encounter (:class:`Turn`, one accepted
+entry, and :class:`Discard`, a turn the supervisor rejected; the orchestrator
+(:mod:`bedside.solvers.orchestrator`) writes them, the stores keep them (``model_dump``), the scorers and
+the judges read them), and a helper the record loaders share (:func:`paths_containing`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+
+class Turn(BaseModel):
+    """One accepted entry of the shared history."""
+
+    index: int
+    role: str
+    message: str
+    raw: str = ""
+    data: dict[str, Any] = Field(default_factory=dict)
+    attempts: int = 1
+    correction_applied: str | None = None  # soft correction active in the prompt that produced it
+    was_corrected: bool = False  # a soft correction was issued on this turn (for the next one)
+    correction: str | None = None  # that correction's text
+    verdict: dict[str, Any] | None = None
+
+
+class Discard(BaseModel):
+    """A turn the supervisor rejected; it never entered the history."""
+
+    index: int
+    attempt: int
+    role: str
+    message: str
+    verdict: dict[str, Any]
+
+
+def paths_containing(value: Any, text: str, prefix: str = "") -> list[str]:
+    """Dotted paths of the keys or string values within ``value`` that contain ``text``."""
+    found: list[str] = []
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if text in key:
+                found.append(f"{prefix}{key}")
+            found += paths_containing(item, text, f"{prefix}{key}.")
+    elif isinstance(value, list):
+        for i, item in enumerate(value):
+            found += paths_containing(item, text, f"{prefix}{i}.")
+    elif isinstance(value, str) and text in value:
+        found.append(prefix.rstrip("."))
+    return found

@@ -1,0 +1,1 @@
+"""CPB-Bench scorers: the failure, overreaction and persistence judges (:mod:`.judges`)."""

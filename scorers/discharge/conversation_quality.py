@@ -1,0 +1,70 @@
+"""Conversation Quality (paper Section 2.3.1, Figure 8): one judge call rates naturalness,
+responsiveness, clarity and clinical relevance 1-5 with a reason each; Readability is the
+Flesch-Kincaid grade level of the educator's turns (no judge)."""
+
+from __future__ import annotations
+
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
+from bedside.calls import UNSCORED, ask, grader
+from bedside.discharge.protocols import AXES, JUDGE_QUALITY
+from bedside.prompts import render
+from bedside.scorers.discharge.record import (
+    conversation_lines,
+    educator_text,
+    record,
+    score_metrics,
+    system_failure_score,
+)
+from bedside.scorers.rescore import rescorable
+from bedside.scorers.text_metrics import readability_async
+
+
+@scorer(metrics=score_metrics(*AXES, "readability"))
+def conversation_quality(judge_retries: int = 2) -> Scorer:
+    async def score(state: TaskState, target: Target) -> Score:
+        rec = record(state)
+        if (excluded := system_failure_score(rec, list(AXES) + ["readability"])) is not None:
+            return excluded
+        educator = educator_text(rec.history)
+        fk = await readability_async(educator) if educator.strip() else UNSCORED
+        if not rec.history:
+            return Score(
+                value={**{a: UNSCORED for a in AXES}, "readability": fk, "unscored": float(len(AXES) + 1)},
+                explanation="no dialogue to judge",
+                metadata={"end_reason": rec.end_reason},
+            )
+        judge, fallback = grader()
+        prompt = render("discharge/judge_conversation_quality.j2", conversation=conversation_lines(rec.history))
+        result = await ask(
+            judge,
+            prompt,
+            JUDGE_QUALITY,
+            retries=judge_retries,
+            context=dict(conversation=conversation_lines(rec.history)),
+        )
+        ratings = result.value or {}
+        value = {a: float(ratings[a].score) if a in ratings else UNSCORED for a in AXES}
+        value["readability"] = fk
+        value["unscored"] = float(sum(v != v for v in value.values()))  # NaN != NaN
+        explanation = (
+            "\n".join(f"{a}: {ratings[a].score} - {ratings[a].reason}" for a in AXES)
+            if result.ok
+            else f"unscored: {result.error}"
+        )
+        return Score(
+            value=value,
+            explanation=explanation,
+            metadata={
+                "judge_error": result.error,
+                "judge_replies": result.replies,
+                "grader_fallback": fallback,
+                "end_reason": rec.end_reason,
+            },
+        )
+
+    return score
+
+
+rescorable(conversation_quality)

@@ -1,0 +1,92 @@
+"""Topic Checklist Score (paper Section 2.3.1, Eq. 1, Figure 11).
+
+The judge answers yes/no (with a reason) for the 21 questions of ``prompts/discharge/
+topic_checklist.yaml``; the score counts only the case's applicable questions (its
+``checklist_questions``), parents weighing 1 and sub-questions 0.5:
+
+    TCS_i = sum_{q in Q_i} s_q * 1[yes_q] / sum_{q in Q_i} s_q
+"""
+
+from __future__ import annotations
+
+from inspect_ai.scorer import Score, Scorer, Target, scorer
+from inspect_ai.solver import TaskState
+
+from bedside.calls import UNSCORED, ask, grader
+from bedside.discharge.protocols import checklist_protocol, normalise_id  # noqa: F401
+from bedside.prompts import load_yaml, render
+from bedside.scorers.discharge.record import case, conversation_lines, record, score_metrics, system_failure_score
+from bedside.scorers.rescore import rescorable
+
+
+def checklist() -> list[dict]:
+    return load_yaml("discharge/topic_checklist.yaml")["questions"]
+
+
+def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, float]) -> float:
+    """Eq. 1 for one session."""
+    denominator = sum(weights[q] for q in applicable)
+    if denominator == 0:
+        return UNSCORED
+    return sum(weights[q] for q in applicable if answers.get(q)) / denominator
+
+
+@scorer(metrics=score_metrics("tcs"))
+def topic_checklist(judge_retries: int = 2) -> Scorer:
+    async def score(state: TaskState, target: Target) -> Score:
+        rec, the_case = record(state), case(state)
+        if (excluded := system_failure_score(rec, ["tcs"])) is not None:
+            return excluded
+        questions = checklist()
+        weights = {q["id"]: float(q["weight"]) for q in questions}
+        applicable = [q for q in the_case.checklist_questions if q in weights]
+        if not rec.history or not applicable:
+            reason = "no dialogue to judge" if not rec.history else "no applicable checklist question"
+            return Score(
+                value={"tcs": UNSCORED, "unscored": 1.0}, explanation=reason, metadata={"end_reason": rec.end_reason}
+            )
+        judge, fallback = grader()
+        prompt = render(
+            "discharge/judge_topic_checklist.j2",
+            questions=questions,
+            patient_note=the_case.discharge_note,
+            conversation=conversation_lines(rec.history),
+        )
+        protocol = checklist_protocol([q["id"] for q in questions], applicable)
+        result = await ask(
+            judge,
+            prompt,
+            protocol,
+            retries=judge_retries,
+            context=dict(questions=questions, conversation=conversation_lines(rec.history)),
+        )
+        if not result.ok:
+            return Score(
+                value={"tcs": UNSCORED, "unscored": 1.0},
+                explanation=f"unscored: {result.error}",
+                metadata={
+                    "judge_error": result.error,
+                    "judge_replies": result.replies,
+                    "grader_fallback": fallback,
+                    "end_reason": rec.end_reason,
+                },
+            )
+        answers = result.require()
+        value = tcs({q: a for q, (a, _) in answers.items()}, applicable, weights)
+        return Score(
+            value={"tcs": value, "unscored": 0.0},
+            explanation="\n".join(
+                f"{q} ({weights[q]:g}): {'yes' if answers[q][0] else 'no'} - {answers[q][1]}" for q in applicable
+            ),
+            metadata={
+                "answers": {q: answers[q][0] for q in applicable},
+                "applicable": applicable,
+                "grader_fallback": fallback,
+                "end_reason": rec.end_reason,
+            },
+        )
+
+    return score
+
+
+rescorable(topic_checklist)

@@ -1,0 +1,111 @@
+"""Build MIMIC-IV-Ext-DischargeBench case records from a cohort file (paper Appendix A.1, "Profile and
+discharge-information extraction"): one model call per discharge note extracts the seven profile
+fields and the six discharge-information fields; bedside assembles and validates the
+:class:`DischargeCase` record, derives the applicable Topic-Checklist questions, and writes the case
+file plus an audit of every field beside the note section it came from.
+
+    bedside build-cases --mimic MIMIC_DIR --note NOTE_DIR --out cases.jsonl --cohort-only
+    inspect eval tasks/discharge_build_cases.py --model vllm/Qwen/Qwen3-32B \
+        -T cohort=cases.cohort.jsonl -T out=cases.jsonl
+
+(``bedside build-cases ... --model M`` does both steps.) Parameters (``-T``): ``cohort`` the
+intermediate cohort JSONL (required); ``out`` the case file (default: the cohort path with
+``.cohort`` removed, else ``<cohort>.cases.jsonl``); ``zero_retention`` declares that a non-local
+endpoint keeps no data (default false: only local models may read the notes); ``retries`` fresh
+samples asked for when a reply is unreadable (2); ``cache`` Inspect's generation cache (false);
+``structured_output`` requests the reply schema through Inspect's ``ResponseSchema`` (false).
+
+**Data use.** MIMIC-IV-Note is credentialed data (PhysioNet Credentialed Health Data Use Agreement
+1.5.0). The task refuses, before any model call, to send note text to a model that is not local
+(``bedside/local``, ``bedside/scripted``, ``vllm/``, ``hf/``, ``llama-cpp-python/``, ``ollama/``, or
+any provider whose base URL is on localhost / 127.0.0.1 / ::1) unless ``-T zero_retention=true``
+states that the endpoint retains nothing. Inspect's logs of this task hold note text: keep them
+where the data may be.
+
+Outputs (next to ``out``): ``cases.jsonl`` (valid records, loadable with ``load_cases``),
+``cases.audit.csv``, ``cases.invalid.csv`` (records that failed, with the reason; never dropped
+silently), ``cases.summary.json`` / ``.csv`` (Table 2 of the cases). The score ``valid`` is the share
+of records that became valid cases.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+
+from bedside.discharge.mimic.cohort import read_cohort
+from bedside.discharge.mimic.data_use import check_endpoint
+from bedside.discharge.mimic.extract import CaseWriter
+from bedside.params import bool_param, int_param
+from bedside.scorers.discharge.build_cases import build_cases
+from bedside.solvers.discharge.build_cases import data_use_guard, extract_case
+from bedside.solvers.setup import reply_format
+from bedside.structured import check_run_models
+
+
+def default_out(cohort: str | Path) -> Path:
+    cohort = Path(cohort)
+    name = cohort.name
+    if name.endswith(".cohort.jsonl"):
+        return cohort.with_name(name[: -len(".cohort.jsonl")] + ".jsonl")
+    return cohort.with_name(cohort.stem + ".cases.jsonl")
+
+
+@task
+def build_discharge_cases(
+    cohort: str,
+    out: str | None = None,
+    zero_retention: bool = False,
+    retries: int = 2,
+    cache: bool = False,
+    structured_output: bool = False,
+) -> Task:
+    zero_retention = bool_param("zero_retention", zero_retention)
+    retries = int_param("retries", retries, minimum=0)
+    cache = bool_param("cache", cache)
+    structured_output = bool_param("structured_output", structured_output)
+    if structured_output:
+        check_run_models()  # a server that rejects the JSON-schema format: one line, now
+    _guard_active_model(zero_retention)  # before the cohort (and its notes) is even read
+    records = read_cohort(cohort)
+    target = Path(out) if out else default_out(cohort)
+    if target.resolve() == Path(cohort).resolve():
+        from bedside.params import BadParameter
+
+        raise BadParameter("out", f"must differ from the cohort file {cohort}")
+    samples = [
+        Sample(
+            id=record["case_id"],
+            input=f"Extract the DischargeBench fields of discharge note {record.get('note_id', record['case_id'])}.",
+            metadata=record,
+        )
+        for record in records
+    ]
+    return Task(
+        dataset=MemoryDataset(samples, name="mimic-iv-ext-dischargebench-cohort", location=str(cohort)),
+        setup=[data_use_guard(zero_retention), reply_format(structured_output)],
+        solver=extract_case(retries=retries, cache=cache),
+        scorer=build_cases(),
+        early_stopping=CaseWriter(target),
+        epochs=1,
+        metadata={
+            "benchmark": "DischargeBench",
+            "paper": "arXiv:2609.20827",
+            "step": "MIMIC-IV-Ext-DischargeBench field extraction (Appendix A.1)",
+            "out": str(target),
+            "zero_retention": zero_retention,
+        },
+    )
+
+
+def _guard_active_model(zero_retention: bool) -> None:
+    """``inspect eval`` (and ``eval(build_discharge_cases, ...)``) create the task with the model
+    already active: refuse here, before anything is read. A ``Task`` built in Python before
+    ``eval`` has no active model yet; ``data_use_guard`` checks every sample then."""
+    from bedside.compat import active_model
+
+    model = active_model()
+    if model is not None:
+        check_endpoint(model, zero_retention)

@@ -1,0 +1,124 @@
+"""``python -m bedside build-cases`` end to end, in a subprocess, on the synthetic fixture."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+from bedside.discharge.records import load_cases
+from tests.conftest import REPO
+from tests.discharge.mimic.fixture import INVALID_MARK
+
+
+def build_cases(fx, out, *extra, env=None):
+    args = [
+        sys.executable,
+        "-m",
+        "bedside",
+        "build-cases",
+        "--mimic",
+        str(fx.mimic),
+        "--note",
+        str(fx.note),
+        "--out",
+        str(out),
+        *extra,
+    ]
+    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+
+
+def test_build_cases_with_the_scripted_model(fx, tmp_path):
+    out = tmp_path / "built" / "cases.jsonl"
+    done = build_cases(
+        fx,
+        out,
+        "--per-chapter",
+        "1",
+        "--seed",
+        "3",
+        "--model",
+        "bedside/scripted",
+        "-M",
+        f"mimic_invalid_on={INVALID_MARK}",
+        "--display",
+        "none",
+        "--log-dir",
+        str(tmp_path / "logs"),
+    )
+    assert done.returncode == 0, done.stderr
+    cases = load_cases(out)
+    assert len(cases) == 23  # 24 chapters, one patient each; the marked note is invalid
+    assert (
+        "Selection (paper A.1):" in done.stdout
+        and "Demographics (n=24)" in done.stdout
+        and "Demographics (n=23)" in done.stdout
+    )
+    assert "INVALID records (1)" in done.stdout and "cases.invalid.csv" in done.stdout and "peak memory" in done.stdout
+    for name in (
+        "cases.cohort.jsonl",
+        "cases.cohort_summary.json",
+        "cases.cohort_summary.csv",
+        "cases.audit.csv",
+        "cases.invalid.csv",
+        "cases.summary.json",
+        "cases.summary.csv",
+    ):
+        assert (out.parent / name).is_file(), name
+    summary = json.loads((out.parent / "cases.cohort_summary.json").read_text())
+    assert summary["seed"] == 3 and summary["per_chapter"] == 1 and summary["funnel"]["sampled_patients"] == 24
+    assert list((tmp_path / "logs").glob("*.eval"))
+
+
+def test_non_local_model_refused_before_reading_mimic(fx, tmp_path):
+    out = tmp_path / "run" / "cases.jsonl"
+    env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-used"}
+    done = build_cases(fx, out, "--model", "openai/gpt-5.5", env=env)
+    assert done.returncode == 3
+    assert "Refusing to send MIMIC-IV-Note text to openai/gpt-5.5" in done.stderr and "--zero-retention" in done.stderr
+    assert "Traceback" not in done.stderr and "Selection" not in done.stdout
+    assert not out.parent.exists()  # refused before the MIMIC files were read: nothing written
+    accepted = build_cases(
+        fx,
+        out,
+        "--model",
+        "openai-api/lab/qwen",
+        "--model-base-url",
+        "http://127.0.0.1:9/v1",
+        "--cohort-only",
+        env={**env, "LAB_API_KEY": "x"},
+    )
+    assert accepted.returncode == 0, accepted.stderr
+
+
+def test_cohort_only_and_bad_input(fx, tmp_path):
+    out = tmp_path / "cases.jsonl"
+    done = build_cases(fx, out, "--per-chapter", "2")
+    assert done.returncode == 0, done.stderr
+    assert (
+        "next: extract the fields with a local model" in done.stdout
+        and f"-T cohort={tmp_path / 'cases.cohort.jsonl'}" in done.stdout
+    )
+    assert (tmp_path / "cases.cohort.jsonl").is_file() and not out.exists()
+    missing = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "bedside",
+            "build-cases",
+            "--mimic",
+            str(tmp_path / "nope"),
+            "--note",
+            str(fx.note),
+            "--out",
+            str(out),
+        ],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert missing.returncode == 2 and "patients: not found" in missing.stderr and "Traceback" not in missing.stderr
+    bad = build_cases(fx, out, "--per-chapter", "0")
+    assert bad.returncode == 2 and "--per-chapter" in bad.stderr
