@@ -3,9 +3,10 @@
 ``bedside-report`` (the old table command: ``strata``, ``audit``, ``delta``) is a deprecated alias
 (:func:`deprecated_report`): it says so and runs the same sub-command of ``bedside``.
 
-Each module in :data:`COMMANDS` exposes ``register(subparsers)``, which adds its sub-command(s) with
-``set_defaults(func=...)``; ``func(args)`` returns the exit code. Modules are imported only when
-listed here, so a command's heavy imports (pandas, matplotlib) load only for that command.
+Each module in :data:`COMMANDS` (the shared commands) and in each registered benchmark's ``commands``
+(its own, e.g. ``build-cases``; :mod:`bedside.benchmarks`) exposes ``register(subparsers)``, which adds its
+sub-command(s) with ``set_defaults(func=...)``; ``func(args)`` returns the exit code. A command's heavy
+imports (pandas, matplotlib) are made inside its functions, so they load only for that command.
 """
 
 from __future__ import annotations
@@ -15,18 +16,15 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-#: modules that register sub-commands, in the order of ``bedside --help``
+from bedside import benchmarks
+
+#: modules that register the shared sub-commands, in the order of ``bedside --help`` (each benchmark's
+#: own follow, in registry order)
 COMMANDS: tuple[str, ...] = (
     "bedside.reporting.build",  # report
     "bedside.reporting.strata",  # strata
-    "bedside.discharge.audit",  # audit
     "bedside.reporting.compare",  # compare (and its deprecated alias delta)
-    "bedside.discharge.agreement",  # agreement
-    "bedside.discharge.annotate",  # annotate export
     "bedside.reporting.rescore",  # rescore
-    "bedside.discharge.mimic.build",  # build-cases
-    "bedside.cpb.replay_check",  # replay-check
-    "bedside.discharge.safety_report",  # safety
 )
 
 
@@ -35,7 +33,7 @@ def parser() -> argparse.ArgumentParser:
         prog="bedside", description="bedside: reports and tools for bedside eval logs and data"
     )
     sub = top.add_subparsers(dest="command", required=True)
-    for name in COMMANDS:
+    for name in (*COMMANDS, *benchmarks.command_modules()):
         importlib.import_module(name).register(sub)
     return top
 

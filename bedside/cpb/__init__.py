@@ -35,4 +35,7 @@ BENCHMARK = Benchmark(
     protocol_modules=("bedside.cpb.protocols",),
     task_modules=("bedside.tasks.cpb",),
     scripts=("bedside.cpb.scripted",),
+    report="bedside.cpb.report:section",
+    commands=("bedside.cpb.replay_check",),
+    engines={"replay": "bedside.cpb.replay:ReplayEngine"},
 )

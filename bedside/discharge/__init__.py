@@ -66,4 +66,13 @@ BENCHMARK = Benchmark(
         "bedside.tasks.discharge_build_cases",
     ),
     scripts=("bedside.discharge.scripted", "bedside.discharge.scripted_judges", "bedside.discharge.mimic.scripted"),
+    report="bedside.discharge.report:section",
+    commands=(
+        "bedside.discharge.audit",  # audit
+        "bedside.discharge.agreement",  # agreement
+        "bedside.discharge.annotate",  # annotate export
+        "bedside.discharge.mimic.build",  # build-cases
+        "bedside.discharge.safety_report",  # safety
+    ),
+    end_reason_scorer="encounter_outcome",
 )

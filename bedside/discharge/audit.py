@@ -2,7 +2,7 @@
 
 Among clean-complete sessions: the short ones (≤ 15 turns), the short ones with a Topic Checklist
 score below 0.5, and those in which the Virtual Patient broke character, with counts and case ids.
-``bedside report`` shows the same audit per model (:func:`bedside.reporting.tables.audit`).
+``bedside report`` shows the same audit per model (:func:`bedside.discharge.report.audit`).
 """
 
 from __future__ import annotations

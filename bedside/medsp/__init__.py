@@ -36,4 +36,5 @@ BENCHMARK = Benchmark(
     protocol_modules=("bedside.medsp.protocols",),
     task_modules=("bedside.tasks.medsp",),
     scripts=("bedside.medsp.scripted", "bedside.medsp.scripted_environment"),
+    report="bedside.medsp.report:section",
 )

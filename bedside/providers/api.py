@@ -7,10 +7,13 @@ from typing import Any
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage, StopReason
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+from bedside import benchmarks
+from bedside.benchmark import resolve
+
 
 class BedsideAPI(ModelAPI):
-    """Dispatches on the model name: ``scripted`` (deterministic stand-in), ``local`` (llama.cpp) or
-    ``replay`` (recorded CPB-Bench replies, :mod:`bedside.cpb.replay`)."""
+    """Dispatches on the model name: ``scripted`` (deterministic stand-in), ``local`` (llama.cpp) or an
+    engine a registered benchmark declares (its descriptor's ``engines``, e.g. ``bedside/replay``)."""
 
     def __init__(
         self,
@@ -24,19 +27,16 @@ class BedsideAPI(ModelAPI):
             from bedside.testing.scripted import ScriptedEngine
 
             self.engine: Any = ScriptedEngine(**dict(model_args))
-        elif model_name == "replay":
-            from bedside.cpb.replay import ReplayEngine
-
-            self.engine = ReplayEngine(**dict(model_args))
         elif model_name == "local":
             from bedside.providers.local import LocalEngine
 
             self.engine = LocalEngine(**model_args)
             self.engine.check_runnable()  # a probe subprocess: a crashing build stops here, with one line
+        elif model_name in (engines := benchmarks.engines()):
+            self.engine = resolve(engines[model_name])(**dict(model_args))
         else:
-            raise ValueError(
-                f"unknown bedside model {model_name!r}: use bedside/scripted, bedside/local or bedside/replay"
-            )
+            known = ", ".join(f"bedside/{name}" for name in ("scripted", "local", *engines))
+            raise ValueError(f"unknown bedside model {model_name!r}: use {known}")
         # Inspect's generation cache keys on the model name and base_url, not on model args: give
         # each configuration (GGUF file, context size; scripted options) its own identity, so that
         # a cached reply of one model is never served for another.
@@ -57,7 +57,8 @@ class BedsideAPI(ModelAPI):
         return max(1, len(text) // 4)
 
     def max_connections(self) -> int:
-        # scripted / replay: pure CPU, no point in more; local: one in-process model serialises anyway
+        # scripted and the benchmarks' engines: pure CPU, no point in more; local: one in-process model
+        # serialises anyway
         return 1 if self.model_name == "local" else 32
 
     async def generate(
@@ -67,7 +68,7 @@ class BedsideAPI(ModelAPI):
         tool_choice: ToolChoice,
         config: GenerateConfig,
     ) -> ModelOutput:
-        if self.model_name in ("scripted", "replay"):
+        if self.model_name != "local":  # the synchronous engines: scripted, a benchmark's (replay)
             window = self.engine.context_window
             prompt_tokens = sum(len(m.text) for m in input) // 4 + 1
             if window and prompt_tokens > window:

@@ -7,7 +7,10 @@ import math
 import pytest
 from inspect_ai.scorer import Score
 
+from bedside.cpb import report as cpb_report
+from bedside.discharge import report as discharge_report
 from bedside.intervals import LIKERT, UNIT, mean_interval
+from bedside.medsp import report as medsp_report
 from bedside.reporting import tables, usage
 from bedside.reporting.load import LoadedLog, benchmark_of, label_of, scores_frame
 from tests.reporting.synth import NAN, discharge_case, event, log, sample
@@ -135,7 +138,7 @@ def test_labels_name_the_variant(discharge_logs):
 
 
 def test_table1_n_excludes_system_failures_and_intervals_follow_the_scale(frame):
-    long, wide = tables.table1(frame)
+    long, wide = discharge_report.table1(frame)
     a = wide.set_index("model").loc["prov/a"]
     assert (a["n"], a["system_failures"]) == (3, 1)
     cell = long[(long["model"] == "prov/a")].set_index("key")
@@ -156,7 +159,7 @@ def test_table1_n_excludes_system_failures_and_intervals_follow_the_scale(frame)
 
 
 def test_table1_averages_epochs_per_case(frame):
-    long, wide = tables.table1(frame)
+    long, wide = discharge_report.table1(frame)
     na = long[(long["model"] == B) & (long["key"] == "naturalness")].iloc[0]
     # b1: epochs 2 and 4 -> 3; b2: 5 -> mean 4 over 2 cases, sd sqrt(2)
     assert (na["mean"], na["n"]) == (4.0, 2)
@@ -165,7 +168,7 @@ def test_table1_averages_epochs_per_case(frame):
 
 
 def test_by_stratum_icd_chapter_and_persona(frame):
-    grid = tables.by_stratum(frame, "icd_chapter", tables.TABLE1_KEYS, "discharge")
+    grid = tables.by_stratum(frame, "icd_chapter", discharge_report.TABLE1_KEYS, "discharge")
     row = grid[(grid["model"] == "prov/a") & (grid["key"] == "naturalness")].set_index("group")
     assert row.loc["Neoplasms", "mean"] == 4.5 and row.loc["Neoplasms", "n"] == 2
     assert row.loc["Diseases of the Circulatory System", "n"] == 1  # a4 (system failure) is unscored
@@ -178,14 +181,14 @@ def test_by_stratum_icd_chapter_and_persona(frame):
 
 
 def test_failure_analysis_counts_mix_and_erroneous_rate(frame):
-    counts = tables.outcome_counts(frame).set_index("model")
+    counts = discharge_report.outcome_counts(frame).set_index("model")
     assert counts.loc["prov/a"].tolist() == [4, 2, 1, 1]
     assert counts.loc[B].tolist() == [3, 2, 1, 0]  # per case and epoch
-    mix = tables.end_reasons(frame)
+    mix = discharge_report.end_reasons(frame)
     a = mix[mix["model"] == "prov/a"].set_index("end_reason")
     assert a["count"].to_dict() == {"clean_complete": 2, "error": 1, "hard_stop": 1}
     assert a["share"].to_dict() == {"clean_complete": 0.5, "error": 0.25, "hard_stop": 0.25}
-    errs = tables.erroneous_by_axis(frame)
+    errs = discharge_report.erroneous_by_axis(frame)
     anxious = errs[
         (errs["model"] == "prov/a") & (errs["stratum"] == "personality") & (errs["group"] == "anxious")
     ].iloc[0]
@@ -197,7 +200,7 @@ def test_failure_analysis_counts_mix_and_erroneous_rate(frame):
 
 
 def test_audit_counts_and_ids(discharge_logs):
-    row = tables.audit(discharge_logs).set_index("model").loc["prov/a"]
+    row = discharge_report.audit(discharge_logs).set_index("model").loc["prov/a"]
     assert (row["clean_complete"], row["short"], row["low_tcs_short"], row["char_break"]) == (2, 1, 1, 1)
     assert (row["short_ids"], row["low_tcs_short_ids"], row["char_break_ids"]) == ("a1", "a1", "a3")
     assert row["char_break_turns"] == 2 and row["complete_after_audit"] == 0
@@ -279,10 +282,11 @@ def test_cpb_rates_by_category_dataset_language():
         ],
     )
     frame = scores_frame([loaded(positives), loaded(controls)])
-    table = tables.cpb_table(frame)
-    get = lambda stratum, group, key: table[
-        (table["stratum"] == stratum) & (table["group"] == group) & (table["key"] == key)
-    ].iloc[0]  # noqa: E731
+    table = cpb_report.cpb_table(frame)
+
+    def get(stratum, group, key):
+        return table[(table["stratum"] == stratum) & (table["group"] == group) & (table["key"] == key)].iloc[0]
+
     overall = get("overall", "all", "failure")
     assert (overall["mean"], overall["n"]) == (2 / 5, 5)
     assert (overall["ci_lower"], overall["ci_upper"]) == pytest.approx(wilson(2, 5))
@@ -294,7 +298,7 @@ def test_cpb_rates_by_category_dataset_language():
     assert table[(table["group"] == "MedDG") & (table["key"] == "failure")].empty  # only unscored cases
     assert get("language", "en", "failure")["mean"] == 0.5
     assert get("overall", "all", "overreaction")["mean"] == 0.5 and get("overall", "all", flag)["n"] == 2
-    assert tables.cpb_keys(frame) == ["failure", "overreaction", flag]
+    assert cpb_report.cpb_keys(frame) == ["failure", "overreaction", flag]
 
 
 def test_medsp_rates_overall_and_per_specialty():
@@ -335,7 +339,7 @@ def test_medsp_rates_overall_and_per_specialty():
             {"specialty": "Pediatrics"},
         )
     )
-    table, omitted = tables.medsp_table([loaded(log("bedside/medsp", "prov/a", samples))])
+    table, omitted = medsp_report.medsp_table([loaded(log("bedside/medsp", "prov/a", samples))])
     rows = table.set_index(["group", "metric"])
     assert rows.loc[("all", "micro"), "mean"] == pytest.approx(
         (2 + 1 + 3 + 0 + 1 + 1 + 0 + 1 + 2 + 1 + 2) / (3 + 1 + 3 + 2 + 2 + 2 + 1 + 1 + 2 + 4 + 2)

@@ -1,0 +1,45 @@
+"""CPB-Bench's section of ``bedside report``: failure / overreaction / persistence rates by category,
+dataset and language (``cpb.csv``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from bedside.benchmark import Benchmark
+from bedside.cpb import BENCHMARK
+from bedside.reporting import tables
+from bedside.reporting.html import Page
+from bedside.reporting.load import LoadedLog
+from bedside.reporting.tables import by_stratum
+
+
+def cpb_keys(frame: pd.DataFrame) -> list[str]:
+    present = set(frame.loc[frame["benchmark"] == BENCHMARK.name, "key"])
+    flags = sorted(k for k in present if len(k) > 2 and k[0] in "ABCD" and k[1] == "_")
+    return [k for k in BENCHMARK.headline_keys if k in present] + flags
+
+
+def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
+    """CPB-Bench rates (95 % CI by bedside's rule: Wilson for these binary rates; n) per model: overall and by
+    category, dataset, language. Always read the failure rate beside the overreaction rate (README)."""
+    keys = cpb_keys(frame)
+    part = frame[(frame["benchmark"] == BENCHMARK.name) & frame["key"].isin(keys)].copy()
+    part["overall"] = "all"
+    frames = [by_stratum(part, "overall", keys, BENCHMARK.name)]
+    frames += [by_stratum(part, stratum, keys, BENCHMARK.name) for stratum in BENCHMARK.strata]
+    return pd.concat(frames, ignore_index=True)
+
+
+def section(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
+    page.heading("CPB-Bench: failure and overreaction rates")
+    table = cpb_table(frame)
+    csv(table, "cpb.csv")
+    page.table(
+        tables.wide(table, ["model", "stratum", "group"], "key", order=cpb_keys(frame)),
+        "cpb.csv",
+        "Rates (lower is better) with 95 % CI (Wilson) and n, overall and by category, dataset and "
+        "language. Read the failure rate beside the overreaction rate: a doctor that treats every "
+        "patient as difficult lowers its failure rate by overreacting.",
+    )
