@@ -16,7 +16,8 @@ produce replies; :func:`run_encounter` decides everything else:
 - **controller state** (optional): a :class:`Controller` (MedSP1000's environment bookkeeping,
   :class:`bedside.solvers.medsp.session.Session`) is told before each turn and after each reply, and may end
   the encounter with its own end reason;
-- **termination** (:class:`~bedside.end_reasons.EndReason`): ``max_turns`` when the history holds
+- **termination** (the shared :class:`~bedside.end_reasons.EndReason`, or a benchmark's own end reason, a
+  ``str``): ``max_turns`` when the history holds
   ``max_turns`` turns; ``clean_complete`` when the supervisor's verdict on an accepted turn says the session is
   complete and the history holds at least ``min_turns`` turns (below that it is logged and ignored); the
   reply's or the controller's own end reason (a reply with ``ends_session``: its ``data["end_reason"]``,
@@ -96,7 +97,7 @@ class Controller(Protocol):
         """Called before the agent of ``role`` is asked for its turn."""
         ...
 
-    def after_reply(self, role: str, history: Sequence[Turn], reply: Reply) -> EndReason | None:
+    def after_reply(self, role: str, history: Sequence[Turn], reply: Reply) -> str | None:
         """Called with an accepted reply before it enters the history (never with a discarded one); may
         record what the turn changed in ``reply.data``; returns the end reason when the encounter ends with
         this turn."""
@@ -107,7 +108,7 @@ class Controller(Protocol):
 class EncounterResult:
     history: list[Turn]
     discards: list[Discard]
-    end_reason: EndReason | str
+    end_reason: str
     error: str | None = None
     completion_ignored: list[int] = field(default_factory=list)  # turns whose early completion was ignored
     soft_corrections: int = 0
@@ -134,7 +135,7 @@ async def run_encounter(
     pending: dict[str, str] = {}  # role -> soft correction for that role's next turn
     result = EncounterResult(history=history, discards=discards, end_reason="")
 
-    def finish(reason: EndReason, error: str | None = None) -> EncounterResult:
+    def finish(reason: str, error: str | None = None) -> EncounterResult:
         result.end_reason, result.error = reason, error
         transcript().info(
             {"end_reason": reason, "turns": len(history), "discarded": len(discards), "error": error},
@@ -155,7 +156,7 @@ async def run_encounter(
                 transcript().info({"turn": t, "role": agent.role, "applied": correction}, source="soft_correction")
             retry_correction: str | None = None
             attempt = 0
-            controller_end: EndReason | None = None
+            controller_end: str | None = None
             async with span(f"turn {t}: {agent.role}", type="turn"):
                 if controller is not None:
                     controller.before_turn(agent.role, history)
@@ -251,6 +252,6 @@ async def run_encounter(
             if controller_end is not None:
                 return finish(controller_end)
             if reply.ends_session:
-                return finish(EndReason(reply.data.get("end_reason", EndReason.CLEAN_COMPLETE)))
+                return finish(str(reply.data.get("end_reason", EndReason.CLEAN_COMPLETE)))
         if len(history) == turns_at_round_start:
             return finish(EndReason.ERROR, "no agent was active for a whole round")

@@ -1,7 +1,8 @@
-"""The benchmark descriptors against what the code does: every end reason the encounters can produce
-is declared by a benchmark, the scripted runs end only with their benchmark's declared reasons, and the
-test doubles answer every protocol a descriptor declares (adding a benchmark without its scripted roles
-fails here)."""
+"""The benchmark descriptors against what the code does: every shared end reason is declared by a
+benchmark, a benchmark's own end reasons are its (no two benchmarks spell one end reason differently, none
+shadows a shared one), the scripted runs end only with their benchmark's declared reasons, and the test
+doubles answer every protocol a descriptor declares (adding a benchmark without its scripted roles fails
+here)."""
 
 from __future__ import annotations
 
@@ -14,13 +15,21 @@ from bedside.end_reasons import EndReason
 from bedside.testing.scripted import ScriptedEngine
 from tests.golden import make_golden
 
-#: the scorers whose answer is the sample's end reason
-END_REASON_ANSWERS = ("encounter_outcome", "medsp_rubric")
 
-
-def test_every_end_reason_is_declared_by_a_benchmark():
+def test_every_shared_end_reason_is_declared_by_a_benchmark():
     declared = {reason for b in benchmarks.all_benchmarks() for reason in b.end_reasons}
-    assert declared == set(EndReason), f"declared by no benchmark: {sorted(set(EndReason) - declared)}"
+    assert set(EndReason) <= declared, f"declared by no benchmark: {sorted(set(EndReason) - declared)}"
+
+
+def test_a_benchmarks_own_end_reasons_are_its_own():
+    """An end reason is a shared member or declared by one benchmark only (one meaning per string)."""
+    owners: dict[str, set[str]] = {}
+    for benchmark in benchmarks.all_benchmarks():
+        for reason in benchmark.end_reasons:
+            assert isinstance(reason, str) and reason == reason.strip().lower(), (benchmark.name, reason)
+            if reason not in set(EndReason):
+                owners.setdefault(str(reason), set()).add(benchmark.name)
+    assert {r: o for r, o in owners.items() if len(o) > 1} == {}
 
 
 @pytest.mark.parametrize("run", sorted(make_golden._declared()))
@@ -31,7 +40,7 @@ def test_scripted_runs_end_with_their_benchmarks_declared_reasons(run):
         answer
         for sample in json.loads(path.read_text()).values()
         for scorer, answer in sample["answer"].items()
-        if scorer in END_REASON_ANSWERS
+        if scorer == benchmark.end_reason_scorer
     }
     assert seen <= set(benchmark.end_reasons), (
         f"{path.stem}: undeclared end reasons {seen - set(benchmark.end_reasons)}"

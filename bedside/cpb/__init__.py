@@ -4,8 +4,18 @@ judges. Tasks ``cpb`` (with an optional multi-turn continuation, ``-T turns=N``)
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from bedside.benchmark import HEALTH_LOWER_IS_BETTER, Benchmark
 from bedside.end_reasons import EndReason
+
+
+class CPBEndReason(StrEnum):
+    """CPB-Bench's own end reason of the multi-turn continuation (single-turn samples have none)."""
+
+    #: the continuation patient said ``[End of Conversation]``
+    PATIENT_ENDED = "patient_ended"
+
 
 #: the headline rates (lower is better); the per-type overreaction flags start with "A_" ... "D_"
 RATES = ("failure", "overreaction", "persistence")
@@ -17,7 +27,7 @@ BENCHMARK = Benchmark(
     subject_role="doctor",
     roles=("patient", "grader"),
     # the continuation's ends (single-turn samples have none)
-    end_reasons=(EndReason.PATIENT_ENDED, EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS, EndReason.ERROR),
+    end_reasons=(*CPBEndReason, EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS, EndReason.ERROR),
     strata=("category", "dataset", "language"),
     lower_is_better=HEALTH_LOWER_IS_BETTER
     | {

@@ -23,7 +23,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
-from bedside.end_reasons import EndReason
+from bedside.cpb import CPBEndReason
 from bedside.protocols import Protocol, Reading, Reply, ReplyParseError
 
 #: JSON field names of the overreaction judge's ``triggered`` object (prompts/cpb/overreaction_types.yaml).
@@ -276,7 +276,7 @@ def read_overreaction_strict(text: str) -> Reading:
 # the agents' readers (the doctor, the continuation patient, the mitigations' extra calls)
 
 END_TAG = "[End of Conversation]"
-PATIENT_ENDED = EndReason.PATIENT_ENDED
+PATIENT_ENDED = CPBEndReason.PATIENT_ENDED
 
 _DOCTOR_LABEL = re.compile(r"^\s*(?:\*\*)?(?:doctor|医生)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)
 _PATIENT_LABEL = re.compile(r"^\s*(?:\*\*)?(?:patient|患者|病人)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)

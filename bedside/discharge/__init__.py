@@ -9,8 +9,18 @@ scores to report, so it is not one of its tasks.
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from bedside.benchmark import HEALTH_LOWER_IS_BETTER, Benchmark
 from bedside.end_reasons import EndReason
+
+
+class DischargeEndReason(StrEnum):
+    """DischargeBench's own end reason (besides the shared ones of its encounters)."""
+
+    #: the safety probe's replayed transcript (no live encounter)
+    PROBE_TRANSCRIPT = "probe_transcript"
+
 
 #: the persona axes of DischargeBench (paper Appendix A.2), in the order of the paper
 PERSONA_AXES = ("personality", "education_level", "health_literacy", "recall_level")
@@ -39,7 +49,7 @@ BENCHMARK = Benchmark(
         EndReason.MAX_TURNS,
         EndReason.ERROR,
         EndReason.SYSTEM_FAILURE,
-        EndReason.PROBE_TRANSCRIPT,
+        *DischargeEndReason,
     ),
     # paper Sections 3.2.5-3.2.6 and 2.4, plus the end reason (erroneous-but-evaluable sessions)
     strata=("icd_chapter", *PERSONA_AXES, "end_reason"),

@@ -4,8 +4,20 @@ marks frozen ACGME rubric items."""
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from bedside.benchmark import HEALTH_LOWER_IS_BETTER, Benchmark
 from bedside.end_reasons import EndReason
+
+
+class MedSPEndReason(StrEnum):
+    """MedSP1000's own end reasons (besides the shared ``max_turns`` and ``error``)."""
+
+    #: the examinee finished the case: the environment ended it on an ``eos`` turn, no state left
+    SCENARIO_COMPLETE = "scenario_complete"
+    #: the environment controller ended the encounter on any other turn
+    ENVIRONMENT_END = "environment_end"
+
 
 #: ACGME competencies of the rubric items, in the paper's order
 COMPETENCIES = ("PC", "MK", "ICS", "PBLI", "SBP", "PROF")
@@ -16,7 +28,7 @@ BENCHMARK = Benchmark(
     tasks=("medsp",),
     subject_role="examinee",
     roles=("patient", "environment", "grader"),
-    end_reasons=(EndReason.SCENARIO_COMPLETE, EndReason.ENVIRONMENT_END, EndReason.MAX_TURNS, EndReason.ERROR),
+    end_reasons=(*MedSPEndReason, EndReason.MAX_TURNS, EndReason.ERROR),
     strata=("specialty",),
     min_n={"specialty": 5},  # per-specialty rates need 5 scored cases (as the paper reports them)
     lower_is_better=HEALTH_LOWER_IS_BETTER | {"erroneous", "items_unscored", "unsupported_actions"},
@@ -37,4 +49,5 @@ BENCHMARK = Benchmark(
     task_modules=("bedside.tasks.medsp",),
     scripts=("bedside.medsp.scripted", "bedside.medsp.scripted_environment"),
     report="bedside.medsp.report:section",
+    end_reason_scorer="medsp_rubric",
 )

@@ -122,10 +122,18 @@ def sample_meta(sample) -> dict[str, object]:
     for key, value in (sample.metadata or {}).items():
         if key in strata and _flat(value):
             meta[key] = value
-    outcome = (sample.scores or {}).get("encounter_outcome")
-    if outcome is not None and outcome.answer:  # DischargeBench's end reason is its answer
-        meta.setdefault("end_reason", outcome.answer)
+    for scorer in _end_reason_scorers():  # a benchmark stratified by end reason: its scorer's answer
+        outcome = (sample.scores or {}).get(scorer)
+        if outcome is not None and outcome.answer:
+            meta.setdefault("end_reason", outcome.answer)
     return meta
+
+
+def _end_reason_scorers() -> list[str]:
+    """The scorers whose answer is the end reason, of the benchmarks that have it as a stratum."""
+    return [
+        b.end_reason_scorer for b in benchmarks.all_benchmarks() if b.end_reason_scorer and "end_reason" in b.strata
+    ]
 
 
 def scores_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:

@@ -62,7 +62,7 @@ from inspect_ai.util import collect, store_as
 from bedside.calls import UNSCORED, Answer, ask, grader
 from bedside.end_reasons import EndReason
 from bedside.intervals import UNIT, case_bootstrap, mean_interval
-from bedside.medsp import BENCHMARK
+from bedside.medsp import BENCHMARK, MedSPEndReason
 from bedside.medsp.records import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
 from bedside.roles import fallback_roles
 from bedside.scorers.medsp.evaluator import Evaluation, EvaluatorPrompts, load_evaluator_prompts
@@ -353,7 +353,7 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
                 "judge_unscored": float(verdicts is None and record.end_reason != EndReason.ERROR and bool(items)),
                 "items_unscored": float(sum(1 for i in items if verdicts is None or i.id not in verdicts)),
                 "erroneous": float(record.end_reason == EndReason.ERROR),
-                "scenario_complete": float(record.end_reason == EndReason.SCENARIO_COMPLETE),
+                "scenario_complete": float(record.end_reason == MedSPEndReason.SCENARIO_COMPLETE),
                 "examinee_turns": float(record.examinee_turns),
                 "unsupported_actions": float(record.unsupported_actions),
                 "role_fallbacks": float(len(fallbacks)),

@@ -6,8 +6,8 @@ from __future__ import annotations
 from inspect_ai.solver import Generate, Solver, TaskState, solver
 from inspect_ai.util import store_as
 
+from bedside.discharge import DischargeEndReason
 from bedside.discharge.store import EncounterStore
-from bedside.end_reasons import EndReason
 
 
 @solver
@@ -15,7 +15,7 @@ def replay_transcript() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         rec = store_as(EncounterStore)
         rec.history = [{"role": t["role"], "message": t["message"]} for t in state.metadata["probe"]["turns"]]
-        rec.end_reason = EndReason.PROBE_TRANSCRIPT
+        rec.end_reason = DischargeEndReason.PROBE_TRANSCRIPT
         return state
 
     return solve

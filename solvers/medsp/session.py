@@ -18,6 +18,7 @@ from typing import Any
 from inspect_ai.log import transcript
 
 from bedside.end_reasons import EndReason
+from bedside.medsp import MedSPEndReason
 from bedside.medsp.records import Scenario, SimState, TurnRecord
 from bedside.protocols import Reply
 from bedside.records import Turn
@@ -60,7 +61,7 @@ class Session:
             self.state.total_turns += 1
             self.state.phase_turns += 1
 
-    def after_reply(self, role: str, history: Sequence[Turn], reply: Reply) -> EndReason | None:
+    def after_reply(self, role: str, history: Sequence[Turn], reply: Reply) -> str | None:
         """The environment's reply resolves the turn (:meth:`resolve`): what it changed goes into the
         environment turn's data, and the end reason (if any) ends the encounter."""
         if role != "environment":
@@ -87,7 +88,7 @@ class Session:
 
     def resolve(
         self, exam: dict[str, Any], patient: dict[str, Any], env: dict[str, Any]
-    ) -> tuple[EndReason | None, dict[str, Any]]:
+    ) -> tuple[str | None, dict[str, Any]]:
         """The environment's reply applied as the official controller does (action log, state update, turn
         record); returns the end reason (or None) and what this turn changed."""
         s = self.state
@@ -135,9 +136,9 @@ class Session:
         s.latest_patient_speak = list(patient["speak"])
         s.latest_environment_feedback = list(env["feedback"])
         s.latest_environment_events = list(env["events"])
-        end: EndReason | None = None
+        end: str | None = None
         if env["should_end"]:
-            end = EndReason.SCENARIO_COMPLETE if exam["eos"] else EndReason.ENVIRONMENT_END
+            end = MedSPEndReason.SCENARIO_COMPLETE if exam["eos"] else MedSPEndReason.ENVIRONMENT_END
         elif s.total_turns >= self.max_turns:
             end = EndReason.MAX_TURNS
         info = {

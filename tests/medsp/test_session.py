@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 from bedside.end_reasons import EndReason
+from bedside.medsp import MedSPEndReason
 from bedside.medsp.protocols import read_environment, read_examinee, read_patient
 from bedside.medsp.records import load_scenarios
 from bedside.medsp.samples import DEMO_DIR
@@ -84,8 +85,8 @@ def test_the_environment_reply_advances_the_state_and_records_the_turn():
 
 def test_end_reasons_of_the_environment():
     for eos, should_end, expected in (
-        (True, True, EndReason.SCENARIO_COMPLETE),
-        (False, True, EndReason.ENVIRONMENT_END),
+        (True, True, MedSPEndReason.SCENARIO_COMPLETE),
+        (False, True, MedSPEndReason.ENVIRONMENT_END),
     ):
         session = Session(scenario=SCENARIO, prompts=BedsidePrompts(), max_turns=3)
         session.before_turn("examinee", [])
