@@ -40,9 +40,9 @@ def resolve(dotted: str) -> Any:
 class Benchmark:
     """One benchmark's rules as reporting and the tools need them.
 
-    - ``name``: the short name logs and reports use (``discharge``); ``title``: the paper's name;
+    - ``name``: the short name logs and reports use (its package's name); ``title``: the paper's name;
     - ``tasks``: the Inspect task names whose logs belong to it (a task name that starts with
-      ``name`` also does, e.g. a test task ``discharge_smoke``);
+      ``name`` also does, e.g. a test task ``<name>_smoke``);
     - ``subject_role``: what the model under test is called (its model events carry no role);
       ``roles``: the other model roles (``--model-role``) its tasks use;
     - ``end_reasons``: the end reasons its samples end with (shared :class:`~bedside.end_reasons.EndReason`
@@ -92,7 +92,7 @@ class Benchmark:
     end_reason_scorer: str | None = None
 
     def owns(self, task: str) -> bool:
-        """Whether a log of Inspect task ``task`` (``bedside/discharge`` or ``discharge``) is this benchmark's."""
+        """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's."""
         task = task.split("/")[-1]
         return task in self.tasks or task.startswith(self.name)
 

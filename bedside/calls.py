@@ -1,8 +1,8 @@
 """The model-call layer: every bedside model call is made, read, retried and recorded here.
 
-One loop, :func:`ask` — generate → read → retry → record — serves every role: the agents of the three
-encounters (educator, patient, doctor, examinee, SP, environment, the MedSP test-time-scaling calls),
-the Education Monitor, every judge and the MIMIC case extraction. What a call expects is its
+One loop, :func:`ask` — generate → read → retry → record — serves every role of every benchmark: the
+agents of the encounters, their supervisors, every judge and every data-preparation call. What a call
+expects is its
 :class:`~bedside.protocols.Protocol` (the whole contract: the reply model or text parser, the
 reading rule, the retry budget and how an unreadable reply is counted); a call site never parses a
 reply by hand.
@@ -47,7 +47,7 @@ T = TypeVar("T")
 #: an unscored sub-score: NaN, left out of every metric and counted by Inspect as unscored
 UNSCORED = float("nan")
 
-#: For judge calls that do not depend on the model under test (reading the discharge note): cached
+#: For judge calls that do not depend on the model under test (reading only the case): cached
 #: without expiry and across epochs, so a second educator on the same cases re-uses them.
 REFERENCE_CACHE = CachePolicy(expiry=None, per_epoch=False)
 
@@ -111,7 +111,7 @@ def reads_context(model: Model) -> bool:
     """Whether ``model`` reads the render context: a model API that says so (``reads_render_context``:
     the scripted model; a test's wrapper around it) and the loopback test server. Only their calls carry
     it; a real model's tag holds the protocol alone, so its logs do not hold each prompt twice (a
-    scripted DischargeBench log is ~40 % larger with it)."""
+    scripted log is up to ~40 % larger with it)."""
     return bool(getattr(model.api, "reads_render_context", False)) or loopback_channel(model)
 
 

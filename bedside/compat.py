@@ -16,7 +16,7 @@ from inspect_ai._eval.score import resolve_scorers
 # The value Inspect reports for a metric when every sample is unscored (tests/test_metrics.py).
 from inspect_ai._eval.task.results import empty_metric_value
 
-# `-M key=value` parsing exactly as `inspect eval` does it (bedside.discharge.mimic.build's -M).
+# `-M key=value` parsing exactly as `inspect eval` does it (the `bedside build-cases` command's -M).
 from inspect_ai._util.config import parse_cli_args
 
 # Inspect's error for a bad set-up: printed without a traceback by the CLI (bedside.params's
@@ -35,18 +35,18 @@ from inspect_ai.model._cache import _cache_entry_path as cache_entry_path
 # The eval's generate config, for a role model's inherited options (bedside.roles).
 from inspect_ai.model._generate_config import active_generate_config
 
-# The model under test of the eval being set up (bedside.structured, tasks/build_discharge_cases).
+# The model under test of the eval being set up (bedside.structured, the case-building task's data-use guard).
 from inspect_ai.model._model import active_model
 
 # A role's model config as written into the log (bedside.reporting.rescore).
 from inspect_ai.model._model_config import model_to_model_config
 
-# The running sample's state (bedside.cpb.replay answers per CPB-Bench sample).
+# The running sample's state (the `bedside/replay` engine answers per sample).
 from inspect_ai.solver._task_state import sample_state
 
 
 def parse_model_role_cli_args(args: Any) -> Any:
-    """``--model-role`` parsing exactly as the ``inspect`` CLI does it (tests/medsp/test_no_thinking.py).
+    """``--model-role`` parsing exactly as the ``inspect`` CLI does it (the tests of role options).
     Imported on use: Inspect's CLI package is not loaded by ``import inspect_ai``."""
     from inspect_ai._cli.util import parse_model_role_cli_args as parse
 

@@ -7,14 +7,13 @@ plain text.
 
 Shared, produced by the orchestrator (:mod:`bedside.solvers.orchestrator`):
 
-- ``clean_complete``: the conversation ended on its own (DischargeBench: the monitor's
-  ``session_complete``, honoured once the minimum-turn guard is met);
-- ``hard_stop``: the supervisor stopped the session (DischargeBench Algorithm 1, a severe FAIL that
-  stayed after the retries);
+- ``clean_complete``: the conversation ended on its own (e.g. the supervisor's ``session_complete``,
+  honoured once the minimum-turn guard is met);
+- ``hard_stop``: the supervisor stopped the session (a severe failure that stayed after the retries);
 - ``max_turns``: the turn budget ran out;
 - ``error``: a model call failed or an agent's reply stayed unreadable (a system failure);
-- ``system_failure``: the supervisor's verdict stayed unreadable (DischargeBench Section 3.4 counts
-  JSON-decoding errors as system-level failures).
+- ``system_failure``: the supervisor's verdict stayed unreadable (a system-level failure, excluded from
+  the headline n).
 """
 
 from __future__ import annotations

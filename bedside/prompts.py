@@ -29,7 +29,7 @@ def _env() -> jinja2.Environment:
 
 
 def render(name: str, **variables: Any) -> str:
-    """Render ``prompts/<name>`` (e.g. ``"discharge/educator.j2"``) with ``variables``."""
+    """Render ``prompts/<name>`` (e.g. ``"<benchmark>/<template>.j2"``) with ``variables``."""
     return _env().get_template(name).render(**variables).strip()
 
 

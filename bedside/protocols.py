@@ -94,7 +94,7 @@ class Reply:
 
 
 def plain_text(text: str) -> Reply:
-    """Parser of prose agents (the educator, the MedSP panel's free-text calls): the reply is the
+    """Parser of prose agents (an educator, a panel's free-text calls): the reply is the
     message; an empty reply (or one that is all reasoning) is unreadable."""
     if not text.strip():
         raise ReplyParseError("empty reply")
@@ -103,7 +103,7 @@ def plain_text(text: str) -> Reply:
 
 @dataclass(frozen=True)
 class Protocol:
-    name: str  # "<benchmark>.<role>", e.g. "discharge.patient"
+    name: str  # "<benchmark>.<role>", e.g. "<benchmark>.patient"
     #: the reply model (None = prose)
     reply: type[BaseModel] | None = None
     #: reply length a local model needs for this protocol (None = the provider's default)
@@ -123,7 +123,7 @@ class Protocol:
     #: what an unreadable reply counts as (one of ``UNREADABLE``)
     unreadable: str = "unscored"
     #: ask for structured output by default on providers known to support it (the official code does,
-    #: e.g. CPB's overreaction judge); ``-T structured_output=false`` turns it off
+    #: e.g. a judge whose official prompt sends a schema); ``-T structured_output=false`` turns it off
     structured_where_supported: bool = False
 
     def __post_init__(self) -> None:

@@ -6,7 +6,7 @@ and ``inspect score`` looks the logged name up as is. So a log of a package's ta
 re-scored without ``--scorer``. :func:`rescorable` registers an alias under the unqualified name
 (a thin wrapper; the scorer itself keeps its qualified registration), so that
 ``inspect score LOG --model-role grader=<model>`` re-runs every scorer of the task.
-This uses Inspect's registry internals; ``tests/discharge/test_scorers.py`` checks it end to end.
+This uses Inspect's registry internals (through :mod:`bedside.compat`); the scorer tests check it end to end.
 """
 
 from __future__ import annotations

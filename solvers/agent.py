@@ -5,7 +5,7 @@ model-call layer, :func:`bedside.calls.ask`) and fresh samples on regeneration.
 
 Agents only produce replies: turn order, supervision, controller state and termination belong to the
 orchestrator (:mod:`bedside.solvers.orchestrator`). An agent's ``policy`` says how the orchestrator's
-supervisor treats its turns (:mod:`bedside.solvers.discharge.monitor`):
+supervisor treats its turns (the supervisor's ``decide``):
 
 ``observe``  every turn is evaluated and logged, never changed (the model under test);
 ``moderate`` the supervisor's verdict may soft-correct, discard and regenerate, or hard-stop;

@@ -7,14 +7,14 @@ produce replies; :func:`run_encounter` decides everything else:
 - **turn order**: round-robin, ``agents[0]`` first; an agent whose ``active(history)`` is false sits its turn
   out; a round in which no agent was active ends the encounter with ``error``;
 - **supervision** (optional): a :class:`Supervisor` judges every candidate turn of an agent whose policy is
-  not ``none`` and its ``decide(verdict, state)`` returns a :class:`Decision` (DischargeBench's Algorithm 1:
-  :func:`bedside.solvers.discharge.monitor.decide`). ``accept`` appends the turn; ``soft_correct`` appends it and
+  not ``none`` and its ``decide(verdict, state)`` returns a :class:`Decision` (the benchmark's supervision
+  policy, in its own solvers). ``accept`` appends the turn; ``soft_correct`` appends it and
   puts the supervisor's correction in that agent's system prompt for its next turn only; ``discard_and_retry``
   keeps the turn out of the history (recorded as a :class:`~bedside.records.Discard`) and regenerates
   with the correction; ``hard_stop`` discards it and ends the encounter; ``system_failure`` (a supervised
   turn whose verdict stayed unreadable) ends it at once;
-- **controller state** (optional): a :class:`Controller` (MedSP1000's environment bookkeeping,
-  :class:`bedside.solvers.medsp.session.Session`) is told before each turn and after each reply, and may end
+- **controller state** (optional): a :class:`Controller` (e.g. a benchmark's environment bookkeeping)
+  is told before each turn and after each reply, and may end
   the encounter with its own end reason;
 - **termination** (the shared :class:`~bedside.end_reasons.EndReason`, or a benchmark's own end reason, a
   ``str``): ``max_turns`` when the history holds
@@ -24,7 +24,7 @@ produce replies; :func:`run_encounter` decides everything else:
   default ``clean_complete``); ``error`` when a model call fails (what was accepted is kept).
 
 Every turn, verdict, soft correction and discarded turn shows in ``inspect view`` (spans and ``INFO`` events).
-One *turn* is one accepted message of either agent (DischargeBench's ``|H|``).
+One *turn* is one accepted message of any agent (the history's length counts turns).
 """
 
 from __future__ import annotations
@@ -91,7 +91,7 @@ class Supervisor(Protocol):
 
 
 class Controller(Protocol):
-    """State kept beside the history and advanced by the orchestrator (e.g. MedSP1000's scenario state)."""
+    """State kept beside the history and advanced by the orchestrator (e.g. a scenario's state)."""
 
     def before_turn(self, role: str, history: Sequence[Turn]) -> None:
         """Called before the agent of ``role`` is asked for its turn."""

@@ -18,7 +18,7 @@ def reply_format(structured_output: bool | None = None, reading: str = "official
     for API models that support structured output (OpenAI, vLLM's guided decoding, ...); the servers of
     the run's models are probed first and a server that rejects the format stops the run with one line
     (:mod:`bedside.structured`). ``false``: never. Unset (``auto``): only where the official code asks
-    with a schema (CPB's overreaction judge), on providers known to support it; the papers' other
+    with a schema (protocols marked ``structured_where_supported``), on providers known to support it; the papers' other
     prompts ask for JSON in plain text, and bedside reads (and repairs) it either way.
 
     ``reading`` (``-T reading=``): ``official`` (default) reads replies by the official benchmarks'

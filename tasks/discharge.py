@@ -28,8 +28,8 @@ existing log with another judge: ``inspect score LOG --model-role grader=<model>
 
 from inspect_ai import Task, task
 
-from bedside.context_window import warn_oversized_notes
 from bedside.discharge import BENCHMARK
+from bedside.discharge.context_window import warn_oversized_notes
 from bedside.discharge.samples import discharge_dataset
 from bedside.params import bool_param, check, int_param
 from bedside.protocols import READINGS

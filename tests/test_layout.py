@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import runpy
 from functools import cache
 from pathlib import Path
@@ -162,3 +163,29 @@ def test_every_package_folder_is_a_package_of_the_wheel():
         "bedside.tasks",
     } <= packages
     assert data <= packages
+
+
+#: shared modules that still hold per-benchmark score-key tables (scales, labels, health keys): the
+#: score-key declarations move next to each scorer in a later step, and these leave the list then
+SCORE_KEY_TABLES = {"bedside.intervals", "bedside.scorers.metrics"}
+
+
+def test_shared_code_names_no_benchmark():
+    """Shared modules (everything outside the benchmarks' folders) name no registered benchmark, nor a
+    sub-package of one, not even in a docstring: they reach a benchmark through the registry (whose
+    one list of names, ``bedside/benchmarks.py``, is the exception)."""
+    own = set().union(*(benchmark_modules(b.name) for b in benchmarks.all_benchmarks()))
+    words = {b.name for b in benchmarks.all_benchmarks()}
+    words |= {
+        m.split(".")[2]
+        for m in own
+        if m.startswith("bedside.") and m.count(".") >= 2 and FILES[m].name == "__init__.py"
+    }
+    words -= {"tasks", "solvers", "scorers"}
+    pattern = re.compile("|".join(sorted(words)), re.IGNORECASE)
+    shared = sorted(set(FILES) - own - {"bedside.benchmarks"} - SCORE_KEY_TABLES)
+    assert "bedside.calls" in shared and "bedside.solvers.orchestrator" in shared
+    found = {
+        m: sorted({w.group(0).lower() for w in pattern.finditer(FILES[m].read_text(encoding="utf-8"))}) for m in shared
+    }
+    assert {m: w for m, w in found.items() if w} == {}, "shared modules that name a benchmark"

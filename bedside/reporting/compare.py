@@ -15,7 +15,7 @@ The *drop* is the decrease in the good direction: ``−mean difference`` for hig
 With ``--max-drop`` it is a gate: a metric **regresses** when its drop exceeds ``--max-drop`` *and*
 its interval excludes zero on the bad side; the command then exits 1. A drop within the noise
 (interval covering 0) or below the threshold passes. Without ``--max-drop`` it only reports (e.g.
-DischargeBench under a stress overlay, ``-T behavior=care_resistance``, against ``behavior=none``).
+a task under a variant argument, ``-T behavior=...``, against its neutral value).
 Exit 2: unusable input (no shared sample ids, a metric absent from a log, no scored pair). Every
 run prints a Markdown summary per candidate (also written to ``--markdown FILE``, e.g.
 ``$GITHUB_STEP_SUMMARY``). Deltas are computed only on the same cases, never across case sets.

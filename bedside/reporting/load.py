@@ -4,9 +4,8 @@ Which benchmark a log belongs to, its strata, bookkeeping keys and variant argum
 benchmark descriptors (:mod:`bedside.benchmarks`). Logs are read with
 :func:`inspect_ai.log.read_eval_log`; a directory is expanded with :func:`inspect_ai.log.list_eval_logs`
 (``.eval`` and ``.json``, recursively). Each log gets a *label*: the model under test, plus the task
-arguments that change what is measured (each descriptor's ``variant_args``: ``behavior`` for
-DischargeBench stress overlays, ``mitigation`` / ``turns`` for CPB-Bench, ``scaling`` for MedSP1000)
-when they are not the default. Logs with the same label (e.g. shards of one run) are
+arguments that change what is measured (each benchmark's descriptor's ``variant_args``) when they
+are not the default. Logs with the same label (e.g. shards of one run) are
 pooled.
 """
 

@@ -1,10 +1,9 @@
 """``bedside strata LOG [LOG ...] [--by KEY ...] [--csv out.csv]``: every score per stratum.
 
 Every score key's mean, 95 % CI and n per value of each stratum (each benchmark declares its strata
-in its descriptor, :mod:`bedside.benchmarks`: DischargeBench: ICD chapter, the persona axes, end
-reason; CPB-Bench: category, dataset, language; MedSP1000: specialty, reported only for specialties
-with at least 5 scored cases; MedSP's item-pooled ``micro`` and ``macro`` are pooled per specialty
-by ``bedside report`` instead). Inspect itself shows only the headline numbers. The interval follows
+in its descriptor, :mod:`bedside.benchmarks`, with the fewest scored cases a stratum value needs
+(``min_n``); item-pooled rates (``pooled_keys``) are left out here and pooled by the benchmark's own
+``bedside report`` section instead). Inspect itself shows only the headline numbers. The interval follows
 bedside's one rule, chosen by each score key's declared scale (:mod:`bedside.intervals`: Wilson for
 rates declared binary, otherwise a percentile bootstrap of the mean; none below n = 2), the same as
 the headline; unscored samples are left out of n. The ``health`` scorer's copies of other scorers'

@@ -7,14 +7,12 @@ no network and no model weights. Point Inspect at it like at any OpenAI-compatib
     python -m bedside.testing.loopback --port 8765            # prints the base URL and the variables below
 
     LOOPBACK_API_KEY=x LOOPBACK_BASE_URL=http://127.0.0.1:8765/v1 BEDSIDE_LOOPBACK_URL=http://127.0.0.1:8765/v1 \\
-    inspect eval bedside/discharge --model openai-api/loopback/educator \\
-        --model-role patient=openai-api/loopback/patient --model-role monitor=openai-api/loopback/monitor \\
-        --model-role grader=openai-api/loopback/grader
+    inspect eval bedside/<task> --model openai-api/loopback/<model under test> \\
+        --model-role <role>=openai-api/loopback/<role> ...     # every role of the benchmark
 
 (``openai-api/<service>/<model>`` reads ``<SERVICE>_API_KEY`` and ``<SERVICE>_BASE_URL``; any key is
-accepted. The model name after the service is free: it only labels the calls.) MedSP1000 also binds
-``--model-role environment=openai-api/loopback/environment``; CPB-Bench binds ``grader`` (and
-``patient`` with ``-T turns=k``).
+accepted. The model name after the service is free: it only labels the calls. A benchmark's roles are
+its descriptor's ``roles``; the command line prints the command for the first registered benchmark.)
 
 Endpoints: ``POST /v1/chat/completions`` (Chat Completions request and response shape; ``stream``
 is answered with one server-sent content chunk and a usage chunk, although Inspect's ``openai-api``
@@ -40,8 +38,8 @@ In tests and benchmarks::
     with LoopbackServer(latency=0.05) as server:
         os.environ.update(server.env)
         ...
-        server.calls["discharge.patient"]  # requests answered per protocol
-        server.routes["patient", "discharge.patient"]  # ... per (model name, protocol)
+        server.calls["<benchmark>.patient"]  # requests answered per protocol
+        server.routes["patient", "<benchmark>.patient"]  # ... per (model name, protocol)
 
 Inspect memoizes a model made from a model string for the whole process, keyed by the string (not
 by the environment): to run several servers one after another in one process, build the models

@@ -7,6 +7,7 @@ import json
 import time
 from typing import Any
 
+from bedside import benchmarks
 from bedside.testing.loopback import LoopbackServer
 from bedside.testing.loopback_requests import FAULT_KINDS, Fault
 
@@ -51,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         default=[],
         metavar="KINDS[:RATE[:MODELS[:PROTOCOLS]]]",
         help=(
-            "a fault rule (repeatable), e.g. http_500,reset:0.1 or not_json:1::discharge.monitor; "
+            "a fault rule (repeatable), e.g. http_500,reset:0.1 or not_json:1::<benchmark>.<role>; "
             f"kinds: {', '.join(FAULT_KINDS)}"
         ),
     )
@@ -92,10 +93,10 @@ def main(argv: list[str] | None = None) -> None:
         print("point Inspect's openai-api provider at it with:", flush=True)
         for key, value in server.env.items():
             print(f"  export {key}={value}", flush=True)
+        first = benchmarks.all_benchmarks()[0]
+        roles = " ".join(f"--model-role {role}=openai-api/loopback/{role}" for role in first.roles)
         print(
-            "  inspect eval bedside/discharge --model openai-api/loopback/educator "
-            "--model-role patient=openai-api/loopback/patient --model-role monitor=openai-api/loopback/monitor "
-            "--model-role grader=openai-api/loopback/grader",
+            f"  inspect eval bedside/{first.tasks[0]} --model openai-api/loopback/{first.subject_role} {roles}",
             flush=True,
         )
         print(f"counters: GET http://{server.host}:{server.port}/stats", flush=True)

@@ -107,8 +107,8 @@ def to_chat_messages(messages: list[dict[str, Any]]) -> list[ChatMessage]:
 
 
 def protocol_from_schema_name(response_format: Any) -> str | None:
-    """The protocol named by a JSON-schema ``response_format`` (``discharge_judge_quality`` ->
-    ``discharge.judge_quality``: benchmark names hold no ``_``), or None."""
+    """The protocol named by a JSON-schema ``response_format`` (``<benchmark>_judge_quality`` ->
+    ``<benchmark>.judge_quality``: benchmark names hold no ``_``), or None."""
     if not isinstance(response_format, dict) or response_format.get("type") != "json_schema":
         return None
     name = (response_format.get("json_schema") or {}).get("name")
@@ -159,7 +159,7 @@ class Fault:
     @classmethod
     def parse(cls, spec: str) -> Fault:
         """``KINDS[:RATE[:MODELS[:PROTOCOLS]]]``, each list comma-separated; an empty field means
-        "any". E.g. ``http_500,reset:0.1``, ``not_json:1::discharge.monitor``,
+        "any". E.g. ``http_500,reset:0.1``, ``not_json:1::<benchmark>.monitor``,
         ``rate_limit:0.5:grader``."""
         parts = spec.split(":")
         if len(parts) > 4 or not parts[0].strip():

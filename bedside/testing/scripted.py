@@ -102,7 +102,7 @@ class ScriptedEngine:
         return self.reply_for(tag.name if tag else None, messages, int(config.seed or 0))
 
     def reply_for(self, protocol: str | None, messages: list[ChatMessage], seed: int = 0) -> str:
-        """The scripted reply of ``protocol`` (e.g. ``"discharge.patient"``) to ``messages``."""
+        """The scripted reply of ``protocol`` (``"<benchmark>.<role>"``) to ``messages``."""
         if protocol is None or protocol not in self.handlers:
             return "bedside/scripted has no script for this prompt (it only plays bedside's roles)."
         handler, options = self.handlers[protocol]

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from inspect_ai.model import get_model
 
-from bedside.context_window import context_window, estimate_tokens, oversized_notes
+from bedside.discharge.context_window import context_window, estimate_tokens, oversized_notes
 from bedside.discharge.samples import DEMO_CASES
 from tests.conftest import REPO
 
