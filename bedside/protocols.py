@@ -277,6 +277,16 @@ def bare_boolean(text: str) -> bool | None:
     return None if m is None else m.group(1).lower() in ("true", "yes")
 
 
+def json_objects(text: str) -> list[dict[str, Any]]:
+    """The JSON objects in a reply, the model's own (last) first: a quoted object never outranks the
+    answer (as :meth:`Protocol.read_json`). ``ValueError`` when there is none (readers of replies whose
+    keys depend on the call use it)."""
+    found = extract_json_all(text, dict)
+    if not found:
+        raise ValueError(f"no JSON object in the reply: {text[:160]!r}")
+    return [f.value for f in reversed(found)]
+
+
 def validation_message(ex: ValidationError) -> str:
     return "; ".join(f"{'.'.join(map(str, e['loc'])) or '<reply>'}: {e['msg']}" for e in ex.errors())
 

@@ -13,8 +13,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from bedside.jsonreply import extract_json_all
-from bedside.protocols import Protocol, Reply, ReplyParseError, plain_text
+from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text
 
 Reason = str
 
@@ -230,21 +229,12 @@ def normalise_id(key: str) -> str:
     return re.sub(r"[_\-]", ".", key.strip().upper())
 
 
-def _objects(text: str) -> list[dict[str, Any]]:
-    """The JSON objects in a reply, the model's own (last) first: a quoted object never outranks
-    the answer (as :meth:`Protocol.read_json`)."""
-    found = extract_json_all(text, dict)
-    if not found:
-        raise ValueError("no JSON object in the reply")
-    return [f.value for f in reversed(found)]
-
-
 def read_checklist(text: str, required: list[str]) -> dict[str, tuple[bool, str]]:
     """Figure 11's yes/no per question id (ids normalised); every applicable question must be answered.
     Items that are not ``{"answer": "yes"|"no"}`` are skipped (a question the case does not ask may be
     anything)."""
     problem = ""
-    for obj in _objects(text):
+    for obj in json_objects(text):
         answers: dict[str, tuple[bool, str]] = {}
         for key, item in obj.items():
             if not isinstance(item, dict) or not isinstance(item.get("answer"), str):
@@ -265,7 +255,7 @@ LABELS = {"correct": 1.0, "partially correct": 0.5, "partial": 0.5, "partially_c
 def read_grades(text: str, ids: list[str]) -> dict[str, tuple[float, str]]:
     """The comprehension grades (correct 1, partially correct 0.5, incorrect 0) of these item ids."""
     problem = ""
-    for obj in _objects(text):
+    for obj in json_objects(text):
         grades: dict[str, tuple[float, str]] = {}
         for key, item in obj.items():
             label = item.get("label") if isinstance(item, dict) else item

@@ -20,11 +20,13 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
-from bedside.protocols import Protocol, Reply, ReplyParseError, plain_text
+from bedside.medsp.rubric import COMPETENCIES, RubricItem
+from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text, reading
 
 TRUE_WORDS = ("1", "true", "yes", "y")
 STATUSES = ("executed", "pending", "unsupported")
@@ -282,6 +284,107 @@ class OfficialEvaluatorReply(BaseModel):
             block = v.get(c)
             out[c] = {str(k): coerce_bool(x) for k, x in block.items()} if isinstance(block, dict) else {}
         return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the evaluator's reply, read (bedside's format: items keyed by id; the official format: items keyed by
+# their verbatim text under their competency)
+
+
+class Evaluation(BaseModel):
+    """One evaluator reply, read: item id -> {met, evidence}, the reasoning, and items matched loosely.
+    Under the official reading (``-T reading=official``, the default) the reply may leave items out (they
+    leave the case's denominator) and may add keys the rubric does not have (``extra``: competency, key,
+    met; counted, as the official counter counts whatever keys the evaluator returns)."""
+
+    verdicts: dict[str, dict[str, Any]]
+    reasoning: list[str] = Field(default_factory=list)
+    notes: list[str] = Field(default_factory=list)
+    extra: list[dict[str, Any]] = Field(default_factory=list)
+
+
+def read_evaluation(text: str, items: Sequence[RubricItem], rule: str | None = None) -> Evaluation:
+    """``strict``: every item id judged exactly once (missing ids make the reply unreadable:
+    ``ValueError``). ``official`` (default): every key under ``items`` counts, as the official counter
+    counts whatever keys the evaluator returns: a rubric id is that item's verdict, another key whose
+    prefix is a competency (``PC.12``) is counted under it (``extra``), others are noted and not
+    counted; left-out items leave the denominator. A reply with no verdict at all is unreadable."""
+    if (rule or reading()) == "strict":
+        reply = EVALUATOR.using(evaluator_reply([i.id for i in items])).read_json(text)[0]
+        verdicts = reply.items.model_dump()
+        return Evaluation(verdicts={i.id: verdicts[i.id] for i in items}, reasoning=reply.reasoning)
+    ids = {i.id.upper(): i.id for i in items}
+    for obj in json_objects(text):
+        block = obj.get("items")
+        if not isinstance(block, dict) or not block:
+            continue
+        found: dict[str, dict[str, Any]] = {}
+        extra: list[dict[str, Any]] = []
+        notes: list[str] = []
+        for key, value in block.items():
+            key_text = str(key).strip()
+            if not key_text:
+                continue
+            met = coerce_bool(value.get("met") if isinstance(value, dict) else value)
+            evidence = as_text(value.get("evidence")) if isinstance(value, dict) else ""
+            item_id = ids.get(key_text.upper())
+            competency = key_text.split(".")[0].strip().upper()
+            if item_id is not None:
+                found[item_id] = {"met": met, "evidence": evidence}
+            elif competency in COMPETENCIES:
+                extra.append({"key": key_text, "competency": competency, "met": met})
+                notes.append(f"{key_text}: not in the rubric, counted under {competency} (official counter)")
+            else:
+                notes.append(f"{key_text}: not in the rubric and no competency, not counted")
+        missing = [i.id for i in items if i.id not in found]
+        if missing:
+            notes.append(f"{len(missing)} rubric item(s) not judged, left out of the denominator: {missing[:10]}")
+        if found or extra:
+            return Evaluation(verdicts=found, reasoning=text_list(obj.get("reasoning")), notes=notes, extra=extra)
+    raise ValueError(f"no rubric verdict under 'items' in the evaluator reply: {text[:160]!r}")
+
+
+def read_official_evaluation(text: str, items: Sequence[RubricItem], rule: str | None = None) -> Evaluation:
+    """Items keyed by their verbatim text under their competency. A key is matched to its item exactly,
+    else with whitespace normalised, else under another competency (noted). ``strict``: items the reply
+    leaves out make it unreadable (``ValueError``). ``official`` (default): as the official counter,
+    left-out items leave the denominator and every other key under a competency is counted there
+    (``extra``); a reply with no verdict at all is unreadable."""
+    official = (rule or reading()) != "strict"
+    reply = EVALUATOR.using(OfficialEvaluatorReply).read_json(text)[0]
+    squash = lambda t: " ".join(str(t).split())  # noqa: E731
+    verdicts: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
+    for item in items:
+        own: dict[str, bool] = getattr(reply, item.competency)
+        value = own.get(item.text, own.get(item.text.strip()))
+        if value is None:
+            value = next((v for k, v in own.items() if squash(k) == squash(item.text)), None)
+        if value is None:
+            for c in COMPETENCIES:
+                other = next((v for k, v in getattr(reply, c).items() if squash(k) == squash(item.text)), None)
+                if other is not None:
+                    value = other
+                    notes.append(f"{item.id} judged under {c}")
+                    break
+        if value is not None:
+            verdicts[item.id] = {"met": bool(value), "evidence": ""}
+    missing = [i.id for i in items if i.id not in verdicts]
+    if missing and not official:
+        raise ValueError(f"{len(missing)} rubric item(s) not judged: {missing[:10]}")
+    extra: list[dict[str, Any]] = []
+    if official:
+        used = {squash(i.text) for i in items if i.id in verdicts}
+        for c in COMPETENCIES:
+            for k, met in getattr(reply, c).items():
+                if squash(k) and squash(k) not in used:
+                    extra.append({"key": k, "competency": c, "met": bool(met)})
+                    notes.append(f"{k[:60]!r}: not in the rubric, counted under {c} (official counter)")
+        if missing:
+            notes.append(f"{len(missing)} rubric item(s) not judged, left out of the denominator: {missing[:10]}")
+        if not verdicts and not extra:
+            raise ValueError("no rubric verdict in the evaluator reply")
+    return Evaluation(verdicts=verdicts, reasoning=reply.reasoning, notes=notes, extra=extra)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -63,9 +63,10 @@ from bedside.calls import UNSCORED, Answer, ask, grader
 from bedside.end_reasons import EndReason
 from bedside.intervals import UNIT, case_bootstrap, mean_interval
 from bedside.medsp import BENCHMARK, MedSPEndReason
+from bedside.medsp.protocols import Evaluation
 from bedside.medsp.records import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
 from bedside.roles import fallback_roles
-from bedside.scorers.medsp.evaluator import Evaluation, EvaluatorPrompts, load_evaluator_prompts
+from bedside.scorers.medsp.evaluator import EvaluatorPrompts, load_evaluator_prompts
 from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable
 

@@ -97,8 +97,13 @@ def test_official_panel_and_selector_prompts(clone, tmp_path):
 
 
 def test_reading_the_official_evaluator_reply(clone):
-    prompts = load_evaluator_prompts(str(clone))
+    """The official prompts' evaluator protocol reads the official format (bedside.medsp.protocols)."""
     items = SCENARIO.rubric.items()
+    protocol = load_evaluator_prompts(str(clone)).evaluator_protocol(items)
+
+    def read_official_evaluation(text, items, rule):
+        return protocol.read(text, rule)[0]
+
     by_comp = {
         c: {i.text: True for i in items if i.competency == c} for c in ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")
     }
@@ -108,16 +113,16 @@ def test_reading_the_official_evaluator_reply(clone):
     reply["MK"][moved] = "yes"  # an item judged under another competency: matched, noted
     del reply["ICS"][moved]
     for rule in ("official", "strict"):
-        evaluation = prompts.read_evaluation(json.dumps(reply), items, rule)
+        evaluation = read_official_evaluation(json.dumps(reply), items, rule)
         assert set(evaluation.verdicts) == {i.id for i in items} and evaluation.verdicts["ICS.1"]["met"] is True
         assert evaluation.notes == ["ICS.1 judged under MK"] and evaluation.extra == []
     # an item left out: unreadable under the strict reading; the official counter shrinks the denominator
     del reply["PROF"]
     with pytest.raises(ValueError, match=r"1 rubric item\(s\) not judged: \['PROF.1'\]"):
-        prompts.read_evaluation(json.dumps(reply), items, "strict")
-    official = prompts.read_evaluation(json.dumps(reply), items, "official")
+        read_official_evaluation(json.dumps(reply), items, "strict")
+    official = read_official_evaluation(json.dumps(reply), items, "official")
     assert "PROF.1" not in official.verdicts and "left out of the denominator" in official.notes[-1]
     # a key the rubric does not have: counted under its competency by the official counter
     reply["PC"]["Reassured the family"] = True
-    official = prompts.read_evaluation(json.dumps(reply), items, "official")
+    official = read_official_evaluation(json.dumps(reply), items, "official")
     assert official.extra == [{"key": "Reassured the family", "competency": "PC", "met": True}]
