@@ -22,6 +22,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
+from bedside.discharge.mimic.extract import note_sections
 from bedside.testing.scripts import context, last_user_text
 
 
@@ -55,40 +56,9 @@ class Options:
 
 
 # ---------------------------------------------------------------------------------------------
-# discharge note parsing
+# discharge note parsing (the sections: the case builder's reading, note_sections)
 
-NOTE_SECTIONS = (
-    "Allergies",
-    "Chief Complaint",
-    "Major Surgical or Invasive Procedure",
-    "History of Present Illness",
-    "Past Medical History",
-    "Social History",
-    "Family History",
-    "Physical Exam",
-    "Pertinent Results",
-    "Brief Hospital Course",
-    "Medications on Admission",
-    "Discharge Medications",
-    "Discharge Disposition",
-    "Discharge Diagnosis",
-    "Discharge Condition",
-    "Discharge Instructions",
-    "Followup Instructions",
-)
-_SECTION_RE = re.compile(r"^(" + "|".join(re.escape(s) for s in NOTE_SECTIONS) + r"):[ \t]*(.*)$", re.MULTILINE)
 _SENTENCE_RE = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])")
-
-
-def note_sections(note: str) -> dict[str, str]:
-    """Section name → body text of a MIMIC-style discharge note."""
-    matches = list(_SECTION_RE.finditer(note))
-    sections: dict[str, str] = {}
-    for i, m in enumerate(matches):
-        end = matches[i + 1].start() if i + 1 < len(matches) else len(note)
-        body = (m.group(2) + "\n" + note[m.end() : end]).strip()
-        sections.setdefault(m.group(1), body)
-    return sections
 
 
 def sentences(text: str) -> list[str]:

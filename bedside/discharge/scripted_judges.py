@@ -12,6 +12,7 @@ import re
 
 from inspect_ai.model import ChatMessage
 
+from bedside.discharge.mimic.extract import note_sections
 from bedside.discharge.scripted import (
     GOOD_QUESTION,
     RETURN_WORDS,
@@ -20,7 +21,6 @@ from bedside.discharge.scripted import (
     _strip_ack,
     _usable,
     clip,
-    note_sections,
     sentences,
 )
 from bedside.testing.scripts import context

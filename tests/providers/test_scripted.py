@@ -8,11 +8,12 @@ import json
 import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
 
+from bedside.discharge.mimic.extract import note_sections
 from bedside.discharge.persona import assign_persona
 from bedside.discharge.protocols import EDUCATOR, PATIENT
 from bedside.discharge.records import load_cases
 from bedside.discharge.samples import DEMO_CASES
-from bedside.discharge.scripted import educator_plan, note_sections
+from bedside.discharge.scripted import educator_plan
 from bedside.protocols import all_protocols, tag_of
 from bedside.solvers.discharge.encounter import educator_prompt, patient_prompt
 from bedside.testing.scripted import ScriptedEngine
