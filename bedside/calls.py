@@ -29,7 +29,7 @@ reply by hand.
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -38,7 +38,7 @@ from inspect_ai.log import transcript
 from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput
 from inspect_ai.util import LimitExceededError
 
-from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, Protocol, tag_of, visible_text
+from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, Protocol, tag_of
 from bedside.protocols import ReplyParseError as ReplyParseError  # re-exported: callers catch it from here
 from bedside.roles import role_model
 
@@ -197,7 +197,6 @@ async def ask(
     prompt: str | Sequence[ChatMessage],
     protocol: Protocol,
     *,
-    parse: Callable[[str], Any] | None = None,
     retries: int | None = None,
     attempt: int = 0,
     config: GenerateConfig | None = None,
@@ -209,12 +208,12 @@ async def ask(
     """Generate → read → retry → record (module docstring). Never raises for an unreadable reply or
     a model failure: the :class:`Answer` says what happened.
 
-    ``parse`` reads with a call-site function instead of the protocol (prefer a protocol built with
-    ``Protocol.using``); it raises ``ValueError`` on an unusable reply. ``retries`` defaults to the
-    protocol's. ``attempt`` is the first sample's seed offset (regenerations of a rejected turn).
-    ``config`` is merged over the attempt's seed. ``who`` (an agent's role; None for a judge) and
-    ``record`` label the transcript events and the error text. ``context`` is the call's render
-    context (what the prompt was rendered from), carried in the tag for the test doubles."""
+    The protocol reads every reply (a call whose reply depends on the call builds its protocol with
+    ``Protocol.using``). ``retries`` defaults to the protocol's. ``attempt`` is the first sample's seed
+    offset (regenerations of a rejected turn). ``config`` is merged over the attempt's seed. ``who``
+    (an agent's role; None for a judge) and ``record`` label the transcript events and the error text.
+    ``context`` is the call's render context (what the prompt was rendered from), carried in the tag for
+    the test doubles."""
     messages: list[ChatMessage] = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else list(prompt)
     budget = protocol.retries if retries is None else retries
     answer: Answer[Any] = Answer(value=None)
@@ -233,11 +232,7 @@ async def ask(
             return answer
         answer.replies.append(output.completion)
         try:
-            if parse is not None:
-                value = parse(visible_text(output.completion))
-                repaired = bool(getattr(value, "repaired", False))
-            else:
-                value, repaired = protocol.read(output.completion)
+            value, repaired = protocol.read(output.completion)
         except ValueError as ex:
             answer.unreadable += 1
             answer.error = (

@@ -36,11 +36,6 @@ from bedside.records import Turn
 Policy = Literal["observe", "moderate", "none"]
 
 
-def looks_like_prose(text: str) -> bool:
-    stripped = text.strip()
-    return bool(stripped) and not stripped.startswith(("{", "[", "```"))
-
-
 def utterance_json(turn: Turn) -> str:
     """How an utterance agent sees its own past turns: the canonical JSON it is asked to produce."""
     return json.dumps({"utterance": turn.message}, ensure_ascii=False)

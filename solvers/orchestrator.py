@@ -65,15 +65,6 @@ class SupervisionState:
     max_retries: int = 2
 
 
-class Judgement(Protocol):
-    """A supervisor's verdict as the orchestrator sees it: recorded with ``model_dump``; its
-    ``session_complete`` ends the encounter (subject to the minimum-turn guard)."""
-
-    session_complete: bool
-
-    def model_dump(self) -> dict[str, Any]: ...
-
-
 class Supervisor(Protocol):
     """Judges one candidate turn; ``None`` means its reply stayed unreadable after its retries."""
 

@@ -32,7 +32,6 @@ from bedside.discharge import BENCHMARK
 from bedside.discharge.context_window import warn_oversized_notes
 from bedside.discharge.samples import discharge_dataset
 from bedside.params import bool_param, check, int_param
-from bedside.protocols import READINGS
 from bedside.scorers.discharge.advice_safety import advice_safety
 from bedside.scorers.discharge.comprehension import comprehension
 from bedside.scorers.discharge.conversation_quality import conversation_quality
@@ -78,7 +77,8 @@ def discharge(
     cache_references = bool_param("cache_references", cache_references)
     safety = bool_param("safety", safety)
     structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
-    check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
+    # no DischargeBench protocol has a stricter reading than the paper's: only the official rule exists here
+    check(reading == "official", "reading", f"DischargeBench has only the official reading, got reading={reading!r}")
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
     check(

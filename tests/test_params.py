@@ -78,6 +78,7 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
         ("cpb", {"turns": "99"}, "turns"),
         ("discharge", {"persona_assignment": "stratified"}, "persona_assignment"),
         ("discharge", {"reading": "lenient"}, "reading"),
+        ("discharge", {"reading": "strict"}, "reading"),  # no DischargeBench protocol has a strict reader
         ("cpb", {"reading": "loose"}, "reading"),
         ("medsp", {"reading": ""}, "reading"),
         ("discharge", {"monitor_layout": "cached"}, "monitor_layout"),

@@ -15,8 +15,6 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text
 
-Reason = str
-
 
 class Utterance(BaseModel):
     """The Virtual Patient's reply (and its comprehension answers)."""
@@ -54,7 +52,7 @@ class Verdict(BaseModel):
     """The monitor's verdict. Algorithm 1 acts on ``verdict``, ``severity`` (a FAIL's), and
     ``session_complete`` (and uses ``correction_instruction`` as the correction text); those must be
     readable. ``issue``, ``action``, ``reasoning`` and the faithfulness fields are recorded only:
-    a missing or unexpected value there never makes the verdict unreadable (issue 9)."""
+    a missing or unexpected value there never makes the verdict unreadable."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -119,7 +117,7 @@ class Verdict(BaseModel):
 
 class Rating(BaseModel):
     score: int = Field(ge=1, le=5)
-    reason: Reason = ""
+    reason: str = ""
 
 
 class Quality(BaseModel):
@@ -133,7 +131,7 @@ class Quality(BaseModel):
 
 class ChecklistAnswer(BaseModel):
     answer: Literal["yes", "no"]
-    reason: Reason = ""
+    reason: str = ""
 
     @field_validator("answer", mode="before")
     @classmethod
@@ -143,7 +141,7 @@ class ChecklistAnswer(BaseModel):
 
 class Grade(BaseModel):
     label: Literal["correct", "partially correct", "incorrect"]
-    reason: Reason = ""
+    reason: str = ""
 
     @field_validator("label", mode="before")
     @classmethod
@@ -173,9 +171,7 @@ class FactualItem(BaseModel):
     @field_validator("answer", mode="before")
     @classmethod
     def _answer(cls, v: Any) -> Any:
-        if isinstance(v, list):
-            return [str(x) for x in v]
-        return v if isinstance(v, str) else v
+        return [str(x) for x in v] if isinstance(v, list) else v
 
     def text(self) -> str:
         return "; ".join(self.answer) if isinstance(self.answer, list) else self.answer

@@ -108,6 +108,7 @@ def discharge_encounter(
         patient_model, patient_fallback = role_model("patient")
         monitor_model, monitor_fallback = role_model("monitor")
         record.role_fallbacks = [r for r, fb in (("patient", patient_fallback), ("monitor", monitor_fallback)) if fb]
+        overlay = behavior_overlay(state.metadata.get("behavior", "none"))
 
         educator = ChatAgent(
             role="educator",
@@ -122,14 +123,14 @@ def discharge_encounter(
         patient = ChatAgent(
             role="patient",
             model=patient_model,
-            system_prompt=patient_prompt(case, persona, behavior_overlay(state.metadata.get("behavior", "none"))),
+            system_prompt=patient_prompt(case, persona, overlay),
             policy="moderate",
             protocol=PATIENT,
             render_own=utterance_json,
             parse_retries=parse_retries,
             context=dict(
                 personality_description=persona.description("personality"),
-                behavior_overlay=behavior_overlay(state.metadata.get("behavior", "none")),
+                behavior_overlay=overlay,
             ),
         )
         monitor = EducationMonitor(monitor_model, parse_retries=parse_retries, layout=monitor_layout)
