@@ -1,8 +1,5 @@
 """The ``bedside`` command (also ``python -m bedside``): one entry point, one module per command.
 
-``bedside-report`` (the old table command: ``strata``, ``audit``, ``delta``) is a deprecated alias
-(:func:`deprecated_report`): it says so and runs the same sub-command of ``bedside``.
-
 Each module in :data:`COMMANDS` (the shared commands) and in each registered benchmark's ``commands``
 (its own, e.g. ``build-cases``; :mod:`bedside.benchmarks`) exposes ``register(subparsers)``, which adds its
 sub-command(s) with ``set_defaults(func=...)``; ``func(args)`` returns the exit code. A command's heavy
@@ -23,7 +20,7 @@ from bedside import benchmarks
 COMMANDS: tuple[str, ...] = (
     "bedside.reporting.build",  # report
     "bedside.reporting.strata",  # strata
-    "bedside.reporting.compare",  # compare (and its deprecated alias delta)
+    "bedside.reporting.compare",  # compare
     "bedside.reporting.rescore",  # rescore
 )
 
@@ -41,16 +38,6 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
     return int(args.func(args) or 0)
-
-
-def deprecated_report(argv: Sequence[str] | None = None) -> int:
-    """``bedside-report``: deprecated; says so and runs ``bedside`` with the same arguments."""
-    print(
-        "bedside-report is deprecated and will be removed: use `bedside strata`, `bedside audit` and "
-        "`bedside compare` (`bedside-report delta` is `bedside compare BASELINE CANDIDATE...`).",
-        file=sys.stderr,
-    )
-    return main(argv)
 
 
 if __name__ == "__main__":

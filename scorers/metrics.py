@@ -201,17 +201,7 @@ def health() -> Scorer:
     return score
 
 
-# --- kept so that logs written before the summary blocks can still be re-scored ----------------
-
-
-@metric(name="n")
-def n() -> Metric:
-    """How many samples were scored (logs before the summary blocks)."""
-
-    def compute(scores: list[SampleScore]) -> dict[str, int]:
-        return {"n": len(scores)}
-
-    return compute
+# --- rates as text for the command-line reports ------------------------------------------------
 
 
 def rate_text(values: list[float]) -> str:
@@ -224,28 +214,6 @@ def rate_text(values: list[float]) -> str:
         return f"{mean:.3f} n={len(values)}"
     lower, upper = wilson(int(sum(values)), len(values))
     return f"{mean:.3f} [{lower:.3f}, {upper:.3f}] n={len(values)}"
-
-
-@metric(name="ci")
-def interval(binary: bool = False) -> Metric:
-    """95 % interval (logs before the summary blocks); bedside's interval rule, binary if declared."""
-    from bedside.intervals import BINARY, UNBOUNDED
-
-    def compute(scores: list[SampleScore]) -> dict[str, float]:
-        bounds = mean_interval([s.score.as_float() for s in scores], BINARY if binary else UNBOUNDED)
-        return {"lower": bounds[0], "upper": bounds[1]} if bounds else {"lower": math.nan, "upper": math.nan}
-
-    return compute
-
-
-@metric(name="total")
-def total() -> Metric:
-    """Sum over samples (logs before the summary blocks)."""
-
-    def compute(scores: list[SampleScore]) -> float:
-        return float(sum(s.score.as_float() for s in scores))
-
-    return compute
 
 
 from bedside.scorers.rescore import rescorable  # noqa: E402

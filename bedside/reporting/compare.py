@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import argparse
 import math
-import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
@@ -37,7 +36,7 @@ from bedside import benchmarks
 from bedside.intervals import mean_interval
 from bedside.reporting.scores import own, score_table
 
-#: bootstrap resamples of ``bedside compare`` (and of the deprecated ``delta``)
+#: bootstrap resamples of ``bedside compare``
 RESAMPLES = 9999
 
 
@@ -249,20 +248,8 @@ def run(args: argparse.Namespace) -> int:
     return 1 if regressed else 0
 
 
-def run_delta(args: argparse.Namespace) -> int:
-    """The deprecated ``delta``: ``compare`` over every shared key, no gate."""
-    print(
-        "bedside delta is deprecated: use `bedside compare BASELINE CANDIDATE [CANDIDATE ...]` (every shared "
-        f"score key when no --metric is given; paired bootstrap, {RESAMPLES} resamples, no longer 2000).",
-        file=sys.stderr,
-    )
-    args.candidates, args.metric, args.max_drop, args.lower_is_better = args.others, None, None, None
-    args.resamples, args.seed, args.markdown = RESAMPLES, 0, None
-    return run(args)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
-    """The ``compare`` sub-command (module docstring) and its deprecated alias ``delta``."""
+    """The ``compare`` sub-command (module docstring)."""
     parser = sub.add_parser(
         "compare",
         help="paired comparison of logs on the same cases (a gate with --max-drop)",
@@ -296,12 +283,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--csv", metavar="FILE", help="also write the results as CSV")
     parser.set_defaults(func=run)
-    delta = sub.add_parser(
-        "delta",
-        help="DEPRECATED: use `bedside compare BASELINE CANDIDATE...` (no --max-drop)",
-        description="Deprecated alias of `bedside compare BASELINE CANDIDATE...` without a gate.",
-    )
-    delta.add_argument("baseline")
-    delta.add_argument("others", nargs="+")
-    delta.add_argument("--csv", help="also write the table to this CSV file")
-    delta.set_defaults(func=run_delta)

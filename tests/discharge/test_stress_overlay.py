@@ -100,9 +100,3 @@ def test_compare_without_metrics_on_two_runs_of_the_same_cases(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert stressed.location in proc.stdout and "| `tcs` |" in proc.stdout and "no gate" in proc.stdout
     assert len(pd.read_csv(out)) == len(report)
-    # the old spellings still work, say they are deprecated and print what `bedside compare` prints
-    for old in ([str(bin_dir / "bedside-report"), "delta"], [str(bin_dir / "bedside"), "delta"]):
-        alias = subprocess.run([*old, base.location, stressed.location], capture_output=True, text=True, timeout=120)
-        assert alias.returncode == 0, alias.stderr
-        assert "deprecated" in alias.stderr and "bedside compare" in alias.stderr
-        assert alias.stdout == proc.stdout
