@@ -26,8 +26,7 @@ control set shows it. Per-category / dataset / language tables: ``bedside strata
 Parameters (``-T``): ``data`` (required) the ``cpb-bench_data`` folder (or the upstream repository
 root, or one JSON file); ``language`` ``en|zh|all``; ``category`` and ``dataset`` filters (comma
 lists allowed); ``mitigation`` ``none|step_by_step|behavior_instruction|analyze_patient|self_check``;
-``doctor_format`` ``text`` (default, as upstream) or ``chat`` (system prompt + chat history, the
-older bedside layout); ``context`` (``cpb`` only) the failure judge's context
+``context`` (``cpb`` only) the failure judge's context
 ``full_context|current_turn|min_turn`` (default ``full_context``, as the official runs);
 ``turns`` (``cpb`` only; 0 = single turn, the default; 10 = the official continuation);
 ``continuation_mitigation`` (``cpb`` only; default false: continuation turns use the plain doctor
@@ -45,7 +44,6 @@ from bedside.protocols import READINGS
 from bedside.scorers.cpb.judges import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
 from bedside.scorers.metrics import health
 from bedside.solvers.cpb import (
-    DOCTOR_FORMATS,
     MAX_CONTINUATION_TURNS,
     MITIGATIONS,
     cpb_continuation,
@@ -87,7 +85,6 @@ def cpb(
     turns: int = 0,
     parse_retries: int = 2,
     judge_retries: int = 2,
-    doctor_format: str = "text",
     context: str = DEFAULT_CONTEXT,
     structured_output: bool | None = None,
     continuation_mitigation: bool = False,
@@ -102,13 +99,11 @@ def cpb(
     check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
-    doctor_format = str(doctor_format).strip().lower()
-    check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
     context = str(context).strip().lower()
     check(context in CONTEXT_MODES, "context", f"use one of {list(CONTEXT_MODES)}, got {context!r}")
     mitigation = _mitigation(mitigation)
     roles = ["grader", "patient"] if turns else ["grader"]
-    solver = [cpb_reply(mitigation, parse_retries, doctor_format)]
+    solver = [cpb_reply(mitigation, parse_retries)]
     scorer = [cpb_failure(judge_retries, context, roles)]
     if turns:
         solver.append(cpb_continuation(turns, parse_retries, judge_retries, context, mitigate=continuation_mitigation))
@@ -124,7 +119,6 @@ def cpb(
             "set": "positive",
             "mitigation": mitigation,
             "turns": turns,
-            "doctor_format": doctor_format,
             "context": context,
             "continuation_mitigation": continuation_mitigation,
             "report": REPORT_NOTE,
@@ -140,7 +134,6 @@ def cpb_control(
     mitigation: str = "none",
     parse_retries: int = 2,
     judge_retries: int = 2,
-    doctor_format: str = "text",
     structured_output: bool | None = None,
     reading: str = "official",
 ) -> Task:
@@ -151,19 +144,16 @@ def cpb_control(
     check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
-    doctor_format = str(doctor_format).strip().lower()
-    check(doctor_format in DOCTOR_FORMATS, "doctor_format", f"use one of {list(DOCTOR_FORMATS)}, got {doctor_format!r}")
     mitigation = _mitigation(mitigation)
     return Task(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
         setup=reply_format(structured_output, reading),
-        solver=[cpb_reply(mitigation, parse_retries, doctor_format)],
+        solver=[cpb_reply(mitigation, parse_retries)],
         scorer=[cpb_overreaction(judge_retries), health()],
         metadata={
             **PAPER,
             "set": "control",
             "mitigation": mitigation,
-            "doctor_format": doctor_format,
             "report": REPORT_NOTE,
         },
     )

@@ -91,8 +91,6 @@ def test_the_corpus_covers_every_protocol_that_reads_a_reply():
     # the prose calls whose reading is the same one-line rule as one covered here
     same_as_covered = {
         "discharge.comprehension",
-        "cpb.doctor_chat",
-        "cpb.doctor_chat_step_by_step",
         "cpb.analysis",
         "medsp.panel_domains",
         "medsp.panel_integrator",

@@ -4,9 +4,7 @@ The layout follows the official CPB-Bench code (yli-z/cpb-bench-challenging-pati
 
 - the doctor (the model under test) gets ONE user message and no system prompt (``doctor.j2``):
   ``cpb.doctor`` (plain, behaviour instruction, reply after an analysis) and
-  ``cpb.doctor_step_by_step``; with ``-T doctor_format=chat`` the older bedside layout (system
-  prompt + chat history, ``doctor_chat.j2``): ``cpb.doctor_chat`` and
-  ``cpb.doctor_chat_step_by_step``;
+  ``cpb.doctor_step_by_step``;
 - the mitigations' extra calls: ``cpb.analysis`` (prose) and ``cpb.self_check`` (the upstream
   ``Verdict: PASS|REVISE`` text, read by :func:`read_self_check`);
 - the judges: ``cpb.failure_judge`` (system prompt + user message, bare ``True``/``False``,
@@ -369,8 +367,6 @@ SELF_CHECK = Protocol("cpb.self_check", parser=read_self_check, unreadable="reco
 # -- the doctor (the model under test) ----------------------------------------------------------
 DOCTOR_STEP_BY_STEP = Protocol("cpb.doctor_step_by_step", parser=read_step_by_step, unreadable="error")
 DOCTOR = Protocol("cpb.doctor", parser=read_doctor, unreadable="error")
-DOCTOR_CHAT_STEP_BY_STEP = Protocol("cpb.doctor_chat_step_by_step", parser=read_step_by_step, unreadable="error")
-DOCTOR_CHAT = Protocol("cpb.doctor_chat", parser=read_doctor, unreadable="error")
 # -- the continuation patient -----------------------------------------------------------------
 PATIENT = Protocol("cpb.patient", parser=read_patient, unreadable="error")
 
@@ -382,7 +378,5 @@ PROTOCOLS = (
     SELF_CHECK,
     DOCTOR_STEP_BY_STEP,
     DOCTOR,
-    DOCTOR_CHAT_STEP_BY_STEP,
-    DOCTOR_CHAT,
     PATIENT,
 )

@@ -20,7 +20,7 @@ judge's reply), ``evaluation_result`` (the official verdict: failure, or overrea
 
 Which record answers a call: the running sample's case (its metadata: dataset, dialog id, turn index
 and category; ``IMCS21`` and ``IMCS`` are one corpus), never the prompt text; which reply: the call's
-protocol tag (``cpb.doctor``/``cpb.doctor_chat`` → ``response``; ``cpb.failure_judge`` and
+protocol tag (``cpb.doctor`` → ``response``; ``cpb.failure_judge`` and
 ``cpb.overreaction_judge`` → ``judge_response_raw``). A call with no recorded reply (a case missing
 from the files, a mitigation or continuation call, a judge of the other kind) fails with a message
 that says so; bedside then counts the case as ``no_reply`` or unscored, visibly.
@@ -40,7 +40,7 @@ from bedside.protocols import tag_of
 
 SINGLE_DIR = "evaluators_single/output_single_turn"
 NEGATIVE_DIR = "Negative_cases/negative_generate/evaluator/output"
-DOCTOR_PROTOCOLS = ("cpb.doctor", "cpb.doctor_chat")
+DOCTOR_PROTOCOLS = ("cpb.doctor",)
 JUDGE_PROTOCOLS = {"cpb.failure_judge": "positive", "cpb.overreaction_judge": "control"}
 CONTROL_CATEGORY = "No behavior"
 

@@ -5,18 +5,16 @@ dialogue turns, the mitigation, the reply under judgement...), never the prompt 
 A deterministic stand-in, not a language model: the doctor answers with fixed English sentences
 whose kind is chosen by ``doctor_style``, and the judges recognise those sentences.
 
-- doctor (``cpb.doctor``, ``cpb.doctor_step_by_step``; ``cpb.doctor_chat*`` for
-  ``doctor_format=chat``): ``careful`` (default) checks and asks before deciding anything;
-  ``accommodating`` goes along with the patient (a failure on a positive case); ``alarmist`` raises
-  the false alarms listed in ``doctor_alarms`` (A-D; an overreaction on a control case).
-  ``doctor_accommodates_on`` / ``doctor_alarms_on`` switch the style per case: when the patient's
-  latest message (the last patient turn(s) of the call's dialogue; in chat format only when the
-  dialogue ends with it) contains that text. Unless ``doctor_ignores_mitigation``, an accommodating
-  doctor whose mitigation asks it to handle the behaviour (behaviour instructions, a patient
-  analysis, step-by-step) answers carefully. With ``doctor_corrects_after=n`` an accommodating doctor
-  turns careful once it has sent n accommodating replies (in the continuation). Step by step: a
-  reasoning line, then the reply after ``Final Doctor's Response:`` (omitted with
-  ``doctor_omits_final_marker``).
+- doctor (``cpb.doctor``, ``cpb.doctor_step_by_step``): ``careful`` (default) checks and asks before
+  deciding anything; ``accommodating`` goes along with the patient (a failure on a positive case);
+  ``alarmist`` raises the false alarms listed in ``doctor_alarms`` (A-D; an overreaction on a control
+  case). ``doctor_accommodates_on`` / ``doctor_alarms_on`` switch the style per case: when the patient's
+  latest message (the last patient turn(s) of the call's dialogue) contains that text. Unless
+  ``doctor_ignores_mitigation``, an accommodating doctor whose mitigation asks it to handle the
+  behaviour (behaviour instructions, a patient analysis, step-by-step) answers carefully. With
+  ``doctor_corrects_after=n`` an accommodating doctor turns careful once it has sent n accommodating
+  replies (in the continuation). Step by step: a reasoning line, then the reply after ``Final
+  Doctor's Response:`` (omitted with ``doctor_omits_final_marker``).
 - analysis (``cpb.analysis``): a fixed short analysis.
 - self-check (``cpb.self_check``): ``Verdict: REVISE`` with a careful revision when the draft goes
   along with the patient (unless ``doctor_ignores_mitigation``), else ``Verdict: PASS``.
@@ -114,14 +112,11 @@ def _blocks(turns: list[dict], role: str) -> list[str]:
     return blocks
 
 
-def _doctor_text(messages: list[ChatMessage], o: Options, chat: bool) -> str:
+def _doctor_text(messages: list[ChatMessage], o: Options) -> str:
     ctx = context(messages)
     dialogue = ctx["dialogue"]
     patient = _blocks(dialogue, "patient")
-    if chat:  # the chat format: the latest user message is the patient's turn, or a cue after a doctor turn
-        latest = patient[-1] if dialogue and dialogue[-1]["role"] == "patient" else ""
-    else:
-        latest = patient[-1] if patient else ""
+    latest = patient[-1] if patient else ""
     sent = sum(ACCEPT_SIGNAL in b for b in _blocks(dialogue, "doctor"))
     style = o.doctor_style
     if o.doctor_accommodates_on and o.doctor_accommodates_on in latest:
@@ -137,26 +132,18 @@ def _doctor_text(messages: list[ChatMessage], o: Options, chat: bool) -> str:
     return CAREFUL
 
 
-def doctor(messages: list[ChatMessage], attempt: int, o: Options, chat: bool = False) -> str:
+def doctor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt % SEED_STRIDE < o.doctor_empty_attempts:
         return ""
-    return _doctor_text(messages, o, chat)
+    return _doctor_text(messages, o)
 
 
-def doctor_step_by_step(messages: list[ChatMessage], attempt: int, o: Options, chat: bool = False) -> str:
+def doctor_step_by_step(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     if attempt % SEED_STRIDE < o.doctor_empty_attempts:
         return ""
     reasoning = "Reasoning: the patient's latest message needs attention before I reply."
     marker = "" if o.doctor_omits_final_marker else "Final Doctor's Response: "
-    return f"{reasoning}\n{marker}{_doctor_text(messages, o, chat)}"
-
-
-def doctor_chat(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    return doctor(messages, attempt, o, chat=True)
-
-
-def doctor_chat_step_by_step(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    return doctor_step_by_step(messages, attempt, o, chat=True)
+    return f"{reasoning}\n{marker}{_doctor_text(messages, o)}"
 
 
 def analysis(messages: list[ChatMessage], attempt: int, o: Options) -> str:
@@ -234,8 +221,6 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
 HANDLERS = {
     "cpb.doctor": doctor,
     "cpb.doctor_step_by_step": doctor_step_by_step,
-    "cpb.doctor_chat": doctor_chat,
-    "cpb.doctor_chat_step_by_step": doctor_chat_step_by_step,
     "cpb.analysis": analysis,
     "cpb.self_check": self_check,
     "cpb.failure_judge": failure_judge,

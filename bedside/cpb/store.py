@@ -13,7 +13,6 @@ class CPBStore(StoreModel):
     """What one CPB-Bench sample produced (``sample.store`` keys ``CPBStore:*``)."""
 
     mitigation: str = "none"
-    doctor_format: str = "text"
     reply: str | None = None
     error: str | None = None
     trace: dict[str, Any] = Field(default_factory=dict)  # reasoning / analysis / draft / self-check

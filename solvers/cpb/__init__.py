@@ -2,15 +2,11 @@
 mitigation strategies, and the multi-turn continuation. Defaults follow the official code
 (yli-z/cpb-bench-challenging-patient-behaviors; no licence, so every prompt is in our own words).
 
-**Single turn** (:func:`cpb_reply`). ``doctor_format=text`` (default, as upstream): the doctor (the
-model under test) gets ONE user message and no system prompt (``prompts/cpb/doctor.j2``): a
-one-line instruction, ``Conversation:``, the segment as ``Doctor: ...`` / ``Patient: ...`` lines
-(English labels for the Chinese cases too, one line per turn, nothing merged) and a closing
-``Doctor:`` cue. ``doctor_format=chat`` keeps the older bedside layout: the instruction is the
-system prompt (``doctor_chat.j2``) and the segment the chat history (doctor = ``assistant``,
-patient = ``user``, consecutive turns of one speaker merged, ``kickoff.j2`` / ``continue_cue.j2``
-when the segment opens or ends with the doctor). A leading ``Doctor:`` label is stripped from the
-reply; an empty reply is retried (``parse_retries``), then recorded as a model failure.
+**Single turn** (:func:`cpb_reply`), as upstream: the doctor (the model under test) gets ONE user
+message and no system prompt (``prompts/cpb/doctor.j2``): a one-line instruction, ``Conversation:``,
+the segment as ``Doctor: ...`` / ``Patient: ...`` lines (English labels for the Chinese cases too, one
+line per turn, nothing merged) and a closing ``Doctor:`` cue. A leading ``Doctor:`` label is stripped
+from the reply; an empty reply is retried (``parse_retries``), then recorded as a model failure.
 
 **Mitigations** (``mitigation=``; the authors' names are accepted as aliases), as upstream:
 
@@ -68,14 +64,12 @@ from bedside.solvers.cpb.continuation import (
     patient_system_prompt,
 )
 from bedside.solvers.cpb.doctor import (
-    DOCTOR_FORMATS,
     MITIGATION_ALIASES,
     MITIGATIONS,
     CPBDoctor,
     DialogueAgent,
     doctor_prompt,
     doctor_protocol,
-    doctor_system_prompt,
     make_doctor,
     mitigation_name,
 )
@@ -91,14 +85,12 @@ __all__ = [
     "CPBPatient",
     "cpb_continuation",
     "patient_system_prompt",
-    "DOCTOR_FORMATS",
     "MITIGATION_ALIASES",
     "MITIGATIONS",
     "CPBDoctor",
     "DialogueAgent",
     "doctor_prompt",
     "doctor_protocol",
-    "doctor_system_prompt",
     "make_doctor",
     "mitigation_name",
     "cpb_reply",

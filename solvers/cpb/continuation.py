@@ -118,7 +118,7 @@ def cpb_continuation(
             ),
         ]
         record.continuation_mitigation = record.mitigation if mitigate else "none"
-        doctor = make_doctor(case, record.continuation_mitigation, parse_retries, record.doctor_format, prefix=prefix)
+        doctor = make_doctor(case, record.continuation_mitigation, parse_retries, prefix=prefix)
         patient = CPBPatient(
             role=PATIENT_ROLE,
             model=patient_model,

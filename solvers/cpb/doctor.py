@@ -1,5 +1,5 @@
 """The CPB-Bench doctor (the model under test) and its mitigation strategies (module docstring of
-:mod:`bedside.solvers.cpb`): the doctor's prompts in text and chat format, the mitigations' extra calls
+:mod:`bedside.solvers.cpb`): the doctor's prompt, the mitigations' extra calls
 (analysis before, self-check after) and :class:`DialogueAgent`, the view that starts with the dataset's
 conversation segment. The replies are read by the ``cpb.*`` protocols (:mod:`bedside.cpb.protocols`)."""
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspect_ai.log import transcript
-from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageUser, get_model
+from inspect_ai.model import ChatMessage, ChatMessageUser, get_model
 
 from bedside.calls import GenerationError, ask
 from bedside.cpb.judges import DOCTOR_ROLE, dialogue_turns, transcript_text
@@ -18,8 +18,6 @@ from bedside.cpb.protocols import (
     _DOCTOR_LABEL,
     ANALYSIS,
     DOCTOR,
-    DOCTOR_CHAT,
-    DOCTOR_CHAT_STEP_BY_STEP,
     DOCTOR_STEP_BY_STEP,
     SELF_CHECK,
 )
@@ -41,7 +39,6 @@ MITIGATION_ALIASES: dict[str, str] = {
     "self_eval": "self_check",
     "self_check_then_revise": "self_check",
 }
-DOCTOR_FORMATS: tuple[str, ...] = ("text", "chat")
 
 
 def mitigation_name(value: str | None) -> str:
@@ -56,7 +53,7 @@ def mitigation_name(value: str | None) -> str:
 
 
 def doctor_prompt(mitigation: str, conversation: str, analysis: str = "") -> str:
-    """The doctor's one user message (``doctor_format=text``)."""
+    """The doctor's one user message (no system prompt, as upstream)."""
     return render(
         "cpb/doctor.j2",
         mitigation=mitigation,
@@ -66,21 +63,8 @@ def doctor_prompt(mitigation: str, conversation: str, analysis: str = "") -> str
     )
 
 
-def doctor_system_prompt(mitigation: str, analysis: str = "") -> str:
-    """The doctor's system prompt (``doctor_format=chat``)."""
-    return render(
-        "cpb/doctor_chat.j2",
-        mitigation=mitigation,
-        behavior_instructions=load_yaml("cpb/behavior_instructions.yaml"),
-        analysis=analysis,
-    )
-
-
-def doctor_protocol(mitigation: str, doctor_format: str) -> Protocol:
-    step = mitigation == "step_by_step"
-    if doctor_format == "chat":
-        return DOCTOR_CHAT_STEP_BY_STEP if step else DOCTOR_CHAT
-    return DOCTOR_STEP_BY_STEP if step else DOCTOR
+def doctor_protocol(mitigation: str) -> Protocol:
+    return DOCTOR_STEP_BY_STEP if mitigation == "step_by_step" else DOCTOR
 
 
 @dataclass
@@ -105,8 +89,6 @@ class CPBDoctor(DialogueAgent):
     """The doctor (model under test) with one of the mitigation strategies (module docstring)."""
 
     mitigation: str = "none"
-    doctor_format: str = "text"
-    trailing_cue: str | None = None  # chat format: asks for the doctor's turn after a doctor turn
     last_messages: list[ChatMessage] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -118,20 +100,7 @@ class CPBDoctor(DialogueAgent):
         return self.doctor_messages(history)
 
     def doctor_messages(self, history: Sequence[Turn], analysis: str = "") -> list[ChatMessage]:
-        if self.doctor_format == "text":
-            return [ChatMessageUser(content=doctor_prompt(self.mitigation, self.conversation(history), analysis))]
-        # chat: the system prompt and the dialogue as chat history, own turns merged
-        self.system_prompt = doctor_system_prompt(self.mitigation, analysis)
-        chat = ChatAgent.messages(self, self.view(history))
-        merged: list[ChatMessage] = []
-        for m in chat:
-            if merged and isinstance(m, ChatMessageAssistant) and isinstance(merged[-1], ChatMessageAssistant):
-                merged[-1] = ChatMessageAssistant(content=f"{merged[-1].text}\n\n{m.text}")
-            else:
-                merged.append(m)
-        if self.trailing_cue and isinstance(merged[-1], ChatMessageAssistant):
-            merged.append(ChatMessageUser(content=self.trailing_cue))
-        return merged
+        return [ChatMessageUser(content=doctor_prompt(self.mitigation, self.conversation(history), analysis))]
 
     async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
         extra: dict[str, Any] = {}
@@ -189,7 +158,6 @@ def make_doctor(
     case: CPBCase | ControlCase,
     mitigation: str,
     parse_retries: int,
-    doctor_format: str = "text",
     prefix: list[Turn] | None = None,
 ) -> CPBDoctor:
     return CPBDoctor(
@@ -197,12 +165,9 @@ def make_doctor(
         model=get_model(),
         system_prompt="",
         policy="observe",
-        protocol=doctor_protocol(mitigation, doctor_format),
-        kickoff=render("cpb/kickoff.j2") if doctor_format == "chat" else None,
+        protocol=doctor_protocol(mitigation),
         render_own=lambda turn: turn.message,
         parse_retries=parse_retries,
         prefix=prefix if prefix is not None else dialogue_turns(case.conversation_segment),
         mitigation=mitigation,
-        doctor_format=doctor_format,
-        trailing_cue=render("cpb/continue_cue.j2") if doctor_format == "chat" else None,
     )

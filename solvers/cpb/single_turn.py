@@ -11,22 +11,19 @@ from inspect_ai.util import store_as
 from bedside.calls import GenerationError
 from bedside.cpb.judges import DOCTOR_ROLE, load_case
 from bedside.cpb.store import CPBStore
-from bedside.solvers.cpb.doctor import DOCTOR_FORMATS, make_doctor, mitigation_name
+from bedside.solvers.cpb.doctor import make_doctor, mitigation_name
 
 
 @solver
-def cpb_reply(mitigation: str = "none", parse_retries: int = 2, doctor_format: str = "text"):
+def cpb_reply(mitigation: str = "none", parse_retries: int = 2):
     """The doctor's reply to the conversation segment, with an optional mitigation strategy."""
     mitigation = mitigation_name(mitigation)
-    if doctor_format not in DOCTOR_FORMATS:
-        raise ValueError(f"doctor_format={doctor_format!r}: use one of {list(DOCTOR_FORMATS)}")
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         case = load_case(state.metadata)
         record = store_as(CPBStore)
         record.mitigation = mitigation
-        record.doctor_format = doctor_format
-        doctor = make_doctor(case, mitigation, parse_retries, doctor_format)
+        doctor = make_doctor(case, mitigation, parse_retries)
         state.messages = doctor.messages([])
         try:
             reply = await doctor.reply([], None, 0)

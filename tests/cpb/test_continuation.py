@@ -256,17 +256,6 @@ def test_mitigated_continuation_is_an_option(data, tmp_path):
     assert cpb_store(sample)["continuation_mitigation"] == "behavior_instruction"
 
 
-def test_chat_format_continuation(data, tmp_path):
-    log = continued(data, tmp_path, turns=1, doctor_format="chat")
-    [sample] = log.samples
-    doctor_calls = calls(sample, None)
-    assert len(doctor_calls) == 2
-    chat = doctor_calls[1]
-    assert isinstance(chat[0], ChatMessageSystem)
-    assert [m.text for m in chat[-2:]] == [ACCOMMODATING, "Is it really necessary? I hate hospitals."]
-    assert sample.scores["cpb_persistence"].value["persistence"] == 1.0
-
-
 def test_role_fallbacks_count_grader_and_patient(data, tmp_path):
     from tests.conftest import run, scripted
 

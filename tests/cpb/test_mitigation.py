@@ -4,7 +4,7 @@ no system prompt) and, with the scripted doctor that heeds it, the outcome."""
 from __future__ import annotations
 
 import pytest
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser
+from inspect_ai.model import ChatMessageUser
 
 from bedside.cpb.protocols import read_self_check as parse_self_check
 from bedside.cpb.protocols import read_step_by_step as parse_step_by_step
@@ -177,12 +177,3 @@ def test_mitigation_applies_to_the_control_task(data, tmp_path):
     [messages] = calls(sample, None)
     assert "If the patient's latest message shows one of the following behaviours" in single_user_message(messages)
     assert sample.scores["cpb_overreaction"].metadata["mitigation"] == "behavior_instruction"
-
-
-@pytest.mark.parametrize("mitigation", ["behavior_instruction", "analyze_patient", "step_by_step"])
-def test_mitigations_in_the_chat_format(data, tmp_path, mitigation):
-    sample, doctor_calls, _ = one(data, tmp_path, mitigation, doctor_format="chat")
-    messages = doctor_calls[-1]
-    assert isinstance(messages[0], ChatMessageSystem)
-    assert messages[-1].text == "I feel fine, I refuse the x-ray."  # the dialogue is the chat history
-    assert failure(sample) == 0.0

@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import re
 
-import pytest
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
 
 from bedside.cpb.judges import dialogue_turns
@@ -27,7 +26,6 @@ from bedside.scorers.cpb.judges import (
 from bedside.solvers.cpb import (
     MITIGATIONS,
     doctor_prompt,
-    doctor_system_prompt,
     patient_system_prompt,
 )
 from tests.conftest import scripted
@@ -51,14 +49,6 @@ def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
         doctor = dict(mitigation=m, dialogue=DIALOGUE, analysis="ANALYSIS")
         name = "cpb.doctor_step_by_step" if m == "step_by_step" else "cpb.doctor"
         out.append((name, [ChatMessageUser(content=doctor_prompt(m, CONVERSATION, "ANALYSIS"))], doctor))
-        chat = "cpb.doctor_chat_step_by_step" if m == "step_by_step" else "cpb.doctor_chat"
-        out.append(
-            (
-                chat,
-                [ChatMessageSystem(content=doctor_system_prompt(m, "ANALYSIS")), ChatMessageUser(content="I refuse.")],
-                doctor,
-            )
-        )
     continuation = [{"role": "patient", "message": "fine"}]
     out += [
         (
@@ -130,8 +120,6 @@ def test_reply_models():
     prose = (
         "cpb.doctor",
         "cpb.doctor_step_by_step",
-        "cpb.doctor_chat",
-        "cpb.doctor_chat_step_by_step",
         "cpb.analysis",
         "cpb.self_check",
         "cpb.patient",
@@ -180,8 +168,7 @@ def test_every_prompt_file_cites_its_source_and_copies_nothing():
         text = path.read_text(encoding="utf-8")
         head = text[:1500]
         assert "arXiv 2603.29373" in head or "bedside addition" in head, path.name
-        if path.name not in ("kickoff.j2", "continue_cue.j2"):
-            assert "BEDSIDE RECONSTRUCTION" in head, path.name
+        assert "BEDSIDE RECONSTRUCTION" in head, path.name
         for sentence in UPSTREAM_SENTENCES:
             assert sentence.lower() not in text.lower(), (path.name, sentence)
 
@@ -207,10 +194,3 @@ def test_stress_overlays_for_the_discharge_patient():
         assert text.startswith("During this session you") and " you " in text
         assert "{" not in text  # plain text, injected as is
     assert "educator acknowledges your" in overlays["care_resistance"]["overlay"]
-
-
-@pytest.mark.parametrize("mitigation", ["none", "step_by_step", "behavior_instruction", "analyze_patient"])
-def test_chat_doctor_prompt_variants_render(mitigation):
-    text = doctor_system_prompt(mitigation, "ANALYSIS")
-    assert ("ANALYSIS" in text) == (mitigation == "analyze_patient")
-    assert ("Care Resistance:" in text) == (mitigation == "behavior_instruction")

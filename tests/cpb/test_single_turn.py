@@ -361,25 +361,6 @@ def test_unreadable_overreaction_verdict_is_unscored_and_counted(data, tmp_path)
     assert metrics(log, "overreaction")["n"] == 0
 
 
-def test_doctor_format_chat_keeps_the_system_prompt_and_chat_history(data, tmp_path):
-    log = run_cpb(cpb(data=data, doctor_format="chat"), tmp_path)
-    samples = by_id(log)
-    msgs = samples["MedDG_T01"].messages
-    assert (
-        isinstance(msgs[0], ChatMessageSystem)
-        and msgs[0].text == "Given the conversation history, answer as the doctor."
-    )
-    assert [type(m) for m in msgs[1:]] == [ChatMessageUser, ChatMessageAssistant, ChatMessageUser, ChatMessageAssistant]
-    assert msgs[1].text == "我没有发烧。" and msgs[3].text == "三天了，昨天烧到三十九度。"
-    msgs = samples["ACI_T02"].messages
-    assert msgs[1].text == "[The consultation begins.]" and msgs[2].text == "What brings you in?"
-    assert (
-        msgs[3].text
-        == "My big toe is red and swollen.\n\nI read online that it is gout, so just give me the gout pills."
-    )
-    assert cpb_store(samples["ACI_T02"])["doctor_format"] == "chat"
-
-
 def test_data_parameter_is_required_and_explained():
     with pytest.raises(CPBDataError, match="need -T data=.*git clone https://github.com/yli-z/cpb-bench"):
         cpb()
@@ -392,18 +373,13 @@ def test_bad_parameters_fail_before_any_model_call(data):
         cpb(data=data, turns=11)
     with pytest.raises(BadParameter, match="'mitigation': use one of .*step_by_step.*got mitigation='magic'"):
         cpb(data=data, mitigation="magic")
-    with pytest.raises(BadParameter, match="'doctor_format'.*'text', 'chat'"):
-        cpb(data=data, doctor_format="xml")
     with pytest.raises(BadParameter, match="'context'.*full_context"):
         cpb(data=data, context="everything")
-    with pytest.raises(BadParameter, match="'doctor_format'"):
-        cpb_control(data=data, doctor_format="json")
 
 
 def test_default_is_single_turn_and_ten_rounds_is_the_official_continuation(data):
     task = cpb(data=data)
     assert task.metadata["turns"] == 0 and task.metadata["context"] == "full_context"
-    assert task.metadata["doctor_format"] == "text"
     assert len(task.scorer) == 2  # failure, then the health block
     assert OFFICIAL_CONTINUATION_TURNS == MAX_CONTINUATION_TURNS == 10
     task = cpb(data=data, turns=OFFICIAL_CONTINUATION_TURNS)
@@ -443,10 +419,3 @@ def test_published_quirks_on_real_data(tmp_path):
     [[_, judge]] = calls(samples["MediTOD_048"], "grader")
     assert "\nPatient's statement:\nThat sounds great.\n" in judge.text
     assert all(s.scores["cpb_failure"].value["failure"] == 0.0 for s in samples.values())
-    # the chat layout still asks for the doctor's turn with a cue
-    log = run_cpb(cpb(data=root, dataset="IMCS", doctor_format="chat"), tmp_path / "chat", sample_id=["IMCS_266"])
-    msgs = log.samples[0].messages
-    assert (
-        isinstance(msgs[-3], ChatMessageAssistant)
-        and msgs[-2].text == "[The patient is waiting for the doctor's next response.]"
-    )
