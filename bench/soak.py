@@ -1,4 +1,4 @@
-"""Soak run (issue #11, ``make soak``; not part of CI): DischargeBench at full size and high
+"""Soak run (``make soak``; not part of CI): DischargeBench at full size and high
 concurrency through Inspect's ``openai-api`` provider against the loopback server, with faults on.
 
     .venv/bin/python bench/soak.py                       # 477 cases, 5 % faults, 96 samples at once

@@ -1,4 +1,4 @@
-"""DischargeBench (paper: ``/work/shared/seeds/dischargebench-2609.20827.txt``): an educator teaches a
+"""DischargeBench (paper: arXiv 2609.20827): an educator teaches a
 persona-grounded virtual patient from a discharge note, supervised by an education monitor.
 
 Its tasks: ``discharge`` (the benchmark) and ``discharge_safety_probe`` (replayed transcripts judged

@@ -1,4 +1,4 @@
-"""MedSP1000 (paper: ``/work/shared/seeds/medsp1000-2606.05112.txt``): a clinician agent (the examinee)
+"""MedSP1000 (paper: arXiv 2606.05112): a clinician agent (the examinee)
 works a standardized-patient case with a patient agent and an environment controller; an evaluator
 marks frozen ACGME rubric items."""
 

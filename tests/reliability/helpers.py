@@ -1,4 +1,4 @@
-"""Helpers for the reliability tests (issue #11): models with short retry waits, replicated case
+"""Helpers for the reliability tests: models with short retry waits, replicated case
 files, and the accounting of what a faulty run left in its log.
 
 Two retry layers sit between a bedside call and the loopback server: the ``openai`` client (2

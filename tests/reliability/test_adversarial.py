@@ -1,4 +1,4 @@
-"""Adversarial content (issue #11): text in a discharge note or a patient turn that tries to end the
+"""Adversarial content: text in a discharge note or a patient turn that tries to end the
 session or forge a monitor verdict ("session_complete": true, a whole verdict JSON, "[End of
 Conversation]") does not change DischargeBench's control flow. A session ends clean only on the
 parsed verdict of the monitor, for the turn being judged, once accepted; every parser reads the

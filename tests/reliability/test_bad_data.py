@@ -1,4 +1,4 @@
-"""Bad input data (issue #11), for the DischargeBench, CPB-Bench and MedSP1000 loaders: each case
+"""Bad input data, for the DischargeBench, CPB-Bench and MedSP1000 loaders: each case
 is either an error naming file, record and field, raised before any model call, or handled safely
 where the data is legitimately odd (the loaders' docstrings say which). What the benchmarks' own
 tests already cover (``tests/discharge/test_loader_errors.py``, ``tests/cpb/test_records.py``,

@@ -1,4 +1,4 @@
-"""Crash and resume (issue #11): ``inspect eval`` is killed with SIGKILL mid-run, ``inspect
+"""Crash and resume: ``inspect eval`` is killed with SIGKILL mid-run, ``inspect
 eval-retry LOG`` completes it, re-using the samples that had finished. The loopback server runs in
 its own process and logs every request to a file, so its counts survive the crash and prove that
 the retry called the models for the unfinished samples only.

@@ -1,5 +1,5 @@
-"""Whole evaluations through Inspect's ``openai-api`` provider against a faulty loopback server
-(issue #11): nothing is lost. Every sample is in the log, scored or marked with its end reason;
+"""Whole evaluations through Inspect's ``openai-api`` provider against a faulty loopback server:
+nothing is lost. Every sample is in the log, scored or marked with its end reason;
 retries are bounded and every one of them is accounted for by the server's fault counters.
 
 Settings used throughout: the ``openai`` client's own retries off and Inspect's backoff shortened

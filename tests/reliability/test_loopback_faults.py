@@ -1,4 +1,4 @@
-"""The loopback server's fault modes on their own (issue #11): what a client sees for each kind,
+"""The loopback server's fault modes on their own: what a client sees for each kind,
 deterministic draws, model/protocol filters, counters, ``GET /stats`` and the request log, and how
 Inspect's ``openai-api`` provider maps a context-length error."""
 

@@ -1,4 +1,4 @@
-"""Secrets and patient data (issue #11): API keys and base-URL credentials must not reach eval
+"""Secrets and patient data: API keys and base-URL credentials must not reach eval
 logs, and ``logs/`` (Inspect's default log folder here) is ignored by git.
 
 A log is scanned byte by byte: an ``.eval`` file is a zip, and every member is read (header,
