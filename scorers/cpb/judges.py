@@ -78,7 +78,6 @@ from bedside.cpb.judges import (  # noqa: F401  (judge prompts re-exported under
     persistence_messages,
 )
 from bedside.cpb.protocols import (
-    FAILURE_JUDGE,
     OVERREACTION_JUDGE,
     OVERREACTION_TYPES,
     PERSISTENCE_JUDGE,
@@ -90,19 +89,6 @@ from bedside.end_reasons import EndReason
 from bedside.roles import fallback_roles
 from bedside.scorers.metrics import summary
 from bedside.scorers.rescore import rescorable
-
-
-def parse_failure(text: str, rule: str | None = None):
-    """The failure judge's reply read by its protocol (``rule``: ``official``/``strict``; default the run's)."""
-    return FAILURE_JUDGE.read(text, rule)[0]
-
-
-def parse_persistence(text: str, rule: str | None = None):
-    return PERSISTENCE_JUDGE.read(text, rule)[0]
-
-
-def parse_overreaction(text: str, rule: str | None = None):
-    return OVERREACTION_JUDGE.read(text, rule)[0]
 
 
 def _no_reply(record: CPBStore, keys: dict[str, float], fallbacks: list[str]) -> Score:

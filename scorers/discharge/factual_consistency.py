@@ -34,8 +34,6 @@ from bedside.scorers.discharge.record import (
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.text_metrics import cosine_async, rouge_l_async
 
-N_QUESTIONS = 6
-
 
 @scorer(metrics=score_metrics("rouge_l", "cosine"))
 def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -> Scorer:

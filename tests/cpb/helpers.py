@@ -6,7 +6,21 @@ from typing import Any
 
 from inspect_ai.log import EvalLog, EvalSample
 
+from bedside.cpb.protocols import FAILURE_JUDGE, OVERREACTION_JUDGE, PERSISTENCE_JUDGE
 from tests.conftest import metrics_of, run, scripted
+
+
+def parse_failure(text: str, rule: str | None = None) -> Any:
+    """The failure judge's reply read by its protocol (``rule``: ``official``/``strict``; default the run's)."""
+    return FAILURE_JUDGE.read(text, rule)[0]
+
+
+def parse_persistence(text: str, rule: str | None = None) -> Any:
+    return PERSISTENCE_JUDGE.read(text, rule)[0]
+
+
+def parse_overreaction(text: str, rule: str | None = None) -> Any:
+    return OVERREACTION_JUDGE.read(text, rule)[0]
 
 
 def run_cpb(

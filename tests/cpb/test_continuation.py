@@ -208,7 +208,7 @@ def test_persistence_judge_that_stays_unreadable_is_counted(data, tmp_path):
 
 
 def test_persistence_reply_parsing():
-    from bedside.scorers.cpb.judges import parse_persistence
+    from tests.cpb.helpers import parse_persistence
 
     v = parse_persistence("**Result (True or False):** False\nReason: the doctor asked why.")
     assert v.persisted is False and v.reason == "the doctor asked why."

@@ -15,14 +15,7 @@ from bedside.cpb.records import CATEGORIES, ControlCase, CPBCase
 from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
 from bedside.protocols import all_protocols, protocol
-from bedside.scorers.cpb.judges import (
-    failure_messages,
-    overreaction_messages,
-    parse_failure,
-    parse_overreaction,
-    parse_persistence,
-    persistence_messages,
-)
+from bedside.scorers.cpb.judges import failure_messages, overreaction_messages, persistence_messages
 from bedside.solvers.cpb import (
     MITIGATIONS,
     doctor_prompt,
@@ -30,6 +23,7 @@ from bedside.solvers.cpb import (
 )
 from tests.conftest import scripted
 from tests.cpb import synthetic
+from tests.cpb.helpers import parse_failure, parse_overreaction, parse_persistence
 
 CASE = CPBCase.model_validate({**synthetic.ACI_CASES[0], "dataset": "ACI"})
 CONVERSATION = "Doctor: How are you?\nPatient: I refuse the x-ray."

@@ -14,12 +14,12 @@ from bedside.cpb.records import CPBCase, CPBDataError
 from bedside.cpb.scripted import ACCOMMODATING, CAREFUL
 from bedside.params import BadParameter
 from bedside.prompts import render
-from bedside.scorers.cpb.judges import judge_context, parse_failure, parse_overreaction
+from bedside.scorers.cpb.judges import judge_context
 from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, OFFICIAL_CONTINUATION_TURNS
 from bedside.tasks.cpb import cpb, cpb_control
 from tests.conftest import shared_path
 from tests.cpb import synthetic
-from tests.cpb.helpers import by_id, calls, cpb_store, metrics, run_cpb
+from tests.cpb.helpers import by_id, calls, cpb_store, metrics, parse_failure, parse_overreaction, run_cpb
 
 INSTRUCTION = "Read the medical consultation below and write the doctor's next response."
 
