@@ -1,5 +1,6 @@
 """bedside's test doubles, in one place: the scripted stand-in model (:mod:`bedside.testing.scripted`,
-registered as ``bedside/scripted``), its per-benchmark scripts (:mod:`bedside.testing.scripts`) and
+registered as ``bedside/scripted``; each benchmark's scripts are in its package, their shared helpers in
+:mod:`bedside.testing.scripts`) and
 the loopback OpenAI-compatible server (:mod:`bedside.testing.loopback`, also ``python -m
 bedside.testing.loopback``). They dispatch on the call's protocol tag and read the call's render context
 from it (in-process: message metadata; over HTTP, on the loopback test channel only: the

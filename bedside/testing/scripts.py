@@ -1,4 +1,5 @@
-"""The scripted model's per-benchmark scripts (``Options`` and ``HANDLERS`` per module).
+"""What the scripted model's scripts share (each benchmark's scripts are in its package, e.g.
+``bedside/<benchmark>/scripted.py``, with ``Options`` and ``HANDLERS``; :mod:`bedside.testing.scripted`).
 
 A script reads what its call is about from the call's render context (:func:`context`, carried in the
 protocol tag) and the conversation from the chat messages' roles; never from rendered prompt text."""
