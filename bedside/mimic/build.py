@@ -103,7 +103,11 @@ def run(args: argparse.Namespace) -> int:
         if args.model and not args.cohort_only:
             from inspect_ai.model import get_model
 
-            model = get_model(args.model, base_url=args.model_base_url, memoize=False, **_model_args(args.model_args))
+            model_args = _model_args(args.model_args)
+            if "base_url" in model_args and args.model_base_url:
+                raise SetupError("give the model's base URL once: --model-base-url or -M base_url=, not both")
+            base_url = args.model_base_url or model_args.pop("base_url", None)  # -M base_url= works here
+            model = get_model(args.model, base_url=base_url, memoize=False, **model_args)
             check_endpoint(model, args.zero_retention)  # before any MIMIC file is read
         cohort = _select(args)
     except DataUseRefused as ex:
