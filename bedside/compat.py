@@ -53,6 +53,29 @@ def parse_model_role_cli_args(args: Any) -> Any:
     return parse(args)
 
 
+def inspect_cli() -> Any:
+    """The ``inspect`` command (its click group), to parse and run documented commands in one process
+    (tests/docs_worker.py). Imported on use, as above."""
+    from inspect_ai._cli.main import inspect
+
+    return inspect
+
+
+def forget_models() -> None:
+    """Drop the models Inspect memoizes for the rest of the process (by model string, not by the
+    environment) and the vLLM servers it has resolved (one per model name, for the process), so that a
+    command run after another one in the same process points its models at its own addresses, as a
+    new ``inspect`` process would (tests/docs_worker.py runs every documented command in one process).
+    No server is stopped: vLLM servers that Inspect started itself are not touched by tests."""
+    from inspect_ai.model._model import _models
+    from inspect_ai.model._providers._vllm_lora import _vllm_servers
+
+    _models.clear()
+    for name, server in list(_vllm_servers.items()):
+        if server.process is None:
+            del _vllm_servers[name]
+
+
 __all__ = [
     "CacheEntry",
     "PrerequisiteError",
@@ -62,6 +85,8 @@ __all__ = [
     "cache_entry_path",
     "empty_metric_value",
     "epoch",
+    "forget_models",
+    "inspect_cli",
     "model_to_model_config",
     "parse_cli_args",
     "parse_model_role_cli_args",
