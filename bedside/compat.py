@@ -53,6 +53,22 @@ def parse_model_role_cli_args(args: Any) -> Any:
     return parse(args)
 
 
+def resolving_eval_tasks() -> bool:
+    """Whether Inspect is building the tasks of an eval right now (its ``eval_resolve_tasks`` is on the
+    call stack): only then is ``model_roles()`` the roles of that eval, since Inspect leaves the roles
+    of the last eval or ``score()`` set in the context afterwards (bedside.roles.check_roles)."""
+    import sys
+
+    from inspect_ai._eval.eval import eval_resolve_tasks
+
+    frame = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is eval_resolve_tasks.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
 def inspect_cli() -> Any:
     """The ``inspect`` command (its click group), to parse and run documented commands in one process
     (tests/docs_worker.py). Imported on use, as above."""
@@ -93,6 +109,7 @@ __all__ = [
     "registry_add",
     "registry_info",
     "registry_lookup",
+    "resolving_eval_tasks",
     "resolve_scorers",
     "sample_state",
 ]

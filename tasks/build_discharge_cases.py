@@ -40,6 +40,7 @@ from bedside.mimic.data_use import check_endpoint
 from bedside.mimic.extract import CaseWriter
 from bedside.params import bool_param, int_param
 from bedside.paths import user_output_path, user_path
+from bedside.roles import check_roles
 from bedside.scorers.build_cases import build_cases
 from bedside.solvers.build_cases import data_use_guard, extract_case
 from bedside.solvers.setup import reply_format
@@ -63,6 +64,7 @@ def build_discharge_cases(
     cache: bool = False,
     structured_output: bool = False,
 ) -> Task:
+    check_roles("build_discharge_cases", ())  # the extraction uses the model under test only
     zero_retention = bool_param("zero_retention", zero_retention)
     retries = int_param("retries", retries, minimum=0)
     cache = bool_param("cache", cache)

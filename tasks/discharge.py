@@ -32,6 +32,7 @@ from bedside.benchmarks.discharge import BENCHMARK
 from bedside.context_window import warn_oversized_notes
 from bedside.params import bool_param, check, int_param
 from bedside.protocols import READINGS
+from bedside.roles import check_roles
 from bedside.samples.discharge import discharge_dataset
 from bedside.scorers.advice_safety import advice_safety
 from bedside.scorers.comprehension import comprehension
@@ -67,7 +68,8 @@ def discharge(
     monitor_layout: str = "paper",
     safety: bool = False,
 ) -> Task:
-    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
+    check_roles("discharge", BENCHMARK.roles, BENCHMARK.subject_role)
     seed = int_param("seed", seed)
     min_turns = int_param("min_turns", min_turns, minimum=0)
     max_turns = int_param("max_turns", max_turns, minimum=1)
