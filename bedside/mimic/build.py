@@ -1,8 +1,10 @@
 """``bedside build-cases``: MIMIC-IV-Ext-DischargeBench from a credentialed MIMIC-IV copy (paper A.1).
 
-    bedside build-cases --mimic physionet.org/files/mimiciv/3.1 \\
+    VLLM_BASE_URL=http://localhost:8000/v1 bedside build-cases --mimic physionet.org/files/mimiciv/3.1 \\
         --note physionet.org/files/mimic-iv-note/2.2 --out cases.jsonl \\
         --per-chapter 20 --seed 0 --model vllm/Qwen/Qwen3-32B
+
+(with ``vllm serve Qwen/Qwen3-32B --port 8000`` running on this machine: the notes stay local)
 
 1. selects the cohort (:mod:`bedside.mimic.cohort`) and writes ``cases.cohort.jsonl`` (the sampled
    admissions with their notes) and ``cases.cohort_summary.json`` / ``.csv`` (selection funnel,
