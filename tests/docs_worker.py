@@ -15,18 +15,21 @@ builds every model, loads the task and runs its set-up, and calls no model); it 
 (``<PROVIDER>_BASE_URL``, as the ``openai-api`` provider reads it). ``bedside/local`` (llama.cpp, built
 by ``make local``, tested by ``make test-local``) runs as ``bedside/scripted``.
 
-After each eval the log's model events are counted per model and compared with what each server
-answered: every call of the model under test and of every role reached the server of the address the
-command gave it, and no other server. ``--limit 1`` and ``--display none`` are added unless the
-command sets them (``--limit`` is the only change to what an eval does).
+After each eval the log's model events (but those Inspect's cache answered) are counted per model
+and compared with what each server answered: every call of the model under test and of every role
+reached the server of the address the command gave it, and no other server; a bound role with an
+address made at least one call. ``--limit 1`` and ``--display none`` are added unless the command sets
+them (``--limit`` is the only change to what an eval does). The servers play CPB-Bench's doctor as one
+that goes along with the patient (:data:`OPTIONS`), so that ``-T turns=`` continuations (and their
+``patient`` role) run.
 
 **Inputs.** What a command reads and no earlier command of its block wrote is a stand-in
-(:data:`STAND_INS`, :func:`materialise`): the shipped demo sets for the MedSP1000 scenarios and rubrics,
-synthetic CPB-Bench data and a recorded run in the released format, a synthetic MIMIC-shaped copy
-(tests/mimic/fixture.py), and for ``bedside`` commands a small scripted DischargeBench log wherever they
-name a log or a log folder, annotations written for it, the shipped price table. Counts of the user's
-data that the stand-in log cannot hold (``annotate export --cases 70``) are capped at its size
-(:data:`CAPPED`).
+(:func:`stand_ins`, :func:`bedside_inputs`): the shipped demo sets for the MedSP1000 scenarios and
+rubrics, synthetic CPB-Bench data and a recorded run in the released format, a synthetic MIMIC-shaped
+copy (tests/mimic/fixture.py), and for ``bedside`` commands a small scripted DischargeBench log wherever
+they name a log or a log folder, annotations written for it, the shipped price table. Counts of the
+user's data that the small log cannot hold (``annotate export --cases 70``) are capped at its size
+(:data:`CAPPED`). Every stand-in a command got is listed in its result.
 
 The result of each command (what ran, how, whether it passed and why not) is one JSON record.
 """
