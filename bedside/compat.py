@@ -58,10 +58,11 @@ def resolving_eval_tasks() -> bool:
     call stack): only then is ``model_roles()`` the roles of that eval, since Inspect leaves the roles
     of the last eval or ``score()`` set in the context afterwards (bedside.roles.check_roles)."""
     import sys
+    from types import FrameType
 
     from inspect_ai._eval.eval import eval_resolve_tasks
 
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if frame.f_code is eval_resolve_tasks.__code__:
             return True
