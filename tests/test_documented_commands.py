@@ -108,7 +108,7 @@ def test_a_command_outside_a_shell_block_is_reported(tmp_path):
 def test_every_documented_command_is_found_and_classified():
     commands = documented_commands()
     per_file = Counter(c.source.split(":")[0] for c in commands)
-    assert per_file["README.md"] >= 40, per_file
+    assert len(commands) >= 40 and per_file["README.md"] >= 1, per_file  # wherever the pages put them
     assert {"bedside rescore --help", "bedside build-cases --help", "bedside annotate --help"} <= set(per_file)
     assert unreadable_blocks() == []
     assert stray_commands() == []

@@ -42,4 +42,4 @@ def test_readme_binds_the_grader_in_every_eval_example():
         if "--model bedside/scripted" in command or "build_discharge_cases" in command:
             continue  # scripted runs; the case builder has no judge
         assert "grader=" in command, command
-    assert "VLLM_BASE_URL" in (REPO / "README.md").read_text()
+    assert any("VLLM_BASE_URL=" in command for command in commands)
