@@ -23,7 +23,7 @@ or line: a block may move between files and keep its classification.
   ``--display none``) added when the command sets no limit; the test then checks, per log, that
   every call of every role (the model under test included) reached the address the command gave it;
 - ``bedside ...`` / ``python -m bedside ...``: *run* in the block's folder, where the inputs the
-  command names and no earlier command of its block wrote are stand-ins (:data:`tests.docs_worker`);
+  command names and no earlier command of its block wrote are stand-ins (:mod:`tests.docs_worker`);
 - anything that cannot run here is listed in :data:`NOT_RUN` with the reason and how far it is
   checked instead; a command that can neither run nor is listed fails the test, and so does an entry
   of :data:`NOT_RUN` that matches no documented command.
@@ -409,8 +409,8 @@ def unrunnable_reason(command: Command) -> str | None:
 
         try:
             models = eval_models(command)
-        except ValueError as error:
-            return str(error)
+        except Exception as error:  # Inspect's parser, or YAML in a --model-role, rejects it
+            return f"{type(error).__name__}: {error}"
         for model in models:
             if model.address is None and provider(model.name) == "vllm":
                 return f"{model.name} has no server address (VLLM_BASE_URL or base_url): Inspect would start vllm serve"
