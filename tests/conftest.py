@@ -93,6 +93,40 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _RUNS_BEFORE = pytest.StashKey[int]()
 
 
+# --- what every test process shares ------------------------------------------------------------
+@pytest.fixture(scope="session", autouse=True)
+def _inspect_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Inspect's model cache (DischargeBench caches its note-side judge calls) in this session's
+    temporary folder, not in ``$HOME/.cache/inspect_ai``: no test reads a reply cached by an earlier
+    session, another checkout or an older scripted model. Subprocesses inherit it; a test that needs
+    its own cache sets ``INSPECT_CACHE_DIR`` again."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("INSPECT_CACHE_DIR", str(tmp_path_factory.mktemp("inspect-cache")))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _each_embedding_batch_once() -> Any:
+    """The scripted runs of many tests score the same judge answers: each distinct batch of
+    :func:`bedside.scorers.text_metrics.cosine` is embedded once per test process and its values
+    re-used (the same inputs on the same kernels: the same floats). The first call still loads the
+    model and computes; subprocesses and direct calls of ``cosine`` compute as always."""
+    from bedside.scorers import text_metrics
+
+    compute = text_metrics.cosine
+    done: dict[tuple[tuple[str, str], ...], list[float]] = {}
+
+    def cosine(pairs: list[tuple[str, str]]) -> list[float]:
+        key = tuple((a, b) for a, b in pairs)
+        if key not in done:
+            done[key] = compute(pairs)
+        return list(done[key])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(text_metrics, "cosine", cosine)
+        yield
+
+
 def scripted(**options: Any) -> Model:
     """A fresh ``bedside/scripted`` model with behaviour options (not memoized across options)."""
     return get_model("bedside/scripted", memoize=False, **options)
@@ -114,7 +148,7 @@ def run(
         model_roles=model_roles or None,
         log_dir=str(log_dir),
         display="none",
-        **eval_args,
+        **{"log_realtime": False, **eval_args},  # no live sample buffer: the tests read the log
     )
     assert log.status == "success", log.error
     return read_eval_log(log.location, resolve_attachments=True)

@@ -111,6 +111,7 @@ def golden_of(name: str) -> dict[str, Any]:
             model_roles={r: scripted(**options.get(r, {})) for r in ("patient", "monitor", "grader", "environment")},
             log_dir=str(Path(tmp) / "logs"),
             display="none",
+            log_realtime=False,
             **args,
         )
         if log.status != "success":
