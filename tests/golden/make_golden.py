@@ -133,12 +133,15 @@ def golden_of(name: str) -> dict[str, Any]:
 #: ``factual_consistency.cosine``: the mean of float32 all-MiniLM-L6-v2 embedding cosines (torch, MKL /
 #: oneDNN, and numpy's BLAS for the dot product). Measured on the AMD EPYC (AVX-512) that wrote the
 #: golden files, max |diff| over the 28 cosines of ``discharge`` and ``discharge_faults``:
-#: ATEN_CPU_CAPABILITY=avx512 (the file's own kernel) 0; =avx2 1.0e-7; =default 6.9e-8; each
-#: identical with OMP_NUM_THREADS / BEDSIDE_EMBED_THREADS 1 and 2; OPENBLAS_CORETYPE=Prescott 2.9e-8;
-#: default + MKL_ENABLE_INSTRUCTIONS=SSE4_2 + ONEDNN_MAX_CPU_ISA=SSE41 + Prescott 8.5e-8; reported on
-#: an AMD EPYC Zen 3 (AVX2, no AVX-512) 6e-8 (0.7623060770953695 -> 0.762306137320896). A float32
-#: step at 0.76 is 6e-8. The tolerance, 1e-5, is 100 times the largest difference measured (room for
-#: arm64 and other BLAS builds) and 10 times below a change of 1e-4, which fails
+#: - ATEN_CPU_CAPABILITY=avx512 (the files' own kernel) 0; =avx2 1.0e-7; =default 6.9e-8; each the same
+#:   with OMP_NUM_THREADS and BEDSIDE_EMBED_THREADS 1 or 2;
+#: - OPENBLAS_CORETYPE=Prescott (numpy's BLAS without AVX) 2.9e-8; numpy without its AVX2 / AVX-512
+#:   loops (NPY_DISABLE_CPU_FEATURES="X86_V3 X86_V4 AVX512_ICL") 0;
+#: - all generic at once (ATEN default, Prescott, numpy baseline, MKL_ENABLE_INSTRUCTIONS=SSE4_2,
+#:   ONEDNN_MAX_CPU_ISA=SSE41) 8.5e-8;
+#: - reported from an AMD EPYC Zen 3 (AVX2, no AVX-512): 6e-8 (0.7623060770953695 -> 0.762306137320896).
+#: A float32 step at 0.76 is 6e-8. The tolerance, 1e-5, is 100 times the largest difference measured
+#: (room for arm64 and other BLAS builds) and 10 times below a change of 1e-4, which fails
 #: (``tests/test_golden_scores.py``); the cosines are reported to 3 decimals.
 KERNEL_FLOATS: dict[tuple[str, str], float] = {("factual_consistency", "cosine"): 1e-5}
 
