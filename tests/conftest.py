@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import io
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +155,31 @@ def run(
     )
     assert log.status == "success", log.error
     return read_eval_log(log.location, resolve_attachments=True)
+
+
+@dataclass
+class Command:
+    """What a command run in this process gave: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def bedside_command(*args: str) -> Command:
+    """``bedside ARGS`` in this process: :func:`bedside.cli.main`, which ``python -m bedside`` and the
+    ``bedside`` script run (for tests whose point is the command, not a fresh process: one costs
+    seconds of imports). The exit code is main's return value or its ``SystemExit`` (argparse's
+    usage errors)."""
+    from bedside.cli import main as bedside_main  # not `main`: eval_functions() knows make_golden's main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = bedside_main(list(args))
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    return Command(code, out.getvalue(), err.getvalue())
 
 
 def store(sample: EvalSample) -> dict[str, Any]:
