@@ -64,6 +64,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         function = getattr(item, "function", None)
         if function is not None and runs_evals(function.__name__, getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.eval)
+    # the `eval` tests first (in file order), the quick unit tests after them: with pytest-xdist the
+    # workers end on quick tests, not one of them on a long eval while the other waits
+    items.sort(key=lambda item: item.get_closest_marker("eval") is None)
 
 
 @hooks(name="bedside_test_eval_counter", description="counts the Inspect evals started in this test process")
