@@ -6,6 +6,8 @@ import ast
 import contextlib
 import functools
 import io
+import locale
+import sys
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +21,17 @@ from inspect_ai.model import Model, get_model
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the tests read and write UTF-8 files (the data, prompts, README, reports) in the locale's
+    # encoding and read the CLIs' output the same way: under a non-UTF-8 locale they would fail by
+    # the dozen with UnicodeDecodeError, so say so once (`make test` sets PYTHONUTF8=1)
+    if not sys.flags.utf8_mode and locale.getpreferredencoding(False).lower().replace("-", "") != "utf8":
+        raise pytest.UsageError(
+            f"the locale's encoding is {locale.getpreferredencoding(False)}, not UTF-8: run the tests in Python's "
+            "UTF-8 mode (PYTHONUTF8=1, as `make test` does) or under a UTF-8 locale"
+        )
 
 
 # --- the two tiers: `make test` runs everything, `make test-fast` the tests not marked `eval` ------
