@@ -98,13 +98,15 @@ def describe_failure(ex: BaseException) -> str:
 
 
 def loopback_channel(model: Model) -> bool:
-    """Whether ``model`` talks to bedside's loopback test server: an ``openai-api/...`` model whose
-    base URL is the one named by ``BEDSIDE_LOOPBACK_URL`` (the server's ``env`` exports it). Only
-    then does a call's tag travel over HTTP; a real server never sees anything of bedside's."""
-    channel = os.environ.get(LOOPBACK_URL_ENV, "").strip().rstrip("/")
-    if not channel or not str(model).startswith("openai-api/"):
+    """Whether ``model`` talks to bedside's loopback test server: an ``openai-api/...`` or ``vllm/...``
+    model (OpenAI-compatible clients) whose base URL is one named by ``BEDSIDE_LOOPBACK_URL`` (the
+    server's ``env`` exports it; several servers: their URLs separated by commas). Only then does a
+    call's tag travel over HTTP; a real server never sees anything of bedside's. (A ``vllm/`` model
+    learns its base URL at its first call, so that call goes untagged.)"""
+    channels = {url.strip().rstrip("/") for url in os.environ.get(LOOPBACK_URL_ENV, "").split(",")} - {""}
+    if not channels or not str(model).startswith(("openai-api/", "vllm/")):
         return False
-    return str(getattr(model.api, "base_url", "") or "").rstrip("/") == channel
+    return str(getattr(model.api, "base_url", "") or "").rstrip("/") in channels
 
 
 def reads_context(model: Model) -> bool:

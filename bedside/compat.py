@@ -53,6 +53,46 @@ def parse_model_role_cli_args(args: Any) -> Any:
     return parse(args)
 
 
+def resolving_eval_tasks() -> bool:
+    """Whether Inspect is building the tasks of an eval right now (its ``eval_resolve_tasks`` is on the
+    call stack): only then is ``model_roles()`` the roles of that eval, since Inspect leaves the roles
+    of the last eval or ``score()`` set in the context afterwards (bedside.roles.check_roles)."""
+    import sys
+    from types import FrameType
+
+    from inspect_ai._eval.eval import eval_resolve_tasks
+
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        if frame.f_code is eval_resolve_tasks.__code__:
+            return True
+        frame = frame.f_back
+    return False
+
+
+def inspect_cli() -> Any:
+    """The ``inspect`` command (its click group), to parse and run documented commands in one process
+    (tests/docs_worker.py). Imported on use, as above."""
+    from inspect_ai._cli.main import inspect
+
+    return inspect
+
+
+def forget_models() -> None:
+    """Drop the models Inspect memoizes for the rest of the process (by model string, not by the
+    environment) and the vLLM servers it has resolved (one per model name, for the process), so that a
+    command run after another one in the same process points its models at its own addresses, as a
+    new ``inspect`` process would (tests/docs_worker.py runs every documented command in one process).
+    No server is stopped: vLLM servers that Inspect started itself are not touched by tests."""
+    from inspect_ai.model._model import _models
+    from inspect_ai.model._providers._vllm_lora import _vllm_servers
+
+    _models.clear()
+    for name, server in list(_vllm_servers.items()):
+        if server.process is None:
+            del _vllm_servers[name]
+
+
 __all__ = [
     "CacheEntry",
     "PrerequisiteError",
@@ -62,12 +102,15 @@ __all__ = [
     "cache_entry_path",
     "empty_metric_value",
     "epoch",
+    "forget_models",
+    "inspect_cli",
     "model_to_model_config",
     "parse_cli_args",
     "parse_model_role_cli_args",
     "registry_add",
     "registry_info",
     "registry_lookup",
+    "resolving_eval_tasks",
     "resolve_scorers",
     "sample_state",
 ]

@@ -33,3 +33,10 @@ def user_path(data: str | Path) -> Path:
     if not path.is_absolute() and shell and (Path(shell) / path).exists():
         return (Path(shell) / path).resolve()
     return path
+
+
+def user_output_path(out: str | Path) -> Path:
+    """A path to write as the user meant it: its folder found as :func:`user_path` finds a path (so a
+    relative ``-T out=cases.jsonl`` lands in the shell's working directory, not in ``tasks/``)."""
+    path = Path(str(out)).expanduser()
+    return path if path.is_absolute() else user_path(path.parent) / path.name

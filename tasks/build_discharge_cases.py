@@ -38,6 +38,8 @@ from inspect_ai.dataset import MemoryDataset, Sample
 from bedside.mimic.data_use import check_endpoint
 from bedside.mimic.extract import CaseWriter
 from bedside.params import bool_param, int_param
+from bedside.paths import user_output_path, user_path
+from bedside.roles import check_roles
 from bedside.scorers.build_cases import build_cases
 from bedside.solvers.build_cases import data_use_guard, extract_case
 from bedside.solvers.setup import reply_format
@@ -61,6 +63,7 @@ def build_discharge_cases(
     cache: bool = False,
     structured_output: bool = False,
 ) -> Task:
+    check_roles("build_discharge_cases", ())  # the extraction uses the model under test only
     zero_retention = bool_param("zero_retention", zero_retention)
     retries = int_param("retries", retries, minimum=0)
     cache = bool_param("cache", cache)
@@ -70,8 +73,9 @@ def build_discharge_cases(
     _guard_active_model(zero_retention)  # before the cohort (and its notes) is even read
     from bedside.mimic.cohort import read_cohort  # pandas: only for this task, not at registration
 
+    cohort = str(user_path(cohort))  # relative to the shell's folder (inspect eval runs the task from tasks/)
     records = read_cohort(cohort)
-    target = Path(out) if out else default_out(cohort)
+    target = user_output_path(out) if out else default_out(cohort)
     if target.resolve() == Path(cohort).resolve():
         from bedside.params import BadParameter
 

@@ -38,9 +38,11 @@ judges' JSON replies through Inspect's ``ResponseSchema``.
 
 from inspect_ai import Task, task
 
+from bedside.benchmarks.cpb import BENCHMARK
 from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.protocols import READINGS
 from bedside.records.cpb import HOW_TO_OBTAIN, CPBDataError
+from bedside.roles import check_roles
 from bedside.samples.cpb import control_dataset, positive_dataset
 from bedside.scorers.cpb import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
 from bedside.scorers.metrics import health
@@ -93,7 +95,8 @@ def cpb(
     continuation_mitigation: bool = False,
     reading: str = "official",
 ) -> Task:
-    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
+    check_roles("cpb", BENCHMARK.roles, BENCHMARK.subject_role)
     turns = int_param("turns", turns, minimum=0, maximum=MAX_CONTINUATION_TURNS)
     continuation_mitigation = bool_param("continuation_mitigation", continuation_mitigation)
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
@@ -144,7 +147,8 @@ def cpb_control(
     structured_output: bool | None = None,
     reading: str = "official",
 ) -> Task:
-    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
+    check_roles("cpb_control", BENCHMARK.roles, BENCHMARK.subject_role)
     parse_retries = int_param("parse_retries", parse_retries, minimum=0)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     structured_output = None if structured_output is None else bool_param("structured_output", structured_output)

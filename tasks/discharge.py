@@ -1,9 +1,13 @@
 """DischargeBench (arXiv 2609.20827): an educator (the model under test) teaches a persona-grounded
 Virtual Patient from a discharge note, supervised by an Education Monitor Agent.
 
-    inspect eval tasks/discharge.py --model openai/gpt-5.5 \
+    VLLM_BASE_URL=http://gpu-host:8001/v1 inspect eval tasks/discharge.py --model openai/gpt-5.5 \
         --model-role patient=vllm/meta-llama/Llama-3.3-70B-Instruct \
-        --model-role monitor=vllm/Qwen/Qwen3.5-9B --model-role grader=vllm/google/gemma-4-31b-it
+        --model-role 'monitor={model: openai-api/qwen/Qwen3.5-9B, model_args: {base_url: http://gpu-host:8002/v1}}' \
+        --model-role 'grader={model: openai-api/gemma/gemma-4-31b-it, model_args: {base_url: http://gpu-host:8003/v1}}'
+
+(one vLLM server per model; ``openai-api/<service>/...`` also needs ``<SERVICE>_API_KEY``: the README's
+"Pointing a role at a server")
 
 Parameters (``-T``): ``data`` JSONL case file (default: the synthetic demo set); ``seed`` for the
 persona draw; ``personality`` / ``education_level`` / ``health_literacy`` / ``recall_level`` to
@@ -32,6 +36,7 @@ from bedside.benchmarks.discharge import BENCHMARK
 from bedside.context_window import warn_oversized_notes
 from bedside.params import bool_param, check, int_param
 from bedside.protocols import READINGS
+from bedside.roles import check_roles
 from bedside.samples.discharge import discharge_dataset
 from bedside.scorers.advice_safety import advice_safety
 from bedside.scorers.comprehension import comprehension
@@ -67,7 +72,8 @@ def discharge(
     monitor_layout: str = "paper",
     safety: bool = False,
 ) -> Task:
-    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
+    check_roles("discharge", BENCHMARK.roles, BENCHMARK.subject_role)
     seed = int_param("seed", seed)
     min_turns = int_param("min_turns", min_turns, minimum=0)
     max_turns = int_param("max_turns", max_turns, minimum=1)

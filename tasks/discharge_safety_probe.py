@@ -10,7 +10,9 @@ unsafe educator turn in most sessions and keep the others safe; no model plays a
 
 from inspect_ai import Task, task
 
+from bedside.benchmarks.discharge import BENCHMARK
 from bedside.params import int_param
+from bedside.roles import check_roles
 from bedside.samples.safety_probe import safety_probe_dataset
 from bedside.scorers.advice_safety import advice_safety
 from bedside.scorers.safety_probe import safety_probe_check
@@ -22,6 +24,7 @@ from bedside.solvers.setup import reply_format
 def discharge_safety_probe(
     data: str | None = None, cases: str | None = None, judge_retries: int = 2, structured_output: bool | None = None
 ) -> Task:
+    check_roles("discharge_safety_probe", BENCHMARK.roles, BENCHMARK.subject_role)
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     return Task(
         dataset=safety_probe_dataset(data, cases),

@@ -19,8 +19,10 @@ the whole rubric in one call, as in the official code; 1 or more splits long rub
 
 from inspect_ai import Task, task
 
+from bedside.benchmarks.medsp import BENCHMARK
 from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.protocols import READINGS
+from bedside.roles import check_roles
 from bedside.samples.medsp import medsp_dataset
 from bedside.scorers.medsp import medsp_rubric
 from bedside.scorers.metrics import health
@@ -48,6 +50,7 @@ def medsp(
     reading: str = "official",
 ) -> Task:
     # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    check_roles("medsp", BENCHMARK.roles, BENCHMARK.subject_role)
     max_turns = int_param("max_turns", max_turns, minimum=1)
     n = int_param("n", n, minimum=1)
     panel_size = int_param("panel_size", panel_size, minimum=1)

@@ -1,8 +1,10 @@
 """``bedside build-cases``: MIMIC-IV-Ext-DischargeBench from a credentialed MIMIC-IV copy (paper A.1).
 
-    bedside build-cases --mimic physionet.org/files/mimiciv/3.1 \\
+    VLLM_BASE_URL=http://localhost:8000/v1 bedside build-cases --mimic physionet.org/files/mimiciv/3.1 \\
         --note physionet.org/files/mimic-iv-note/2.2 --out cases.jsonl \\
         --per-chapter 20 --seed 0 --model vllm/Qwen/Qwen3-32B
+
+(with ``vllm serve Qwen/Qwen3-32B --port 8000`` running on this machine: the notes stay local)
 
 1. selects the cohort (:mod:`bedside.mimic.cohort`) and writes ``cases.cohort.jsonl`` (the sampled
    admissions with their notes) and ``cases.cohort_summary.json`` / ``.csv`` (selection funnel,
@@ -103,7 +105,11 @@ def run(args: argparse.Namespace) -> int:
         if args.model and not args.cohort_only:
             from inspect_ai.model import get_model
 
-            model = get_model(args.model, base_url=args.model_base_url, memoize=False, **_model_args(args.model_args))
+            model_args = _model_args(args.model_args)
+            if "base_url" in model_args and args.model_base_url:
+                raise SetupError("give the model's base URL once: --model-base-url or -M base_url=, not both")
+            base_url = args.model_base_url or model_args.pop("base_url", None)  # -M base_url= works here
+            model = get_model(args.model, base_url=base_url, memoize=False, **model_args)
             check_endpoint(model, args.zero_retention)  # before any MIMIC file is read
         cohort = _select(args)
     except DataUseRefused as ex:

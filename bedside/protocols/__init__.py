@@ -24,10 +24,11 @@ own providers (``bedside/scripted``, ``bedside/local``) dispatch on the tag (:fu
 test doubles read the context from it, never from prompt text.
 
 Over HTTP the tag travels only to bedside's loopback test server (:mod:`bedside.testing.loopback`):
-when a model's base URL is the one named by :data:`LOOPBACK_URL_ENV` (which the server's ``env``
-exports), :mod:`bedside.calls` sends the protocol name as the header ``X-Bedside-Protocol``
-(:data:`HEADER`) and the whole tag in the request body (:data:`BODY_KEY`, ``extra_body``). Every other
-server gets neither, so a real server's request (and Inspect's cache key) carries nothing of bedside's.
+when a model's base URL is one named by :data:`LOOPBACK_URL_ENV` (which the server's ``env``
+exports; comma-separated for several servers), :mod:`bedside.calls` sends the protocol name as the
+header ``X-Bedside-Protocol`` (:data:`HEADER`) and the whole tag in the request body
+(:data:`BODY_KEY`, ``extra_body``). Every other server gets neither, so a real server's request (and
+Inspect's cache key) carries nothing of bedside's.
 """
 
 from __future__ import annotations
@@ -51,7 +52,8 @@ TAG = "bedside_protocol"
 HEADER = "X-Bedside-Protocol"
 #: the request-body key holding the tag (name and render context) on loopback calls only
 BODY_KEY = "bedside_tag"
-#: the variable naming the base URL of the loopback test channel (exported by ``LoopbackServer.env``)
+#: the variable naming the base URL(s) of the loopback test channel (exported by ``LoopbackServer.env``;
+#: several servers: comma-separated)
 LOOPBACK_URL_ENV = "BEDSIDE_LOOPBACK_URL"
 STRUCTURED_KEY = "bedside:structured_output"
 READING_KEY = "bedside:reading"

@@ -3,7 +3,10 @@ released run (the official CPB-Bench repository ships them per model), so that b
 can be checked against the official per-case verdicts (``bedside replay-check``).
 
     inspect eval bedside/cpb --model bedside/replay -M results=/path/to/clone -M released=gpt-4 \
-        --model-role grader=bedside/replay -M ... -T data=/path/to/cpb-bench_data
+        --model-role 'grader={model: bedside/replay, model_args: {results: /path/to/clone, released: gpt-4}}' \
+        -T data=/path/to/cpb-bench_data
+
+(``-M`` gives arguments to the model under test only: a role gets its own in its mapping's ``model_args``.)
 
 ``-M results=`` a results file, a folder of them, or the root of a clone of
 ``yli-z/cpb-bench-challenging-patient-behaviors`` (then its

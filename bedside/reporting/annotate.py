@@ -25,9 +25,9 @@ It samples ``N`` judged sessions from the logs — seeded, spread evenly over th
 **Blind**: the pages and the template show no judge output (no score, no reason, no extracted
 reference answer) and no model identity (A.6.4: "The identity of the educator model … and any prior
 LLM-judge output are hidden from the physicians"). That is why the template's ``case_id`` is the
-packet id and the judge's values travel in ``key/judge.eval``: after annotation,
+packet id and the judge's values travel in ``key/judge.eval``: after annotation (``--out packets/``),
 
-    bedside agreement --annotations annotations_filled.csv DIR/key/judge.eval
+    bedside agreement --annotations annotations_filled.csv packets/key/judge.eval
 
 reads the filled template unchanged (items and values are in :mod:`bedside.reporting.agreement`'s
 format; extra columns ``section`` and ``scale`` are for the person typing and are ignored). The

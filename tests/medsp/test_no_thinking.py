@@ -4,8 +4,6 @@ and every SP, environment and evaluator request carries it while the examinee's 
 
 from __future__ import annotations
 
-import re
-import shlex
 from typing import Any
 
 from inspect_ai import eval
@@ -14,28 +12,29 @@ from inspect_ai.model import GenerateConfig, get_model
 from bedside.compat import parse_model_role_cli_args
 from bedside.loopback import LoopbackServer
 from bedside.tasks.medsp import medsp
-from tests.conftest import REPO
+from tests.docs_commands import documented_commands
 from tests.loopback_helpers import LOOPBACK, loopback_env
 
 NO_THINKING = {"thinking": {"type": "disabled"}}
 ROLES = ("patient", "environment", "grader")
 
 
-def readme_recipe() -> str:
-    text = (REPO / "README.md").read_text()
-    block = (
-        text.split("### Paper-comparable runs: roles without thinking", 1)[1].split("```bash", 1)[1].split("```", 1)[0]
-    )
-    nothink = re.search(r"NOTHINK='([^']*)'", block).group(1)
-    return block.replace("$NOTHINK", nothink).replace("\\\n", " ")
+def readme_recipe() -> list[str]:
+    """The ``--model-role`` values of the documented paper-comparable command (found by content: the
+    MedSP1000 eval that binds deepseek-v4-pro roles), with the block's ``$NOTHINK`` expanded."""
+    [command] = [
+        c
+        for c in documented_commands()
+        if c.program == "inspect eval" and "tasks/medsp.py" in c.argv and "deepseek-v4-pro" in c.text
+    ]
+    return [command.argv[i + 1] for i, a in enumerate(command.argv) if a == "--model-role"]
 
 
 def test_the_readme_recipe_gives_every_role_the_no_thinking_body(monkeypatch):
     # the client is built, never called: a placeholder endpoint and key (README: set your own)
     monkeypatch.setenv("DEEPSEEK_API_KEY", "test-key")
     monkeypatch.setenv("DEEPSEEK_BASE_URL", "http://127.0.0.1:9/v1")
-    args = shlex.split(readme_recipe().split("inspect eval", 1)[1])
-    roles = tuple(args[i + 1] for i, a in enumerate(args) if a == "--model-role")
+    roles = tuple(readme_recipe())
     assert len(roles) == 3
     parsed = parse_model_role_cli_args(roles)
     assert set(parsed) == set(ROLES)

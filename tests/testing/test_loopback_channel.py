@@ -66,6 +66,25 @@ def test_the_test_channel_gets_the_protocol_header_and_the_render_context(monkey
         assert server.calls == {"discharge.patient": 1} and '"utterance"' in reply
 
 
+def test_the_channel_may_name_several_servers(monkeypatch):
+    with HeaderRecorder() as first, HeaderRecorder() as second:
+        monkeypatch.setenv(LOOPBACK_URL_ENV, f"{first.base_url}, {second.base_url}")
+        _ask(first)
+        _ask(second)
+        assert [header for header, _ in first.seen + second.seen] == ["discharge.patient", "discharge.patient"]
+
+
+def test_a_vllm_model_is_on_the_channel_once_it_knows_its_server(monkeypatch):
+    """``vllm/`` learns its base URL at its first call (so that call goes untagged); from then on it is
+    on the channel like ``openai-api/``."""
+    with LoopbackServer() as server:
+        monkeypatch.setenv(LOOPBACK_URL_ENV, server.base_url)
+        model = get_model("vllm/Qwen/Qwen3.5-9B", base_url=server.base_url, memoize=False)
+        assert not loopback_channel(model)
+        asyncio.run(model.generate("hello"))
+        assert loopback_channel(model)
+
+
 @pytest.mark.parametrize("name", ["openai/gpt-5.5", "anthropic/claude-x", "bedside/scripted"])
 def test_other_providers_are_never_the_channel(name, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
