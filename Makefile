@@ -5,6 +5,8 @@ BIN    := $(VENV)/bin
 LOGS   ?= logs
 export HF_HUB_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
+# Python's UTF-8 mode: files and the CLIs' output are UTF-8 whatever the machine's locale
+export PYTHONUTF8 := 1
 
 .PHONY: demo test test-fast test-local local lint format bench clean-venv view soak
 

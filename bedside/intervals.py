@@ -36,7 +36,6 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import stats
 
 CONFIDENCE = 0.95
 #: bootstrap resamples and seed (fixed: the same data always gives the same interval)
@@ -142,6 +141,8 @@ def _clip(low: float, high: float, scale: Scale) -> tuple[float, float]:
 
 def wilson(successes: int, n: int) -> tuple[float, float]:
     """95 % Wilson score interval of ``successes`` out of ``n`` (n >= 1)."""
+    from scipy import stats  # here, not at the top: every task imports this module (scipy.stats: 0.6 s)
+
     ci = stats.binomtest(int(successes), int(n)).proportion_ci(confidence_level=CONFIDENCE, method="wilson")
     return float(ci.low), float(ci.high)
 
@@ -184,6 +185,8 @@ def mean_interval(
         return _clip(*wilson(int(x.sum()), n), scale)
     if np.ptp(x) == 0:  # no spread: every resample has the same mean
         return _clip(float(x[0]), float(x[0]), scale)
+    from scipy import stats
+
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         result = stats.bootstrap(

@@ -35,7 +35,6 @@ from pathlib import Path
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from bedside.discharge.mimic.cohort import read_cohort
 from bedside.discharge.mimic.data_use import check_endpoint
 from bedside.discharge.mimic.extract import CaseWriter
 from bedside.params import bool_param, int_param
@@ -72,6 +71,8 @@ def build_discharge_cases(
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
     _guard_active_model(zero_retention)  # before the cohort (and its notes) is even read
+    from bedside.discharge.mimic.cohort import read_cohort  # pandas: only for this task, not at registration
+
     cohort = str(user_path(cohort))  # relative to the shell's folder (inspect eval runs the task from tasks/)
     records = read_cohort(cohort)
     target = user_output_path(out) if out else default_out(cohort)

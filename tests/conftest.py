@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import ast
+import contextlib
 import functools
+import io
+import locale
+import sys
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +21,17 @@ from inspect_ai.model import Model, get_model
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # the tests read and write UTF-8 files (the data, prompts, README, reports) in the locale's
+    # encoding and read the CLIs' output the same way: under a non-UTF-8 locale they would fail by
+    # the dozen with UnicodeDecodeError, so say so once (`make test` sets PYTHONUTF8=1)
+    if not sys.flags.utf8_mode and locale.getpreferredencoding(False).lower().replace("-", "") != "utf8":
+        raise pytest.UsageError(
+            f"the locale's encoding is {locale.getpreferredencoding(False)}, not UTF-8: run the tests in Python's "
+            "UTF-8 mode (PYTHONUTF8=1, as `make test` does) or under a UTF-8 locale"
+        )
 
 
 # --- the two tiers: `make test` runs everything, `make test-fast` the tests not marked `eval` ------
@@ -61,6 +77,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         function = getattr(item, "function", None)
         if function is not None and runs_evals(function.__name__, getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.eval)
+    # the `eval` tests first (in file order), the quick unit tests after them: with pytest-xdist the
+    # workers end on quick tests, not one of them on a long eval while the other waits
+    items.sort(key=lambda item: item.get_closest_marker("eval") is None)
 
 
 @hooks(name="bedside_test_eval_counter", description="counts the Inspect evals started in this test process")
@@ -93,6 +112,40 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 _RUNS_BEFORE = pytest.StashKey[int]()
 
 
+# --- what every test process shares ------------------------------------------------------------
+@pytest.fixture(scope="session", autouse=True)
+def _inspect_cache_of_this_session(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """Inspect's model cache (DischargeBench caches its note-side judge calls) in this session's
+    temporary folder, not in ``$HOME/.cache/inspect_ai``: no test reads a reply cached by an earlier
+    session, another checkout or an older scripted model. Subprocesses inherit it; a test that needs
+    its own cache sets ``INSPECT_CACHE_DIR`` again."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("INSPECT_CACHE_DIR", str(tmp_path_factory.mktemp("inspect-cache")))
+        yield
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _each_embedding_batch_once() -> Any:
+    """The scripted runs of many tests score the same judge answers: each distinct batch of
+    :func:`bedside.scorers.text_metrics.cosine` is embedded once per test process and its values
+    re-used (the same inputs on the same kernels: the same floats). The first call still loads the
+    model and computes; subprocesses and direct calls of ``cosine`` compute as always."""
+    from bedside.scorers import text_metrics
+
+    compute = text_metrics.cosine
+    done: dict[tuple[tuple[str, str], ...], list[float]] = {}
+
+    def cosine(pairs: list[tuple[str, str]]) -> list[float]:
+        key = tuple((a, b) for a, b in pairs)
+        if key not in done:
+            done[key] = compute(pairs)
+        return list(done[key])
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(text_metrics, "cosine", cosine)
+        yield
+
+
 def scripted(**options: Any) -> Model:
     """A fresh ``bedside/scripted`` model with behaviour options (not memoized across options)."""
     return get_model("bedside/scripted", memoize=False, **options)
@@ -114,10 +167,35 @@ def run(
         model_roles=model_roles or None,
         log_dir=str(log_dir),
         display="none",
-        **eval_args,
+        **{"log_realtime": False, **eval_args},  # no live sample buffer: the tests read the log
     )
     assert log.status == "success", log.error
     return read_eval_log(log.location, resolve_attachments=True)
+
+
+@dataclass
+class Command:
+    """What a command run in this process gave: its exit code and what it printed."""
+
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def bedside_command(*args: str) -> Command:
+    """``bedside ARGS`` in this process: :func:`bedside.cli.main`, which ``python -m bedside`` and the
+    ``bedside`` script run (for tests whose point is the command, not a fresh process: one costs
+    seconds of imports). The exit code is main's return value or its ``SystemExit`` (argparse's
+    usage errors)."""
+    from bedside.cli import main as bedside_main  # not `main`: eval_functions() knows make_golden's main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = bedside_main(list(args))
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    return Command(code, out.getvalue(), err.getvalue())
 
 
 def store(sample: EvalSample) -> dict[str, Any]:

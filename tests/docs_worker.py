@@ -1,5 +1,5 @@
 """Runs the documented commands (:mod:`tests.docs_commands`) in this one process, block by block:
-``python -m tests.docs_worker --out RESULTS.json [--match REGEX]``. One process for all of them (Inspect
+``python -m tests.docs_worker --out RESULTS.json [--match REGEX] [--shard K/N]``. One process for all of them (Inspect
 and bedside are imported once; each eval then takes about a second), with what a new shell would give
 each command restored before it: its environment, its working directory (the block's folder, holding
 links to ``tasks/`` and ``datasets/``) and no model that Inspect memoized for an earlier command.
@@ -749,6 +749,23 @@ def run_block(block: list[Command], servers: Servers, small: Path, root: Path, d
     return results
 
 
+def shard(commands: list[Command], k: int, n: int) -> list[Command]:
+    """The commands of the blocks in share ``k`` of ``n``: whole blocks (a block's commands run in order, in
+    one folder), each given to the share with the fewest commands so far, in the docs' order, so that
+    ``n`` workers finish at about the same time. The shares of 0..n-1 together are ``commands``."""
+    blocks: dict[int, list[Command]] = {}
+    for command in commands:
+        blocks.setdefault(command.block, []).append(command)
+    sizes = [0] * n
+    mine: list[Command] = []
+    for block in blocks.values():
+        share = sizes.index(min(sizes))
+        sizes[share] += len(block)
+        if share == k:
+            mine += block
+    return mine
+
+
 def main(argv: list[str] | None = None) -> int:
     options = argparse.ArgumentParser(prog="python -m tests.docs_worker")
     options.add_argument("--out", required=True)
@@ -756,12 +773,20 @@ def main(argv: list[str] | None = None) -> int:
         "--docs", action="append", type=Path, help="a folder of Markdown files (default: the repository)"
     )
     options.add_argument("--match", default=None, help="only commands whose text matches this regular expression")
+    options.add_argument(
+        "--shard", default="0/1", help="K/N: only the blocks of the repository's docs in share K of N (see shard)"
+    )
+    options.add_argument("--extra", action="append", type=Path, default=[], help="a folder of Markdown run whole")
     args = options.parse_args(argv)
+    k, n = (int(part) for part in args.shard.split("/"))
     by_block: dict[tuple[Path, int], list[Command]] = {}
     for docs in args.docs or [REPO]:
-        for command in documented_commands(docs.resolve()):
+        for command in shard(documented_commands(docs.resolve()), k, n):
             if args.match is None or re.search(args.match, command.text):
                 by_block.setdefault((docs.resolve(), command.block), []).append(command)
+    for docs in args.extra:
+        for command in documented_commands(docs.resolve()):
+            by_block.setdefault((docs.resolve(), command.block), []).append(command)
     root = Path(tempfile.mkdtemp(prefix="bedside-docs-"))
     os.environ["INSPECT_CACHE_DIR"] = str(root / "inspect-cache")  # neither the user's cache, nor into it
     servers = Servers()

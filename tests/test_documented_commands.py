@@ -162,7 +162,16 @@ WRONG = {
 }
 
 
-def test_every_documented_command_runs(tmp_path):
+#: the documented commands run in this many worker processes side by side (one test each)
+SHARDS = 2
+
+
+@pytest.mark.parametrize("k", range(SHARDS))
+def test_every_documented_command_runs(tmp_path, k):
+    """Share ``k`` of the documented commands (whole blocks, :func:`tests.docs_worker.shard`); the first
+    share also runs the wrong commands, which the runner must fail for the stated reason."""
+    from tests.docs_worker import shard
+
     wrong = tmp_path / "wrong"
     wrong.mkdir()
     (wrong / "README.md").write_text(
@@ -170,7 +179,8 @@ def test_every_documented_command_runs(tmp_path):
     )
     out = tmp_path / "results.json"
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
-    command = [sys.executable, "-m", "tests.docs_worker", "--out", str(out), "--docs", str(REPO), "--docs", str(wrong)]
+    command = [sys.executable, "-m", "tests.docs_worker", "--out", str(out), "--docs", str(REPO)]
+    command += ["--shard", f"{k}/{SHARDS}"] + (["--extra", str(wrong)] if k == 0 else [])
     done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert out.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
@@ -179,9 +189,27 @@ def test_every_documented_command_runs(tmp_path):
 
     failed = [f"{r['source']}: {r['text']}\n    {r['detail']}\n    {r['checks']}" for r in docs if not r["ok"]]
     assert failed == [], "documented commands that do not run:\n" + "\n".join(failed)
-    assert len(docs) == len(documented_commands())
-    assert {r["how"].split(" ")[0] for r in docs} >= {"run", "parsed", "target", "not"}
+    assert [r["source"] for r in docs] == [c.source for c in shard(documented_commands(), k, SHARDS)]
+    assert docs, "a share with no command: lower SHARDS"
 
-    assert len(mine) == len(WRONG)
+    assert len(mine) == (len(WRONG) if k == 0 else 0)
     for (reason, _), result in zip(WRONG.items(), mine):
         assert not result["ok"] and reason in result["detail"], (reason, result)
+
+
+def test_the_shares_together_are_every_documented_command():
+    from tests.docs_worker import shard
+
+    commands = documented_commands()
+    shares = [shard(commands, k, SHARDS) for k in range(SHARDS)]
+    assert sorted(c.source for share in shares for c in share) == sorted(c.source for c in commands)
+    assert {"run", "parsed", "target", "none"} <= {classify(c).split(" ")[0] for c in commands}  # every way
+    blocks = Counter(c.block for c in commands)
+    assert all(
+        {c.block for c in share} & {c.block for c in other} == set()
+        for share in shares
+        for other in shares
+        if other is not share
+    )
+    sizes = [len(share) for share in shares]
+    assert min(sizes) > 0 and max(sizes) - min(sizes) <= max(blocks.values())  # balanced up to one block

@@ -188,6 +188,7 @@ def test_replay_check_lists_every_case_that_does_not_agree(setup, tmp_path, caps
     assert bedside(["replay-check", "--results", str(clone), "--model", "mymodel", "--log", *logs]) == 1
 
 
+@pytest.mark.eval  # replay-check runs the tasks (an Inspect eval inside bedside)
 def test_replay_check_passes_when_every_case_agrees(tmp_path, capsys):
     data = write_data(tmp_path / "data")
     recorded = {"ACI": RECORDED["ACI"][:2]}

@@ -9,7 +9,6 @@ import html
 import json
 import re
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -20,7 +19,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from bedside.discharge.annotate import QUALITY_AXES, items_for, quality_rubric
 from bedside.prompts import load_yaml
-from tests.conftest import REPO
+from tests.conftest import Command, bedside_command
 from tests.reporting.sweeps import run_sweep
 from tests.reporting.test_report_e2e import CHROMIUM
 
@@ -29,10 +28,8 @@ GRADE = {1.0: "correct", 0.5: "partially correct", 0.0: "incorrect"}
 GRADE_CODE = {"correct": 2, "partially correct": 1, "incorrect": 0}
 
 
-def bedside(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "bedside", *args], capture_output=True, text=True, cwd=REPO, timeout=300
-    )
+def bedside(*args: str) -> Command:
+    return bedside_command(*args)
 
 
 def export(logs: Path, out: Path, seed: int, *extra: str) -> None:

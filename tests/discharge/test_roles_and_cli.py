@@ -44,28 +44,31 @@ def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
 
 
 def test_cli_by_path_and_by_entry_point(tmp_path):
+    # one `inspect eval` with both targets: the task file and the registered name (two logs)
     roles = ["--model-role", "patient=bedside/scripted", "--model-role", "monitor=bedside/scripted"]
-    for target in ("tasks/discharge.py", "bedside/discharge"):
-        out_dir = tmp_path / target.replace("/", "_")
-        proc = cli(
-            "eval",
-            target,
-            "--model",
-            "bedside/scripted",
-            *roles,
-            "--limit",
-            "1",
-            "-T",
-            "personality=minimiser",
-            "--display",
-            "none",
-            "--log-dir",
-            str(out_dir),
-            tmp_path=tmp_path,
-        )
-        assert proc.returncode == 0, proc.stderr[-2000:]
-        [log_file] = list(out_dir.glob("*.eval"))
-        log = read_eval_log(str(log_file))
+    out_dir = tmp_path / "logs"
+    proc = cli(
+        "eval",
+        "tasks/discharge.py",
+        "bedside/discharge",
+        "--model",
+        "bedside/scripted",
+        *roles,
+        "--limit",
+        "1",
+        "-T",
+        "personality=minimiser",
+        "--display",
+        "none",
+        "--log-dir",
+        str(out_dir),
+        tmp_path=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    logs = [read_eval_log(str(f)) for f in out_dir.glob("*.eval")]
+    by_target = {log.eval.task_file or log.eval.task: log for log in logs}
+    assert len(logs) == 2 and set(by_target) == {"tasks/discharge.py", "bedside/discharge"}
+    for log in logs:
         assert log.status == "success" and log.eval.task_args["personality"] == "minimiser"
         assert set(log.eval.model_roles) == {"patient", "monitor"}
         assert log.samples[0].metadata["personality"] == "minimiser"

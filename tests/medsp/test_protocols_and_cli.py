@@ -167,14 +167,15 @@ def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     return subprocess.run([INSPECT, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
 
 
-def run_cli(target: str, tmp_path: Path) -> None:
+def run_cli(targets: list[str], tmp_path: Path) -> None:
+    """One ``inspect eval`` of every target (one log each), with each log checked."""
     roles = []
     for role in ("patient", "environment", "grader"):
         roles += ["--model-role", f"{role}=bedside/scripted"]
-    out_dir = tmp_path / target.replace("/", "_")
+    out_dir = tmp_path / "logs"
     proc = cli(
         "eval",
-        target,
+        *targets,
         "--model",
         "bedside/scripted",
         *roles,
@@ -193,26 +194,26 @@ def run_cli(target: str, tmp_path: Path) -> None:
         tmp_path=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    [log_file] = list(out_dir.glob("*.eval"))
-    log = read_eval_log(str(log_file))
-    assert log.status == "success" and log.eval.task_args["max_turns"] == 3
-    assert set(log.eval.model_roles) == {"patient", "environment", "grader"}
-    assert len(log.samples) == 1 and all(s.scores["medsp_rubric"].value["examinee_turns"] <= 3 for s in log.samples)
-    assert all(
-        len(t["data"]["best_of_n"]["candidates"]) == 2
-        for s in log.samples
-        for t in s.store["MedSPStore:history"]
-        if t["role"] == "examinee"
-    )
-    assert log.eval.metadata["data_report"]["scenarios"] == 7 and log.eval.metadata["prompts"] == "bedside"
+    logs = [read_eval_log(str(f)) for f in out_dir.glob("*.eval")]
+    assert sorted(log.eval.task_file or log.eval.task for log in logs) == sorted(targets)
+    for log in logs:
+        assert log.status == "success" and log.eval.task_args["max_turns"] == 3
+        assert set(log.eval.model_roles) == {"patient", "environment", "grader"}
+        assert len(log.samples) == 1 and all(s.scores["medsp_rubric"].value["examinee_turns"] <= 3 for s in log.samples)
+        assert all(
+            len(t["data"]["best_of_n"]["candidates"]) == 2
+            for s in log.samples
+            for t in s.store["MedSPStore:history"]
+            if t["role"] == "examinee"
+        )
+        assert log.eval.metadata["data_report"]["scenarios"] == 7 and log.eval.metadata["prompts"] == "bedside"
 
 
-def test_cli_by_path(tmp_path):
-    run_cli("tasks/medsp.py", tmp_path)
+def test_cli_by_path_and_by_entry_point(tmp_path):
+    import bedside._registry
 
-
-def test_cli_by_entry_point(tmp_path):
-    run_cli("bedside/medsp", tmp_path)
+    assert "bedside.tasks.medsp" in bedside._registry.benchmarks.task_modules()
+    run_cli(["tasks/medsp.py", "bedside/medsp"], tmp_path)
 
 
 def test_cli_rejects_a_bad_prompts_path_in_one_line(tmp_path):

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+import zipfile
 from collections import Counter
 from pathlib import Path
 
@@ -40,6 +41,16 @@ def discharge_lean(data: str, min_turns: int = 4, max_turns: int = 8):
     base = discharge(data=data, min_turns=min_turns, max_turns=max_turns, cache_references=False)
     return task_with(base, scorer=[encounter_outcome(), conversation_quality(), topic_checklist()])
 """
+
+
+def samples_in(logs: Path) -> int:
+    """Finished samples in the log file being written (Inspect replaces it whole at each flush)."""
+    try:
+        [log_file] = logs.glob("*.eval")
+        with zipfile.ZipFile(log_file) as log:
+            return sum(1 for name in log.namelist() if name.startswith("samples/"))
+    except (ValueError, OSError, zipfile.BadZipFile):  # not written yet
+        return 0
 
 
 def test_killed_eval_is_completed_by_eval_retry(tmp_path):
@@ -78,13 +89,13 @@ def test_killed_eval_is_completed_by_eval_retry(tmp_path):
         try:
             deadline = time.monotonic() + 240
             while time.monotonic() < deadline and proc.poll() is None:
-                # a sample's last judge call answered: it has finished (or is being written)
+                # three samples' last judge call answered, and the log holds a finished sample: kill
+                # now (waiting for the log, not a fixed pause, holds on a slow or busy machine too)
                 judged = sum(1 for x in server.log_lines() if x["protocol"] == "discharge.judge_checklist")
-                if judged >= 3:
+                if judged >= 3 and samples_in(logs):
                     break
                 time.sleep(0.1)
             assert proc.poll() is None, f"the eval ended before it could be killed: {proc.stdout.read()[-2000:]!r}"
-            time.sleep(0.5)
             proc.send_signal(signal.SIGKILL)
         finally:
             proc.kill()

@@ -48,9 +48,10 @@ EXPECTED = {
 
 def test_every_kind_as_the_openai_client_sees_it():
     # one rule per kind, selected by the model name
+    # the client's timeout (2 s: time for a busy machine to answer every other kind) below the hang
     rules = [Fault(kind, 1.0, models=[kind]) for kind in FAULT_KINDS]
-    with LoopbackServer(faults=rules, hang=1.0, retry_after=0.2) as server:
-        client = OpenAI(api_key="x", base_url=server.base_url, default_headers=TAGGED, max_retries=0, timeout=0.5)
+    with LoopbackServer(faults=rules, hang=4.0, retry_after=0.2) as server:
+        client = OpenAI(api_key="x", base_url=server.base_url, default_headers=TAGGED, max_retries=0, timeout=2.0)
         for kind in FAULT_KINDS:
             try:
                 reply = client.chat.completions.create(model=kind, messages=PATIENT)
@@ -199,14 +200,15 @@ def test_context_length_error_becomes_model_length_without_retries():
 
 def test_transport_faults_are_retried_by_inspect_and_counted(monkeypatch):
     # every transport fault once, then an answer: Inspect retries each (its own backoff, shortened)
-    # and the server saw exactly one request per attempt
-    with LoopbackServer(faults=[Fault(TRANSPORT_FAULTS, 0.5)], hang=2.0) as server:
+    # and the server saw exactly one request per attempt (an attempt of 2 s: an answer on a busy
+    # machine is never cut off and retried; the hang outlasts it)
+    with LoopbackServer(faults=[Fault(TRANSPORT_FAULTS, 0.5)], hang=4.0) as server:
         monkeypatch.setenv("LOOPBACK_BASE_URL", server.base_url)
         monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", server.base_url)
         monkeypatch.setenv("LOOPBACK_API_KEY", "x")
         model = fast_model("patient")
         messages = [ChatMessageSystem(content=PATIENT[0]["content"])]
-        config = GenerateConfig(max_retries=8, attempt_timeout=1)
+        config = GenerateConfig(max_retries=8, attempt_timeout=2)
         outputs = [
             asyncio.run(model.generate([*messages, ChatMessageUser(content=f"Question {i}?")], config=config))
             for i in range(12)

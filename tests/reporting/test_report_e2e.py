@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pandas as pd
@@ -18,7 +17,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import Score
 
 from bedside.tasks.discharge import discharge
-from tests.conftest import REPO, metrics_of, scripted
+from tests.conftest import bedside_command, metrics_of, scripted
 from tests.reporting.synth import log, sample, write
 
 CHROMIUM = Path("/usr/bin/chromium")
@@ -81,13 +80,7 @@ def build_run(root: Path) -> tuple[str, Path]:
         ),
         logs / "cpb.eval",
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "bedside", "report", str(logs), "--out", str(out)],
-        capture_output=True,
-        text=True,
-        cwd=REPO,
-        timeout=300,
-    )
+    done = bedside_command("report", str(logs), "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     return result.location, out
 

@@ -6,9 +6,6 @@ conversation; ``bedside report`` over both folders gives the leaderboard with pa
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import numpy as np
 import pandas as pd
 import pytest
@@ -16,7 +13,7 @@ from inspect_ai.log import read_eval_log
 from scipy.stats import kendalltau
 
 from bedside.intervals import summarise as summarise_values
-from tests.conftest import REPO
+from tests.conftest import bedside_command
 from tests.reporting.sweeps import EDUCATORS, run_sweep
 
 ALL, THREE, ONE = "bedside/scripted", "bedside/scripted {educator_topics=3}", "bedside/scripted {educator_topics=1}"
@@ -24,9 +21,7 @@ FLIPPING = "bedside/scripted {judge_invert=checklist}"
 
 
 def bedside(*args: str) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "bedside", *args], capture_output=True, text=True, cwd=REPO, timeout=600
-    )
+    done = bedside_command(*args)
     assert done.returncode == 0, done.stdout + done.stderr
 
 

@@ -1,6 +1,7 @@
 """The test doubles never read a rendered prompt: with every template of ``prompts/`` rendered as one
 placeholder string (so no heading, persona sentence, case-fact layout or correction block reaches
-them), the scripted runs still give exactly the golden scores. What a scripted role needs, it reads
+them), the scripted runs still give the golden scores (compared as ``tests/test_golden_scores.py``
+does: exactly, embedding cosines within their kernel tolerance). What a scripted role needs, it reads
 from the call tag's render context (``ask(..., context=...)``) and from the conversation's chat roles."""
 
 from __future__ import annotations

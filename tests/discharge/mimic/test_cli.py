@@ -1,34 +1,25 @@
-"""``python -m bedside build-cases`` end to end, in a subprocess, on the synthetic fixture."""
+"""``bedside build-cases`` end to end on the synthetic fixture: the command in this process
+(:func:`tests.conftest.bedside_command`), and once in a subprocess (``python -m bedside``: a bad
+folder gives exit status 2 and one message, no traceback)."""
 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 
+import pytest
+
 from bedside.discharge.records import load_cases
-from tests.conftest import REPO
+from tests.conftest import REPO, bedside_command
 from tests.discharge.mimic.fixture import INVALID_MARK
 
 
-def build_cases(fx, out, *extra, env=None):
-    args = [
-        sys.executable,
-        "-m",
-        "bedside",
-        "build-cases",
-        "--mimic",
-        str(fx.mimic),
-        "--note",
-        str(fx.note),
-        "--out",
-        str(out),
-        *extra,
-    ]
-    return subprocess.run(args, cwd=REPO, capture_output=True, text=True, timeout=600, env=env)
+def build_cases(fx, out, *extra):
+    return bedside_command("build-cases", "--mimic", str(fx.mimic), "--note", str(fx.note), "--out", str(out), *extra)
 
 
+@pytest.mark.eval  # the extraction is an Inspect eval, started inside the command
 def test_build_cases_with_the_scripted_model(fx, tmp_path):
     out = tmp_path / "built" / "cases.jsonl"
     done = build_cases(
@@ -71,14 +62,15 @@ def test_build_cases_with_the_scripted_model(fx, tmp_path):
     assert list((tmp_path / "logs").glob("*.eval"))
 
 
-def test_non_local_model_refused_before_reading_mimic(fx, tmp_path):
+def test_non_local_model_refused_before_reading_mimic(fx, tmp_path, monkeypatch):
     out = tmp_path / "run" / "cases.jsonl"
-    env = {**os.environ, "OPENAI_API_KEY": "sk-test-not-used"}
-    done = build_cases(fx, out, "--model", "openai/gpt-5.5", env=env)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    done = build_cases(fx, out, "--model", "openai/gpt-5.5")
     assert done.returncode == 3
     assert "Refusing to send MIMIC-IV-Note text to openai/gpt-5.5" in done.stderr and "--zero-retention" in done.stderr
     assert "Traceback" not in done.stderr and "Selection" not in done.stdout
     assert not out.parent.exists()  # refused before the MIMIC files were read: nothing written
+    monkeypatch.setenv("LAB_API_KEY", "x")
     accepted = build_cases(
         fx,
         out,
@@ -87,7 +79,6 @@ def test_non_local_model_refused_before_reading_mimic(fx, tmp_path):
         "--model-base-url",
         "http://127.0.0.1:9/v1",
         "--cohort-only",
-        env={**env, "LAB_API_KEY": "x"},
     )
     assert accepted.returncode == 0, accepted.stderr
 
