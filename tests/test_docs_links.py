@@ -105,7 +105,10 @@ def broken_links(root: Path = REPO) -> list[str]:
         ("Pointing a role at a server", "pointing-a-role-at-a-server"),
         ("The local engine (llama.cpp)", "the-local-engine-llamacpp"),
         ("Reading the numbers: intervals, summary and health", "reading-the-numbers-intervals-summary-and-health"),
-        ("Reports, judge–human agreement and the regression gate", "reports-judgehuman-agreement-and-the-regression-gate"),
+        (
+            "Reports, judge–human agreement and the regression gate",
+            "reports-judgehuman-agreement-and-the-regression-gate",
+        ),
         (
             "Replaying released outputs (`bedside/replay`, `bedside replay-check`)",
             "replaying-released-outputs-bedsidereplay-bedside-replay-check",
@@ -122,14 +125,14 @@ def test_headings_get_githubs_anchors(heading, anchor):
 
 def test_a_broken_link_is_reported_with_file_line_and_why(tmp_path):
     (tmp_path / "docs").mkdir()
-    (tmp_path / "docs" / "page.md").write_text("# Page\n\n## Two words\n\n## Two words\n\n<a id=\"here\"></a>\n")
+    (tmp_path / "docs" / "page.md").write_text('# Page\n\n## Two words\n\n## Two words\n\n<a id="here"></a>\n')
     (tmp_path / "README.md").write_text(
         "\n".join(
             [
                 "# Top",
                 "[ok](docs/page.md) [ok](docs/page.md#two-words) [ok](docs/page.md#two-words-1) [ok](docs/)",
                 "[ok](#top) [ok](docs/page.md#here) [ok](https://example.org/x#y) [`ok`](docs/page.md 'title')",
-                "[gone](docs/missing.md \"title\")",
+                '[gone](docs/missing.md "title")',
                 "[gone](docs/missing.md)",
                 "[no anchor](docs/page.md#three-words) [not a page](docs#x)",
                 "`[in code](nowhere.md)` and ![an image](img.png)",
