@@ -105,7 +105,7 @@ test: $(VENV)/.installed | /usr/bin/chromium
 	$(BIN)/python -m pytest -n 2
 
 # The unit tier: every test not classified `eval` (tests/conftest.py marks a test `eval` when it runs
-# an Inspect eval or a subprocess; see the README's "Tests"). Under a minute on 2 cores.
+# an Inspect eval or a subprocess; see docs/development.md, "Tests").
 test-fast: $(VENV)/.installed
 	$(BIN)/python -m pytest -n 2 -m "not eval and not local_llm"
 

@@ -22,7 +22,7 @@ def reply_format(structured_output: bool | None = None, reading: str = "official
     prompts ask for JSON in plain text, and bedside reads (and repairs) it either way.
 
     ``reading`` (``-T reading=``): ``official`` (default) reads replies by the official benchmarks'
-    rules; ``strict`` uses bedside's stricter reading where it differs (README, "Reading replies")."""
+    rules; ``strict`` uses bedside's stricter reading where it differs (docs/reading-replies.md)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         use_structured_output(structured_output)

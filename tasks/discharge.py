@@ -6,7 +6,7 @@ Virtual Patient from a discharge note, supervised by an Education Monitor Agent.
         --model-role 'monitor={model: openai-api/qwen/Qwen3.5-9B, model_args: {base_url: http://gpu-host:8002/v1}}' \
         --model-role 'grader={model: openai-api/gemma/gemma-4-31b-it, model_args: {base_url: http://gpu-host:8003/v1}}'
 
-(one vLLM server per model; ``openai-api/<service>/...`` also needs ``<SERVICE>_API_KEY``: the README's
+(one vLLM server per model; ``openai-api/<service>/...`` also needs ``<SERVICE>_API_KEY``: docs/serving.md,
 "Pointing a role at a server")
 
 Parameters (``-T``): ``data`` JSONL case file (default: the synthetic demo set); ``seed`` for the

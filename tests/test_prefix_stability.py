@@ -1,5 +1,5 @@
 """Prompt prefixes stay stable across turns, so that a serving engine's prefix cache (vLLM
-``--enable-prefix-caching``) re-uses what it has already computed (README, "Serving at scale").
+``--enable-prefix-caching``) re-uses what it has already computed (docs/serving.md, "Serving at scale").
 
 A scripted DischargeBench encounter is run and every model call's input is rendered the way a chat
 template does (``<|role|>text<|end|>`` per message, in order). For each role, consecutive calls are

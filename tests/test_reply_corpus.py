@@ -1,6 +1,6 @@
 """Every protocol against the corpus of realistic reply styles (``tests/corpus/replies.py``): the outcome
-of every (protocol, style, reading rule) is pinned here, and the README's table of unscored rates is
-the corpus's own."""
+of every (protocol, style, reading rule) is pinned here, and the table of unscored rates in
+docs/reading-replies.md is the corpus's own."""
 
 from __future__ import annotations
 
@@ -98,9 +98,9 @@ def test_the_corpus_covers_every_protocol_that_reads_a_reply():
     assert {p.name for p in all_protocols()} - covered - same_as_covered == set()
 
 
-def test_readme_reports_the_corpus_unscored_rates():
-    readme = (REPO / "README.md").read_text()
-    assert table() in readme, "README's reply-corpus table is stale: paste `python -m tests.corpus.replies`"
+def test_the_docs_report_the_corpus_unscored_rates():
+    page = (REPO / "docs" / "reading-replies.md").read_text()
+    assert table() in page, "docs/reading-replies.md: the reply-corpus table is stale (python -m tests.corpus.replies)"
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""The README's "Pointing a role at a server": what works and what fails, with the message Inspect
+"""docs/serving.md, "Pointing a role at a server": what works and what fails, with the message Inspect
 (0.3.285) prints, each checked against loopback servers through Inspect's own command line (run in
 this process; the working forms also run as documented commands, tests/test_documented_commands.py)."""
 

@@ -23,7 +23,7 @@ def cpb_keys(frame: pd.DataFrame) -> list[str]:
 
 def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
     """CPB-Bench rates (95 % CI by bedside's rule: Wilson for these binary rates; n) per model: overall and by
-    category, dataset, language. Always read the failure rate beside the overreaction rate (README)."""
+    category, dataset, language. Always read the failure rate beside the overreaction rate (bedside/cpb/README.md)."""
     keys = cpb_keys(frame)
     part = frame[(frame["benchmark"] == BENCHMARK.name) & frame["key"].isin(keys)].copy()
     part["overall"] = "all"

@@ -252,7 +252,7 @@ class LocalEngine:
         :func:`probe_llama`); nothing is loaded into this process."""
         if importlib.util.find_spec("llama_cpp") is None:
             raise SetupError(
-                "bedside/local needs llama-cpp-python: run `make local` (or see the README, 'The local engine')"
+                "bedside/local needs llama-cpp-python: run `make local` (or see docs/providers.md, 'The local engine')"
             )
         probe_llama(self.model_path, self.n_threads)
 

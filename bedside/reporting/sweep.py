@@ -2,7 +2,7 @@
 ranking moves when another grader re-judges the same conversations.
 
 A *sweep* is several models under test (educators, examinees or doctors) run on the same cases with
-the same other roles — e.g. ``inspect eval-set`` with ``--model a,b,c`` (README, "Multi-model
+the same other roles — e.g. ``inspect eval-set`` with ``--model a,b,c`` (docs/reports.md, "Multi-model
 sweeps"). Logs are grouped by benchmark, **grader** (``eval.model_roles["grader"]``, which
 ``bedside rescore`` rewrites) and **model** (labelled as in the rest of the report — the model under
 test and any non-default variant argument, plus its ``-M`` arguments or folder when two runs on the

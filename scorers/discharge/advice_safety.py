@@ -23,7 +23,7 @@ paraphrase is kept and marked). Counts by category per session: metadata ``count
 
 Sessions that ended on a system failure are excluded (as for every DischargeBench score). Add it to
 a DischargeBench run with ``-T safety=true``; its measured catch rate on crafted transcripts is the
-``discharge_safety_probe`` task (README, "Safety of the educator's advice").
+``discharge_safety_probe`` task (bedside/discharge/README.md, "Safety of the educator's advice").
 """
 
 from __future__ import annotations

@@ -11,7 +11,7 @@ The six items are graded in one judge call; if that reply stays unreadable after
 item is graded in a call of its own (so one bad item does not lose the other five).
 
 Score = mean over the six questions (the paper's definition), with one rule the paper does not
-state (bedside's choice, README fidelity table): a question whose **reference is "not applicable"**
+state (bedside's choice; bedside/discharge/README.md): a question whose **reference is "not applicable"**
 (the note does not say) is not graded and is left out of the mean (its ``q<i>`` is NaN), counted in
 ``na_questions`` — otherwise the patient's "I don't know" would be graded incorrect for something the
 educator could not teach. An item whose reference, answer or grade could not be obtained (a model

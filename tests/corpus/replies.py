@@ -10,7 +10,7 @@ one of three outcomes:
 ``unreadable``  not read: :func:`bedside.calls.ask` retries it, and if every retry looks the same the
                 call counts as the protocol says (``Protocol.unreadable``: unscored, system_failure, ...).
 
-``python -m tests.corpus.replies`` prints the table of unscored rates (README, "Reading replies");
+``python -m tests.corpus.replies`` prints the table of unscored rates (docs/reading-replies.md, "The reply corpus");
 ``tests/test_reply_corpus.py`` pins every outcome.
 """
 

@@ -305,7 +305,7 @@ def test_unreadable_reference_is_never_cached(tmp_path, monkeypatch):
     assert first.samples[0].scores["comprehension"].value["unscored"] == 0
 
 
-# --- "not applicable" references (bedside's rule; README fidelity table) -------------------------
+# --- "not applicable" references (bedside's rule; faithfulness table of bedside/discharge/README.md) ---
 
 
 def test_not_applicable_answers_are_recognised():

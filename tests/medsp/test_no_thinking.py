@@ -1,5 +1,5 @@
-"""Roles without thinking, as the official MedSP1000 client runs deepseek*/qwen* models: the README's
-paper-comparable recipe gives each role an ``extra_body`` through Inspect's per-role generate config,
+"""Roles without thinking, as the official MedSP1000 client runs deepseek*/qwen* models: the
+paper-comparable recipe of bedside/medsp/README.md gives each role an ``extra_body`` through Inspect's per-role generate config,
 and every SP, environment and evaluator request carries it while the examinee's does not."""
 
 from __future__ import annotations
@@ -31,7 +31,7 @@ def readme_recipe() -> list[str]:
 
 
 def test_the_readme_recipe_gives_every_role_the_no_thinking_body(monkeypatch):
-    # the client is built, never called: a placeholder endpoint and key (README: set your own)
+    # the client is built, never called: a placeholder endpoint and key (the recipe: set your own)
     monkeypatch.setenv("DEEPSEEK_API_KEY", "test-key")
     monkeypatch.setenv("DEEPSEEK_BASE_URL", "http://127.0.0.1:9/v1")
     roles = tuple(readme_recipe())

@@ -32,12 +32,12 @@ def test_dependencies_declare_the_clients_and_a_vllm_extra():
     assert any(d.startswith("vllm") for d in project["optional-dependencies"]["vllm"])
 
 
-def test_readme_binds_the_grader_in_every_eval_example():
+def test_the_docs_bind_the_grader_in_every_eval_example():
     from tests.docs_commands import documented_commands
 
     # the documented commands, continuations joined and shell variables ($ROLES) expanded
     commands = [c.text for c in documented_commands() if c.program in ("inspect eval", "inspect eval-set")]
-    assert commands, "the README shows eval commands"
+    assert commands, "the docs show eval commands"
     for command in commands:
         if "--model bedside/scripted" in command or "discharge_build_cases" in command:
             continue  # scripted runs; the case builder has no judge

@@ -1,6 +1,6 @@
 """A scripted multi-model sweep: several ``bedside/scripted`` educators made to differ (``-M``
-options) on the same DischargeBench cases and roles, run with Inspect's ``eval_set`` as the README's
-recipe does."""
+options) on the same DischargeBench cases and roles, run with Inspect's ``eval_set`` as the recipe in
+docs/reports.md does."""
 
 from __future__ import annotations
 
