@@ -14,9 +14,15 @@ from inspect_ai.solver import TaskState
 
 from bedside.calls import UNSCORED, ask, grader
 from bedside.discharge.protocols import checklist_protocol, normalise_id  # noqa: F401
+from bedside.intervals import UNIT
 from bedside.prompts import load_yaml, render
-from bedside.scorers.discharge.record import case, conversation_lines, record, score_metrics, system_failure_score
+from bedside.scorers.discharge.record import case, conversation_lines, record, system_failure_score
+from bedside.scorers.keys import UNSCORED_KEY, ScoreKey, declares
+from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
+
+#: the keys it writes: Table 1's TCS
+KEYS = (ScoreKey("tcs", UNIT, role="headline", label="TCS"), UNSCORED_KEY)
 
 
 def checklist() -> list[dict]:
@@ -31,7 +37,8 @@ def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, floa
     return sum(weights[q] for q in applicable if answers.get(q)) / denominator
 
 
-@scorer(metrics=score_metrics("tcs"))
+@declares(KEYS)
+@scorer(metrics=summary_of(KEYS))
 def topic_checklist(judge_retries: int = 2) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
