@@ -30,6 +30,7 @@ __all__ = [
     "REGISTRY",
     "all_benchmarks",
     "get",
+    "health_keys",
     "of_task",
     "register",
     "score_key",
@@ -131,6 +132,23 @@ def score_key(key: str, strict: bool = False) -> ScoreKey:
             "(declare it with @declares and list the scorer in its benchmark's descriptor, `scorers`)"
         )
     return ScoreKey(name)
+
+
+def health_keys() -> dict[str, ScoreKey]:
+    """The health block's keys (name in the block -> declaration) of every registered benchmark, in the
+    block's order: counts, then tallies, then means, each in the registry's order (benchmarks, their
+    scorers as their descriptors list them, the keys as each scorer declares them). The order is the
+    registry's, never that of a task's scorers or of the scores a sample holds."""
+    from bedside.scorers.keys import HEALTH_KINDS
+
+    found: dict[str, ScoreKey] = {}
+    for kind in HEALTH_KINDS:
+        for benchmark in REGISTRY:
+            for declared in benchmark.scorer_keys.values():
+                for key in declared:
+                    if key.health == kind:
+                        found.setdefault(key.health_name, key)
+    return found
 
 
 def scorer_keys(scorer: str) -> tuple[ScoreKey, ...]:

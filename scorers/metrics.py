@@ -36,7 +36,7 @@ from inspect_ai.util import registry_info
 
 from bedside import benchmarks
 from bedside.intervals import mean_interval, wilson
-from bedside.scorers.keys import HEALTH_KINDS, ScoreKey
+from bedside.scorers.keys import ScoreKey
 
 
 def key_values(scores: Sequence[SampleScore], key: str) -> list[float]:
@@ -95,10 +95,9 @@ def summary_of(keys: Sequence[ScoreKey]) -> list[Metric]:
 def gather_health(scores: dict[str, Score]) -> dict[str, float]:
     """One sample's bookkeeping from its other scores: every key their scorers declare with role
     ``health``, by its name in the block, combined over scorers as declared (``sum`` or ``max``; NaN
-    when every value is NaN: not applicable to this sample). Counts first, then tallies, then means,
-    each in the order the scorers declare them."""
+    when every value is NaN: not applicable to this sample), in the block's order
+    (:func:`bedside.benchmarks.health_keys`: counts, tallies, means, each in the registry's order)."""
     gathered: dict[str, list[float]] = {}
-    rules: dict[str, ScoreKey] = {}
     for name, score in scores.items():
         if name in benchmarks.DERIVED_SCORERS or not isinstance(score.value, dict):
             continue
@@ -106,26 +105,23 @@ def gather_health(scores: dict[str, Score]) -> dict[str, float]:
             value = score.value.get(key.name)
             if key.role != "health" or not isinstance(value, int | float) or isinstance(value, bool):
                 continue
-            rules.setdefault(key.health_name, key)
             found = gathered.setdefault(key.health_name, [])
             if value == value:  # NaN (not applicable to this sample) keeps the key, adds nothing
                 found.append(float(value))
     out = {}
-    for kind in HEALTH_KINDS:
-        for name, found in gathered.items():
-            if rules[name].health == kind:
-                out[name] = (sum(found) if rules[name].combine == "sum" else max(found)) if found else math.nan
+    for name, key in benchmarks.health_keys().items():
+        if name in gathered:
+            found = gathered[name]
+            out[name] = (sum(found) if key.combine == "sum" else max(found)) if found else math.nan
     return out
 
 
 def health_kind(name: str) -> str:
     """How the health block shows bookkeeping key ``name`` (its name in the block), as declared."""
-    for benchmark in benchmarks.all_benchmarks():
-        for declared in benchmark.scorer_keys.values():
-            for key in declared:
-                if key.role == "health" and key.health_name == name:
-                    return str(key.health)
-    raise LookupError(f"{name!r} is no declared health key")
+    try:
+        return str(benchmarks.health_keys()[name].health)
+    except KeyError:
+        raise LookupError(f"{name!r} is declared as a health key by no registered benchmark's scorer") from None
 
 
 @metric(name="health_counts")
@@ -133,14 +129,15 @@ def health_counts() -> Metric:
     """``samples`` and, per bookkeeping key present, its count over samples or its mean (as declared)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
-        present = list(dict.fromkeys(k for s in scores if isinstance(s.score.value, dict) for k in s.score.value))
-        kinds = {name: health_kind(name) for name in present}
+        present = {k for s in scores if isinstance(s.score.value, dict) for k in s.score.value}
+        for name in present:
+            health_kind(name)  # LookupError: an undeclared key
         out: dict[str, float] = {"samples": float(len(scores))}
-        for name in sorted(present, key=lambda n: kinds[n] == "mean"):  # counts and tallies first, then means
-            values = key_values(scores, name)
+        for name, key in benchmarks.health_keys().items():  # the block's order (counts, tallies, means)
+            values = key_values(scores, name) if name in present else []
             if not values:
                 continue
-            if kinds[name] == "mean":
+            if key.health == "mean":
                 out[f"{name} (mean)"] = sum(values) / len(values)
             else:
                 out[name] = sum(values)

@@ -126,8 +126,9 @@ def test_health_gathers_bookkeeping_from_the_other_scorers():
     }
     value = gather_health(sample)
     assert value == {"system_failure": 0.0, "unscored": 3.0, "role_fallbacks": 1.0, "turns": 12.0}
-    # counts in the order the scorers declare them, means last
+    # the block's order is the registry's (counts, tallies, means), whatever order the scorers ran in
     assert list(value) == ["unscored", "system_failure", "role_fallbacks", "turns"]
+    assert list(gather_health(dict(reversed(sample.items())))) == list(value)
     rows = health_counts()(
         [
             SampleScore(score=Score(value=value), sample_id=0),
