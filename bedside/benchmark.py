@@ -7,7 +7,7 @@ table: Inspect's entry point (:mod:`bedside._registry`: every task module), the 
 (:mod:`bedside.cli`: every benchmark's own sub-commands), the scripted model (:mod:`bedside.testing.scripted`:
 every script module), the ``bedside`` model provider (:mod:`bedside.providers.api`: a benchmark's own
 engines), the reply protocols (:func:`bedside.protocols.all_protocols`), and every number shown: the score
-keys its scorers declare (:mod:`bedside.scorers.keys`: scale, label, direction, role) for Inspect's blocks
+keys its scorers declare (:mod:`bedside.score_keys`: scale, label, direction, role) for Inspect's blocks
 (:mod:`bedside.scorers.metrics`) and reporting (``bedside report``, ``strata``, ``compare``, the log loader).
 
 Modules and objects are named by dotted path and imported only when asked for (:meth:`Benchmark.store_model`,
@@ -25,7 +25,7 @@ from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from bedside.scorers.keys import ScoreKey
+    from bedside.score_keys import ScoreKey
 
 #: scorers whose keys copy other scorers' (the health block): left out of per-stratum tables
 DERIVED_SCORERS: frozenset[str] = frozenset({"health"})
@@ -52,7 +52,7 @@ class Benchmark:
     - ``strata``: sample- (else score-) metadata keys its results are broken down by, in order;
       ``min_n``: fewest scored cases a stratum value needs to be reported;
     - ``scorers``: dotted paths (``module:factory``) of its scorers, each declaring the score keys it writes
-      (:func:`bedside.scorers.keys.declares`), in the order its headline table shows their keys: its
+      (:func:`bedside.score_keys.declares`), in the order its headline table shows their keys: its
       headline keys and labels (:attr:`headline`), directions (:attr:`lower_is_better`), pooled and
       bookkeeping keys come from those declarations (:attr:`keys`);
     - ``ranked_keys``: the per-case keys a sweep's leaderboard ranks models on (default: the headline keys);
@@ -108,7 +108,7 @@ class Benchmark:
     @cached_property
     def scorer_keys(self) -> dict[str, tuple[ScoreKey, ...]]:
         """Scorer name -> the score keys it declares, for each of :attr:`scorers` (imported now)."""
-        from bedside.scorers.keys import keys_of
+        from bedside.score_keys import keys_of
 
         found: dict[str, tuple[ScoreKey, ...]] = {}
         for dotted in self.scorers:

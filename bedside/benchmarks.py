@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from bedside.benchmark import DERIVED_SCORERS, Benchmark
 
 if TYPE_CHECKING:
-    from bedside.scorers.keys import ScoreKey
+    from bedside.score_keys import ScoreKey
 
 __all__ = [
     "Benchmark",
@@ -120,7 +120,7 @@ def score_key(key: str, strict: bool = False) -> ScoreKey:
     """The declaration of score key ``key`` (``scorer/key`` accepted) by a registered benchmark's scorer
     (every scorer that writes a key declares it alike: ``tests/test_descriptors.py``). An undeclared key:
     ``LookupError`` if ``strict``, else a key of its own name on no fixed scale."""
-    from bedside.scorers.keys import ScoreKey
+    from bedside.score_keys import ScoreKey
 
     name = key.rpartition("/")[2]
     for benchmark in REGISTRY:
@@ -139,7 +139,7 @@ def health_keys() -> dict[str, ScoreKey]:
     block's order: counts, then tallies, then means, each in the registry's order (benchmarks, their
     scorers as their descriptors list them, the keys as each scorer declares them). The order is the
     registry's, never that of a task's scorers or of the scores a sample holds."""
-    from bedside.scorers.keys import HEALTH_KINDS
+    from bedside.score_keys import HEALTH_KINDS
 
     found: dict[str, ScoreKey] = {}
     for kind in HEALTH_KINDS:

@@ -6,7 +6,7 @@ Used by the Inspect metrics (:mod:`bedside.scorers.metrics`), ``bedside strata``
 pooled rates a scorer computes itself.
 
 The rule, per score, by the score's **declared scale** (a :class:`Scale`; the scorer that writes a
-key declares it, :class:`bedside.scorers.keys.ScoreKey`), never by what its values happen to look like:
+key declares it, :class:`bedside.score_keys.ScoreKey`), never by what its values happen to look like:
 
 - **fewer than 2 values: no interval** (``None``; shown as no interval, never a NaN or a
   zero-width one);

@@ -1,6 +1,6 @@
 """What Inspect shows at the end of a run: each benchmark's headline numbers, then one health block.
 
-Every scorer declares the keys it writes (:mod:`bedside.scorers.keys`) and its metrics are built from
+Every scorer declares the keys it writes (:mod:`bedside.score_keys`) and its metrics are built from
 that declaration, ``summary_of(KEYS)``: one block per scorer in Inspect's terminal summary and in
 ``inspect view``, with one row per key it shows (role ``headline`` or ``summary``) and the paper's label
 as the row name —
@@ -36,7 +36,7 @@ from inspect_ai.util import registry_info
 
 from bedside import benchmarks
 from bedside.intervals import mean_interval, wilson
-from bedside.scorers.keys import ScoreKey
+from bedside.score_keys import ScoreKey
 
 
 def key_values(scores: Sequence[SampleScore], key: str) -> list[float]:

@@ -12,7 +12,7 @@ import pytest
 
 from bedside import benchmarks
 from bedside.end_reasons import EndReason
-from bedside.scorers.keys import ScoreKey
+from bedside.score_keys import ScoreKey
 from bedside.testing.scripted import ScriptedEngine
 from tests.golden import make_golden
 
@@ -56,7 +56,7 @@ def test_the_scripted_model_answers_every_declared_protocol(benchmark):
     assert not missing, f"{benchmark.name}: no scripted handler for {sorted(missing)}"
 
 
-# --- the score keys the scorers declare (bedside.scorers.keys) --------------------------------------
+# --- the score keys the scorers declare (bedside.score_keys) --------------------------------------
 
 
 def _declarations() -> list[tuple[str, str, ScoreKey]]:

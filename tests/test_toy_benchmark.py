@@ -199,7 +199,7 @@ TOY: dict[str, str] = {
         from bedside.calls import ask, grader
         from bedside.prompts import render
         from bedside.intervals import BINARY, UNIT
-        from bedside.scorers.keys import ScoreKey, declares
+        from bedside.score_keys import ScoreKey, declares
         from bedside.scorers.metrics import summary_of
         from bedside.toy import ToyEndReason
         from bedside.toy.protocols import JUDGE

@@ -10,7 +10,7 @@ epoch; pairs where either side is unscored (NaN) are left out (and counted). The
 resampled together — with ``--resamples`` resamples and ``--seed``; no interval below two pairs.
 The *drop* is the decrease in the good direction: ``−mean difference`` for higher-is-better keys,
 ``+mean difference`` for lower-is-better keys (the scorer that writes a key declares its direction,
-:mod:`bedside.scorers.keys`, read through :mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
+:mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
 
 With ``--max-drop`` it is a gate: a metric **regresses** when its drop exceeds ``--max-drop`` *and*
 its interval excludes zero on the bad side; the command then exits 1. A drop within the noise

@@ -17,7 +17,7 @@ model B) per case with the same interval rule applied to the differences, clippe
 width, n pairs, and whether the interval excludes 0. The rank order is **resolved** between
 neighbours when their paired interval excludes 0, and resolved overall when every neighbouring pair
 is. Lower is better for rates of bad outcomes (each key's direction as its scorer declares it,
-:mod:`bedside.scorers.keys`, read through :mod:`bedside.benchmarks`).
+:mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`).
 
 **Judge sensitivity** (when the same models were judged by two graders, e.g. a sweep and its
 ``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ

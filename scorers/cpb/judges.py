@@ -88,7 +88,7 @@ from bedside.cpb.store import CPBStore
 from bedside.end_reasons import EndReason
 from bedside.intervals import BINARY, COUNT
 from bedside.roles import fallback_roles
-from bedside.scorers.keys import ROLE_FALLBACKS_KEY, UNSCORED_KEY, ScoreKey, declares
+from bedside.score_keys import ROLE_FALLBACKS_KEY, UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 

@@ -39,8 +39,8 @@ from bedside.discharge.protocols import JUDGE_SAFETY, UNSAFE_CATEGORIES, SafetyV
 from bedside.discharge.store import SafetyStore
 from bedside.intervals import BINARY, COUNT
 from bedside.prompts import render
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, record, system_failure_score
-from bedside.scorers.keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 

@@ -32,8 +32,8 @@ from bedside.discharge.protocols import JUDGE_REFERENCE, LABELS, grade_protocol 
 from bedside.discharge.store import comprehension_questions
 from bedside.intervals import COUNT, UNIT
 from bedside.prompts import render
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, is_not_applicable, record, system_failure_score
-from bedside.scorers.keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 

@@ -11,8 +11,8 @@ from bedside.calls import UNSCORED, ask, grader
 from bedside.discharge.protocols import AXES, JUDGE_QUALITY
 from bedside.intervals import LIKERT, UNBOUNDED
 from bedside.prompts import render
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import conversation_lines, educator_text, record, system_failure_score
-from bedside.scorers.keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.text_metrics import readability_async

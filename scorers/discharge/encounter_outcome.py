@@ -34,7 +34,7 @@ from bedside.discharge.store import EncounterStore
 from bedside.end_reasons import SYSTEM_FAILURES, EndReason
 from bedside.intervals import BINARY, COUNT
 from bedside.roles import fallback_roles
-from bedside.scorers.keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
+from bedside.score_keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 

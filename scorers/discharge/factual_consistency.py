@@ -24,8 +24,8 @@ from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.discharge.protocols import JUDGE_FACTUAL
 from bedside.intervals import COSINE, COUNT, UNIT
 from bedside.prompts import render
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, conversation_lines, is_not_applicable, record, system_failure_score
-from bedside.scorers.keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.text_metrics import cosine_async, rouge_l_async

@@ -16,7 +16,7 @@ from inspect_ai.util import store_as
 from bedside.calls import UNSCORED
 from bedside.discharge.store import SafetyStore
 from bedside.intervals import BINARY
-from bedside.scorers.keys import ScoreKey, declares
+from bedside.score_keys import ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 
 #: the keys it writes: per-transcript 0/1 outcomes (a false flag is lower-is-better)

@@ -17,8 +17,8 @@ from bedside.discharge.protocols import checklist_protocol, normalise_id  # noqa
 from bedside.discharge.records import topic_checklist_questions
 from bedside.intervals import UNIT
 from bedside.prompts import render
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, conversation_lines, record, system_failure_score
-from bedside.scorers.keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 

@@ -41,7 +41,7 @@ unscored cases are left out and n is 0 when every case is unscored:
   was left), ``examinee_turns``, ``unsupported_actions`` and ``role_fallbacks`` (patient, environment or
   grader falling back to the model under test; names in the metadata).
 
-Every key is declared in :data:`KEYS` (scale, role, direction; :mod:`bedside.scorers.keys`).
+Every key is declared in :data:`KEYS` (scale, role, direction; :mod:`bedside.score_keys`).
 
 Per-competency and per-specialty rates are not Inspect metrics: the score metadata holds each case's
 ``counts`` (competency -> [met, judged]) and ``specialty`` (also in the sample metadata), from which
@@ -68,7 +68,7 @@ from bedside.medsp import BENCHMARK, MedSPEndReason
 from bedside.medsp.protocols import Evaluation
 from bedside.medsp.records import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
 from bedside.roles import fallback_roles
-from bedside.scorers.keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
+from bedside.score_keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
 from bedside.scorers.medsp.evaluator import EvaluatorPrompts, load_evaluator_prompts
 from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable

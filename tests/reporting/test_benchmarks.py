@@ -20,7 +20,7 @@ from bedside.reporting.build import build
 from bedside.reporting.compare import compare
 from bedside.reporting.load import load, scores_frame
 from bedside.reporting.strata import strata_table
-from bedside.scorers.keys import ScoreKey, declares
+from bedside.score_keys import ScoreKey, declares
 from tests.reporting.synth import event, log, sample, write
 
 #: the lower-is-better keys and strata reporting used before the descriptors (one global table each):

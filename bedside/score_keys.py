@@ -5,7 +5,7 @@ scorer, and ties them to it with :func:`declares`::
 
     KEYS = (
         ScoreKey("tcs", UNIT, role="headline", label="TCS"),
-        UNSCORED,
+        UNSCORED_KEY,
     )
 
     @declares(KEYS)
@@ -16,7 +16,8 @@ A benchmark's descriptor lists its scorers (:attr:`bedside.benchmark.Benchmark.s
 that shows a number reads the declarations through the registry (:mod:`bedside.benchmarks`): the interval
 rule (by the key's scale, :mod:`bedside.intervals`), Inspect's summary block and the health block
 (:mod:`bedside.scorers.metrics`), ``bedside strata``, ``compare``, ``report`` and the sweep leaderboard.
-This module is light (no Inspect, no model): reports import it without importing a scorer's machinery.
+This module is light (no Inspect, no model) and sits beside the registry, not among the scorers: the
+registry (which solvers reach) and reports import it without importing a scorer's machinery.
 
 A key's name means one thing everywhere: two scorers that write the same key (``unscored``,
 ``role_fallbacks``, ``erroneous``) declare the same scale, label and direction (the shared ones are
