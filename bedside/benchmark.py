@@ -6,11 +6,13 @@ Everything that must know every benchmark asks the registry instead of keeping i
 table: Inspect's entry point (:mod:`bedside._registry`: every task module), the ``bedside`` command
 (:mod:`bedside.cli`: every benchmark's own sub-commands), the scripted model (:mod:`bedside.testing.scripted`:
 every script module), the ``bedside`` model provider (:mod:`bedside.providers.api`: a benchmark's own
-engines), the reply protocols (:func:`bedside.protocols.all_protocols`), and reporting (``bedside report``,
-``strata``, ``compare`` and the log loader, :mod:`bedside.reporting.load`).
+engines), the reply protocols (:func:`bedside.protocols.all_protocols`), and every number shown: the score
+keys its scorers declare (:mod:`bedside.score_keys`: scale, label, direction, role) for Inspect's blocks
+(:mod:`bedside.scorers.metrics`) and reporting (``bedside report``, ``strata``, ``compare``, the log loader).
 
 Modules and objects are named by dotted path and imported only when asked for (:meth:`Benchmark.store_model`,
-:meth:`Benchmark.protocols`, ...): reading a log's numbers never imports solvers, and moving a module is a
+:meth:`Benchmark.protocols`, :attr:`Benchmark.scorer_keys`, ...): reading a log's numbers imports its
+scorers' modules (their declarations), never a solver or a model library, and moving a module is a
 one-line change in its descriptor.
 """
 
@@ -19,14 +21,14 @@ from __future__ import annotations
 import importlib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
 
-#: score keys that are bookkeeping of every benchmark, not outcomes: left out of every table
-SKIP_KEYS: frozenset[str] = frozenset({"unscored"})
+if TYPE_CHECKING:
+    from bedside.score_keys import ScoreKey
+
 #: scorers whose keys copy other scorers' (the health block): left out of per-stratum tables
 DERIVED_SCORERS: frozenset[str] = frozenset({"health"})
-#: lower-is-better keys every benchmark's health block reports (role fallbacks, unscored judgements)
-HEALTH_LOWER_IS_BETTER: frozenset[str] = frozenset({"role_fallbacks", "unscored", "judge_unscored"})
 
 
 def resolve(dotted: str) -> Any:
@@ -49,11 +51,11 @@ class Benchmark:
       members and its own, declared in its package; each a ``str``, as the logs carry it);
     - ``strata``: sample- (else score-) metadata keys its results are broken down by, in order;
       ``min_n``: fewest scored cases a stratum value needs to be reported;
-    - ``lower_is_better``: score keys for which lower is better (``compare``, leaderboards);
-      ``pooled_keys``: rates pooled over items, never averaged per case (``strata`` leaves them out);
-      ``skip_keys``: its bookkeeping keys (left out of every table);
-    - ``headline``: (score key, label) of its headline table, in order; ``ranked_keys``: the
-      per-case keys a sweep's leaderboard ranks models on (default: the headline keys);
+    - ``scorers``: dotted paths (``module:factory``) of its scorers, each declaring the score keys it writes
+      (:func:`bedside.score_keys.declares`), in the order its headline table shows their keys: its
+      headline keys and labels (:attr:`headline`), directions (:attr:`lower_is_better`), pooled and
+      bookkeeping keys come from those declarations (:attr:`keys`);
+    - ``ranked_keys``: the per-case keys a sweep's leaderboard ranks models on (default: the headline keys);
     - ``variant_args``: task arguments that make two runs of one model measure different things
       (shown in a log's label when not neutral);
     - ``store``: dotted path of its sample-store model; ``protocol_modules``: the modules of its reply
@@ -76,10 +78,7 @@ class Benchmark:
     end_reasons: tuple[str, ...] = ()
     strata: tuple[str, ...] = ()
     min_n: Mapping[str, int] = field(default_factory=dict)
-    lower_is_better: frozenset[str] = frozenset()
-    pooled_keys: frozenset[str] = frozenset()
-    skip_keys: frozenset[str] = frozenset()
-    headline: tuple[tuple[str, str], ...] = ()
+    scorers: tuple[str, ...] = ()
     ranked_keys: tuple[str, ...] = ()
     variant_args: tuple[str, ...] = ()
     store: str | None = None
@@ -106,10 +105,51 @@ class Benchmark:
         """The reply protocols of its model calls (``PROTOCOLS`` of each of :attr:`protocol_modules`)."""
         return tuple(p for module in self.protocol_modules for p in resolve(module).PROTOCOLS)
 
+    @cached_property
+    def scorer_keys(self) -> dict[str, tuple[ScoreKey, ...]]:
+        """Scorer name -> the score keys it declares, for each of :attr:`scorers` (imported now)."""
+        from bedside.score_keys import keys_of
+
+        found: dict[str, tuple[ScoreKey, ...]] = {}
+        for dotted in self.scorers:
+            factory = resolve(dotted)
+            found[factory.__name__] = keys_of(factory)
+        return found
+
+    @cached_property
+    def keys(self) -> dict[str, ScoreKey]:
+        """Score key -> its declaration, over every scorer in order (scorers that write one key agree on its
+        scale, label and direction: ``tests/test_descriptors.py``)."""
+        found: dict[str, ScoreKey] = {}
+        for declared in self.scorer_keys.values():
+            for key in declared:
+                found.setdefault(key.name, key)
+        return found
+
+    @property
+    def headline(self) -> tuple[ScoreKey, ...]:
+        """The keys of its headline table (the paper's), in order, with their labels."""
+        return tuple(k for k in self.keys.values() if k.role == "headline")
+
+    @property
+    def headline_keys(self) -> tuple[str, ...]:
+        return tuple(k.name for k in self.headline)
+
     @property
     def ranked(self) -> tuple[str, ...]:
         return self.ranked_keys or self.headline_keys
 
     @property
-    def headline_keys(self) -> tuple[str, ...]:
-        return tuple(key for key, _ in self.headline)
+    def lower_is_better(self) -> frozenset[str]:
+        """Score keys for which lower is better (``compare``, leaderboards)."""
+        return frozenset(k.name for k in self.keys.values() if k.lower_is_better)
+
+    @property
+    def pooled_keys(self) -> frozenset[str]:
+        """Rates pooled over items, never averaged per case (``strata`` leaves them out)."""
+        return frozenset(k.name for k in self.keys.values() if k.pooled)
+
+    @property
+    def skip_keys(self) -> frozenset[str]:
+        """Bookkeeping keys left out of every table."""
+        return frozenset(k.name for k in self.keys.values() if not k.reported)

@@ -1,10 +1,11 @@
 """The registry of bedside's benchmarks: one :class:`~bedside.benchmark.Benchmark` each.
 
 A benchmark is the package ``bedside/<name>/``, whose ``BENCHMARK`` describes it (roles, end reasons,
-strata, metric directions, headline keys, store model, protocols, task modules, scripted roles, its own
-commands, engines and report section); :data:`NAMES` lists the registered ones, one line each, and
-everything that must know every benchmark asks this registry (:func:`all_benchmarks`, :func:`of_task`,
-:func:`strata`, :func:`lower_is_better`, ...) instead of keeping its own per-benchmark table. Adding a
+strata, store model, protocols, task modules, its scorers and so the score keys they declare, scripted
+roles, its own commands, engines and report section); :data:`NAMES` lists the registered ones, one line
+each, and everything that must know every benchmark asks this registry (:func:`all_benchmarks`,
+:func:`of_task`, :func:`strata`, :func:`score_key`, :func:`lower_is_better`, ...) instead of keeping its
+own per-benchmark table. Adding a
 benchmark: its folders (``bedside/<name>/``, ``tasks/<name>.py``, ``solvers/<name>/``, ``scorers/<name>/``,
 ``prompts/<name>/``, ``tests/<name>/``) and one line in :data:`NAMES` (tests may :func:`register` a
 descriptor for a while).
@@ -15,8 +16,12 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import TYPE_CHECKING
 
-from bedside.benchmark import DERIVED_SCORERS, SKIP_KEYS, Benchmark
+from bedside.benchmark import DERIVED_SCORERS, Benchmark
+
+if TYPE_CHECKING:
+    from bedside.score_keys import ScoreKey
 
 __all__ = [
     "Benchmark",
@@ -25,8 +30,10 @@ __all__ = [
     "REGISTRY",
     "all_benchmarks",
     "get",
+    "health_keys",
     "of_task",
     "register",
+    "score_key",
     "strata",
 ]
 
@@ -90,7 +97,7 @@ def variant_args() -> tuple[str, ...]:
 
 def skip_keys() -> frozenset[str]:
     """Bookkeeping score keys, left out of every table."""
-    return SKIP_KEYS.union(*(b.skip_keys for b in REGISTRY))
+    return frozenset().union(*(b.skip_keys for b in REGISTRY))
 
 
 def pooled_keys() -> frozenset[str]:
@@ -107,6 +114,52 @@ def lower_is_better(benchmark: str | None = None) -> frozenset[str]:
     if benchmark is not None and benchmark in names():
         return get(benchmark).lower_is_better
     return frozenset().union(*(b.lower_is_better for b in REGISTRY))
+
+
+def score_key(key: str, strict: bool = False) -> ScoreKey:
+    """The declaration of score key ``key`` (``scorer/key`` accepted) by a registered benchmark's scorer
+    (every scorer that writes a key declares it alike: ``tests/test_descriptors.py``). An undeclared key:
+    ``LookupError`` if ``strict``, else a key of its own name on no fixed scale."""
+    from bedside.score_keys import ScoreKey
+
+    name = key.rpartition("/")[2]
+    for benchmark in REGISTRY:
+        if name in benchmark.keys:
+            return benchmark.keys[name]
+    if strict:
+        raise LookupError(
+            f"score key {name!r} is declared by no registered benchmark's scorer "
+            "(declare it with @declares and list the scorer in its benchmark's descriptor, `scorers`)"
+        )
+    return ScoreKey(name)
+
+
+def health_keys() -> dict[str, ScoreKey]:
+    """The health block's keys (name in the block -> declaration) of every registered benchmark, in the
+    block's order: counts, then tallies, then means, each in the registry's order (benchmarks, their
+    scorers as their descriptors list them, the keys as each scorer declares them). The order is the
+    registry's, never that of a task's scorers or of the scores a sample holds."""
+    from bedside.score_keys import HEALTH_KINDS
+
+    found: dict[str, ScoreKey] = {}
+    for kind in HEALTH_KINDS:
+        for benchmark in REGISTRY:
+            for declared in benchmark.scorer_keys.values():
+                for key in declared:
+                    if key.health == kind:
+                        found.setdefault(key.health_name, key)
+    return found
+
+
+def scorer_keys(scorer: str) -> tuple[ScoreKey, ...]:
+    """The score keys scorer ``scorer`` (its name in the log) declares; ``LookupError`` if no registered
+    benchmark lists it."""
+    for benchmark in REGISTRY:
+        if scorer in benchmark.scorer_keys:
+            return benchmark.scorer_keys[scorer]
+    raise LookupError(
+        f"scorer {scorer!r} is listed by no registered benchmark's descriptor (`scorers`): its score keys are unknown"
+    )
 
 
 def subject_role(benchmark: str) -> str:

@@ -3,14 +3,14 @@
 Used by the Inspect metrics (:mod:`bedside.scorers.metrics`), ``bedside strata``
 (:mod:`bedside.reporting.strata`), ``bedside report`` tables and figure error bars
 (:mod:`bedside.reporting.tables`), ``bedside compare`` (:mod:`bedside.reporting.compare`) and the
-MedSP1000 pooled rates (:mod:`bedside.scorers.medsp.rubric`).
+pooled rates a scorer computes itself.
 
-The rule, per score, by the score's **declared scale** (:data:`SCALES`), never by what its values
-happen to look like:
+The rule, per score, by the score's **declared scale** (a :class:`Scale`; the scorer that writes a
+key declares it, :class:`bedside.score_keys.ScoreKey`), never by what its values happen to look like:
 
 - **fewer than 2 values: no interval** (``None``; shown as no interval, never a NaN or a
   zero-width one);
-- a scale **declared binary** (a rate of 0/1 outcomes: ``failure``, ``erroneous`` ...) whose values
+- a scale **declared binary** (a rate of 0/1 outcomes) whose values
   are all 0 or 1: the **Wilson score interval** (:func:`scipy.stats.binomtest`), inside [0, 1] by
   construction;
 - everything else (Likert 1-5, [0, 1] scores, grade levels, counts, binary rates averaged over
@@ -20,9 +20,9 @@ happen to look like:
   smallest and largest value seen and therefore inside the score's scale by construction. A
   sample without spread (every value equal) gets the zero-width interval at that value: the
   bootstrap sees no variation;
-- statistics that are not a mean of per-case values (MedSP1000's item-pooled ``micro`` and the
-  competency-equal ``macro``): the same percentile bootstrap with the **case** as the resampled
-  unit (:func:`case_bootstrap`); a ratio of sums of 0/1 items stays inside [0, 1] by construction.
+- statistics that are not a mean of per-case values (rates pooled over items, or a mean of such rates):
+  the same percentile bootstrap with the **case** as the resampled unit (:func:`case_bootstrap`); a
+  ratio of sums of 0/1 items stays inside [0, 1] by construction.
 
 Bounds are finally clipped to the declared scale, which only removes floating-point dust
 (a mean of values in [0, 1] can round to 1.0000000000000002).
@@ -60,70 +60,6 @@ LIKERT = Scale(1.0, 5.0, name="1-5 Likert")
 COSINE = Scale(-1.0, 1.0, name="[-1, 1]")
 COUNT = Scale(0.0, None, name="count")
 UNBOUNDED = Scale(None, None, name="unbounded")
-
-#: the declared scale of every score key bedside produces (keys not listed: unbounded)
-SCALES: dict[str, Scale] = {
-    # DischargeBench
-    "naturalness": LIKERT,
-    "responsiveness": LIKERT,
-    "clarity": LIKERT,
-    "clinical_relevance": LIKERT,
-    "readability": UNBOUNDED,  # Flesch-Kincaid grade level: no fixed range
-    "tcs": UNIT,
-    "comprehension": UNIT,
-    **{f"q{i}": UNIT for i in range(1, 7)},
-    "rouge_l": UNIT,
-    "cosine": COSINE,
-    "clean_complete": BINARY,
-    "erroneous": BINARY,
-    "system_failure": BINARY,
-    "short_session": BINARY,
-    "char_break": BINARY,
-    # MedSP1000
-    "micro": UNIT,
-    "macro": UNIT,
-    "scenario_mean": UNIT,
-    "PC": UNIT,
-    "MK": UNIT,
-    "ICS": UNIT,
-    "PBLI": UNIT,
-    "SBP": UNIT,
-    "PROF": UNIT,
-    "judge_unscored": BINARY,
-    "scenario_complete": BINARY,
-    # CPB-Bench
-    "failure": BINARY,
-    "overreaction": BINARY,
-    "persistence": BINARY,
-    "continued": BINARY,
-    "no_reply": BINARY,
-    "persistence_unscored": BINARY,
-    "continuation_error": BINARY,
-    "A_false_contradiction_flag": BINARY,
-    "B_unnecessary_fact_correction": BINARY,
-    "C_unprompted_selfdiagnosis_warning": BINARY,
-    "D_unwarranted_compliance_push": BINARY,
-    # counts
-    "turns": COUNT,
-    "discarded_turns": COUNT,
-    "soft_corrections": COUNT,
-    "monitor_unparsed": COUNT,
-    "patient_repaired": COUNT,
-    "role_fallbacks": COUNT,
-    "unscored": COUNT,
-    "items_unscored": COUNT,
-    "examinee_turns": COUNT,
-    "unsupported_actions": COUNT,
-    "doctor_turns": COUNT,
-    "na_questions": COUNT,
-    "na_comprehension": COUNT,
-    "na_factual": COUNT,
-}
-
-
-def scale_of(key: str) -> Scale:
-    """The declared scale of score key ``key`` (``scorer/key`` accepted); unbounded if undeclared."""
-    return SCALES.get(key.rpartition("/")[2], UNBOUNDED)
 
 
 def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:

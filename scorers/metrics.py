@@ -1,23 +1,27 @@
 """What Inspect shows at the end of a run: each benchmark's headline numbers, then one health block.
 
-Every headline scorer declares its metrics as ``[summary(keys)]``: one block per scorer in Inspect's
-terminal summary and in ``inspect view``, with one row per number and readable row names —
+Every scorer declares the keys it writes (:mod:`bedside.score_keys`) and its metrics are built from
+that declaration, ``summary_of(KEYS)``: one block per scorer in Inspect's terminal summary and in
+``inspect view``, with one row per key it shows (role ``headline`` or ``summary``) and the paper's label
+as the row name —
 
-    NA           4.200      the mean (the paper's column label, :data:`LABELS`, else the score key)
+    NA           4.200      the mean (the key's declared label)
     NA lower     3.900      the 95 % interval (no rows when there is no interval: n < 2)
     NA upper     4.500
     n            24         scored samples (one ``n`` row when every key of the block has the same n,
                             else ``NA n`` per key); 0, never NaN, when every sample is unscored
 
-The interval follows bedside's one rule, chosen by each key's declared scale
-(:mod:`bedside.intervals`). Bookkeeping (system failures, unscored sub-scores, role fallbacks,
-repaired or unparsed replies, turns ...) is not a headline number: each scorer still writes it in
-its per-sample score value, and the :func:`health` scorer (last in every task) gathers it from the
-other scorers of the sample into one block of counts.
+The interval follows bedside's one rule, chosen by each key's declared scale (:mod:`bedside.intervals`).
+Bookkeeping (system failures, unscored sub-scores, role fallbacks, repaired or unparsed replies, turns
+...) is not a headline number: each scorer still writes it in its per-sample score value, declared with
+role ``health``, and the health scorer gathers it from the other scorers of the sample into one block.
+It reads their results, so it runs last: a task gets it only through :func:`with_health`, which puts it
+after the task's scorers.
 
-Per-stratum numbers (ICD chapter, persona axes, category, dataset, language, specialty) are not
-Inspect metrics: ``bedside strata LOG`` and ``bedside report`` compute them from the log with the
-same interval rule.
+The blocks read the declarations through the benchmark registry (:mod:`bedside.benchmarks`; so they
+are the same when Inspect recomputes a log's metrics). Per-stratum numbers (ICD chapter, persona axes,
+category, dataset, language, specialty) are not Inspect metrics: ``bedside strata LOG`` and ``bedside
+report`` compute them from the log with the same declarations and interval rule.
 """
 
 from __future__ import annotations
@@ -28,28 +32,11 @@ from collections.abc import Sequence
 import numpy as np
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
+from inspect_ai.util import registry_info
 
-from bedside.intervals import mean_interval, scale_of, wilson
-
-#: the papers' column labels for score keys (DischargeBench Table 1; CPB-Bench false-alarm types)
-LABELS = {
-    "naturalness": "NA",
-    "responsiveness": "RE",
-    "clarity": "CL",
-    "clinical_relevance": "CR",
-    "readability": "RD",
-    "tcs": "TCS",
-    "comprehension": "Comp",
-    "rouge_l": "ROUGE-L",
-    "A_false_contradiction_flag": "A",
-    "B_unnecessary_fact_correction": "B",
-    "C_unprompted_selfdiagnosis_warning": "C",
-    "D_unwarranted_compliance_push": "D",
-}
-
-
-def label(key: str) -> str:
-    return LABELS.get(key, key)
+from bedside import benchmarks
+from bedside.intervals import mean_interval, wilson
+from bedside.score_keys import ScoreKey
 
 
 def key_values(scores: Sequence[SampleScore], key: str) -> list[float]:
@@ -81,124 +68,120 @@ def summary_rows(columns: dict[str, tuple[float, tuple[float, float] | None, int
 
 @metric(name="summary")
 def summary(keys: list[str]) -> Metric:
-    """Mean, 95 % interval and n of each of ``keys`` (module docstring)."""
+    """Mean, 95 % interval and n of each of ``keys``, each by its declaration (label, scale; module
+    docstring)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         columns = {}
         for key in keys:
+            declared = benchmarks.score_key(key, strict=True)
             values = key_values(scores, key)
             mean = float(np.mean(values)) if values else math.nan  # as Inspect's mean(): same digits
-            columns[label(key)] = (mean, mean_interval(values, scale_of(key)), len(values))
+            columns[declared.label] = (mean, mean_interval(values, declared.scale), len(values))
         return summary_rows(columns)
 
     return compute
 
 
-# --- health: the bookkeeping of every scorer, in one block -----------------------------------
+def summary_of(keys: Sequence[ScoreKey]) -> list[Metric]:
+    """A scorer's metrics from its declared keys: one summary block of those it shows (role ``headline``
+    or ``summary``), in the order declared."""
+    return [summary([k.name for k in keys if k.shown])]
 
-#: bookkeeping keys gathered by :func:`health`, in display order, with how a sample's values are
-#: combined over scorers ("sum": e.g. unscored sub-scores of every scorer; "max": the same fact
-#: written by several scorers, e.g. role fallbacks) and how the block shows them over samples
-#: ("count": the sum; "mean": the mean, shown as ``<key> (mean)``)
-HEALTH: dict[str, tuple[str, str]] = {
-    "system_failure": ("max", "count"),
-    "erroneous_run": ("max", "count"),
-    "no_reply": ("max", "count"),
-    "unscored": ("sum", "count"),
-    "judge_unscored": ("max", "count"),
-    "items_unscored": ("max", "count"),
-    "persistence_unscored": ("max", "count"),
-    "na_comprehension": ("max", "count"),
-    "na_factual": ("max", "count"),
-    "role_fallbacks": ("max", "count"),
-    "monitor_unparsed": ("max", "count"),
-    "patient_repaired": ("max", "count"),
-    "discarded_turns": ("max", "count"),
-    "soft_corrections": ("max", "count"),
-    "char_break": ("max", "count"),
-    "short_session": ("max", "count"),
-    "continuation_error": ("max", "count"),
-    "unsupported_actions": ("max", "count"),
-    "scenario_complete": ("max", "count"),
-    "continued": ("max", "count"),
-    "safety_turns": ("max", "count"),
-    "safety_unsafe_turns": ("max", "count"),
-    "safety_unscored_turns": ("max", "count"),
-    "turns": ("max", "mean"),
-    "examinee_turns": ("max", "mean"),
-    "doctor_turns": ("max", "mean"),
-}
-#: score keys whose name differs in the health block (MedSP's ``erroneous`` is a failed run, not
-#: DischargeBench's erroneous session; each DischargeBench scorer counts its own not-applicable questions)
-HEALTH_RENAME = {
-    ("medsp_rubric", "erroneous"): "erroneous_run",
-    ("comprehension", "na_questions"): "na_comprehension",  # questions left out as not applicable
-    ("factual_consistency", "na_questions"): "na_factual",
-}
+
+# --- health: the bookkeeping of every scorer, in one block -----------------------------------
 
 
 def gather_health(scores: dict[str, Score]) -> dict[str, float]:
-    """One sample's bookkeeping from its other scores (:data:`HEALTH`)."""
+    """One sample's bookkeeping from its other scores: every key their scorers declare with role
+    ``health``, by its name in the block, combined over scorers as declared (``sum`` or ``max``; NaN
+    when every value is NaN: not applicable to this sample), in the block's order
+    (:func:`bedside.benchmarks.health_keys`: counts, tallies, means, each in the registry's order)."""
     gathered: dict[str, list[float]] = {}
     for name, score in scores.items():
-        if name == "health" or not isinstance(score.value, dict):
+        if name in benchmarks.DERIVED_SCORERS or not isinstance(score.value, dict):
             continue
-        for key, value in score.value.items():
-            key = HEALTH_RENAME.get((name, key), key)
-            if key in HEALTH and isinstance(value, int | float) and not isinstance(value, bool):
-                gathered.setdefault(key, [])
-                if value == value:  # NaN (not applicable to this sample) keeps the key, adds nothing
-                    gathered[key].append(float(value))
+        for key in benchmarks.scorer_keys(name):
+            value = score.value.get(key.name)
+            if key.role != "health" or not isinstance(value, int | float) or isinstance(value, bool):
+                continue
+            found = gathered.setdefault(key.health_name, [])
+            if value == value:  # NaN (not applicable to this sample) keeps the key, adds nothing
+                found.append(float(value))
     out = {}
-    for key, (combine, _) in HEALTH.items():
-        if key in gathered:
-            found = gathered[key]
-            out[key] = (sum(found) if combine == "sum" else max(found)) if found else math.nan
+    for name, key in benchmarks.health_keys().items():
+        if name in gathered:
+            found = gathered[name]
+            out[name] = (sum(found) if key.combine == "sum" else max(found)) if found else math.nan
     return out
+
+
+def health_kind(name: str) -> str:
+    """How the health block shows bookkeeping key ``name`` (its name in the block), as declared."""
+    try:
+        return str(benchmarks.health_keys()[name].health)
+    except KeyError:
+        raise LookupError(f"{name!r} is declared as a health key by no registered benchmark's scorer") from None
 
 
 @metric(name="health_counts")
 def health_counts() -> Metric:
-    """``samples`` and, per bookkeeping key present, its count over samples or its mean."""
+    """``samples`` and, per bookkeeping key present, its count over samples or its mean (as declared)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
+        present = {k for s in scores if isinstance(s.score.value, dict) for k in s.score.value}
+        for name in present:
+            health_kind(name)  # LookupError: an undeclared key
         out: dict[str, float] = {"samples": float(len(scores))}
-        for key, (_, shown) in HEALTH.items():
-            values = key_values(scores, key)
+        for name, key in benchmarks.health_keys().items():  # the block's order (counts, tallies, means)
+            values = key_values(scores, name) if name in present else []
             if not values:
                 continue
-            if shown == "count":
-                out[key] = sum(values)
+            if key.health == "mean":
+                out[f"{name} (mean)"] = sum(values) / len(values)
             else:
-                out[f"{key} (mean)"] = sum(values) / len(values)
+                out[name] = sum(values)
         return out
 
     return compute
 
 
-@scorer(metrics=[health_counts()])
-def health() -> Scorer:
-    """Bookkeeping of the sample gathered from the scorers that ran before it (put it last): system
-    failures, unscored sub-scores (summed over scorers), role fallbacks, unparsed or repaired
-    replies, turns ... (:data:`HEALTH`). Not a paper number: read it to judge whether a run's
-    headline numbers can be trusted."""
+@scorer(metrics=[health_counts()], name="health")
+def _health() -> Scorer:
+    """Bookkeeping of the sample gathered from the scorers that ran before it (:func:`gather_health`):
+    system failures, unscored sub-scores (summed over scorers), role fallbacks, unparsed or repaired
+    replies, turns ... Not a paper number: read it to judge whether a run's headline numbers can be
+    trusted. Tasks get it through :func:`with_health` (it must run last)."""
 
     async def score(state: TaskState, target: Target) -> Score:
-        scores = state.scores or {}
+        scores = {n: s for n, s in (state.scores or {}).items() if n not in benchmarks.DERIVED_SCORERS}
         value = gather_health(scores)
-        problems = [
-            f"{k} {v:g}"
-            for k, v in value.items()
-            if HEALTH[k][1] == "count" and v and k not in ("scenario_complete", "continued")
-        ]
+        problems = [f"{k} {v:g}" for k, v in value.items() if health_kind(k) == "count" and v]
         fallbacks = sorted({r for s in scores.values() for r in (s.metadata or {}).get("role_fallbacks") or []})
         return Score(
             value=value,
             explanation="; ".join(problems) if problems else "no bookkeeping problem",
-            metadata={"role_fallbacks": fallbacks, "from_scorers": [n for n in scores if n != "health"]},
+            metadata={"role_fallbacks": fallbacks, "from_scorers": list(scores)},
         )
 
     return score
+
+
+def scorer_name(scorer: Scorer) -> str:
+    """A scorer's name as the log's sample scores hold it (its registry name without the package)."""
+    return registry_info(scorer).name.split("/")[-1]
+
+
+def with_health(scorers: Sequence[Scorer]) -> list[Scorer]:
+    """A task's scorers, then the health scorer that gathers their bookkeeping: it reads their results,
+    so it runs after every one of them (the only way a task gets it). Every scorer must be one a
+    registered benchmark lists (its declared keys are what the block gathers)."""
+    for s in scorers:
+        name = scorer_name(s)
+        if name in benchmarks.DERIVED_SCORERS:
+            raise ValueError(f"the {name} scorer is added by with_health, after the task's scorers; do not pass it")
+        benchmarks.scorer_keys(name)  # LookupError: an undeclared scorer
+    return [*scorers, _health()]
 
 
 # --- rates as text for the command-line reports ------------------------------------------------
@@ -218,4 +201,4 @@ def rate_text(values: list[float]) -> str:
 
 from bedside.scorers.rescore import rescorable  # noqa: E402
 
-rescorable(health)
+rescorable(_health)

@@ -44,7 +44,7 @@ from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.protocols import READINGS
 from bedside.roles import check_roles
 from bedside.scorers.cpb.judges import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
-from bedside.scorers.metrics import health
+from bedside.scorers.metrics import with_health
 from bedside.solvers.cpb import (
     MAX_CONTINUATION_TURNS,
     MITIGATIONS,
@@ -111,12 +111,11 @@ def cpb(
     if turns:
         solver.append(cpb_continuation(turns, parse_retries, judge_retries, context, mitigate=continuation_mitigation))
         scorer.append(cpb_persistence(judge_retries))
-    scorer.append(health())
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
         setup=reply_format(structured_output, reading),
         solver=solver,
-        scorer=scorer,
+        scorer=with_health(scorer),
         metadata={
             **PAPER,
             "set": "positive",
@@ -153,7 +152,7 @@ def cpb_control(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
         setup=reply_format(structured_output, reading),
         solver=[cpb_reply(mitigation, parse_retries)],
-        scorer=[cpb_overreaction(judge_retries), health()],
+        scorer=with_health([cpb_overreaction(judge_retries)]),
         metadata={
             **PAPER,
             "set": "control",

@@ -43,7 +43,7 @@ from bedside.scorers.discharge.conversation_quality import conversation_quality
 from bedside.scorers.discharge.encounter_outcome import encounter_outcome
 from bedside.scorers.discharge.factual_consistency import factual_consistency
 from bedside.scorers.discharge.topic_checklist import topic_checklist
-from bedside.scorers.metrics import health
+from bedside.scorers.metrics import with_health
 from bedside.solvers.discharge.encounter import behavior_overlay, discharge_encounter
 from bedside.solvers.discharge.monitor import EducationMonitor
 from bedside.solvers.setup import reply_format
@@ -114,14 +114,15 @@ def discharge(
         ),
         # Table 1's columns first (NA RE CL CR RD, TCS, comprehension, ROUGE-L cosine), then the
         # session outcomes, then the bookkeeping of all of them in one health block
-        scorer=[
-            conversation_quality(judge_retries=judge_retries),
-            topic_checklist(judge_retries=judge_retries),
-            comprehension(judge_retries=judge_retries, cache_references=cache_references),
-            factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
-            encounter_outcome(),
-            *([advice_safety(judge_retries=judge_retries)] if safety else []),
-            health(),
-        ],
+        scorer=with_health(
+            [
+                conversation_quality(judge_retries=judge_retries),
+                topic_checklist(judge_retries=judge_retries),
+                comprehension(judge_retries=judge_retries, cache_references=cache_references),
+                factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
+                encounter_outcome(),
+                *([advice_safety(judge_retries=judge_retries)] if safety else []),
+            ]
+        ),
         metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827", "monitor_layout": monitor_layout},
     )

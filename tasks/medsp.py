@@ -25,7 +25,7 @@ from bedside.params import BadParameter, bool_param, check, int_param
 from bedside.protocols import READINGS
 from bedside.roles import check_roles
 from bedside.scorers.medsp.rubric import medsp_rubric
-from bedside.scorers.metrics import health
+from bedside.scorers.metrics import with_health
 from bedside.solvers.medsp import SCALING, SELECTORS, OfficialPromptsError, load_prompt_set, medsp_encounter
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
@@ -83,7 +83,7 @@ def medsp(
             parse_retries=parse_retries,
             prompts=prompts,
         ),
-        scorer=[medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts), health()],
+        scorer=with_health([medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts)]),
         metadata={
             "benchmark": "MedSP1000",
             "paper": "arXiv:2606.05112",

@@ -220,9 +220,9 @@ def metrics_of(log: EvalLog, name: str, scorer: str | None = None) -> dict[str, 
     """Inspect's summary numbers of one score key (:mod:`bedside.scorers.metrics`): ``mean``,
     ``ci_lower`` / ``ci_upper`` (NaN when the block shows no interval) and ``n`` from the key's
     headline block; or ``total`` (a count) / ``mean`` from the ``health`` block."""
-    from bedside.scorers.metrics import label
+    from bedside import benchmarks
 
-    row = label(name)
+    row = benchmarks.score_key(name).label
     for s in log.results.scores:
         if scorer is not None and s.scorer != scorer:
             continue

@@ -12,6 +12,7 @@ import pytest
 
 from bedside import benchmarks
 from bedside.end_reasons import EndReason
+from bedside.score_keys import ScoreKey
 from bedside.testing.scripted import ScriptedEngine
 from tests.golden import make_golden
 
@@ -53,3 +54,71 @@ def test_the_scripted_model_answers_every_declared_protocol(benchmark):
     assert protocols, f"{benchmark.name} declares no protocols"
     missing = protocols - set(ScriptedEngine().handlers)
     assert not missing, f"{benchmark.name}: no scripted handler for {sorted(missing)}"
+
+
+# --- the score keys the scorers declare (bedside.score_keys) --------------------------------------
+
+
+def _declarations() -> list[tuple[str, str, ScoreKey]]:
+    """(benchmark, scorer, key) for every key every registered benchmark's scorers declare."""
+    return [
+        (b.name, scorer, key)
+        for b in benchmarks.all_benchmarks()
+        for scorer, keys in b.scorer_keys.items()
+        for key in keys
+    ]
+
+
+def test_a_key_written_by_several_scorers_is_declared_alike():
+    """One name, one meaning: scale, label and direction agree wherever a key is declared."""
+    seen: dict[str, tuple[str, ScoreKey]] = {}
+    for benchmark, scorer, key in _declarations():
+        first = seen.setdefault(key.name, (f"{benchmark}/{scorer}", key))
+        assert (key.scale, key.label, key.lower_is_better) == (
+            first[1].scale,
+            first[1].label,
+            first[1].lower_is_better,
+        ), f"{key.name!r}: {benchmark}/{scorer} declares it unlike {first[0]}"
+
+
+def test_one_spelling_per_label():
+    """A label names one key and a key has one label (so e.g. comprehension is labelled alike in
+    Inspect's block, Table 1 and every report)."""
+    names_of: dict[str, set[str]] = {}
+    labels_of: dict[str, set[str]] = {}
+    for _, _, key in _declarations():
+        names_of.setdefault(key.label, set()).add(key.name)
+        labels_of.setdefault(key.name, set()).add(key.label)
+    assert {label: names for label, names in names_of.items() if len(names) > 1} == {}
+    assert {name: labels for name, labels in labels_of.items() if len(labels) > 1} == {}
+    # a label is no key's name but its own key's (a row would name two numbers)
+    assert {label: names for label, names in names_of.items() if label in labels_of and names != {label}} == {}
+
+
+def test_health_names_mean_one_thing():
+    """A health-block name comes from keys of one kind and one way of combining them."""
+    rules: dict[str, set[tuple[str | None, str]]] = {}
+    for _, _, key in _declarations():
+        if key.role == "health":
+            rules.setdefault(key.health_name, set()).add((key.health, key.combine))
+    assert {name: r for name, r in rules.items() if len(r) > 1} == {}
+
+
+@pytest.mark.parametrize("run", sorted(make_golden._declared()))
+def test_the_scorers_of_the_scripted_runs_write_exactly_their_declared_keys(run):
+    """Every key a scorer writes in a golden run is one it declares, and it writes every key it declares;
+    the health block holds only declared health names."""
+    samples = json.loads(make_golden.path_of(run).read_text()).values()
+    written: dict[str, set[str]] = {}
+    for sample in samples:
+        for scorer, value in sample["scores"].items():
+            if isinstance(value, dict):
+                written.setdefault(scorer, set()).update(value)
+    health = written.pop("health", set())
+    assert health <= set(benchmarks.health_keys()), sorted(health - set(benchmarks.health_keys()))
+    for scorer, keys in written.items():
+        declared = {k.name for k in benchmarks.scorer_keys(scorer)}
+        assert keys == declared, (
+            f"{scorer}: written but undeclared {sorted(keys - declared)}, "
+            f"declared but never written {sorted(declared - keys)}"
+        )

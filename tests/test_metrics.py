@@ -1,4 +1,5 @@
-"""bedside's one interval rule (:mod:`bedside.intervals`) and the summary / health blocks Inspect shows
+"""bedside's one interval rule (:mod:`bedside.intervals`), by the scales the scorers declare
+(:func:`bedside.benchmarks.score_key`), and the summary / health blocks Inspect shows
 (:mod:`bedside.scorers.metrics`)."""
 
 from __future__ import annotations
@@ -10,20 +11,14 @@ import pytest
 from inspect_ai.scorer import SampleScore, Score
 from scipy import stats
 
+from bedside import benchmarks
 from bedside.compat import empty_metric_value
-from bedside.intervals import (
-    BINARY,
-    LIKERT,
-    SCALES,
-    UNBOUNDED,
-    UNIT,
-    case_bootstrap,
-    mean_interval,
-    scale_of,
-    summarise,
-    wilson,
-)
+from bedside.intervals import BINARY, LIKERT, UNBOUNDED, UNIT, case_bootstrap, mean_interval, summarise, wilson
 from bedside.scorers.metrics import gather_health, health_counts, summary
+
+
+def scale_of(key: str):
+    return benchmarks.score_key(key, strict=True).scale
 
 
 def scores(values):
@@ -97,8 +92,10 @@ def test_case_bootstrap_of_a_ratio_of_sums():
 
 
 def test_every_declared_scale_is_ordered():
-    for key, scale in SCALES.items():
-        assert scale.lower is None or scale.upper is None or scale.lower < scale.upper, key
+    for benchmark in benchmarks.all_benchmarks():
+        for key in benchmark.keys.values():
+            scale = key.scale
+            assert scale.lower is None or scale.upper is None or scale.lower < scale.upper, key
 
 
 def test_summary_block_rows():
@@ -129,6 +126,9 @@ def test_health_gathers_bookkeeping_from_the_other_scorers():
     }
     value = gather_health(sample)
     assert value == {"system_failure": 0.0, "unscored": 3.0, "role_fallbacks": 1.0, "turns": 12.0}
+    # the block's order is the registry's (counts, tallies, means), whatever order the scorers ran in
+    assert list(value) == ["unscored", "system_failure", "role_fallbacks", "turns"]
+    assert list(gather_health(dict(reversed(sample.items())))) == list(value)
     rows = health_counts()(
         [
             SampleScore(score=Score(value=value), sample_id=0),

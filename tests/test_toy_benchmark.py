@@ -53,8 +53,7 @@ TOY: dict[str, str] = {
             roles=("grader",),
             end_reasons=(*ToyEndReason, EndReason.ERROR),
             strata=("ward",),
-            lower_is_better=frozenset({"harm"}),
-            headline=(("score", "score"), ("harm", "harm rate")),
+            scorers=("bedside.scorers.toy:toy_judge",),
             store="bedside.toy.store:ToyStore",
             protocol_modules=("bedside.toy.protocols",),
             task_modules=("bedside.tasks.toy",),
@@ -199,13 +198,22 @@ TOY: dict[str, str] = {
 
         from bedside.calls import ask, grader
         from bedside.prompts import render
-        from bedside.scorers.metrics import summary
+        from bedside.intervals import BINARY, UNIT
+        from bedside.score_keys import ScoreKey, declares
+        from bedside.scorers.metrics import summary_of
         from bedside.toy import ToyEndReason
         from bedside.toy.protocols import JUDGE
         from bedside.toy.store import ToyStore
 
+        #: the keys it writes: the grader's score and the harm rate (lower is better)
+        KEYS = (
+            ScoreKey("score", UNIT, role="headline"),
+            ScoreKey("harm", BINARY, role="headline", label="harm rate", lower_is_better=True),
+        )
 
-        @scorer(metrics=[summary(["score", "harm"])])
+
+        @declares(KEYS)
+        @scorer(metrics=summary_of(KEYS))
         def toy_judge() -> Scorer:
             async def score(state: TaskState, target: Target) -> Score:
                 text = store_as(ToyStore).answer

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from bedside.benchmark import HEALTH_LOWER_IS_BETTER, Benchmark
+from bedside.benchmark import Benchmark
 from bedside.end_reasons import EndReason
 
 
@@ -17,9 +17,6 @@ class CPBEndReason(StrEnum):
     PATIENT_ENDED = "patient_ended"
 
 
-#: the headline rates (lower is better); the per-type overreaction flags start with "A_" ... "D_"
-RATES = ("failure", "overreaction", "persistence")
-
 BENCHMARK = Benchmark(
     name="cpb",
     title="CPB-Bench",
@@ -29,16 +26,12 @@ BENCHMARK = Benchmark(
     # the continuation's ends (single-turn samples have none)
     end_reasons=(*CPBEndReason, EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS, EndReason.ERROR),
     strata=("category", "dataset", "language"),
-    lower_is_better=HEALTH_LOWER_IS_BETTER
-    | {
-        "failure",
-        "overreaction",
-        "persistence",
-        "no_reply",
-        "persistence_unscored",
-        "continuation_error",
-    },
-    headline=tuple((rate, rate) for rate in RATES),
+    # the headline rates failure, overreaction (with its types A-D) and persistence, all lower-is-better
+    scorers=(
+        "bedside.scorers.cpb.judges:cpb_failure",
+        "bedside.scorers.cpb.judges:cpb_overreaction",
+        "bedside.scorers.cpb.judges:cpb_persistence",
+    ),
     ranked_keys=("failure", "overreaction"),
     variant_args=("mitigation", "turns"),
     store="bedside.cpb.store:CPBStore",

@@ -9,7 +9,9 @@ doctor reply and every judge reply is the recorded one, and bedside's own prompt
 do the rest. Then, per case, bedside's verdict against the recorded official one
 (``evaluation_result``; on controls also the A-D flags), and per category (positives) / per dataset
 (controls) the official and bedside rates with n and 95 % Wilson intervals
-(:func:`bedside.scorers.metrics.rate_text`: Wilson, the rate rule of :mod:`bedside.intervals`).
+(:func:`bedside.scorers.metrics.rate_text`: Wilson, the rate rule of :mod:`bedside.intervals`). The
+released files name the A-D flags by bedside's score keys (the judge's JSON fields); a flag that differs
+is named by its declared label.
 Every case that does not agree is listed with the reason:
 
 - ``no_record``: a data case that the released files do not record (the model's run skipped it, or
@@ -34,13 +36,6 @@ from pathlib import Path
 from typing import Any
 
 from bedside.cpb.protocols import OVERREACTION_TYPES
-
-FLAG_NAMES = {  # the released files' flag names -> bedside's A-D
-    "A_false_contradiction_flag": "A",
-    "B_unnecessary_fact_correction": "B",
-    "C_unprompted_selfdiagnosis_warning": "C",
-    "D_unwarranted_compliance_push": "D",
-}
 
 
 def run_replay(
@@ -70,6 +65,7 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
     """Per-case rows and per-group rates (module docstring)."""
     from inspect_ai.log import read_eval_log
 
+    from bedside.cpb import BENCHMARK
     from bedside.cpb.replay import sample_key
 
     rows: list[dict[str, Any]] = []
@@ -129,11 +125,10 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
                 differs = row["bedside"] != row["official"]
                 flags = ""
                 if kind == "control" and rec.triggered is not None:
-                    official = {FLAG_NAMES.get(k, k): bool(v) for k, v in rec.triggered.items()}
-                    mine = {t: bool(values.get(t)) for t in OVERREACTION_TYPES}
-                    bad = [t for t in OVERREACTION_TYPES if t in official and official[t] != mine[t]]
+                    official = {k: bool(v) for k, v in rec.triggered.items()}
+                    bad = [t for t in OVERREACTION_TYPES if t in official and official[t] != bool(values.get(t))]
                     if bad:
-                        differs, flags = True, f"flags {','.join(bad)} differ"
+                        differs, flags = True, f"flags {','.join(BENCHMARK.keys[t].label for t in bad)} differ"
                 if differs:
                     row["status"] = "differs"
                     row["reason"] = (

@@ -16,9 +16,11 @@ from bedside.reporting.tables import by_stratum
 
 
 def cpb_keys(frame: pd.DataFrame) -> list[str]:
+    """The rates of the table, as CPB-Bench's scorers declare them: the headline rates, then the rest of
+    Inspect's blocks (the overreaction types A-D), those the logs hold."""
     present = set(frame.loc[frame["benchmark"] == BENCHMARK.name, "key"])
-    flags = sorted(k for k in present if len(k) > 2 and k[0] in "ABCD" and k[1] == "_")
-    return [k for k in BENCHMARK.headline_keys if k in present] + flags
+    shown = [k.name for k in BENCHMARK.keys.values() if k.role == "summary"]
+    return [k for k in (*BENCHMARK.headline_keys, *shown) if k in present]
 
 
 def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:

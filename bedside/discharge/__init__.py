@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from bedside.benchmark import HEALTH_LOWER_IS_BETTER, Benchmark
+from bedside.benchmark import Benchmark
 from bedside.end_reasons import EndReason
 
 
@@ -24,18 +24,6 @@ class DischargeEndReason(StrEnum):
 
 #: the persona axes of DischargeBench (paper Appendix A.2), in the order of the paper
 PERSONA_AXES = ("personality", "education_level", "health_literacy", "recall_level")
-#: Table 1 columns: (score key, the paper's column label)
-TABLE1 = (
-    ("naturalness", "NA"),
-    ("responsiveness", "RE"),
-    ("clarity", "CL"),
-    ("clinical_relevance", "CR"),
-    ("readability", "RD"),
-    ("tcs", "TCS"),
-    ("comprehension", "Comprehension"),
-    ("rouge_l", "ROUGE-L"),
-    ("cosine", "cosine"),
-)
 
 BENCHMARK = Benchmark(
     name="discharge",
@@ -53,20 +41,17 @@ BENCHMARK = Benchmark(
     ),
     # paper Sections 3.2.5-3.2.6 and 2.4, plus the end reason (erroneous-but-evaluable sessions)
     strata=("icd_chapter", *PERSONA_AXES, "end_reason"),
-    lower_is_better=HEALTH_LOWER_IS_BETTER
-    | {
-        "system_failure",
-        "erroneous",
-        "short_session",
-        "char_break",
-        "discarded_turns",
-        "soft_corrections",
-        "monitor_unparsed",
-        "patient_repaired",
-    },
-    # the advice-safety scorer's turn counts (its rates unsafe_* are outcomes)
-    skip_keys=frozenset({"safety_turns", "safety_unsafe_turns", "safety_unscored_turns"}),
-    headline=TABLE1,
+    # its scorers, in the order of Table 1's columns (NA RE CL CR RD, TCS, Comprehension, ROUGE-L cosine),
+    # then the session outcome and the advice-safety extension with its probe check
+    scorers=(
+        "bedside.scorers.discharge.conversation_quality:conversation_quality",
+        "bedside.scorers.discharge.topic_checklist:topic_checklist",
+        "bedside.scorers.discharge.comprehension:comprehension",
+        "bedside.scorers.discharge.factual_consistency:factual_consistency",
+        "bedside.scorers.discharge.encounter_outcome:encounter_outcome",
+        "bedside.scorers.discharge.advice_safety:advice_safety",
+        "bedside.scorers.discharge.safety_probe:safety_probe_check",
+    ),
     variant_args=("behavior",),
     store="bedside.discharge.store:EncounterStore",
     protocol_modules=("bedside.discharge.protocols", "bedside.discharge.mimic.protocol"),

@@ -53,6 +53,7 @@ from pathlib import Path
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log, write_eval_log
 
 from bedside.discharge import PERSONA_AXES
+from bedside.discharge.records import topic_checklist_questions
 from bedside.prompts import load_yaml, render
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, benchmark_of, disambiguate, expand, label_of
@@ -137,7 +138,7 @@ def items_for(sample: EvalSample) -> list[Item]:
         )
         for name, description, anchors in quality_rubric()
     ]
-    for q in load_yaml("discharge/topic_checklist.yaml")["questions"]:
+    for q in topic_checklist_questions():
         items.append(Item(q["id"], "topic_checklist", f"[{q['topic']}] {q['text']}", ("yes", "no")))
     asked = {a.get("id"): a for a in encounter(sample).get("comprehension", [])}
     for q in load_yaml("discharge/comprehension_questions.yaml")["questions"]:

@@ -25,6 +25,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from bedside.params import SetupError
+from bedside.prompts import load_yaml
 from bedside.records import paths_containing
 
 Personality = Literal["neutral", "anxious", "distrustful", "high_conscientiousness", "minimiser"]
@@ -32,30 +33,15 @@ EducationLevel = Literal["elementary", "high_school", "college"]
 HealthLiteracy = Literal["low", "high"]
 RecallLevel = Literal["poor", "partial", "accurate"]
 
-#: The Topic-Checklist question ids of the paper's Figure 11 (parents Q1-Q6, sub-questions).
-TOPIC_CHECKLIST_IDS: tuple[str, ...] = (
-    "Q1",
-    "Q2",
-    "Q2.1",
-    "Q2.2",
-    "Q2.3",
-    "Q2.4",
-    "Q3",
-    "Q3.1",
-    "Q3.2",
-    "Q3.3",
-    "Q4",
-    "Q4.1",
-    "Q4.2",
-    "Q4.3",
-    "Q5",
-    "Q5.1",
-    "Q5.2",
-    "Q5.3",
-    "Q6",
-    "Q6.1",
-    "Q6.2",
-)
+
+def topic_checklist_questions() -> list[dict[str, Any]]:
+    """The Topic-Checklist questions (``prompts/discharge/topic_checklist.yaml``: id, weight, topic, text,
+    applies_when), in the paper's Figure 11 order (parents Q1-Q6, their sub-questions)."""
+    return list(load_yaml("discharge/topic_checklist.yaml")["questions"])
+
+
+#: The Topic-Checklist question ids, as ``prompts/discharge/topic_checklist.yaml`` lists them.
+TOPIC_CHECKLIST_IDS: tuple[str, ...] = tuple(q["id"] for q in topic_checklist_questions())
 
 #: The ICD chapter labels of the paper's Table 2 (24 in all, ``ICD_CHAPTER_LABELS``). Chapters
 #: whose names coincide in ICD-9 and ICD-10 form one label (valid for both versions); the others

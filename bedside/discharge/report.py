@@ -42,28 +42,30 @@ from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, per_case
 from bedside.reporting.tables import SUMMARY_COLUMNS, by_stratum, fmt, summarise
 
-#: Table 1 columns: (score key, the paper's column label), from the descriptor
-TABLE1 = BENCHMARK.headline
-TABLE1_KEYS = BENCHMARK.headline_keys
+
+def table1_columns() -> list[tuple[str, str]]:
+    """Table 1's columns: (score key, the paper's label), as DischargeBench's scorers declare them."""
+    return [(k.name, k.label) for k in BENCHMARK.headline]
 
 
 def table1(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
     """DischargeBench Table 1 → (long: label, key, column, mean, ci_lower, ci_upper, n; wide: one
     row per model with n, system failures and "mean [lower, upper]" per column)."""
     cases = per_case(frame[frame["benchmark"] == BENCHMARK.name])
+    columns_of = table1_columns()
     long_rows, wide_rows = [], []
     for label, group in cases.groupby("label", sort=True):
         failures = group[group["key"] == "system_failure"]
         evaluable = int((failures["value"] < 1).sum())
         wide = {"model": label, "n": evaluable, "system_failures": int((failures["value"] == 1).sum())}
-        for key, column in TABLE1:
+        for key, column in columns_of:
             stats = summarise(group.loc[group["key"] == key, "value"].tolist(), key)
             long_rows.append({"model": label, "key": key, "column": column, **stats})
             wide[column] = fmt(stats["mean"], stats["ci_lower"], stats["ci_upper"])
             wide[f"{column} n"] = stats["n"]
         wide_rows.append(wide)
     long = pd.DataFrame(long_rows, columns=["model", "key", "column", *SUMMARY_COLUMNS])
-    columns = ["model", "n", "system_failures"] + [c for _, c in TABLE1] + [f"{c} n" for _, c in TABLE1]
+    columns = ["model", "n", "system_failures"] + [c for _, c in columns_of] + [f"{c} n" for _, c in columns_of]
     return long, pd.DataFrame(wide_rows, columns=columns)
 
 
@@ -158,11 +160,12 @@ def section(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[Lo
     from bedside.reporting import figures  # matplotlib: imported only by this command
 
     page.heading("DischargeBench")
+    columns, keys = table1_columns(), BENCHMARK.headline_keys
     long, wide = table1(frame)
     csv(long, "table1.csv")
     page.heading("Table 1: main results", 3)
     page.table(
-        wide[["model", "n", "system_failures"] + [c for _, c in TABLE1]],
+        wide[["model", "n", "system_failures"] + [c for _, c in columns]],
         csv(wide, "table1_wide.csv"),
         "Mean [95 % CI] per model. n = evaluable sessions (system-level failures excluded and counted "
         "separately; their scores are unscored). NA naturalness, RE responsiveness, CL clarity, CR "
@@ -172,20 +175,20 @@ def section(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[Lo
     )
 
     page.heading("Figure 2: metrics by ICD chapter", 3)
-    grid = by_stratum(frame, "icd_chapter", TABLE1_KEYS, BENCHMARK.name)
+    grid = by_stratum(frame, "icd_chapter", keys, BENCHMARK.name)
     csv(grid, "fig2_icd_chapter.csv")
     page.figure(
-        figures.heatmaps(grid, TABLE1, out, "fig2_icd_chapter", "ICD chapter"),
+        figures.heatmaps(grid, columns, out, "fig2_icd_chapter", "ICD chapter"),
         "Mean of every Table 1 metric by ICD chapter × model (fig2_icd_chapter.csv: mean, CI, n)",
     )
 
     page.heading("Figure 3: metrics by persona", 3)
     for axis in PERSONA_AXES:
-        grid = by_stratum(frame, axis, TABLE1_KEYS, BENCHMARK.name)
+        grid = by_stratum(frame, axis, keys, BENCHMARK.name)
         name = f"fig3_{axis}"
         csv(grid, f"{name}.csv")
         page.figure(
-            figures.grouped_bars(grid, TABLE1, out, name, axis.replace("_", " ")),
+            figures.grouped_bars(grid, columns, out, name, axis.replace("_", " ")),
             f"Every Table 1 metric by {axis.replace('_', ' ')} × model, 95 % CI ({name}.csv)",
         )
 

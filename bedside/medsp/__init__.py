@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from bedside.benchmark import HEALTH_LOWER_IS_BETTER, Benchmark
+from bedside.benchmark import Benchmark
 from bedside.end_reasons import EndReason
 
 
@@ -19,9 +19,6 @@ class MedSPEndReason(StrEnum):
     ENVIRONMENT_END = "environment_end"
 
 
-#: ACGME competencies of the rubric items, in the paper's order
-COMPETENCIES = ("PC", "MK", "ICS", "PBLI", "SBP", "PROF")
-
 BENCHMARK = Benchmark(
     name="medsp",
     title="MedSP1000",
@@ -31,16 +28,8 @@ BENCHMARK = Benchmark(
     end_reasons=(*MedSPEndReason, EndReason.MAX_TURNS, EndReason.ERROR),
     strata=("specialty",),
     min_n={"specialty": 5},  # per-specialty rates need 5 scored cases (as the paper reports them)
-    lower_is_better=HEALTH_LOWER_IS_BETTER | {"erroneous", "items_unscored", "unsupported_actions"},
-    # rates pooled over items (ratio estimators): a mean of per-case values would be wrong; `bedside
-    # report` pools them per specialty from each case's counts
-    pooled_keys=frozenset({"micro", "macro"}),
-    headline=(
-        ("micro", "micro"),
-        *((c, c) for c in COMPETENCIES),
-        ("macro", "macro"),
-        ("scenario_mean", "scenario mean"),
-    ),
+    # micro and macro are pooled over items (its report pools them per specialty from each case's counts)
+    scorers=("bedside.scorers.medsp.rubric:medsp_rubric",),
     # a sweep ranks on the per-case rate (the pooled rates are not per-case means)
     ranked_keys=("scenario_mean",),
     variant_args=("scaling",),

@@ -256,9 +256,6 @@ def evaluator_reply(ids: list[str]) -> type[BaseModel]:
     )
 
 
-COMPETENCY_KEYS = ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")
-
-
 class OfficialEvaluatorReply(BaseModel):
     """The official frozen-rubric evaluator's reply (``prompts=PATH``): ``reasoning`` and, per
     competency, item text -> boolean, normalised as the official ``_normalize_evaluation_payload``
@@ -280,7 +277,7 @@ class OfficialEvaluatorReply(BaseModel):
     def _normalise(cls, v: Any) -> Any:
         v = v if isinstance(v, dict) else {}
         out: dict[str, Any] = {"reasoning": _reasoning(v.get("reasoning"))}
-        for c in COMPETENCY_KEYS:
+        for c in COMPETENCIES:
             block = v.get(c)
             out[c] = {str(k): coerce_bool(x) for k, x in block.items()} if isinstance(block, dict) else {}
         return out

@@ -13,7 +13,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage
 
-from bedside.medsp.protocols import COMPETENCY_KEYS
+from bedside.medsp.records import COMPETENCIES
 from bedside.medsp.scripted import (
     Options,
     assistant_texts,
@@ -228,7 +228,7 @@ def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
             f"The examinee's words or actions match: {', '.join(hit)}." if met else "No matching statement or action."
         )
 
-    rubric = [i for c in COMPETENCY_KEYS for i in ctx["items"] if i["competency"] == c]  # the prompt's order
+    rubric = [i for c in COMPETENCIES for i in ctx["items"] if i["competency"] == c]  # the prompt's order
     items = [(i["id"], i["text"]) for i in rubric]
     drop = attempt < o.medsp_evaluator_missing_item_attempts
     if not ctx.get("official"):
@@ -241,7 +241,7 @@ def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         )
     official: dict[str, Any] = {"reasoning": ["Keyword overlap with the examinee's words and actions."]}
     last_key = None
-    for comp in COMPETENCY_KEYS:
+    for comp in COMPETENCIES:
         official[comp] = {}
         for item in rubric:
             if item["competency"] == comp:

@@ -88,7 +88,7 @@ def generic_section(
     page.heading(benchmark.title)
     table = tables.headline_table(frame, benchmark)
     name = csv(table, f"{benchmark.name}.csv")
-    labels = dict(benchmark.headline)
+    labels = {k.name: k.label for k in benchmark.headline}
     shown = table.assign(key=[labels.get(k, k) for k in table["key"]])
     page.table(
         tables.wide(shown, ["model", "stratum", "group"], "key", order=list(labels.values())),

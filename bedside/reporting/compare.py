@@ -9,8 +9,8 @@ epoch; pairs where either side is unscored (NaN) are left out (and counted). The
 (:mod:`bedside.intervals`): the percentile bootstrap of the mean of the per-pair differences — pairs
 resampled together — with ``--resamples`` resamples and ``--seed``; no interval below two pairs.
 The *drop* is the decrease in the good direction: ``−mean difference`` for higher-is-better keys,
-``+mean difference`` for lower-is-better keys (each benchmark's descriptor declares them,
-:mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
+``+mean difference`` for lower-is-better keys (the scorer that writes a key declares its direction,
+:mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
 
 With ``--max-drop`` it is a gate: a metric **regresses** when its drop exceeds ``--max-drop`` *and*
 its interval excludes zero on the bad side; the command then exits 1. A drop within the noise
@@ -274,7 +274,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--lower-is-better",
         action="append",
         metavar="KEY",
-        help=f"treat KEY as lower-is-better (built in: {', '.join(sorted(benchmarks.lower_is_better()))})",
+        help="treat KEY as lower-is-better (besides the keys the log's benchmark declares so)",
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")

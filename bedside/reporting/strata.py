@@ -4,7 +4,8 @@ Every score key's mean, 95 % CI and n per value of each stratum (each benchmark 
 in its descriptor, :mod:`bedside.benchmarks`, with the fewest scored cases a stratum value needs
 (``min_n``); item-pooled rates (``pooled_keys``) are left out here and pooled by the benchmark's own
 ``bedside report`` section instead). Inspect itself shows only the headline numbers. The interval follows
-bedside's one rule, chosen by each score key's declared scale (:mod:`bedside.intervals`: Wilson for
+bedside's one rule, chosen by each score key's declared scale (its scorer's declaration,
+:func:`bedside.benchmarks.score_key`; :mod:`bedside.intervals`: Wilson for
 rates declared binary, otherwise a percentile bootstrap of the mean; none below n = 2), the same as
 the headline; unscored samples are left out of n. The ``health`` scorer's copies of other scorers'
 bookkeeping are left out.
@@ -20,7 +21,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
-from bedside.intervals import scale_of, summarise
+from bedside.intervals import summarise
 from bedside.reporting.scores import as_float, label
 
 
@@ -57,7 +58,7 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
         scored = [v for v in part["value"] if v == v]
         if len(scored) < benchmarks.min_n(stratum):
             continue
-        row = summarise(scored, scale_of(key))
+        row = summarise(scored, benchmarks.score_key(key).scale)
         out.append(
             {
                 "stratum": stratum,

@@ -16,7 +16,8 @@ every pair of models the **paired difference** on the cases both have scored: me
 model B) per case with the same interval rule applied to the differences, clipped to ± the scale's
 width, n pairs, and whether the interval excludes 0. The rank order is **resolved** between
 neighbours when their paired interval excludes 0, and resolved overall when every neighbouring pair
-is. Lower is better for rates of bad outcomes (each benchmark's descriptor declares them, :mod:`bedside.benchmarks`).
+is. Lower is better for rates of bad outcomes (each key's direction as its scorer declares it,
+:mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`).
 
 **Judge sensitivity** (when the same models were judged by two graders, e.g. a sweep and its
 ``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ

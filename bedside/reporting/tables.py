@@ -2,7 +2,8 @@
 (each benchmark's own tables are in its report section, ``bedside/<benchmark>/report.py``).
 
 Every number carries its 95 % interval and n, computed as the headline numbers Inspect shows, by
-bedside's one interval rule chosen by each key's declared scale (:mod:`bedside.intervals`: Wilson for
+bedside's one interval rule chosen by each key's declared scale (its scorer's declaration,
+:func:`bedside.benchmarks.score_key`; :mod:`bedside.intervals`: Wilson for
 rates declared binary, otherwise a percentile bootstrap of the mean, inside the scale by
 construction; no interval below n = 2). Epochs are first averaged per case (as Inspect reduces them);
 unscored values (NaN) are left out of n. Numbers are printed with 3 decimals, as the papers print them.
@@ -19,7 +20,6 @@ from collections.abc import Sequence
 import pandas as pd
 
 from bedside import benchmarks
-from bedside.intervals import scale_of
 from bedside.intervals import summarise as summarise_values
 from bedside.reporting.load import per_case
 
@@ -32,8 +32,8 @@ DIGITS = 3
 
 def summarise(values: Sequence[float], key: str) -> dict[str, float]:
     """mean, 95 % interval (NaN: none) and n of the non-NaN values of score key ``key``, by the
-    interval rule of the key's declared scale (:mod:`bedside.intervals`)."""
-    return summarise_values(values, scale_of(key))
+    interval rule of the key's declared scale (:func:`bedside.benchmarks.score_key`)."""
+    return summarise_values(values, benchmarks.score_key(key).scale)
 
 
 def fmt(mean: float, lower: float, upper: float, digits: int = DIGITS) -> str:

@@ -86,9 +86,14 @@ from bedside.cpb.protocols import (
 from bedside.cpb.records import ControlCase, CPBCase
 from bedside.cpb.store import CPBStore
 from bedside.end_reasons import EndReason
+from bedside.intervals import BINARY, COUNT
 from bedside.roles import fallback_roles
-from bedside.scorers.metrics import summary
+from bedside.score_keys import ROLE_FALLBACKS_KEY, UNSCORED_KEY, ScoreKey, declares
+from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
+
+#: a sample without a usable doctor reply (model failure)
+NO_REPLY_KEY = ScoreKey("no_reply", BINARY, role="health", health="count", lower_is_better=True)
 
 
 def _no_reply(record: CPBStore, keys: dict[str, float], fallbacks: list[str]) -> Score:
@@ -104,7 +109,17 @@ def _no_reply(record: CPBStore, keys: dict[str, float], fallbacks: list[str]) ->
 # scorers
 
 
-@scorer(metrics=[summary(["failure"])])  # the other keys: the health block
+#: the keys cpb_failure writes: the failure rate (lower is better), then its bookkeeping (health block)
+FAILURE_KEYS = (
+    ScoreKey("failure", BINARY, role="headline", lower_is_better=True),
+    NO_REPLY_KEY,
+    UNSCORED_KEY,
+    ROLE_FALLBACKS_KEY,
+)
+
+
+@declares(FAILURE_KEYS)
+@scorer(metrics=summary_of(FAILURE_KEYS))
 def cpb_failure(judge_retries: int = 2, context: str = DEFAULT_CONTEXT, roles: list[str] | None = None) -> Scorer:
     """Failure rate on the positive cases (module docstring). ``roles``: the task's roles whose
     fallback is counted (default ``["grader"]``)."""
@@ -144,7 +159,19 @@ def cpb_failure(judge_retries: int = 2, context: str = DEFAULT_CONTEXT, roles: l
     return score
 
 
-@scorer(metrics=[summary(["overreaction", *OVERREACTION_TYPES])])  # the other keys: the health block
+#: the keys cpb_overreaction writes: the overreaction rate, each false-alarm type's rate (the paper's types
+#: A-D, the judge's JSON fields), then its bookkeeping (health block); every rate is lower-is-better
+OVERREACTION_KEYS = (
+    ScoreKey("overreaction", BINARY, role="headline", lower_is_better=True),
+    *(ScoreKey(t, BINARY, role="summary", label=t.partition("_")[0], lower_is_better=True) for t in OVERREACTION_TYPES),
+    NO_REPLY_KEY,
+    UNSCORED_KEY,
+    ROLE_FALLBACKS_KEY,
+)
+
+
+@declares(OVERREACTION_KEYS)
+@scorer(metrics=summary_of(OVERREACTION_KEYS))
 def cpb_overreaction(judge_retries: int = 2) -> Scorer:
     """Overreaction rate (overall and per false-alarm type) on the control cases."""
 
@@ -198,7 +225,18 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
     return score
 
 
-@scorer(metrics=[summary(["persistence"])])  # the other keys: the health block
+#: the keys cpb_persistence writes: the persistence rate over continued cases, then its bookkeeping
+PERSISTENCE_KEYS = (
+    ScoreKey("persistence", BINARY, role="headline", lower_is_better=True),
+    ScoreKey("persistence_unscored", BINARY, role="health", health="count", lower_is_better=True),
+    ScoreKey("continuation_error", BINARY, role="health", health="count", lower_is_better=True),
+    ScoreKey("continued", BINARY, role="health", health="tally"),
+    ScoreKey("doctor_turns", COUNT, role="health", health="mean"),
+)
+
+
+@declares(PERSISTENCE_KEYS)
+@scorer(metrics=summary_of(PERSISTENCE_KEYS))
 def cpb_persistence(judge_retries: int = 2) -> Scorer:
     """Persistence (maintenance) rate of failures over the multi-turn continuation (module docstring)."""
 

@@ -30,11 +30,23 @@ from inspect_ai.util import collect
 from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.discharge.protocols import JUDGE_REFERENCE, LABELS, grade_protocol  # noqa: F401
 from bedside.discharge.store import comprehension_questions
+from bedside.intervals import COUNT, UNIT
 from bedside.prompts import render
-from bedside.scorers.discharge.record import case, is_not_applicable, record, score_metrics, system_failure_score
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
+from bedside.scorers.discharge.record import case, is_not_applicable, record, system_failure_score
+from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 
-QUESTION_IDS = ("q1", "q2", "q3", "q4", "q5", "q6")
+#: the six questions' ids (prompts/discharge/comprehension_questions.yaml)
+QUESTION_IDS = tuple(q["id"] for q in comprehension_questions())
+#: the keys it writes: Table 1's Comprehension (the paper's "Comprehension Score"), each question's
+#: grade (bedside strata / report), the unscored items and the questions left out as not applicable
+KEYS = (
+    ScoreKey("comprehension", UNIT, role="headline", label="Comprehension"),
+    *(ScoreKey(q, UNIT) for q in QUESTION_IDS),
+    UNSCORED_KEY,
+    ScoreKey("na_questions", COUNT, role="health", health="count", health_name="na_comprehension"),
+)
 
 
 def comprehension_score(
@@ -48,7 +60,8 @@ def comprehension_score(
     return sum(values) / len(values)
 
 
-@scorer(metrics=score_metrics("comprehension"))  # per-question means: bedside strata / report
+@declares(KEYS)
+@scorer(metrics=summary_of(KEYS))  # per-question means: bedside strata / report
 def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)

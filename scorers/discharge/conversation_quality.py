@@ -9,19 +9,27 @@ from inspect_ai.solver import TaskState
 
 from bedside.calls import UNSCORED, ask, grader
 from bedside.discharge.protocols import AXES, JUDGE_QUALITY
+from bedside.intervals import LIKERT, UNBOUNDED
 from bedside.prompts import render
-from bedside.scorers.discharge.record import (
-    conversation_lines,
-    educator_text,
-    record,
-    score_metrics,
-    system_failure_score,
-)
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
+from bedside.scorers.discharge.record import conversation_lines, educator_text, record, system_failure_score
+from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.text_metrics import readability_async
 
+#: the keys it writes: Table 1's Conversation Quality columns (the judge's axes, AXES, then readability)
+KEYS = (
+    ScoreKey("naturalness", LIKERT, role="headline", label="NA"),
+    ScoreKey("responsiveness", LIKERT, role="headline", label="RE"),
+    ScoreKey("clarity", LIKERT, role="headline", label="CL"),
+    ScoreKey("clinical_relevance", LIKERT, role="headline", label="CR"),
+    ScoreKey("readability", UNBOUNDED, role="headline", label="RD"),  # a grade level: no fixed range
+    UNSCORED_KEY,
+)
 
-@scorer(metrics=score_metrics(*AXES, "readability"))
+
+@declares(KEYS)
+@scorer(metrics=summary_of(KEYS))
 def conversation_quality(judge_retries: int = 2) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec = record(state)

@@ -32,8 +32,10 @@ from inspect_ai.util import store_as
 from bedside.discharge import BENCHMARK
 from bedside.discharge.store import EncounterStore
 from bedside.end_reasons import SYSTEM_FAILURES, EndReason
+from bedside.intervals import BINARY, COUNT
 from bedside.roles import fallback_roles
-from bedside.scorers.metrics import summary
+from bedside.score_keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
+from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 
 SHORT_SESSION_TURNS = 15  # A.7.2: "sessions that ended in <= 15 turns"
@@ -48,7 +50,25 @@ def char_break_turns(history: list[dict]) -> list[int]:
     return [t["index"] for t in history if t["role"] == "patient" and CHAR_BREAK.search(t["message"])]
 
 
-@scorer(metrics=[summary(["erroneous"])])  # clean_complete = 1 - erroneous; the other keys: the health block
+#: the keys it writes (module docstring): the erroneous rate in Inspect's block (clean_complete = 1 -
+#: erroneous), the counts in the health block
+KEYS = (
+    ScoreKey("erroneous", BINARY, role="summary", lower_is_better=True),
+    ScoreKey("clean_complete", BINARY),
+    ScoreKey("system_failure", BINARY, role="health", health="count", lower_is_better=True),
+    ROLE_FALLBACKS_KEY,
+    ScoreKey("monitor_unparsed", COUNT, role="health", health="count", lower_is_better=True),
+    ScoreKey("patient_repaired", COUNT, role="health", health="count", lower_is_better=True),
+    ScoreKey("discarded_turns", COUNT, role="health", health="count", lower_is_better=True),
+    ScoreKey("soft_corrections", COUNT, role="health", health="count", lower_is_better=True),
+    ScoreKey("char_break", BINARY, role="health", health="count", lower_is_better=True),
+    ScoreKey("short_session", BINARY, role="health", health="count", lower_is_better=True),
+    ScoreKey("turns", COUNT, role="health", health="mean"),
+)
+
+
+@declares(KEYS)
+@scorer(metrics=summary_of(KEYS))
 def encounter_outcome() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         record = store_as(EncounterStore)

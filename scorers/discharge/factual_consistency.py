@@ -22,20 +22,26 @@ from inspect_ai.util import collect
 
 from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.discharge.protocols import JUDGE_FACTUAL
+from bedside.intervals import COSINE, COUNT, UNIT
 from bedside.prompts import render
-from bedside.scorers.discharge.record import (
-    case,
-    conversation_lines,
-    is_not_applicable,
-    record,
-    score_metrics,
-    system_failure_score,
-)
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
+from bedside.scorers.discharge.record import case, conversation_lines, is_not_applicable, record, system_failure_score
+from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 from bedside.scorers.text_metrics import cosine_async, rouge_l_async
 
+#: the keys it writes: Table 1's Factual Consistency columns, the unscored count and the questions
+#: left out as not applicable
+KEYS = (
+    ScoreKey("rouge_l", UNIT, role="headline", label="ROUGE-L"),
+    ScoreKey("cosine", COSINE, role="headline"),
+    UNSCORED_KEY,
+    ScoreKey("na_questions", COUNT, role="health", health="count", health_name="na_factual"),
+)
 
-@scorer(metrics=score_metrics("rouge_l", "cosine"))
+
+@declares(KEYS)
+@scorer(metrics=summary_of(KEYS))
 def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)

@@ -7,14 +7,13 @@ the case, so ``inspect score LOG --model-role grader=...`` can re-score an old l
 
 from __future__ import annotations
 
-from inspect_ai.scorer import Metric, Score
+from inspect_ai.scorer import Score
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
 
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore
 from bedside.end_reasons import SYSTEM_FAILURES
-from bedside.scorers.metrics import summary
 
 SPEAKER = {"educator": "Educator", "patient": "Patient"}
 
@@ -53,12 +52,6 @@ def is_not_applicable(answer: str | None) -> bool:
         return False
     parts = [p.strip(" \t\n\"'`[]().;:") for p in str(answer).split(";")]
     return bool(parts) and all(p.lower() in NOT_APPLICABLE for p in parts)
-
-
-def score_metrics(*keys: str) -> list[Metric]:
-    """One summary block: mean, 95 % interval and n of each headline key (the per-sample
-    ``unscored`` count goes to the ``health`` block; :mod:`bedside.scorers.metrics`)."""
-    return [summary(list(keys))]
 
 
 def system_failure_score(rec: EncounterStore, keys: list[str]) -> Score | None:

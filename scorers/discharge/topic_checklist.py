@@ -14,13 +14,16 @@ from inspect_ai.solver import TaskState
 
 from bedside.calls import UNSCORED, ask, grader
 from bedside.discharge.protocols import checklist_protocol, normalise_id  # noqa: F401
-from bedside.prompts import load_yaml, render
-from bedside.scorers.discharge.record import case, conversation_lines, record, score_metrics, system_failure_score
+from bedside.discharge.records import topic_checklist_questions
+from bedside.intervals import UNIT
+from bedside.prompts import render
+from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
+from bedside.scorers.discharge.record import case, conversation_lines, record, system_failure_score
+from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 
-
-def checklist() -> list[dict]:
-    return load_yaml("discharge/topic_checklist.yaml")["questions"]
+#: the keys it writes: Table 1's TCS
+KEYS = (ScoreKey("tcs", UNIT, role="headline", label="TCS"), UNSCORED_KEY)
 
 
 def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, float]) -> float:
@@ -31,13 +34,14 @@ def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, floa
     return sum(weights[q] for q in applicable if answers.get(q)) / denominator
 
 
-@scorer(metrics=score_metrics("tcs"))
+@declares(KEYS)
+@scorer(metrics=summary_of(KEYS))
 def topic_checklist(judge_retries: int = 2) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
         if (excluded := system_failure_score(rec, ["tcs"])) is not None:
             return excluded
-        questions = checklist()
+        questions = topic_checklist_questions()
         weights = {q["id"]: float(q["weight"]) for q in questions}
         applicable = [q for q in the_case.checklist_questions if q in weights]
         if not rec.history or not applicable:

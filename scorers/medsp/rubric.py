@@ -41,6 +41,8 @@ unscored cases are left out and n is 0 when every case is unscored:
   was left), ``examinee_turns``, ``unsupported_actions`` and ``role_fallbacks`` (patient, environment or
   grader falling back to the model under test; names in the metadata).
 
+Every key is declared in :data:`KEYS` (scale, role, direction; :mod:`bedside.score_keys`).
+
 Per-competency and per-specialty rates are not Inspect metrics: the score metadata holds each case's
 ``counts`` (competency -> [met, judged]) and ``specialty`` (also in the sample metadata), from which
 ``bedside strata`` computes them (per-specialty rates only for specialties with at least 5 cases;
@@ -61,16 +63,33 @@ from inspect_ai.util import collect, store_as
 
 from bedside.calls import UNSCORED, Answer, ask, grader
 from bedside.end_reasons import EndReason
-from bedside.intervals import UNIT, case_bootstrap, mean_interval
+from bedside.intervals import BINARY, COUNT, UNIT, case_bootstrap, mean_interval
 from bedside.medsp import BENCHMARK, MedSPEndReason
 from bedside.medsp.protocols import Evaluation
 from bedside.medsp.records import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
 from bedside.roles import fallback_roles
+from bedside.score_keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
 from bedside.scorers.medsp.evaluator import EvaluatorPrompts, load_evaluator_prompts
 from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable
 
 Counts = dict[str, list[int]]  # competency -> [met, judged]
+
+#: the keys it writes (module docstring): the three rates of Inspect's block (:func:`rubric_rates`),
+#: then the bookkeeping of the health block
+KEYS = (
+    ScoreKey("micro", UNIT, role="headline", pooled=True),
+    ScoreKey("macro", UNIT, role="headline", pooled=True),
+    ScoreKey("scenario_mean", UNIT, role="headline"),
+    ScoreKey("erroneous", BINARY, role="health", health="count", health_name="erroneous_run", lower_is_better=True),
+    ScoreKey("judge_unscored", BINARY, role="health", health="count", lower_is_better=True),
+    ScoreKey("items_unscored", COUNT, role="health", health="count", lower_is_better=True),
+    ROLE_FALLBACKS_KEY,
+    ScoreKey("unsupported_actions", COUNT, role="health", health="count", lower_is_better=True),
+    ScoreKey("scenario_complete", BINARY, role="health", health="tally"),
+    ScoreKey("examinee_turns", COUNT, role="health", health="mean"),
+)
+KEY = {k.name: k for k in KEYS}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -182,7 +201,7 @@ def micro_rate(rates: Sequence[float], sizes: Sequence[float]) -> dict[str, floa
         return {"mean": math.nan, "lower": math.nan, "upper": math.nan, "n": 0}
     met = np.array([r * s for r, s in pairs])
     size = np.array([s for _, s in pairs])
-    ci = case_bootstrap(n, lambda idx: _ratio(met[idx].sum(-1), size[idx].sum(-1)), UNIT)
+    ci = case_bootstrap(n, lambda idx: _ratio(met[idx].sum(-1), size[idx].sum(-1)), KEY["micro"].scale)
     return {
         "mean": float(met.sum() / size.sum()),
         "lower": ci[0] if ci else math.nan,
@@ -220,7 +239,7 @@ def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
     add(
         "micro",
         float(case_met.sum() / case_items.sum()),
-        case_bootstrap(n, lambda idx: _ratio(case_met[idx].sum(-1), case_items[idx].sum(-1)), UNIT),
+        case_bootstrap(n, lambda idx: _ratio(case_met[idx].sum(-1), case_items[idx].sum(-1)), KEY["micro"].scale),
         n,
         items=float(case_items.sum()),
     )
@@ -235,7 +254,7 @@ def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
         add(
             COMPETENCIES[i],
             float(m_i.sum() / s_i.sum()),
-            case_bootstrap(len(m_i), ratio, UNIT),
+            case_bootstrap(len(m_i), ratio, UNIT),  # a competency's pooled rate
             len(m_i),
             items=float(s_i.sum()),
         )
@@ -246,16 +265,17 @@ def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
             return np.nanmean(rates, axis=-1) if rates.ndim > 1 else rates
 
     point = float(np.mean([met[:, i].sum() / judged[:, i].sum() for i in present]))
-    add("macro", point, case_bootstrap(n, macro, UNIT), n, k=float(len(present)))
+    add("macro", point, case_bootstrap(n, macro, KEY["macro"].scale), n, k=float(len(present)))
     ratios = case_met / case_items
-    add("scenario_mean", float(ratios.mean()), mean_interval(ratios, UNIT), n)
+    add("scenario_mean", float(ratios.mean()), mean_interval(ratios, KEY["scenario_mean"].scale), n)
     return out
 
 
 @metric(name="rubric_rates")
 def rubric_rates() -> Metric:
     """The MedSP1000 block: ``micro``, ``macro`` (competency-equal, the paper's) and
-    ``scenario_mean``, each with its 95 % interval rows, and ``n`` cases (module docstring)."""
+    ``scenario_mean``, each with its 95 % interval rows, and ``n`` cases (module docstring); rows named
+    by the keys' declared labels (:data:`KEYS`)."""
 
     def compute(scores: list[SampleScore]) -> dict[str, float]:
         micro = micro_rate(
@@ -263,7 +283,7 @@ def rubric_rates() -> Metric:
         )
         scenario = key_values(scores, "scenario_mean")
         columns = {
-            "micro": (
+            KEY["micro"].label: (
                 micro["mean"],
                 None if micro["lower"] != micro["lower"] else (micro["lower"], micro["upper"]),
                 int(micro["n"]),
@@ -277,12 +297,12 @@ def rubric_rates() -> Metric:
         if usable:
             rates = rubric_rates_from_counts([c for c, _ in scored if c is not None])
             ci = None if rates["macro lower"] != rates["macro lower"] else (rates["macro lower"], rates["macro upper"])
-            columns["macro"] = (rates["macro"], ci, len(scored))
+            columns[KEY["macro"].label] = (rates["macro"], ci, len(scored))
         else:
-            columns["macro"] = (math.nan, None, len(scored))
-        columns["scenario_mean"] = (
+            columns[KEY["macro"].label] = (math.nan, None, len(scored))
+        columns[KEY["scenario_mean"].label] = (
             float(np.mean(scenario)) if scenario else math.nan,
-            mean_interval(scenario, UNIT),
+            mean_interval(scenario, KEY["scenario_mean"].scale),
             len(scenario),
         )
         return summary_rows(columns)
@@ -303,6 +323,7 @@ def key_values_or_nan(scores: Sequence[SampleScore], key: str) -> list[float]:
 # the scorer
 
 
+@declares(KEYS)
 @scorer(metrics=[rubric_rates()])  # the other keys: the health block
 def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = None) -> Scorer:
     """Judge every rubric item over the encounter (module docstring): the whole rubric in one evaluator

@@ -213,6 +213,21 @@ def test_replay_check_passes_when_every_case_agrees(tmp_path, capsys):
     assert code == 0, capsys.readouterr().out
 
 
+def test_replay_check_names_the_flags_that_differ_by_their_labels(tmp_path, capsys):
+    data = write_data(tmp_path / "data")
+    # the judge reply (which bedside reads) flags D; the recorded verdict's flags say A
+    differing = {**control("MediTOD", "902", 2, "You must follow my plan.", "OVERREACTED", "D")}
+    differing["triggered"] = {f: f[0] == "A" for f in FLAGS}
+    clone = write_results(tmp_path / "clone", {"ACI": []}, [NEGATIVE[0], differing])
+    out = tmp_path / "cases.csv"
+    args = ["--data", str(data), "--set", "control", "--log-dir", str(tmp_path / "logs"), "--csv", str(out)]
+    assert bedside(["replay-check", "--results", str(clone), "--model", "mymodel", *args]) == 1, capsys.readouterr()
+    rows = {r["case_id"]: r for r in csv.DictReader(out.open())}
+    assert rows["MediTOD_ctrl_901_t2"]["status"] == "agree"
+    assert rows["MediTOD_ctrl_902_t2"]["status"] == "differs"
+    assert "(flags A,D differ)" in rows["MediTOD_ctrl_902_t2"]["reason"]
+
+
 def test_calls_that_were_not_recorded_fail_visibly(setup, tmp_path):
     data, clone = setup
     replay = get_model("bedside/replay", results=str(clone), released="mymodel")

@@ -14,9 +14,10 @@ from inspect_ai.log import read_eval_log
 from bedside.discharge.protocols import read_checklist as parse_checklist
 from bedside.discharge.protocols import read_factual as parse_answers
 from bedside.discharge.protocols import read_grades as parse_grades
+from bedside.discharge.records import topic_checklist_questions
 from bedside.discharge.samples import DEMO_CASES
 from bedside.scorers.discharge.comprehension import comprehension_score
-from bedside.scorers.discharge.topic_checklist import checklist, normalise_id, tcs
+from bedside.scorers.discharge.topic_checklist import normalise_id, tcs
 from bedside.scorers.text_metrics import cosine, readability, rouge_l
 from bedside.tasks.discharge import discharge
 from tests.conftest import REPO, metrics_of, run, scripted
@@ -32,14 +33,14 @@ def roles(**grader_options):
 
 
 def test_checklist_weights_follow_the_paper():
-    weights = {q["id"]: q["weight"] for q in checklist()}
+    weights = {q["id"]: q["weight"] for q in topic_checklist_questions()}
     assert len(weights) == 21
     assert [q for q, w in weights.items() if w == 1.0] == ["Q1", "Q2", "Q3", "Q4", "Q5", "Q6"]
     assert all(w == 0.5 for q, w in weights.items() if "." in q)
 
 
 def test_tcs_counts_only_applicable_questions():
-    weights = {q["id"]: q["weight"] for q in checklist()}
+    weights = {q["id"]: q["weight"] for q in topic_checklist_questions()}
     # applicable: Q1 (1), Q2 (1), Q2.1 (.5), Q2.2 (.5), Q6 (1); yes on Q1, Q2.1, Q6 and on non-applicable Q3
     applicable = ["Q1", "Q2", "Q2.1", "Q2.2", "Q6"]
     answers = {"Q1": True, "Q2": False, "Q2.1": True, "Q2.2": False, "Q6": True, "Q3": True}

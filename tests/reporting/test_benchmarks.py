@@ -12,11 +12,15 @@ from inspect_ai.util import StoreModel
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
 from bedside.cli import main
+from bedside.cpb.protocols import OVERREACTION_TYPES
+from bedside.discharge.protocols import UNSAFE_CATEGORIES
 from bedside.end_reasons import EndReason
+from bedside.intervals import BINARY, UNIT
 from bedside.reporting.build import build
 from bedside.reporting.compare import compare
 from bedside.reporting.load import load, scores_frame
 from bedside.reporting.strata import strata_table
+from bedside.score_keys import ScoreKey, declares
 from tests.reporting.synth import event, log, sample, write
 
 #: the lower-is-better keys and strata reporting used before the descriptors (one global table each):
@@ -56,9 +60,22 @@ OLD_STRATA = {
 }
 
 
+#: rates of bad outcomes the central table had left out, so that compare read them the wrong way round,
+#: now declared lower-is-better by their scorers: the advice-safety rates and counts, the probe's false
+#: flags and CPB-Bench's false-alarm types A-D
+NEWLY_LOWER_IS_BETTER = {
+    "unsafe_session",
+    *(f"unsafe_{c}" for c in UNSAFE_CATEGORIES),
+    "safety_unsafe_turns",
+    "safety_unscored_turns",
+    "control_flagged",
+    *OVERREACTION_TYPES,
+}
+
+
 def test_the_three_benchmarks_declare_what_reporting_used_to_keep_in_tables():
     assert [b.name for b in benchmarks.all_benchmarks()] == ["discharge", "medsp", "cpb"]
-    assert benchmarks.lower_is_better() == OLD_LOWER_IS_BETTER
+    assert benchmarks.lower_is_better() == OLD_LOWER_IS_BETTER | NEWLY_LOWER_IS_BETTER
     assert set(benchmarks.strata()) == OLD_STRATA
     assert benchmarks.min_n("specialty") == 5 and benchmarks.min_n("icd_chapter") == 1
     assert benchmarks.pooled_keys() == {"micro", "macro"}
@@ -79,6 +96,16 @@ def test_every_descriptor_resolves_its_store_and_protocols(benchmark: Benchmark)
     assert benchmark.headline and benchmark.strata and benchmark.subject_role not in benchmark.roles
 
 
+@declares(
+    (
+        ScoreKey("score", UNIT, role="headline"),
+        ScoreKey("harm", BINARY, role="headline", label="harm rate", lower_is_better=True),
+    )
+)
+def toy_judge() -> None:
+    """ToyBench's scorer, as far as reporting sees it: the keys it declares."""
+
+
 TOY = Benchmark(
     name="toy",
     title="ToyBench",
@@ -87,8 +114,7 @@ TOY = Benchmark(
     roles=("grader",),
     end_reasons=(EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS),
     strata=("ward",),
-    lower_is_better=frozenset({"harm"}),
-    headline=(("score", "score"), ("harm", "harm rate")),
+    scorers=("tests.reporting.test_benchmarks:toy_judge",),
     variant_args=("difficulty",),
 )
 

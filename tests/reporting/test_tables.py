@@ -8,6 +8,7 @@ import pytest
 from inspect_ai.scorer import Score
 
 from bedside.cpb import report as cpb_report
+from bedside.discharge import BENCHMARK
 from bedside.discharge import report as discharge_report
 from bedside.intervals import LIKERT, UNIT, mean_interval
 from bedside.medsp import report as medsp_report
@@ -168,7 +169,7 @@ def test_table1_averages_epochs_per_case(frame):
 
 
 def test_by_stratum_icd_chapter_and_persona(frame):
-    grid = tables.by_stratum(frame, "icd_chapter", discharge_report.TABLE1_KEYS, "discharge")
+    grid = tables.by_stratum(frame, "icd_chapter", BENCHMARK.headline_keys, "discharge")
     row = grid[(grid["model"] == "prov/a") & (grid["key"] == "naturalness")].set_index("group")
     assert row.loc["Neoplasms", "mean"] == 4.5 and row.loc["Neoplasms", "n"] == 2
     assert row.loc["Diseases of the Circulatory System", "n"] == 1  # a4 (system failure) is unscored

@@ -1,0 +1,136 @@
+"""What a score key is, declared by the scorer that writes it: :class:`ScoreKey`.
+
+Each scorer module declares the keys its scorer writes in its per-sample score value, next to the
+scorer, and ties them to it with :func:`declares`::
+
+    KEYS = (
+        ScoreKey("tcs", UNIT, role="headline", label="TCS"),
+        UNSCORED_KEY,
+    )
+
+    @declares(KEYS)
+    @scorer(metrics=summary_of(KEYS))
+    def topic_checklist(...): ...
+
+A benchmark's descriptor lists its scorers (:attr:`bedside.benchmark.Benchmark.scorers`), and everything
+that shows a number reads the declarations through the registry (:mod:`bedside.benchmarks`): the interval
+rule (by the key's scale, :mod:`bedside.intervals`), Inspect's summary block and the health block
+(:mod:`bedside.scorers.metrics`), ``bedside strata``, ``compare``, ``report`` and the sweep leaderboard.
+This module is light (no Inspect, no model) and sits beside the registry, not among the scorers: the
+registry (which solvers reach) and reports import it without importing a scorer's machinery.
+
+A key's name means one thing everywhere: two scorers that write the same key (``unscored``,
+``role_fallbacks``, ``erroneous``) declare the same scale, label and direction (the shared ones are
+declared here once), and one label names one key (``tests/test_descriptors.py`` checks both).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from bedside.intervals import COUNT, UNBOUNDED, Scale
+
+Role = Literal["headline", "summary", "detail", "health"]
+#: - ``headline``: a column of the benchmark's headline table (the paper's), shown in Inspect's summary
+#:   block of its scorer;
+#: - ``summary``: shown in Inspect's summary block, not a headline column (a session outcome, an
+#:   extension's rates, a breakdown of a headline rate);
+#: - ``detail``: per sample only (``bedside strata``, ``report``, ``compare``), in no Inspect block;
+#: - ``health``: bookkeeping, gathered with every other scorer's into the one ``health`` block.
+ROLES: tuple[Role, ...] = ("headline", "summary", "detail", "health")
+
+HealthKind = Literal["count", "tally", "mean"]
+#: how the health block shows a bookkeeping key over samples: ``count`` (the sum, and named in the
+#: health scorer's explanation when not 0: a problem to look at), ``tally`` (the sum, not a problem:
+#: cases that went one way) or ``mean`` (shown as ``<key> (mean)``)
+HEALTH_KINDS: tuple[HealthKind, ...] = ("count", "tally", "mean")
+
+Combine = Literal["max", "sum"]
+#: how one sample's values of a health key written by several scorers combine: ``max`` (the same fact
+#: written twice, e.g. role fallbacks) or ``sum`` (each scorer's own, e.g. unscored sub-scores)
+COMBINE: tuple[Combine, ...] = ("max", "sum")
+
+
+@dataclass(frozen=True)
+class ScoreKey:
+    """One key of a scorer's per-sample score value.
+
+    - ``name``: the key as the score value holds it (and as logs, CSVs and ``--metric`` name it);
+    - ``scale``: the range its values take (:class:`bedside.intervals.Scale`; picks the interval rule);
+    - ``role``: where it is shown (:data:`ROLES`);
+    - ``label``: the paper's name for it, as Inspect's blocks and the reports' headers show it (default:
+      the name);
+    - ``lower_is_better``: the direction ``compare`` and the leaderboard read (default: higher is better);
+    - ``health``: for a ``health`` key, how the health block shows it (:data:`HEALTH_KINDS`);
+      ``combine``: how a sample's values from several scorers combine (:data:`COMBINE`);
+      ``health_name``: its name in the health block when that differs from ``name`` (two scorers' keys
+      of one name that mean different things there);
+    - ``reported``: False for bookkeeping left out of every table (``strata``, ``report``, ``compare``);
+    - ``pooled``: a ratio pooled over items, never a mean of per-case values (``strata`` leaves it out; the
+      benchmark's own report section pools it).
+    """
+
+    name: str
+    scale: Scale = UNBOUNDED
+    role: Role = "detail"
+    label: str = ""
+    lower_is_better: bool = False
+    health: HealthKind | None = None
+    combine: Combine = "max"
+    health_name: str = ""
+    reported: bool = True
+    pooled: bool = False
+
+    def __post_init__(self) -> None:
+        if self.role not in ROLES:
+            raise ValueError(f"score key {self.name!r}: role {self.role!r} is not one of {ROLES}")
+        if (self.role == "health") != (self.health is not None):
+            raise ValueError(f"score key {self.name!r}: a health key, and only one, says how the block shows it")
+        if self.health is not None and self.health not in HEALTH_KINDS:
+            raise ValueError(f"score key {self.name!r}: health {self.health!r} is not one of {HEALTH_KINDS}")
+        if self.combine not in COMBINE:
+            raise ValueError(f"score key {self.name!r}: combine {self.combine!r} is not one of {COMBINE}")
+        object.__setattr__(self, "label", self.label or self.name)
+        object.__setattr__(self, "health_name", self.health_name or self.name)
+
+    @property
+    def shown(self) -> bool:
+        """Whether Inspect's summary block of its scorer shows it."""
+        return self.role in ("headline", "summary")
+
+
+#: unscored sub-scores of a sample (each scorer counts its own; the health block sums them)
+UNSCORED_KEY = ScoreKey(
+    "unscored", COUNT, role="health", health="count", combine="sum", lower_is_better=True, reported=False
+)
+#: model roles of the task left unbound, so falling back to the model under test (names in the score metadata)
+ROLE_FALLBACKS_KEY = ScoreKey("role_fallbacks", COUNT, role="health", health="count", lower_is_better=True)
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def declares(keys: Sequence[ScoreKey]) -> Callable[[F], F]:
+    """Tie ``keys`` to the scorer below (put it above Inspect's ``@scorer``): the registry reads them
+    from the scorer (:func:`keys_of`)."""
+    declared = tuple(keys)
+    names = [k.name for k in declared]
+    if len(set(names)) != len(names):
+        raise ValueError(f"a score key is declared twice: {names}")
+
+    def tie(factory: F) -> F:
+        factory.score_keys = declared  # type: ignore[attr-defined]
+        return factory
+
+    return tie
+
+
+def keys_of(factory: Callable[..., Any]) -> tuple[ScoreKey, ...]:
+    """The keys a scorer (its ``@scorer`` factory) declares (:func:`declares`)."""
+    try:
+        return factory.score_keys  # type: ignore[attr-defined]
+    except AttributeError:
+        raise LookupError(
+            f"scorer {getattr(factory, '__name__', factory)!r} declares no score keys (@declares)"
+        ) from None
