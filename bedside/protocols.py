@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple, get_args
 
 from inspect_ai.model import ChatMessage, GenerateConfig, ResponseSchema
 from inspect_ai.util import json_schema, store
@@ -59,7 +59,8 @@ STRUCTURED_KEY = "bedside:structured_output"
 READING_KEY = "bedside:reading"
 
 #: reading rules (``-T reading=``): the official benchmarks' (default) or bedside's stricter one
-READINGS = ("official", "strict")
+ReadingRule = Literal["official", "strict"]
+READINGS: tuple[str, ...] = get_args(ReadingRule)
 
 #: what an unreadable reply (after the retries) counts as, per protocol
 UNREADABLE = (
@@ -312,7 +313,7 @@ def structured_output() -> bool | str:
     return value if value == "auto" else bool(value)
 
 
-def use_reading(rule: str) -> None:
+def use_reading(rule: ReadingRule) -> None:
     """The sample's reading rule (``-T reading=``): stored per sample, so that ``inspect score`` on a
     log keeps the run's rule."""
     if rule not in READINGS:

@@ -21,22 +21,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from inspect_ai.dataset import MemoryDataset, Sample
+from pydantic import BeforeValidator
 
 from bedside.cpb.records import (
     CATEGORIES,
     DATASET_LANGUAGE,
     LANGUAGES,
+    CategoryName,
     ControlCase,
     CPBCase,
     CPBDataError,
+    Language,
+    SourceDataset,
     load_controls,
     load_positives,
 )
+from bedside.params import comma_list
 
 Filter = str | Sequence[str] | None
+#: the tasks' filters (``-T language=``, ``-T category=``, ``-T dataset=``), by their exact names
+LanguageFilter = Literal["all", Language]
+CategoryFilter = Annotated[list[CategoryName], BeforeValidator(comma_list)]
+DatasetFilter = Annotated[list[SourceDataset], BeforeValidator(comma_list)]
 
 
 def _snake(text: str) -> str:

@@ -13,7 +13,16 @@ from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSyste
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import store_as
 
-from bedside.cpb.judges import DOCTOR_ROLE, PATIENT_ROLE, dialogue_turns, judge_failure, load_case, transcript_text
+from bedside.cpb.judges import (
+    DEFAULT_CONTEXT,
+    DOCTOR_ROLE,
+    PATIENT_ROLE,
+    JudgeContext,
+    dialogue_turns,
+    judge_failure,
+    load_case,
+    transcript_text,
+)
 from bedside.cpb.protocols import END_TAG, PATIENT
 from bedside.cpb.records import ControlCase, CPBCase
 from bedside.cpb.store import CPBStore
@@ -21,7 +30,7 @@ from bedside.prompts import render
 from bedside.protocols import Reply
 from bedside.records import Turn
 from bedside.roles import role_model
-from bedside.solvers.cpb.doctor import DialogueAgent, make_doctor
+from bedside.solvers.cpb.doctor import DialogueAgent, make_doctor, mitigation_name
 from bedside.solvers.orchestrator import run_encounter
 
 #: the official continuation runs up to 10 rounds (``--max_turns 10``); bedside allows 1-10
@@ -77,7 +86,7 @@ def cpb_continuation(
     turns: int = OFFICIAL_CONTINUATION_TURNS,
     parse_retries: int = 2,
     judge_retries: int = 2,
-    context: str = "full_context",
+    context: JudgeContext = DEFAULT_CONTEXT,
     attempts: int = CONTINUATION_ATTEMPTS,
     mitigate: bool = False,
 ):
@@ -117,8 +126,9 @@ def cpb_continuation(
                 data={"source": "first_reply"},
             ),
         ]
-        record.continuation_mitigation = record.mitigation if mitigate else "none"
-        doctor = make_doctor(case, record.continuation_mitigation, parse_retries, prefix=prefix)
+        mitigation = mitigation_name(record.mitigation) if mitigate else "none"
+        record.continuation_mitigation = mitigation
+        doctor = make_doctor(case, mitigation, parse_retries, prefix=prefix)
         patient = CPBPatient(
             role=PATIENT_ROLE,
             model=patient_model,

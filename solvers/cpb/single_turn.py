@@ -11,11 +11,11 @@ from inspect_ai.util import store_as
 from bedside.calls import GenerationError
 from bedside.cpb.judges import DOCTOR_ROLE, load_case
 from bedside.cpb.store import CPBStore
-from bedside.solvers.cpb.doctor import make_doctor, mitigation_name
+from bedside.solvers.cpb.doctor import Mitigation, make_doctor, mitigation_name
 
 
 @solver
-def cpb_reply(mitigation: str = "none", parse_retries: int = 2):
+def cpb_reply(mitigation: Mitigation = "none", parse_retries: int = 2):
     """The doctor's reply to the conversation segment, with an optional mitigation strategy."""
     mitigation = mitigation_name(mitigation)
 

@@ -23,7 +23,7 @@ from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import collect, store_as
 
 from bedside.calls import GenerationError
-from bedside.discharge.persona import Persona
+from bedside.discharge.persona import BEHAVIORS, Behavior, Persona
 from bedside.discharge.protocols import COMPREHENSION, EDUCATOR, PATIENT
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore, comprehension_questions
@@ -33,7 +33,7 @@ from bedside.prompts import load_yaml, render
 from bedside.records import Turn
 from bedside.roles import role_model
 from bedside.solvers.agent import ChatAgent, utterance_json
-from bedside.solvers.discharge.monitor import EducationMonitor
+from bedside.solvers.discharge.monitor import EducationMonitor, MonitorLayout
 from bedside.solvers.orchestrator import run_encounter
 
 
@@ -74,10 +74,7 @@ def patient_prompt(case: DischargeCase, persona: Persona, behavior_overlay: str 
     )
 
 
-BEHAVIORS = ("none", "contradiction", "false_belief", "self_diagnosis", "care_resistance")
-
-
-def behavior_overlay(behavior: str) -> str:
+def behavior_overlay(behavior: Behavior) -> str:
     """The stress-behaviour text for the patient prompt (bedside extension: CPB-Bench's four
     challenging behaviours as DischargeBench overlays, ``prompts/cpb/stress_overlays.yaml``)."""
     if behavior not in BEHAVIORS:
@@ -93,7 +90,7 @@ def discharge_encounter(
     max_turns: int = 100,
     max_retries: int = 2,
     parse_retries: int = 2,
-    monitor_layout: str = "paper",
+    monitor_layout: MonitorLayout = "paper",
 ):
     """Simulate one discharge-education session and ask the comprehension questions.
     ``monitor_layout``: see :class:`~bedside.solvers.discharge.monitor.EducationMonitor`."""

@@ -93,7 +93,15 @@ from bedside.solvers.medsp.agents import EnvironmentAgent, ExamineeAgent, MedSPA
 from bedside.solvers.medsp.prompts import BedsidePrompts, OfficialPrompts, PromptSet, load_prompt_set
 from bedside.solvers.medsp.scaling import BestOfNExaminee, PanelExaminee, normalise_action, self_consistency
 from bedside.solvers.medsp.session import Session
-from bedside.solvers.medsp.solver import SCALING, SELECTORS, check_parameters, make_examinee, medsp_encounter
+from bedside.solvers.medsp.solver import (
+    SCALING,
+    SELECTORS,
+    BonSelector,
+    Scaling,
+    check_parameters,
+    make_examinee,
+    medsp_encounter,
+)
 
 __all__ = [
     "OfficialPromptsError",
@@ -112,6 +120,8 @@ __all__ = [
     "Session",
     "SCALING",
     "SELECTORS",
+    "BonSelector",
+    "Scaling",
     "check_parameters",
     "make_examinee",
     "medsp_encounter",

@@ -4,7 +4,7 @@ store (:class:`~bedside.medsp.records.MedSPStore`). The closed loop is described
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Literal, get_args
 
 from inspect_ai.model import GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
@@ -15,16 +15,23 @@ from bedside.medsp.records import MedSPStore, Scenario
 from bedside.roles import role_model
 from bedside.solvers.medsp.agents import EnvironmentAgent, ExamineeAgent, PatientAgent
 from bedside.solvers.medsp.prompts import load_prompt_set
-from bedside.solvers.medsp.scaling import FIXED, BestOfNExaminee, PanelExaminee
+from bedside.solvers.medsp.scaling import FIXED, BestOfNExaminee, BonSelector, PanelExaminee
 from bedside.solvers.medsp.session import Session
 from bedside.solvers.orchestrator import run_encounter
 
-SCALING = ("none", "single", "best_of_n", "panel")
-SELECTORS = ("self_critic", "majority")
+#: test-time scaling of the examinee (``-T scaling=``; :mod:`bedside.solvers.medsp`)
+Scaling = Literal["none", "single", "best_of_n", "panel"]
+SCALING: tuple[str, ...] = get_args(Scaling)
+SELECTORS: tuple[str, ...] = get_args(BonSelector)
 
 
 def check_parameters(
-    max_turns: int, scaling: str, n: int, panel_size: int, panel_rounds: int = 1, bon_selector: str = "self_critic"
+    max_turns: int,
+    scaling: Scaling,
+    n: int,
+    panel_size: int,
+    panel_rounds: int = 1,
+    bon_selector: BonSelector = "self_critic",
 ) -> None:
     if scaling not in SCALING:
         raise ValueError(f"scaling={scaling!r}: choose one of {list(SCALING)}")
@@ -41,7 +48,14 @@ def check_parameters(
 
 
 def make_examinee(
-    session: Session, scaling: str, *, n: int, panel_size: int, panel_rounds: int, bon_selector: str, parse_retries: int
+    session: Session,
+    scaling: Scaling,
+    *,
+    n: int,
+    panel_size: int,
+    panel_rounds: int,
+    bon_selector: BonSelector,
+    parse_retries: int,
 ) -> ExamineeAgent:
     common: dict[str, Any] = dict(
         role="examinee",
@@ -66,11 +80,11 @@ def make_examinee(
 @solver
 def medsp_encounter(
     max_turns: int = 12,
-    scaling: str = "none",
+    scaling: Scaling = "none",
     n: int = 5,
     panel_size: int = 5,
     panel_rounds: int = 1,
-    bon_selector: str = "self_critic",
+    bon_selector: BonSelector = "self_critic",
     parse_retries: int = 2,
     prompts: str | None = None,
 ):
