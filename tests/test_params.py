@@ -5,6 +5,7 @@ called. The docs' parameter tables are the ones generated from the signatures an
 from __future__ import annotations
 
 import functools
+import importlib
 import inspect
 import os
 import subprocess
@@ -430,3 +431,23 @@ def test_a_stale_unknown_or_missing_table_is_found_and_rewritten(tmp_path):
     )
     assert not [line for line in params.problems(tmp_path) if line.startswith("a.md")]
     assert params.write(tmp_path) == []  # nothing left to rewrite
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "name"),
+    [
+        ("bedside.solvers.medsp:medsp_encounter", {"scaling": "best_of_3"}, "scaling"),
+        ("bedside.solvers.medsp:medsp_encounter", {"n": 0}, "n"),
+        ("bedside.solvers.discharge.encounter:discharge_encounter", {"monitor_layout": "cached"}, "monitor_layout"),
+        ("bedside.solvers.cpb:cpb_reply", {"mitigation": "bogus"}, "mitigation"),
+        ("bedside.solvers.cpb:cpb_continuation", {"turns": 11}, "turns"),
+        ("bedside.solvers.cpb:cpb_continuation", {"context": "everything"}, "context"),
+        ("bedside.solvers.setup:reply_format", {"reading": "lenient"}, "reading"),
+    ],
+)
+def test_the_solvers_check_their_annotations_too(make, args, name):
+    """A solver built in Python (not through a task) refuses a bad value in the same one line."""
+    module, function = make.split(":")
+    with pytest.raises(BadParameter, match=rf"^Bad parameter '{name}': .*, got {name}="):
+        getattr(importlib.import_module(module), function)(**args)
+

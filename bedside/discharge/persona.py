@@ -65,7 +65,6 @@ BEHAVIORS: tuple[str, ...] = get_args(Behavior)
 
 #: how personas are dealt to the cases (``-T persona_assignment=``; module docstring)
 PersonaAssignment = Literal["random", "balanced"]
-ASSIGNMENTS: tuple[str, ...] = get_args(PersonaAssignment)
 
 
 def balanced_draws(case_ids: list[str], seed: int | str) -> dict[str, dict[str, str]]:

@@ -12,9 +12,8 @@ from pathlib import Path
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from bedside.discharge.persona import ASSIGNMENTS, Behavior, PersonaAssignment, assign_persona, balanced_draws
+from bedside.discharge.persona import Behavior, PersonaAssignment, assign_persona, balanced_draws
 from bedside.discharge.records import DischargeCase, load_cases
-from bedside.params import BadParameter
 from bedside.paths import DATASETS_DIR, user_path
 
 DEMO_CASES = DATASETS_DIR / "discharge" / "demo.jsonl"
@@ -60,10 +59,6 @@ def discharge_dataset(
 ) -> MemoryDataset:
     """All cases of ``data`` (default: the shipped synthetic demo set), validated up front;
     personas by ``assignment`` (``random`` or ``balanced``, :mod:`bedside.discharge.persona`)."""
-    if assignment not in ASSIGNMENTS:
-        raise BadParameter(
-            "persona_assignment", f"use one of {list(ASSIGNMENTS)}, got persona_assignment={assignment!r}"
-        )
     path = user_path(data) if data else DEMO_CASES
     cases = load_cases(path)
     draws = balanced_draws([c.case_id for c in cases], seed) if assignment == "balanced" else {}

@@ -73,7 +73,6 @@ from bedside.solvers.cpb.doctor import (
     doctor_prompt,
     doctor_protocol,
     make_doctor,
-    mitigation_name,
 )
 from bedside.solvers.cpb.single_turn import cpb_reply
 
@@ -96,6 +95,5 @@ __all__ = [
     "doctor_prompt",
     "doctor_protocol",
     "make_doctor",
-    "mitigation_name",
     "cpb_reply",
 ]

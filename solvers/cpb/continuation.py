@@ -6,12 +6,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, cast
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import store_as
+from pydantic import Field, NonNegativeInt, PositiveInt
 
 from bedside.cpb.judges import (
     DEFAULT_CONTEXT,
@@ -26,11 +27,12 @@ from bedside.cpb.judges import (
 from bedside.cpb.protocols import END_TAG, PATIENT
 from bedside.cpb.records import ControlCase, CPBCase
 from bedside.cpb.store import CPBStore
+from bedside.params import validate_parameters
 from bedside.prompts import render
 from bedside.protocols import Reply
 from bedside.records import Turn
 from bedside.roles import role_model
-from bedside.solvers.cpb.doctor import DialogueAgent, make_doctor, mitigation_name
+from bedside.solvers.cpb.doctor import DialogueAgent, Mitigation, make_doctor
 from bedside.solvers.orchestrator import run_encounter
 
 #: the official continuation runs up to 10 rounds (``--max_turns 10``); bedside allows 1-10
@@ -82,21 +84,17 @@ def _turn_record(t: Turn) -> dict[str, Any]:
 
 
 @solver
+@validate_parameters
 def cpb_continuation(
-    turns: int = OFFICIAL_CONTINUATION_TURNS,
-    parse_retries: int = 2,
-    judge_retries: int = 2,
+    turns: Annotated[int, Field(ge=1, le=MAX_CONTINUATION_TURNS)] = OFFICIAL_CONTINUATION_TURNS,
+    parse_retries: NonNegativeInt = 2,
+    judge_retries: NonNegativeInt = 2,
     context: JudgeContext = DEFAULT_CONTEXT,
-    attempts: int = CONTINUATION_ATTEMPTS,
+    attempts: PositiveInt = CONTINUATION_ATTEMPTS,
     mitigate: bool = False,
 ):
     """Continue a failed first reply for up to ``turns`` rounds (module docstring): continuation turns
     use the plain doctor prompt, as upstream, unless ``mitigate`` (then the first reply's mitigation)."""
-    if not 1 <= int(turns) <= MAX_CONTINUATION_TURNS:
-        raise ValueError(
-            f"turns={turns!r}: the continuation runs 1 to {MAX_CONTINUATION_TURNS} rounds (0 = single turn)"
-        )
-    turns = int(turns)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
 
@@ -126,7 +124,7 @@ def cpb_continuation(
                 data={"source": "first_reply"},
             ),
         ]
-        mitigation = mitigation_name(record.mitigation) if mitigate else "none"
+        mitigation: Mitigation = cast(Mitigation, record.mitigation) if mitigate else "none"
         record.continuation_mitigation = mitigation
         doctor = make_doctor(case, mitigation, parse_retries, prefix=prefix)
         patient = CPBPatient(

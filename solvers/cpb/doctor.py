@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal, cast, get_args
+from typing import Annotated, Any, Literal, get_args
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageUser, get_model
@@ -55,17 +55,6 @@ def canonical_mitigation(value: Any) -> Any:
 
 #: a ``mitigation=`` parameter: a :data:`Mitigation`, any of its spellings accepted
 MitigationName = Annotated[Mitigation, BeforeValidator(canonical_mitigation)]
-
-
-def mitigation_name(value: str | None) -> Mitigation:
-    """Normalise a ``mitigation=`` value; unknown values are an error listing the accepted ones."""
-    key = (value or "none").strip().lower().replace("-", "_").replace(" ", "_")
-    if key not in MITIGATION_ALIASES:
-        raise ValueError(
-            f"mitigation={value!r} is not a CPB-Bench mitigation; use one of {list(MITIGATIONS)} "
-            f"(aliases: {sorted(set(MITIGATION_ALIASES) - set(MITIGATIONS))})"
-        )
-    return cast(Mitigation, MITIGATION_ALIASES[key])
 
 
 def doctor_prompt(mitigation: Mitigation, conversation: str, analysis: str = "") -> str:

@@ -21,6 +21,7 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import collect, store_as
+from pydantic import NonNegativeInt, PositiveInt
 
 from bedside.calls import GenerationError
 from bedside.discharge.persona import BEHAVIORS, Behavior, Persona
@@ -28,7 +29,7 @@ from bedside.discharge.protocols import COMPREHENSION, EDUCATOR, PATIENT
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore, comprehension_questions
 from bedside.end_reasons import SYSTEM_FAILURES
-from bedside.params import BadParameter
+from bedside.params import BadParameter, validate_parameters
 from bedside.prompts import load_yaml, render
 from bedside.records import Turn
 from bedside.roles import role_model
@@ -85,11 +86,12 @@ def behavior_overlay(behavior: Behavior) -> str:
 
 
 @solver
+@validate_parameters
 def discharge_encounter(
-    min_turns: int = 10,
-    max_turns: int = 100,
-    max_retries: int = 2,
-    parse_retries: int = 2,
+    min_turns: NonNegativeInt = 10,
+    max_turns: PositiveInt = 100,
+    max_retries: NonNegativeInt = 2,
+    parse_retries: NonNegativeInt = 2,
     monitor_layout: MonitorLayout = "paper",
 ):
     """Simulate one discharge-education session and ask the comprehension questions.

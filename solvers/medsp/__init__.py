@@ -93,15 +93,7 @@ from bedside.solvers.medsp.agents import EnvironmentAgent, ExamineeAgent, MedSPA
 from bedside.solvers.medsp.prompts import BedsidePrompts, OfficialPrompts, PromptSet, load_prompt_set
 from bedside.solvers.medsp.scaling import BestOfNExaminee, PanelExaminee, normalise_action, self_consistency
 from bedside.solvers.medsp.session import Session
-from bedside.solvers.medsp.solver import (
-    SCALING,
-    SELECTORS,
-    BonSelector,
-    Scaling,
-    check_parameters,
-    make_examinee,
-    medsp_encounter,
-)
+from bedside.solvers.medsp.solver import BonSelector, Scaling, make_examinee, medsp_encounter
 
 __all__ = [
     "OfficialPromptsError",
@@ -118,11 +110,8 @@ __all__ = [
     "normalise_action",
     "self_consistency",
     "Session",
-    "SCALING",
-    "SELECTORS",
     "BonSelector",
     "Scaling",
-    "check_parameters",
     "make_examinee",
     "medsp_encounter",
 ]
