@@ -16,8 +16,9 @@ parameters. So bedside does the rest here:
 - ``python -m bedside.params --markdown TASK`` prints a task's parameter table (name, type or allowed
   values, default, meaning: the docstring's ``Args:`` entry); ``--write`` rewrites every table between
   ``<!-- parameters: TASK -->`` and ``<!-- /parameters -->`` in the repository's tracked Markdown
-  files; ``--check`` lists the tables that differ and the tasks with no table (tests/test_params.py
-  fails on either).
+  files (any file, any folder: a new page is seen once ``git add`` tracks it); ``--check`` lists the
+  tables that differ and the tasks with no table (tests/test_params.py fails on either). To give a
+  page a task's table, write the two marker lines where it belongs and run ``--write``.
 
 :class:`BadParameter` (like the loaders' data errors, via :class:`SetupError`) subclasses Inspect's
 ``PrerequisiteError``, which the ``inspect eval`` CLI prints as a plain message (no Python traceback,
