@@ -343,9 +343,7 @@ def inspect_eval(target: str, *args: str, log_dir: Path) -> subprocess.Completed
         # values outside a Literal
         ("tasks/discharge.py", "behavior=bogus", "behavior"),
         ("tasks/discharge.py", "monitor_layout=yes", "monitor_layout"),  # YAML's yes: a bool
-        ("tasks/medsp.py", "scaling=best_of_3", "scaling"),
         ("tasks/cpb.py@cpb", "category=care_resistance,grumpiness", "category"),  # -T splits the comma
-        ("tasks/discharge_safety_probe.py", "structured_output=maybe", "structured_output"),
     ],
 )
 def test_cli_prints_one_line_without_traceback(target, arg, name, tmp_path):
