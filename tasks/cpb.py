@@ -77,7 +77,8 @@ def cpb(
         data: (required) the ``cpb-bench_data`` folder of the authors' repository, the repository root,
             or one JSON file of cases.
         language: the cases of one language (``en``: ACI and MediTOD; ``zh``: IMCS and MedDG), or all.
-        category: only these behaviour categories (comma-separated); unset: all four.
+        category: only these behaviour categories (comma-separated; the paper's labels, e.g.
+            ``Care Resistance``, are accepted too); unset: all four.
         dataset: only these source datasets (comma-separated; ``IMCS`` and ``IMCS21`` both name the
             IMCS-21 corpus); unset: all.
         mitigation: the doctor's mitigation strategy: ``step_by_step`` (reason, then the reply after

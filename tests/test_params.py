@@ -78,7 +78,6 @@ NOT_CHOICES: list[tuple[str, str, Any]] = [
     ("medsp", "bon_selector", "vote"),
     ("medsp", "reading", "lenient"),
     ("cpb", "language", "fr"),
-    ("cpb", "language", "EN"),  # the exact names
     ("cpb", "category", "grumpiness"),
     ("cpb", "category", ["care_resistance", "grumpiness"]),  # one bad element of -T category=a,b
     ("cpb", "category", "care_resistance,grumpiness"),
@@ -206,6 +205,9 @@ def test_a_missing_required_parameter_is_one_line_too():
         ("cpb", {"category": "care_resistance,self_diagnosis"}, {"category": ["care_resistance", "self_diagnosis"]}),
         ("cpb", {"category": ["care_resistance"]}, {"category": ["care_resistance"]}),
         ("cpb", {"dataset": "ACI"}, {"dataset": ["ACI"]}),
+        ("cpb", {"language": "EN"}, {"language": "en"}),  # the loaders' spellings, as their names
+        ("cpb", {"category": "Care Resistance,factual-inaccuracy"}, {"category": ["care_resistance", "false_belief"]}),
+        ("cpb", {"dataset": ["meddg", "IMCS-21"]}, {"dataset": ["MedDG", "IMCS21"]}),
         ("cpb", {"mitigation": "cot"}, {"mitigation": "step_by_step"}),  # the authors' name
         ("cpb", {"mitigation": "Self-Check"}, {"mitigation": "self_check"}),
         ("cpb", {"context": "min_turn", "turns": "3"}, {"context": "min_turn", "turns": 3}),
