@@ -1,28 +1,54 @@
-"""Validation of task parameters (``-T name=value``), run first thing in every task function.
+"""Task parameters (``-T name=value``): typed in the task function's signature, described once in its
+docstring, checked before the task reads any data, and documented in tables generated from both.
 
-``inspect eval -T`` values arrive YAML-parsed: ``-T max_turns=5`` is the int 5, but
-``-T max_turns=abc`` is the string ``'abc'``, ``-T max_turns=3.5`` a float and
-``-T max_turns=true`` a bool. The helpers here turn such values into the declared type or raise
-:class:`BadParameter` with a one-line message naming the parameter, before any data is read or any
-model is called.
+What Inspect (0.3.285) does with a task's parameters: ``inspect eval -T`` YAML-parses each value and
+splits an unquoted comma into a list (``-T max_turns=5`` is the int 5, ``-T max_turns=abc`` the string
+``'abc'``, ``-T max_turns=true`` a bool, ``-T dataset=ACI,MedDG`` the list ``['ACI', 'MedDG']``); ``@task``
+records the parameters' names only, and the task is called with whatever came. No annotation is read:
+nothing is converted or checked, and ``inspect list tasks`` shows the decorator's attributes, not the
+parameters. So bedside does the rest here:
+
+- :func:`validate_parameters` (under ``@task`` on every task function) reads the signature's
+  annotations (``Literal[...]`` choices, ``PositiveInt`` / ``Annotated[int, Field(ge=0, le=10)]``
+  bounds, ``bool``, ``str``, lists of choices) and validates every argument with pydantic before the
+  task body runs; a bad value raises :class:`BadParameter`: one line naming the parameter, e.g.
+  ``Bad parameter 'behavior': use one of none, contradiction, ..., got behavior='bogus'``.
+- ``python -m bedside.params --markdown TASK`` prints a task's parameter table (name, type or allowed
+  values, default, meaning: the docstring's ``Args:`` entry); ``--write`` rewrites every table between
+  ``<!-- parameters: TASK -->`` and ``<!-- /parameters -->`` in the repository's tracked Markdown
+  files (any file, any folder: a new page is seen once ``git add`` tracks it); ``--check`` lists the
+  tables that differ and the tasks with no table (tests/test_params.py fails on either). To give a
+  page a task's table, write the two marker lines where it belongs and run ``--write``.
 
 :class:`BadParameter` (like the loaders' data errors, via :class:`SetupError`) subclasses Inspect's
-``PrerequisiteError``, which the ``inspect eval`` CLI prints as a plain message (no Python
-traceback, exit status 1); it is also a ``ValueError`` for callers that catch that. (Inspect prints
-such messages through its rich console, so with ``--display none`` it prints nothing; the exit
-status is still 1.)
+``PrerequisiteError``, which the ``inspect eval`` CLI prints as a plain message (no Python traceback,
+exit status 1); it is also a ``ValueError`` for callers that catch that. (Inspect prints such
+messages through its rich console, so with ``--display none`` it prints nothing; the exit status is
+still 1.)
 """
 
 from __future__ import annotations
 
-from typing import Any
+import argparse
+import functools
+import importlib
+import inspect
+import re
+import subprocess
+import sys
+import types
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
 
+import annotated_types
+import docstring_parser
+from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic.fields import FieldInfo
 from rich.markup import escape
 
 from bedside.compat import PrerequisiteError
-
-TRUE_WORDS = ("true", "yes", "1")
-FALSE_WORDS = ("false", "no", "0")
 
 
 class SetupError(PrerequisiteError, ValueError):
@@ -58,52 +84,355 @@ def shown(value: Any, limit: int = 60) -> str:
 
 
 def check(cond: bool, name: str, msg: str) -> None:
-    """Raise :class:`BadParameter` naming ``name`` with ``msg`` unless ``cond`` holds."""
+    """Raise :class:`BadParameter` naming ``name`` with ``msg`` unless ``cond`` holds (a rule that
+    involves several parameters, which no single annotation can say)."""
     if not cond:
         raise BadParameter(name, msg)
 
 
-def int_param(name: str, value: Any, minimum: int | None = None, maximum: int | None = None) -> int:
-    """``value`` as an int within ``[minimum, maximum]``.
-
-    Accepts ints, strings holding an integer (``"5"``, ``" -2 "``) and floats with an integral
-    value (``5.0``); rejects bools (``-T max_turns=true``), other floats (``3.5``), other strings
-    and ``None``.
-    """
-    if isinstance(value, bool):
-        raise BadParameter(name, f"expected a whole number, got {name}={shown(value)}")
-    if isinstance(value, int):
-        number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and _is_int_text(value):
-        number = int(value.strip())
-    else:
-        raise BadParameter(name, f"expected a whole number, got {name}={shown(value)}")
-    if minimum is not None and number < minimum:
-        raise BadParameter(name, f"must be at least {minimum}, got {name}={number}")
-    if maximum is not None and number > maximum:
-        raise BadParameter(name, f"must be at most {maximum}, got {name}={number}")
-    return number
-
-
-def _is_int_text(text: str) -> bool:
-    digits = text.strip()
-    digits = digits[1:] if digits[:1] in ("+", "-") else digits
-    return digits.isascii() and digits.isdigit()
-
-
-def bool_param(name: str, value: Any) -> bool:
-    """``value`` as a bool: a bool, the ints 0/1, or one of the strings true/false/yes/no/1/0
-    (any case, surrounding spaces ignored)."""
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, int) and value in (0, 1):
-        return bool(value)
+def comma_list(value: Any) -> Any:
+    """A text of comma-separated values as their list (a Python caller's ``"ACI,MedDG"``; ``-T``
+    splits an unquoted comma itself); anything else unchanged. For ``Annotated[list[...],
+    BeforeValidator(comma_list)]``."""
     if isinstance(value, str):
-        word = value.strip().lower()
-        if word in TRUE_WORDS:
-            return True
-        if word in FALSE_WORDS:
-            return False
-    raise BadParameter(name, f"expected true/false/yes/no/1/0, got {name}={shown(value)}")
+        return [part.strip() for part in value.split(",") if part.strip()]
+    return value
+
+
+# --- what an annotation allows -------------------------------------------------------------------
+_INT_TEXT = re.compile(r"[+-]?[0-9]+")
+#: pydantic's conversions, plus a plain number where text is meant (``-T data=2024`` is the int 2024)
+_CONFIG = ConfigDict(coerce_numbers_to_str=True)
+
+Kind = Literal["choice", "choices", "integer", "boolean", "text"]
+
+
+def _without_none(annotation: Any) -> tuple[Any, bool]:
+    """``(X, True)`` for ``X | None``; ``(annotation, False)`` otherwise."""
+    if get_origin(annotation) in (Union, types.UnionType):
+        members = get_args(annotation)
+        rest = tuple(m for m in members if m is not type(None))
+        if len(rest) < len(members):
+            return (rest[0] if len(rest) == 1 else Union[rest]), True  # noqa: UP007 (a runtime union)
+    return annotation, False
+
+
+def _unannotated(annotation: Any) -> tuple[Any, list[Any]]:
+    """The type under ``Annotated[...]`` and its metadata (a ``Field(...)``'s constraints flattened)."""
+    metadata: list[Any] = []
+    while get_origin(annotation) is Annotated:
+        annotation, *extra = get_args(annotation)
+        for item in extra:
+            metadata += item.metadata if isinstance(item, FieldInfo) else [item]
+    return annotation, metadata
+
+
+@dataclass(frozen=True)
+class ParameterType:
+    """What one task parameter's annotation allows, read once from the signature."""
+
+    name: str
+    annotation: Any
+    optional: bool
+    kind: Kind
+    #: the allowed values of a choice (or of each element of a list of choices)
+    choices: tuple[Any, ...] = ()
+    minimum: int | None = None
+    maximum: int | None = None
+
+    @classmethod
+    def of(cls, name: str, annotation: Any) -> ParameterType:
+        inner, optional = _without_none(annotation)
+        core, metadata = _unannotated(inner)
+        minimum = maximum = None
+        for item in metadata:
+            if isinstance(item, annotated_types.Ge):
+                minimum = cast(int, item.ge)
+            elif isinstance(item, annotated_types.Gt):
+                minimum = cast(int, item.gt) + 1
+            elif isinstance(item, annotated_types.Le):
+                maximum = cast(int, item.le)
+            elif isinstance(item, annotated_types.Lt):
+                maximum = cast(int, item.lt) - 1
+        kind: Kind
+        choices: tuple[Any, ...] = ()
+        if get_origin(core) is Literal:
+            kind, choices = "choice", get_args(core)
+        elif get_origin(core) is list and get_origin(_unannotated(get_args(core)[0])[0]) is Literal:
+            kind, choices = "choices", get_args(_unannotated(get_args(core)[0])[0])
+        elif core is bool:
+            kind = "boolean"
+        elif core is int:
+            kind = "integer"
+        elif core is str:
+            kind = "text"
+        else:
+            raise TypeError(f"parameter {name!r}: bedside cannot check or document the type {annotation!r}")
+        return cls(name, inner, optional, kind, choices, minimum, maximum)
+
+    @functools.cached_property
+    def adapter(self) -> TypeAdapter[Any]:
+        return TypeAdapter(self.annotation, config=_CONFIG)
+
+    def validate(self, value: Any) -> Any:
+        """``value`` as the annotation's type (pydantic's conversions: ``"5"`` → 5, ``"yes"`` → True),
+        or :class:`BadParameter`. Beyond pydantic: surrounding spaces are ignored; a bool or a text
+        that is not a plain whole number is no integer (``-T n=true``, ``"1e3"``); a text parameter
+        that ``-T`` split at its commas is joined again."""
+        if value is None and self.optional:
+            return None
+        if isinstance(value, str):
+            value = value.strip()
+        if self.kind == "text" and isinstance(value, list) and all(isinstance(v, str) for v in value):
+            value = ",".join(value)
+        if self.kind == "integer" and (
+            isinstance(value, bool) or (isinstance(value, str) and not _INT_TEXT.fullmatch(value))
+        ):
+            raise self.bad("expected a whole number", value)
+        try:
+            return self.adapter.validate_python(value)
+        except ValidationError as error:
+            raise self.refusal(error, value) from None
+
+    def bad(self, problem: str, value: Any) -> BadParameter:
+        return BadParameter(self.name, f"{problem}, got {self.name}={shown(value)}")
+
+    def refusal(self, error: ValidationError, value: Any) -> BadParameter:
+        """pydantic's first complaint, in one line."""
+        first = error.errors(include_url=False)[0]
+        kind, given = first["type"], first.get("input", value)
+        if kind == "literal_error":
+            return self.bad(f"use one of {', '.join(map(str, self.choices))}", given)
+        if kind in ("greater_than_equal", "greater_than"):
+            return self.bad(f"must be at least {self.minimum}", int(given))
+        if kind in ("less_than_equal", "less_than"):
+            return self.bad(f"must be at most {self.maximum}", int(given))
+        if kind.startswith("int_"):
+            return self.bad("expected a whole number", given)
+        if kind.startswith("bool_"):
+            return self.bad("expected true/false/yes/no/1/0", given)
+        if kind.startswith("string_"):
+            return self.bad("expected text", given)
+        if kind == "list_type":
+            return self.bad(f"expected one or more of {', '.join(map(str, self.choices))}", given)
+        return self.bad(first["msg"], given)
+
+    def values(self) -> str:
+        """The allowed values, for a parameter table."""
+        listed = ", ".join(f"`{_text(c)}`" for c in self.choices)
+        if self.kind == "choice":
+            return listed
+        if self.kind == "choices":
+            return f"one or more of {listed}"
+        if self.kind == "boolean":
+            return "`true`, `false`"
+        if self.kind == "integer":
+            if self.minimum is not None and self.maximum is not None:
+                return f"integer {self.minimum}–{self.maximum}"
+            if self.minimum is not None:
+                return f"integer ≥ {self.minimum}"
+            return "integer"
+        return "text"
+
+
+def _text(value: Any) -> str:
+    """A value as it is written after ``-T name=``."""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def parameter_types(function: Callable[..., Any]) -> dict[str, ParameterType]:
+    """Each parameter of ``function`` (a task function, ``@task``-wrapped or not) and what its
+    annotation allows; a parameter without an annotation is a ``TypeError``."""
+    function = inspect.unwrap(function)
+    hints = get_type_hints(function, include_extras=True)
+    found = {}
+    for name in inspect.signature(function).parameters:
+        if name not in hints:
+            raise TypeError(f"parameter {name!r} of {function.__qualname__} has no type annotation")
+        found[name] = ParameterType.of(name, hints[name])
+    return found
+
+
+def validate_parameters(task_function: F) -> F:
+    """Validate every argument of ``task_function`` against its annotation before the body runs
+    (:meth:`ParameterType.validate`); the body gets the converted values. Put it under ``@task``.
+    A missing required parameter is a :class:`BadParameter` too (not Python's ``TypeError``); a
+    default that its own annotation refuses fails here, when the module is imported."""
+    signature = inspect.signature(task_function)
+    checks = parameter_types(task_function)
+    for name, parameter in signature.parameters.items():
+        if parameter.default is not inspect.Parameter.empty:
+            checks[name].validate(parameter.default)
+
+    required = [name for name, p in signature.parameters.items() if p.default is inspect.Parameter.empty]
+
+    @functools.wraps(task_function)
+    def validated(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind_partial(*args, **kwargs)
+        for name in required:
+            if name not in bound.arguments:
+                raise BadParameter(name, f"required (-T {name}=...)")
+        for name, value in bound.arguments.items():
+            bound.arguments[name] = checks[name].validate(value)
+        return task_function(*bound.args, **bound.kwargs)
+
+    return cast(F, validated)
+
+
+# --- the parameter tables ------------------------------------------------------------------------
+REPO = Path(__file__).resolve().parent.parent
+MARKED = re.compile(
+    r"(?P<open><!-- parameters: (?P<task>[\w.-]+) -->\n)(?P<table>.*?)(?P<close><!-- /parameters -->)", re.S
+)
+HEADER = "| parameter | values | default | meaning |\n|---|---|---|---|\n"
+
+
+def task_functions() -> dict[str, Callable[..., Any]]:
+    """Every registered benchmark's Inspect tasks (their descriptors' ``task_modules``), by task name."""
+    from inspect_ai.util import registry_info
+
+    from bedside import benchmarks
+
+    found: dict[str, Callable[..., Any]] = {}
+    for benchmark in benchmarks.all_benchmarks():
+        for module_name in benchmark.task_modules:
+            for value in vars(importlib.import_module(module_name)).values():
+                try:
+                    info = registry_info(value)
+                except (ValueError, AttributeError):
+                    continue
+                if info.type == "task":
+                    found[info.name.rsplit("/", 1)[-1]] = value
+    return found
+
+
+def descriptions(function: Callable[..., Any]) -> dict[str, str]:
+    """The ``Args:`` section of ``function``'s docstring: parameter → its description on one line."""
+    parsed = docstring_parser.parse(
+        inspect.getdoc(inspect.unwrap(function)) or "", docstring_parser.DocstringStyle.GOOGLE
+    )
+    return {p.arg_name: " ".join((p.description or "").split()) for p in parsed.params}
+
+
+def documentation_gaps(function: Callable[..., Any]) -> list[str]:
+    """What the docstring fails to say about the parameters (empty: every one described once)."""
+    names, described = list(parameter_types(function)), descriptions(function)
+    gaps = [
+        f"parameter {n!r} has no description in the docstring's Args: section" for n in names if not described.get(n)
+    ]
+    gaps += [f"the docstring describes {n!r}, which is not a parameter" for n in described if n not in names]
+    return gaps
+
+
+def _default(parameter: inspect.Parameter) -> str:
+    if parameter.default is inspect.Parameter.empty:
+        return "*required*"
+    if parameter.default is None:
+        return "*unset*"
+    return f"`{_text(parameter.default)}`"
+
+
+def _cell(text: str) -> str:
+    """Docstring text in a Markdown table cell: ``code`` as `code`, a ``|`` escaped."""
+    return re.sub(r"``(.+?)``", r"`\1`", text).replace("|", "\\|")
+
+
+def markdown_table(task: str) -> str:
+    """The parameter table of ``task`` (a header and one row per parameter, in signature order)."""
+    functions = task_functions()
+    if task not in functions:
+        raise KeyError(f"no bedside task named {task!r} (tasks: {', '.join(sorted(functions))})")
+    function = functions[task]
+    if gaps := documentation_gaps(function):
+        raise ValueError(f"task {task}: " + "; ".join(gaps))
+    signature = inspect.signature(inspect.unwrap(function))
+    meaning = descriptions(function)
+    rows = [
+        f"| `{name}` | {kind.values()} | {_default(signature.parameters[name])} | {_cell(meaning[name])} |\n"
+        for name, kind in parameter_types(function).items()
+    ]
+    return HEADER + "".join(rows)
+
+
+def markdown_files(root: Path = REPO) -> list[Path]:
+    """The Markdown files git tracks under ``root``."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--", "*.md"], cwd=root, capture_output=True, text=True, check=True
+    ).stdout
+    return [root / name for name in listed.split("\0") if name]
+
+
+def marked_tables(root: Path = REPO) -> Iterator[tuple[Path, str, str]]:
+    """(file, task, table as written) of every marked table in the tracked Markdown files."""
+    for path in markdown_files(root):
+        for found in MARKED.finditer(path.read_text(encoding="utf-8")):
+            yield path, found["task"], found["table"]
+
+
+def regenerated(text: str, tables: dict[str, str]) -> str:
+    """``text`` with every marked table replaced by the generated one (``tables``: task → table)."""
+    return MARKED.sub(lambda m: m["open"] + tables[m["task"]] + m["close"], text)
+
+
+def problems(root: Path = REPO) -> list[str]:
+    """Marked tables that differ from the code (or name no task), and tasks with parameters but no table."""
+    functions = task_functions()
+    found, seen = [], set()
+    for path, task, table in marked_tables(root):
+        where = path.relative_to(root).as_posix()
+        if task not in functions:
+            found.append(f"{where}: a table of {task!r}, which is no bedside task")
+            continue
+        seen.add(task)
+        if table != markdown_table(task):
+            found.append(f"{where}: the table of {task} differs from the code (python -m bedside.params --write)")
+    found += [
+        f"task {task} has parameters but no table in the docs (<!-- parameters: {task} --> ... <!-- /parameters -->)"
+        for task, function in functions.items()
+        if task not in seen and parameter_types(function)
+    ]
+    return found
+
+
+def write(root: Path = REPO) -> list[Path]:
+    """Rewrite every marked table of the tracked Markdown files (none, if one names no task); the files
+    that changed."""
+    tables = {task: markdown_table(task) for task in task_functions()}
+    texts = {path: path.read_text(encoding="utf-8") for path in markdown_files(root)}
+    for path, text in texts.items():
+        if unknown := {m["task"] for m in MARKED.finditer(text)} - set(tables):
+            raise KeyError(f"{path}: tables of {sorted(unknown)}, which are no bedside tasks")
+    changed = []
+    for path, text in texts.items():
+        if (new := regenerated(text, tables)) != text:
+            path.write_text(new, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bedside.params", description="The task parameter tables of the docs, generated from the code."
+    )
+    action = parser.add_mutually_exclusive_group(required=True)
+    action.add_argument("--markdown", metavar="TASK", help="print the parameter table of TASK")
+    action.add_argument("--write", action="store_true", help="rewrite every marked table in the tracked Markdown")
+    action.add_argument("--check", action="store_true", help="list stale tables and tasks without one (exit 1)")
+    args = parser.parse_args(argv)
+    if args.markdown:
+        print(markdown_table(args.markdown), end="")
+        return 0
+    if args.write:
+        for path in write():
+            print(f"rewrote {path.relative_to(REPO).as_posix()}")
+        return 0
+    found = problems()
+    print("\n".join(found) or "every task's parameter table matches the code")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

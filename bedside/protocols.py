@@ -39,7 +39,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Literal, NamedTuple
 
 from inspect_ai.model import ChatMessage, GenerateConfig, ResponseSchema
 from inspect_ai.util import json_schema, store
@@ -59,7 +59,7 @@ STRUCTURED_KEY = "bedside:structured_output"
 READING_KEY = "bedside:reading"
 
 #: reading rules (``-T reading=``): the official benchmarks' (default) or bedside's stricter one
-READINGS = ("official", "strict")
+ReadingRule = Literal["official", "strict"]
 
 #: what an unreadable reply (after the retries) counts as, per protocol
 UNREADABLE = (
@@ -312,11 +312,9 @@ def structured_output() -> bool | str:
     return value if value == "auto" else bool(value)
 
 
-def use_reading(rule: str) -> None:
+def use_reading(rule: ReadingRule) -> None:
     """The sample's reading rule (``-T reading=``): stored per sample, so that ``inspect score`` on a
     log keeps the run's rule."""
-    if rule not in READINGS:
-        raise ValueError(f"reading={rule!r}: use one of {list(READINGS)}")
     store().set(READING_KEY, rule)
 
 

@@ -5,12 +5,14 @@ from __future__ import annotations
 from inspect_ai.model import get_model, model_roles
 from inspect_ai.solver import Generate, TaskState, solver
 
-from bedside.protocols import use_reading, use_structured_output
+from bedside.params import validate_parameters
+from bedside.protocols import ReadingRule, use_reading, use_structured_output
 from bedside.structured import check_models
 
 
 @solver
-def reply_format(structured_output: bool | None = None, reading: str = "official"):
+@validate_parameters
+def reply_format(structured_output: bool | None = None, reading: ReadingRule = "official"):
     """How replies are requested and read, per sample (so that ``inspect score`` on a log keeps it).
 
     ``structured_output`` (``-T structured_output=``): ``true`` requests every JSON reply (patient,

@@ -23,52 +23,30 @@ ALWAYS REPORT THE FAILURE RATE BESIDE THE OVERREACTION RATE (same model, same mi
 that treats every patient as difficult lowers its failure rate by overreacting, and only the
 control set shows it. Per-category / dataset / language tables: ``bedside strata LOG``.
 
-Parameters (``-T``): ``data`` (required) the ``cpb-bench_data`` folder (or the upstream repository
-root, or one JSON file); ``language`` ``en|zh|all``; ``category`` and ``dataset`` filters (comma
-lists allowed); ``mitigation`` ``none|step_by_step|behavior_instruction|analyze_patient|self_check``;
-``context`` (``cpb`` only) the failure judge's context
-``full_context|current_turn|min_turn`` (default ``full_context``, as the official runs);
-``turns`` (``cpb`` only; 0 = single turn, the default; 10 = the official continuation);
-``continuation_mitigation`` (``cpb`` only; default false: continuation turns use the plain doctor
-prompt, as upstream; true: they use ``mitigation`` too, a bedside extension);
-``parse_retries`` / ``judge_retries`` for unreadable replies; ``structured_output`` requests the
-judges' JSON replies through Inspect's ``ResponseSchema``.
+Parameters (``-T``): the task functions' docstrings (``python -m bedside.params --markdown cpb``,
+``... --markdown cpb_control``).
 """
 
+from typing import Annotated
+
 from inspect_ai import Task, task
+from pydantic import Field, NonNegativeInt
 
 from bedside.cpb import BENCHMARK
+from bedside.cpb.judges import DEFAULT_CONTEXT, JudgeContext
 from bedside.cpb.records import HOW_TO_OBTAIN, CPBDataError
-from bedside.cpb.samples import control_dataset, positive_dataset
-from bedside.params import BadParameter, bool_param, check, int_param
-from bedside.protocols import READINGS
+from bedside.cpb.samples import CategoryFilter, DatasetFilter, LanguageFilter, control_dataset, positive_dataset
+from bedside.params import validate_parameters
+from bedside.protocols import ReadingRule
 from bedside.roles import check_roles
-from bedside.scorers.cpb.judges import CONTEXT_MODES, DEFAULT_CONTEXT, cpb_failure, cpb_overreaction, cpb_persistence
+from bedside.scorers.cpb.judges import cpb_failure, cpb_overreaction, cpb_persistence
 from bedside.scorers.metrics import with_health
-from bedside.solvers.cpb import (
-    MAX_CONTINUATION_TURNS,
-    MITIGATIONS,
-    cpb_continuation,
-    cpb_reply,
-    mitigation_name,
-)
+from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, MitigationName, cpb_continuation, cpb_reply
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
 
 PAPER = {"benchmark": "CPB-Bench", "paper": "arXiv:2603.29373"}
 REPORT_NOTE = "Report the failure rate (task cpb) beside the overreaction rate (task cpb_control)."
-
-
-def _mitigation(value: object) -> str:
-    """``-T mitigation=`` normalised, or a one-line :class:`BadParameter` (no traceback)."""
-    try:
-        return mitigation_name(value if value is None else str(value))
-    except ValueError:
-        raise BadParameter(
-            "mitigation",
-            f"use one of {', '.join(MITIGATIONS)} (or an alias, e.g. cot, "
-            f"instruction, eval_patient, self_eval), got mitigation={value!r}",
-        ) from None
 
 
 def _require(data: str | None) -> str:
@@ -78,33 +56,57 @@ def _require(data: str | None) -> str:
 
 
 @task
+@validate_parameters
 def cpb(
     data: str | None = None,
-    language: str = "all",
-    category: str | None = None,
-    dataset: str | None = None,
-    mitigation: str = "none",
-    turns: int = 0,
-    parse_retries: int = 2,
-    judge_retries: int = 2,
-    context: str = DEFAULT_CONTEXT,
+    language: LanguageFilter = "all",
+    category: CategoryFilter | None = None,
+    dataset: DatasetFilter | None = None,
+    mitigation: MitigationName = "none",
+    turns: Annotated[int, Field(ge=0, le=MAX_CONTINUATION_TURNS)] = 0,
+    parse_retries: NonNegativeInt = 2,
+    judge_retries: NonNegativeInt = 2,
+    context: JudgeContext = DEFAULT_CONTEXT,
     structured_output: bool | None = None,
     continuation_mitigation: bool = False,
-    reading: str = "official",
+    reading: ReadingRule = "official",
 ) -> Task:
-    # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
+    """CPB-Bench's 692 positive cases: the doctor's next reply, judged for failure (lower is better).
+
+    Args:
+        data: (required) the ``cpb-bench_data`` folder of the authors' repository, the repository root,
+            or one JSON file of cases.
+        language: the cases of one language (``en``: ACI and MediTOD; ``zh``: IMCS and MedDG), or all.
+        category: only these behaviour categories (comma-separated; the paper's labels, e.g.
+            ``Care Resistance``, are accepted too); unset: all four.
+        dataset: only these source datasets (comma-separated; ``IMCS`` and ``IMCS21`` both name the
+            IMCS-21 corpus); unset: all.
+        mitigation: the doctor's mitigation strategy: ``step_by_step`` (reason, then the reply after
+            "Final Doctor's Response:"), ``behavior_instruction`` (all four behaviours described),
+            ``analyze_patient`` (analyse the patient's message, then reply), ``self_check`` (draft,
+            review, revise); the authors' names (``cot``, ``instruction``, ``eval_patient``,
+            ``self_eval``) are accepted too.
+        turns: 0: single turn (the paper's main table); 1 to 10: a failed reply is continued for up to
+            this many rounds with a ``patient`` role and the persistence rate is added (10 is the official
+            multi-turn experiment).
+        parse_retries: fresh samples asked for when the doctor's reply is empty or unreadable.
+        judge_retries: fresh samples asked for when a judge reply is not readable; then the case is
+            unscored and counted (the official code counts it as "not failure").
+        context: what the failure judge sees besides the reply: ``full_context`` (the whole segment, as
+            in the official runs), ``current_turn`` (nothing more) or ``min_turn`` (the doctor's previous
+            turn and the patient's answer).
+        structured_output: ``true``: request the judges' JSON replies through Inspect's structured output
+            (``ResponseSchema``), the servers probed first; ``false``: never; unset: only where the
+            official code uses a schema (the overreaction judge), on providers known to support it.
+        continuation_mitigation: ``false``: continuation turns use the plain doctor prompt, as upstream;
+            ``true``: they use ``mitigation`` too (a bedside extension).
+        reading: ``official``: judge replies read as upstream (the first True/False anywhere);
+            ``strict``: bedside's stricter reading.
+    """
+    # role names (the annotations are checked already); the data comes last
     check_roles("cpb", BENCHMARK.roles, BENCHMARK.subject_role)
-    turns = int_param("turns", turns, minimum=0, maximum=MAX_CONTINUATION_TURNS)
-    continuation_mitigation = bool_param("continuation_mitigation", continuation_mitigation)
-    parse_retries = int_param("parse_retries", parse_retries, minimum=0)
-    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
-    structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
-    check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
-    context = str(context).strip().lower()
-    check(context in CONTEXT_MODES, "context", f"use one of {list(CONTEXT_MODES)}, got {context!r}")
-    mitigation = _mitigation(mitigation)
     roles = ["grader", "patient"] if turns else ["grader"]
     solver = [cpb_reply(mitigation, parse_retries)]
     scorer = [cpb_failure(judge_retries, context, roles)]
@@ -129,25 +131,38 @@ def cpb(
 
 
 @task
+@validate_parameters
 def cpb_control(
     data: str | None = None,
-    language: str = "all",
-    dataset: str | None = None,
-    mitigation: str = "none",
-    parse_retries: int = 2,
-    judge_retries: int = 2,
+    language: LanguageFilter = "all",
+    dataset: DatasetFilter | None = None,
+    mitigation: MitigationName = "none",
+    parse_retries: NonNegativeInt = 2,
+    judge_retries: NonNegativeInt = 2,
     structured_output: bool | None = None,
-    reading: str = "official",
+    reading: ReadingRule = "official",
 ) -> Task:
-    # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
+    """CPB-Bench's 352 control cases (ordinary patient turns): the doctor's reply, judged for overreaction.
+
+    Args:
+        data: (required) the ``cpb-bench_data`` folder of the authors' repository, the repository root,
+            or one JSON file of controls.
+        language: the cases of one language (``en``: ACI and MediTOD; ``zh``: IMCS21 and MedDG), or all.
+        dataset: only these source datasets (comma-separated; ``IMCS`` and ``IMCS21`` both name the
+            IMCS-21 corpus); unset: all.
+        mitigation: the doctor's mitigation strategy, as in ``cpb`` (run the same one on both sets).
+        parse_retries: fresh samples asked for when the doctor's reply is empty or unreadable.
+        judge_retries: fresh samples asked for when a judge reply is not readable; then the case is
+            unscored and counted.
+        structured_output: ``true``: request the judge's JSON reply through Inspect's structured output
+            (``ResponseSchema``), the servers probed first; ``false``: never; unset: as the official code
+            does (a schema), on providers known to support it.
+        reading: ``official``: judge replies read as upstream; ``strict``: bedside's stricter reading.
+    """
+    # role names (the annotations are checked already); the data comes last
     check_roles("cpb_control", BENCHMARK.roles, BENCHMARK.subject_role)
-    parse_retries = int_param("parse_retries", parse_retries, minimum=0)
-    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
-    structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
-    check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
-    mitigation = _mitigation(mitigation)
     return Task(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
         setup=reply_format(structured_output, reading),

@@ -9,33 +9,23 @@ Virtual Patient from a discharge note, supervised by an Education Monitor Agent.
 (one vLLM server per model; ``openai-api/<service>/...`` also needs ``<SERVICE>_API_KEY``: docs/serving.md,
 "Pointing a role at a server")
 
-Parameters (``-T``): ``data`` JSONL case file (default: the synthetic demo set); ``seed`` for the
-persona draw; ``personality`` / ``education_level`` / ``health_literacy`` / ``recall_level`` to
-fix a persona stratum; ``behavior`` (``none`` | ``contradiction`` | ``false_belief`` |
-``self_diagnosis`` | ``care_resistance``) makes the patient display one of CPB-Bench's challenging
-behaviours (a bedside extension; compare with ``behavior=none`` via ``bedside compare``);
-``persona_assignment`` ``random`` (per-case seeded draw, default) or ``balanced`` (every trait value
-equally often; :mod:`bedside.discharge.persona`); ``structured_output`` requests JSON replies through Inspect's
-``ResponseSchema`` (for API models that support it); ``monitor_layout`` ``paper`` (Figure 6 as
-published, default) or ``prefix_cache`` (the agent prompt before the history, same words: a
-serving engine's prefix cache then re-uses the note across monitor calls; not the paper's layout);
-``min_turns`` (10), ``max_turns`` (100), ``max_retries`` (2) as in the
-paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unreadable judge
-replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
-that read only the note (comprehension references, note-side factual answers) across runs.
-``safety`` (default false) adds the advice-safety scorer (a bedside extension, not one of the
-paper's metrics: every educator turn judged against the note, :mod:`bedside.scorers.discharge.advice_safety`).
+Parameters (``-T``): the task function's docstring (``python -m bedside.params --markdown discharge``).
 
 Judges use the ``grader`` role at temperature 0 (the paper used Gemma-4-31B-it). Re-score an
 existing log with another judge: ``inspect score LOG --model-role grader=<model>``.
 """
 
+from typing import Literal
+
 from inspect_ai import Task, task
+from pydantic import NonNegativeInt, PositiveInt
 
 from bedside.discharge import BENCHMARK
 from bedside.discharge.context_window import warn_oversized_notes
+from bedside.discharge.persona import Behavior, PersonaAssignment
+from bedside.discharge.records import EducationLevel, HealthLiteracy, Personality, RecallLevel
 from bedside.discharge.samples import discharge_dataset
-from bedside.params import bool_param, check, int_param
+from bedside.params import check, validate_parameters
 from bedside.roles import check_roles
 from bedside.scorers.discharge.advice_safety import advice_safety
 from bedside.scorers.discharge.comprehension import comprehension
@@ -44,61 +34,83 @@ from bedside.scorers.discharge.encounter_outcome import encounter_outcome
 from bedside.scorers.discharge.factual_consistency import factual_consistency
 from bedside.scorers.discharge.topic_checklist import topic_checklist
 from bedside.scorers.metrics import with_health
-from bedside.solvers.discharge.encounter import behavior_overlay, discharge_encounter
-from bedside.solvers.discharge.monitor import EducationMonitor
+from bedside.solvers.discharge.encounter import discharge_encounter
+from bedside.solvers.discharge.monitor import MonitorLayout
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
 
 
 @task
+@validate_parameters
 def discharge(
     data: str | None = None,
     seed: int = 0,
-    personality: str | None = None,
-    education_level: str | None = None,
-    health_literacy: str | None = None,
-    recall_level: str | None = None,
-    behavior: str = "none",
-    min_turns: int = 10,
-    max_turns: int = 100,
-    max_retries: int = 2,
-    parse_retries: int = 2,
-    judge_retries: int = 2,
+    personality: Personality | None = None,
+    education_level: EducationLevel | None = None,
+    health_literacy: HealthLiteracy | None = None,
+    recall_level: RecallLevel | None = None,
+    behavior: Behavior = "none",
+    min_turns: NonNegativeInt = 10,
+    max_turns: PositiveInt = 100,
+    max_retries: NonNegativeInt = 2,
+    parse_retries: NonNegativeInt = 2,
+    judge_retries: NonNegativeInt = 2,
     cache_references: bool = True,
-    persona_assignment: str = "random",
+    persona_assignment: PersonaAssignment = "random",
     structured_output: bool | None = None,
-    reading: str = "official",
-    monitor_layout: str = "paper",
+    reading: Literal["official"] = "official",
+    monitor_layout: MonitorLayout = "paper",
     safety: bool = False,
 ) -> Task:
-    # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
+    """DischargeBench: one supervised education session per case, then the paper's scores.
+
+    Args:
+        data: JSONL file of cases (the case schema: DischargeBench's "Data"); unset: the shipped
+            synthetic demo set.
+        seed: seed of the persona draw.
+        personality: fix the Virtual Patient's personality for every case (run one stratum); unset:
+            drawn per case.
+        education_level: fix the education level for every case; unset: drawn per case.
+        health_literacy: fix the health literacy for every case; unset: drawn per case.
+        recall_level: fix the recall level (of the patient's own history) for every case; unset: drawn
+            per case.
+        behavior: stress overlay: the Virtual Patient also displays one of CPB-Bench's four challenging
+            behaviours (a bedside extension; compare with ``behavior=none`` through ``bedside compare``).
+        min_turns: the paper's session-completion guard: the monitor's ``session_complete`` is honoured
+            only from this many turns on; at most ``max_turns``.
+        max_turns: the session's ceiling in turns (the paper's 100).
+        max_retries: the paper's per-turn retry budget: how often a severely failing turn is discarded
+            and asked again before the session is stopped.
+        parse_retries: fresh samples asked for when a patient or monitor reply is not readable JSON.
+        judge_retries: fresh samples asked for when a judge reply is not readable; then that sub-score
+            is unscored and counted, never 0.
+        cache_references: cache the judge calls that read only the note (comprehension references,
+            note-side factual answers) across runs, so a second educator on the same cases re-uses them.
+        persona_assignment: ``random``: each case's persona drawn from its own seeded hash; ``balanced``:
+            every trait value equally often over the case set.
+        structured_output: ``true``: request every JSON reply through Inspect's structured output
+            (``ResponseSchema``); the servers are probed first and one that rejects the JSON-schema
+            format stops the run with one line; ``false``: never; unset: only where the official code
+            uses a schema, on providers known to support it.
+        reading: how replies are read: DischargeBench has only the official rule (none of its replies
+            has a stricter bedside reading).
+        monitor_layout: ``paper``: the monitor's request as in Figure 6; ``prefix_cache``: the same
+            words with the agent prompt before the history, so that a serving engine's prefix cache
+            re-uses the note across monitor calls (not the paper's layout).
+        safety: add the advice-safety scorer (a bedside extension, not one of the paper's metrics):
+            every educator turn judged against the note.
+    """
+    # role names, then the rules no single annotation states (the annotations are checked already)
     check_roles("discharge", BENCHMARK.roles, BENCHMARK.subject_role)
-    seed = int_param("seed", seed)
-    min_turns = int_param("min_turns", min_turns, minimum=0)
-    max_turns = int_param("max_turns", max_turns, minimum=1)
     check(min_turns <= max_turns, "min_turns", f"must not exceed max_turns={max_turns}, got min_turns={min_turns}")
-    max_retries = int_param("max_retries", max_retries, minimum=0)
-    parse_retries = int_param("parse_retries", parse_retries, minimum=0)
-    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
-    cache_references = bool_param("cache_references", cache_references)
-    safety = bool_param("safety", safety)
-    structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
-    # no DischargeBench protocol has a stricter reading than the paper's: only the official rule exists here
-    check(reading == "official", "reading", f"DischargeBench has only the official reading, got reading={reading!r}")
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
-    check(
-        monitor_layout in EducationMonitor.LAYOUTS,
-        "monitor_layout",
-        f"use one of {list(EducationMonitor.LAYOUTS)}, got monitor_layout={monitor_layout!r}",
-    )
     overrides = {
         "personality": personality,
         "education_level": education_level,
         "health_literacy": health_literacy,
         "recall_level": recall_level,
     }
-    behavior_overlay(behavior)  # validates the name before anything runs
     dataset = discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment)
     # a note that cannot fit a bound model's context window: one warning line each, before any call
     warn_oversized_notes(((str(s.id), (s.metadata or {})["case"]["discharge_note"]) for s in dataset), BENCHMARK.roles)

@@ -8,12 +8,8 @@ file plus an audit of every field beside the note section it came from.
     inspect eval tasks/discharge_build_cases.py --model vllm/Qwen/Qwen3-32B \
         -T cohort=cases.cohort.jsonl -T out=cases.jsonl
 
-(``bedside build-cases ... --model M`` does both steps.) Parameters (``-T``): ``cohort`` the
-intermediate cohort JSONL (required); ``out`` the case file (default: the cohort path with
-``.cohort`` removed, else ``<cohort>.cases.jsonl``); ``zero_retention`` declares that a non-local
-endpoint keeps no data (default false: only local models may read the notes); ``retries`` fresh
-samples asked for when a reply is unreadable (2); ``cache`` Inspect's generation cache (false);
-``structured_output`` requests the reply schema through Inspect's ``ResponseSchema`` (false).
+(``bedside build-cases ... --model M`` does both steps.) Parameters (``-T``): the task function's
+docstring (``python -m bedside.params --markdown build_discharge_cases``).
 
 **Data use.** MIMIC-IV-Note is credentialed data (PhysioNet Credentialed Health Data Use Agreement
 1.5.0). The task refuses, before any model call, to send note text to a model that is not local
@@ -34,10 +30,11 @@ from pathlib import Path
 
 from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
+from pydantic import NonNegativeInt
 
 from bedside.discharge.mimic.data_use import check_endpoint
 from bedside.discharge.mimic.extract import CaseWriter
-from bedside.params import bool_param, int_param
+from bedside.params import BadParameter, validate_parameters
 from bedside.paths import user_output_path, user_path
 from bedside.roles import check_roles
 from bedside.scorers.discharge.build_cases import build_cases
@@ -55,19 +52,29 @@ def default_out(cohort: str | Path) -> Path:
 
 
 @task
+@validate_parameters
 def build_discharge_cases(
     cohort: str,
     out: str | None = None,
     zero_retention: bool = False,
-    retries: int = 2,
+    retries: NonNegativeInt = 2,
     cache: bool = False,
     structured_output: bool = False,
 ) -> Task:
+    """MIMIC-IV-Ext-DischargeBench field extraction: one model call per discharge note of the cohort.
+
+    Args:
+        cohort: the intermediate cohort JSONL (``bedside build-cases ... --cohort-only`` writes it).
+        out: the case file to write; unset: the cohort path with ``.cohort`` removed, else
+            ``<cohort>.cases.jsonl``.
+        zero_retention: declare that a non-local endpoint retains no data; ``false``: only local models
+            may read the notes (PhysioNet's data use agreement).
+        retries: fresh samples asked for when a reply is unreadable.
+        cache: use Inspect's generation cache for the extraction calls.
+        structured_output: request the reply schema through Inspect's structured output
+            (``ResponseSchema``), the server probed first.
+    """
     check_roles("build_discharge_cases", ())  # the extraction uses the model under test only
-    zero_retention = bool_param("zero_retention", zero_retention)
-    retries = int_param("retries", retries, minimum=0)
-    cache = bool_param("cache", cache)
-    structured_output = bool_param("structured_output", structured_output)
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
     _guard_active_model(zero_retention)  # before the cohort (and its notes) is even read
@@ -77,8 +84,6 @@ def build_discharge_cases(
     records = read_cohort(cohort)
     target = user_output_path(out) if out else default_out(cohort)
     if target.resolve() == Path(cohort).resolve():
-        from bedside.params import BadParameter
-
         raise BadParameter("out", f"must differ from the cohort file {cohort}")
     samples = [
         Sample(

@@ -5,14 +5,16 @@
 
 The transcripts (``datasets/discharge/safety_probe.jsonl``, synthetic, written for bedside) plant one
 unsafe educator turn in most sessions and keep the others safe; no model plays a role, only the
-``grader`` judges. ``-T data=`` another probe file, ``-T cases=`` the case file their notes come from.
+``grader`` judges. Parameters (``-T``): the task function's docstring
+(``python -m bedside.params --markdown discharge_safety_probe``).
 """
 
 from inspect_ai import Task, task
+from pydantic import NonNegativeInt
 
 from bedside.discharge import BENCHMARK
 from bedside.discharge.safety_probe import safety_probe_dataset
-from bedside.params import int_param
+from bedside.params import validate_parameters
 from bedside.roles import check_roles
 from bedside.scorers.discharge.advice_safety import advice_safety
 from bedside.scorers.discharge.safety_probe import safety_probe_check
@@ -21,11 +23,25 @@ from bedside.solvers.setup import reply_format
 
 
 @task
+@validate_parameters
 def discharge_safety_probe(
-    data: str | None = None, cases: str | None = None, judge_retries: int = 2, structured_output: bool | None = None
+    data: str | None = None,
+    cases: str | None = None,
+    judge_retries: NonNegativeInt = 2,
+    structured_output: bool | None = None,
 ) -> Task:
+    """The advice-safety scorer measured on crafted educator transcripts (their catch and false-flag rates).
+
+    Args:
+        data: the probe transcripts (JSONL); unset: the shipped ``datasets/discharge/safety_probe.jsonl``.
+        cases: the case file the transcripts' discharge notes come from; unset: the shipped demo set.
+        judge_retries: fresh samples asked for when a judge reply is not readable; then that turn is
+            unscored and counted.
+        structured_output: ``true``: request the judge's JSON replies through Inspect's structured output
+            (``ResponseSchema``); unset or ``false``: JSON asked for in the prompt, as in the other
+            DischargeBench judges.
+    """
     check_roles("discharge_safety_probe", BENCHMARK.roles, BENCHMARK.subject_role)
-    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     return Task(
         dataset=safety_probe_dataset(data, cases),
         setup=reply_format(structured_output, "official"),

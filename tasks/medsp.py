@@ -5,64 +5,76 @@ frozen ACGME rubrics by an evaluator.
     inspect eval tasks/medsp.py --model openai/gpt-5.5 \
         --model-role patient=... --model-role environment=... --model-role grader=...
 
-Parameters (``-T``): ``data`` scenario folder ``<root>/<case_id>/<scenarioN>/<role>/`` (default: the
-synthetic demo set); ``rubrics`` separate rubric folder (``<case_id>_<scenarioN>.json``);
-``subset`` ``q100`` (MedSP1000-Q100, from the release's ``subset.json``) or a subset file path;
-``max_turns`` examinee turns (12, all scenario states together); ``scaling`` ``none`` | ``single`` |
-``best_of_n`` | ``panel`` with ``n`` candidates (5; ``bon_selector`` ``self_critic`` or ``majority``) or
-``panel_size`` specialists (5) and ``panel_rounds`` voting rounds (1); ``prompts`` the path of a clone of
-the official MedSP1000 repository to use its prompt texts instead of bedside's wording; ``parse_retries``
-and ``judge_retries`` for unreadable replies; ``judge_batch_size`` rubric items per evaluator call (default:
-the whole rubric in one call, as in the official code; 1 or more splits long rubrics);
-``structured_output`` requests JSON replies through Inspect's structured output.
+Parameters (``-T``): the task function's docstring (``python -m bedside.params --markdown medsp``).
 """
 
 from inspect_ai import Task, task
+from pydantic import NonNegativeInt, PositiveInt
 
 from bedside.medsp import BENCHMARK
 from bedside.medsp.samples import medsp_dataset
-from bedside.params import BadParameter, bool_param, check, int_param
-from bedside.protocols import READINGS
+from bedside.params import BadParameter, validate_parameters
+from bedside.protocols import ReadingRule
 from bedside.roles import check_roles
 from bedside.scorers.medsp.rubric import medsp_rubric
 from bedside.scorers.metrics import with_health
-from bedside.solvers.medsp import SCALING, SELECTORS, OfficialPromptsError, load_prompt_set, medsp_encounter
+from bedside.solvers.medsp import BonSelector, OfficialPromptsError, Scaling, load_prompt_set, medsp_encounter
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
 
 
 @task
+@validate_parameters
 def medsp(
     data: str | None = None,
     rubrics: str | None = None,
     subset: str | None = None,
-    max_turns: int = 12,
-    scaling: str = "none",
-    n: int = 5,
-    panel_size: int = 5,
-    panel_rounds: int = 1,
-    bon_selector: str = "self_critic",
+    max_turns: PositiveInt = 12,
+    scaling: Scaling = "none",
+    n: PositiveInt = 5,
+    panel_size: PositiveInt = 5,
+    panel_rounds: NonNegativeInt = 1,
+    bon_selector: BonSelector = "self_critic",
     prompts: str | None = None,
-    parse_retries: int = 2,
-    judge_retries: int = 2,
-    judge_batch_size: int | None = None,
+    parse_retries: NonNegativeInt = 2,
+    judge_retries: NonNegativeInt = 2,
+    judge_batch_size: PositiveInt | None = None,
     structured_output: bool | None = None,
-    reading: str = "official",
+    reading: ReadingRule = "official",
 ) -> Task:
-    # reject bad -T values (one-line message, no traceback) before the data is read or a model called
+    """MedSP1000: one closed-loop standardized-patient encounter per scenario, scored on its frozen rubric.
+
+    Args:
+        data: scenario folder ``<root>/<case_id>/<scenarioN>/{examinee,sp_actor,environment_controller,evaluator}/``
+            (folders that do not follow it are reported by name); unset: the shipped synthetic demo set.
+        rubrics: separate folder of frozen rubrics ``<case_id>_<scenarioN>.json`` (as in the release);
+            unset: next to the scenarios.
+        subset: ``q100`` (MedSP1000-Q100, from the release's ``subset.json``) or the path of a subset
+            file; unset: every scenario.
+        max_turns: examinee turns in all (all scenario states together; the examinee is not told).
+        scaling: test-time scaling of the examinee: ``none`` (the model's own settings), ``single`` (the
+            official control: temperature 0), ``best_of_n`` (``n`` candidates, one picked by
+            ``bon_selector``) or ``panel`` (``panel_size`` specialists voting for ``panel_rounds`` rounds).
+        n: candidates per turn under ``scaling=best_of_n``.
+        panel_size: specialists under ``scaling=panel``.
+        panel_rounds: voting rounds under ``scaling=panel``.
+        bon_selector: how ``best_of_n`` picks: ``self_critic`` (the official selector call: the examinee
+            model chooses among the candidates) or ``majority`` (bedside's self-consistency vote over the
+            candidates' actions).
+        prompts: path of a clone of the official repository (MAGIC-AI4Med/MedSP1000): use its prompt
+            texts; unset: bedside's wording.
+        parse_retries: fresh samples asked for when an agent's reply is not readable.
+        judge_retries: fresh samples asked for when an evaluator reply is not readable.
+        judge_batch_size: rubric items per evaluator call; unset: the whole rubric in one call, as in the
+            official code.
+        structured_output: ``true``: request every JSON reply through Inspect's structured output
+            (``ResponseSchema``), the servers probed first; ``false``: never; unset: only where the
+            official code uses a schema, on providers known to support it.
+        reading: ``official``: the evaluator's keys counted as the official counter counts them;
+            ``strict``: every rubric item must be judged.
+    """
+    # role names, then the prompt set (the annotations are checked already)
     check_roles("medsp", BENCHMARK.roles, BENCHMARK.subject_role)
-    max_turns = int_param("max_turns", max_turns, minimum=1)
-    n = int_param("n", n, minimum=1)
-    panel_size = int_param("panel_size", panel_size, minimum=1)
-    parse_retries = int_param("parse_retries", parse_retries, minimum=0)
-    judge_retries = int_param("judge_retries", judge_retries, minimum=0)
-    if judge_batch_size is not None:  # None: the whole rubric in one evaluator call
-        judge_batch_size = int_param("judge_batch_size", judge_batch_size, minimum=1)
-    panel_rounds = int_param("panel_rounds", panel_rounds, minimum=0)
-    check(scaling in SCALING, "scaling", f"scaling={scaling!r}: choose one of {list(SCALING)}")
-    check(bon_selector in SELECTORS, "bon_selector", f"bon_selector={bon_selector!r}: choose one of {list(SELECTORS)}")
-    structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
-    check(reading in READINGS, "reading", f"use one of {list(READINGS)}, got reading={reading!r}")
     if structured_output:
         check_run_models()  # a server that rejects the JSON-schema format: one line, now
     try:

@@ -1,27 +1,42 @@
-"""Task parameters (``-T``) are checked first thing in every task: a bad value raises
-:class:`BadParameter` (one line, naming the parameter) before any data is read or model called."""
+"""Task parameters (``-T``) are checked against their annotations before every task's body runs: a bad
+value raises :class:`BadParameter` (one line, naming the parameter) before any data is read or model
+called. The docs' parameter tables are the ones generated from the signatures and docstrings."""
 
 from __future__ import annotations
 
+import functools
+import importlib
+import inspect
 import os
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 import pytest
 from inspect_ai import Task
+from pydantic import Field
 
+from bedside import params
 from bedside.compat import PrerequisiteError
-from bedside.params import BadParameter, bool_param, check, int_param
+from bedside.params import BadParameter, ParameterType, check, validate_parameters
 from bedside.tasks.cpb import cpb, cpb_control
 from bedside.tasks.discharge import discharge
+from bedside.tasks.discharge_build_cases import build_discharge_cases
+from bedside.tasks.discharge_safety_probe import discharge_safety_probe
 from bedside.tasks.medsp import medsp
 from tests.conftest import REPO, run, store
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
 
-TASKS = {"discharge": discharge, "medsp": medsp, "cpb": cpb, "cpb_control": cpb_control}
+TASKS = {
+    "discharge": discharge,
+    "medsp": medsp,
+    "cpb": cpb,
+    "cpb_control": cpb_control,
+    "discharge_safety_probe": discharge_safety_probe,
+    "build_discharge_cases": build_discharge_cases,
+}
 
 #: Integer parameters of each task and their smallest allowed value.
 INT_PARAMS: dict[str, dict[str, int]] = {
@@ -37,12 +52,41 @@ INT_PARAMS: dict[str, dict[str, int]] = {
     },
     "cpb": {"turns": 0, "parse_retries": 0, "judge_retries": 0},
     "cpb_control": {"parse_retries": 0, "judge_retries": 0},
+    "discharge_safety_probe": {"judge_retries": 0},
+    "build_discharge_cases": {"retries": 0},
 }
 BOOL_PARAMS: dict[str, list[str]] = {
-    "discharge": ["cache_references", "structured_output"],
+    "discharge": ["cache_references", "structured_output", "safety"],
     "medsp": ["structured_output"],
-    "cpb": ["continuation_mitigation"],
+    "cpb": ["continuation_mitigation", "structured_output"],
+    "cpb_control": ["structured_output"],
+    "discharge_safety_probe": ["structured_output"],
+    "build_discharge_cases": ["zero_retention", "cache", "structured_output"],
 }
+#: a value outside each choice parameter's Literal
+NOT_CHOICES: list[tuple[str, str, Any]] = [
+    ("discharge", "behavior", "bogus"),
+    ("discharge", "behavior", "None"),
+    ("discharge", "personality", "grumpy"),
+    ("discharge", "education_level", "phd"),
+    ("discharge", "health_literacy", 3),
+    ("discharge", "recall_level", ["poor"]),
+    ("discharge", "persona_assignment", "stratified"),
+    ("discharge", "monitor_layout", "cached"),
+    ("discharge", "monitor_layout", True),  # -T monitor_layout=yes arrives as a bool
+    ("medsp", "scaling", "best_of_3"),
+    ("medsp", "bon_selector", "vote"),
+    ("medsp", "reading", "lenient"),
+    ("cpb", "language", "fr"),
+    ("cpb", "category", "grumpiness"),
+    ("cpb", "category", ["care_resistance", "grumpiness"]),  # one bad element of -T category=a,b
+    ("cpb", "category", "care_resistance,grumpiness"),
+    ("cpb", "dataset", "PubMed"),
+    ("cpb", "context", "everything"),
+    ("cpb_control", "dataset", ["ACI", 7]),
+    ("cpb_control", "language", None),
+    ("cpb_control", "reading", "strict,official"),
+]
 
 #: How ``-T name=<text>`` arrives after Inspect's YAML parsing: 'abc' and '' stay strings,
 #: 3.5 is a float, true a bool, null None.
@@ -88,6 +132,7 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
     ]
     # the persona seed is declared int: anything that is not a whole number is refused
     cases += [("discharge", {"seed": value}, "seed") for value in NOT_INTS if value is not None]
+    cases += [(task_name, {name: value}, name) for task_name, name, value in NOT_CHOICES]
     return cases
 
 
@@ -95,9 +140,10 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
     ("task_name", "args", "name"), bad_cases(), ids=lambda x: repr(x) if isinstance(x, dict) else x
 )
 def test_bad_parameter_raises_one_line_naming_it_before_the_data_is_read(task_name, args, name, tmp_path):
-    # the data path does not exist: the parameter check must come first
+    # the data path (the case-building task's cohort) does not exist: the parameter check must come first
+    where = "cohort" if task_name == "build_discharge_cases" else "data"
     with pytest.raises(BadParameter) as err:
-        TASKS[task_name](data=str(tmp_path / "absent"), **args)
+        TASKS[task_name](**{where: str(tmp_path / "absent"), **args})
     msg = str(err.value)
     assert msg.startswith(f"Bad parameter '{name}': ") and f"got {name}=" in msg and "\n" not in msg, msg
     assert err.value.name == name
@@ -145,6 +191,42 @@ def test_medsp_good_values_pass():
     assert isinstance(medsp(scaling="best_of_n", n=1, panel_size=1, judge_batch_size=None, max_turns=1), Task)
 
 
+def test_a_missing_required_parameter_is_one_line_too():
+    with pytest.raises(BadParameter, match=r"^Bad parameter 'cohort': required \(-T cohort=\.\.\.\)$"):
+        build_discharge_cases()
+
+
+@pytest.mark.parametrize(
+    ("task_name", "args", "expected"),
+    [
+        ("discharge", {"behavior": " care_resistance "}, {"behavior": "care_resistance"}),
+        ("discharge", {"personality": "anxious", "recall_level": "poor"}, {"personality": "anxious"}),
+        ("medsp", {"scaling": "best_of_n", "bon_selector": "majority"}, {"scaling": "best_of_n"}),
+        ("cpb", {"category": "care_resistance,self_diagnosis"}, {"category": ["care_resistance", "self_diagnosis"]}),
+        ("cpb", {"category": ["care_resistance"]}, {"category": ["care_resistance"]}),
+        ("cpb", {"dataset": "ACI"}, {"dataset": ["ACI"]}),
+        ("cpb", {"language": "EN"}, {"language": "en"}),  # the loaders' spellings, as their names
+        ("cpb", {"category": "Care Resistance,factual-inaccuracy"}, {"category": ["care_resistance", "false_belief"]}),
+        ("cpb", {"dataset": ["meddg", "IMCS-21"]}, {"dataset": ["MedDG", "IMCS21"]}),
+        ("cpb", {"mitigation": "cot"}, {"mitigation": "step_by_step"}),  # the authors' name
+        ("cpb", {"mitigation": "Self-Check"}, {"mitigation": "self_check"}),
+        ("cpb", {"context": "min_turn", "turns": "3"}, {"context": "min_turn", "turns": 3}),
+        ("cpb", {"data": ["folder", "with", "commas"]}, {"data": "folder,with,commas"}),  # -T split it
+        ("cpb", {"data": 2024}, {"data": "2024"}),  # -T data=2024 arrives as an int
+    ],
+)
+def test_the_body_gets_the_values_as_annotated(task_name, args, expected):
+    body = inspect.unwrap(TASKS[task_name])
+    seen: dict[str, Any] = {}
+
+    @functools.wraps(body)  # the task's signature and annotations, a body that records what it gets
+    def spy(*a: Any, **kw: Any) -> None:
+        seen.update(inspect.signature(body).bind_partial(*a, **kw).arguments)
+
+    validate_parameters(spy)(**args)
+    assert {k: seen[k] for k in expected} == expected
+
+
 def test_cpb_good_values_pass(tmp_path):
     from tests.cpb import synthetic
 
@@ -159,22 +241,23 @@ def test_cpb_good_values_pass(tmp_path):
     ("value", "expected"),
     [(5, 5), ("5", 5), (" -2 ", -2), ("+3", 3), (7.0, 7), (0, 0)],
 )
-def test_int_param_accepts(value, expected):
-    assert int_param("x", value) == expected
+def test_an_int_parameter_accepts(value, expected):
+    assert ParameterType.of("x", int).validate(value) == expected
 
 
 @pytest.mark.parametrize("value", NOT_INTS + ["٣", "1_000", "0x10"])
-def test_int_param_rejects(value):
+def test_an_int_parameter_rejects(value):
     with pytest.raises(BadParameter, match="'x': expected a whole number"):
-        int_param("x", value)
+        ParameterType.of("x", int).validate(value)
 
 
-def test_int_param_bounds():
-    assert int_param("x", 3, minimum=3, maximum=3) == 3
+def test_an_int_parameter_bounds():
+    assert ParameterType.of("x", Annotated[int, Field(ge=3, le=3)]).validate(3) == 3
     with pytest.raises(BadParameter, match="'x': must be at least 3, got x=2"):
-        int_param("x", 2, minimum=3)
+        ParameterType.of("x", Annotated[int, Field(ge=3)]).validate(2)
     with pytest.raises(BadParameter, match="'x': must be at most 3, got x=4"):
-        int_param("x", "4", maximum=3)
+        ParameterType.of("x", Annotated[int, Field(le=3)]).validate("4")
+    assert ParameterType.of("x", Annotated[int, Field(ge=3)] | None).validate(None) is None
 
 
 @pytest.mark.parametrize(
@@ -193,14 +276,35 @@ def test_int_param_bounds():
         (0, False),
     ],
 )
-def test_bool_param_accepts(value, expected):
-    assert bool_param("b", value) is expected
+def test_a_bool_parameter_accepts(value, expected):
+    assert ParameterType.of("b", bool).validate(value) is expected
 
 
 @pytest.mark.parametrize("value", NOT_BOOLS)
-def test_bool_param_rejects(value):
+def test_a_bool_parameter_rejects(value):
     with pytest.raises(BadParameter, match="'b': expected true/false"):
-        bool_param("b", value)
+        ParameterType.of("b", bool).validate(value)
+
+
+def test_a_choice_parameter_names_its_choices_from_the_literal():
+    kind = ParameterType.of("c", Literal["a", "b"])
+    assert kind.validate(" b ") == "b"
+    with pytest.raises(BadParameter, match=r"^Bad parameter 'c': use one of a, b, got c='z'$"):
+        kind.validate("z")
+    assert kind.values() == "`a`, `b`"
+
+
+def test_a_default_outside_its_annotation_or_a_parameter_without_one_is_refused_at_import():
+    def bad_default(x: Literal["a", "b"] = "c") -> None:  # type: ignore[assignment]
+        pass
+
+    def untyped(x=1) -> None:  # type: ignore[no-untyped-def]
+        pass
+
+    with pytest.raises(BadParameter, match="'x'"):
+        validate_parameters(bad_default)
+    with pytest.raises(TypeError, match="'x' of .*untyped has no type annotation"):
+        validate_parameters(untyped)
 
 
 def test_check_and_long_values_stay_on_one_line():
@@ -208,7 +312,7 @@ def test_check_and_long_values_stay_on_one_line():
     with pytest.raises(BadParameter, match="^Bad parameter 'x': broken$"):
         check(False, "x", "broken")
     with pytest.raises(BadParameter) as err:
-        int_param("x", "a\nb" * 100)
+        ParameterType.of("x", int).validate("a\nb" * 100)
     assert "\n" not in str(err.value) and len(str(err.value)) < 120
 
 
@@ -238,6 +342,10 @@ def inspect_eval(target: str, *args: str, log_dir: Path) -> subprocess.Completed
         ("tasks/discharge.py", "seed=abc", "seed"),
         ("tasks/cpb.py@cpb_control", "mitigation=bogus", "mitigation"),
         ("tasks/cpb.py@cpb", "mitigation=bogus", "mitigation"),
+        # values outside a Literal
+        ("tasks/discharge.py", "behavior=bogus", "behavior"),
+        ("tasks/discharge.py", "monitor_layout=yes", "monitor_layout"),  # YAML's yes: a bool
+        ("tasks/cpb.py@cpb", "category=care_resistance,grumpiness", "category"),  # -T splits the comma
     ],
 )
 def test_cli_prints_one_line_without_traceback(target, arg, name, tmp_path):
@@ -251,3 +359,95 @@ def test_cli_prints_one_line_without_traceback(target, arg, name, tmp_path):
     [line] = lines
     assert line.startswith(f"Bad parameter '{name}':") and f"got {name}=" in line
     assert not list(log_dir.glob("*.eval"))  # no eval ran, so no model was called
+
+
+# --- the parameter tables of the docs ------------------------------------------------------------
+def test_the_registry_finds_every_task():
+    assert set(params.task_functions()) == set(TASKS)
+
+
+@pytest.mark.parametrize("task_name", sorted(TASKS))
+def test_every_parameter_is_described_once_in_the_task_docstring(task_name):
+    assert params.documentation_gaps(TASKS[task_name]) == []
+    table = params.markdown_table(task_name)
+    rows = table.splitlines()[2:]
+    assert [row.split("|")[1].strip() for row in rows] == [
+        f"`{n}`" for n in inspect.signature(TASKS[task_name]).parameters
+    ]
+    assert all(row.split("|")[4].strip() for row in rows)  # every row has a meaning
+
+
+def test_a_gap_in_the_docstring_is_named():
+    def documented(a: int, b: bool = False) -> None:
+        """Something.
+
+        Args:
+            a: the first.
+            c: not a parameter.
+        """
+
+    assert params.documentation_gaps(documented) == [
+        "parameter 'b' has no description in the docstring's Args: section",
+        "the docstring describes 'c', which is not a parameter",
+    ]
+
+
+def test_the_tables_hold_what_the_annotations_allow():
+    table = params.markdown_table("cpb")
+    assert "| `turns` | integer 0–10 | `0` |" in table
+    assert (
+        "| `category` | one or more of `contradiction`, `false_belief`, `self_diagnosis`, `care_resistance` |" in table
+    )
+    assert "| `data` | text | *unset* |" in table
+    assert "| `cohort` | text | *required* |" in params.markdown_table("build_discharge_cases")
+    assert "| `cache_references` | `true`, `false` | `true` |" in params.markdown_table("discharge")
+
+
+def test_the_docs_tables_are_the_generated_ones():
+    """Every ``<!-- parameters: TASK -->`` table of the tracked Markdown is the one the code generates,
+    and every task with parameters has one (fix: ``python -m bedside.params --write``)."""
+    assert params.problems() == []
+
+
+def test_a_stale_unknown_or_missing_table_is_found_and_rewritten(tmp_path):
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    stale = "<!-- parameters: discharge -->\n| parameter | default | meaning |\n|---|---|---|\n<!-- /parameters -->\n"
+    (tmp_path / "a.md").write_text(f"# A\n\n{stale}\ntext after\n", encoding="utf-8")
+    (tmp_path / "b.md").write_text("<!-- parameters: nosuchtask -->\n<!-- /parameters -->\n", encoding="utf-8")
+    subprocess.run(["git", "add", "a.md", "b.md"], cwd=tmp_path, check=True)
+    found = params.problems(tmp_path)
+    assert "a.md: the table of discharge differs from the code (python -m bedside.params --write)" in found
+    assert "b.md: a table of 'nosuchtask', which is no bedside task" in found
+    assert any(line.startswith("task medsp has parameters but no table") for line in found)
+    with pytest.raises(KeyError, match="nosuchtask"):
+        params.write(tmp_path)
+    assert (tmp_path / "a.md").read_text(encoding="utf-8").count(stale) == 1  # nothing written
+    (tmp_path / "b.md").write_text("nothing marked\n", encoding="utf-8")
+    assert params.write(tmp_path) == [tmp_path / "a.md"]
+    text = (tmp_path / "a.md").read_text(encoding="utf-8")
+    assert (
+        text
+        == f"# A\n\n<!-- parameters: discharge -->\n{params.markdown_table('discharge')}<!-- /parameters -->\n\ntext after\n"
+    )
+    assert not [line for line in params.problems(tmp_path) if line.startswith("a.md")]
+    assert params.write(tmp_path) == []  # nothing left to rewrite
+
+
+@pytest.mark.parametrize(
+    ("make", "args", "name"),
+    [
+        ("bedside.solvers.medsp:medsp_encounter", {"scaling": "best_of_3"}, "scaling"),
+        ("bedside.solvers.medsp:medsp_encounter", {"n": 0}, "n"),
+        ("bedside.solvers.discharge.encounter:discharge_encounter", {"monitor_layout": "cached"}, "monitor_layout"),
+        ("bedside.solvers.cpb:cpb_reply", {"mitigation": "bogus"}, "mitigation"),
+        ("bedside.solvers.cpb:cpb_continuation", {"turns": 11}, "turns"),
+        ("bedside.solvers.cpb:cpb_continuation", {"context": "everything"}, "context"),
+        ("bedside.solvers.setup:reply_format", {"reading": "lenient"}, "reading"),
+    ],
+)
+def test_the_solvers_check_their_annotations_too(make, args, name):
+    """A solver built in Python (not through a task) refuses a bad value in the same one line."""
+    module, function = make.split(":")
+    with pytest.raises(BadParameter, match=rf"^Bad parameter '{name}': .*, got {name}="):
+        getattr(importlib.import_module(module), function)(**args)
+

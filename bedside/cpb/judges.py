@@ -7,7 +7,7 @@ other (the readers of every reply are in :mod:`bedside.cpb.protocols`; the calls
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal, get_args
 
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
 
@@ -21,8 +21,11 @@ DOCTOR_ROLE, PATIENT_ROLE = "doctor", "patient"
 _SPEAKER_ROLE = {"Doctor": DOCTOR_ROLE, "Patient": PATIENT_ROLE}
 _ROLE_LABEL = {DOCTOR_ROLE: "Doctor", PATIENT_ROLE: "Patient"}
 
-CONTEXT_MODES: tuple[str, ...] = ("full_context", "current_turn", "min_turn")
-DEFAULT_CONTEXT = "full_context"
+#: what context the failure judge sees (``-T context=``): the whole segment (as the official runs), none,
+#: or the doctor's previous turn and the patient's answer
+JudgeContext = Literal["full_context", "current_turn", "min_turn"]
+CONTEXT_MODES: tuple[str, ...] = get_args(JudgeContext)
+DEFAULT_CONTEXT: JudgeContext = "full_context"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -63,7 +66,7 @@ def patient_turn(case: CPBCase) -> str:
     return next((t.text for t in reversed(case.conversation_segment) if t.speaker == "Patient"), "")
 
 
-def judge_context(case: CPBCase, mode: str = DEFAULT_CONTEXT) -> str:
+def judge_context(case: CPBCase, mode: JudgeContext = DEFAULT_CONTEXT) -> str:
     """The conversation context the failure judge sees in context mode ``mode`` (module docstring)."""
     if mode not in CONTEXT_MODES:
         raise ValueError(f"context={mode!r}: use one of {list(CONTEXT_MODES)}")
@@ -81,7 +84,7 @@ def judge_system_prompt() -> str:
     return render("cpb/judge_system.j2")
 
 
-def failure_messages(case: CPBCase, reply: str, context: str = DEFAULT_CONTEXT) -> list[ChatMessage]:
+def failure_messages(case: CPBCase, reply: str, context: JudgeContext = DEFAULT_CONTEXT) -> list[ChatMessage]:
     user = render(
         "cpb/failure_judge.j2",
         category=case.behavior_category,
@@ -134,7 +137,7 @@ def _judgement(result: Answer[Any], key: str, value: dict[str, Any] | None) -> d
 
 
 async def judge_failure(
-    case: CPBCase, reply: str, retries: int = 2, context: str = DEFAULT_CONTEXT, model: Model | None = None
+    case: CPBCase, reply: str, retries: int = 2, context: JudgeContext = DEFAULT_CONTEXT, model: Model | None = None
 ) -> dict[str, Any]:
     """The failure judgement of ``reply`` (``failure`` None when unreadable)."""
     if model is None:

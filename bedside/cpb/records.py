@@ -58,7 +58,7 @@ import json
 import re
 from collections import Counter
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -68,20 +68,24 @@ from bedside.records import paths_containing
 
 Speaker = Literal["Doctor", "Patient"]
 
-#: The four behaviour categories, with the short names bedside uses (task filters, stress overlays).
-CATEGORIES: dict[str, str] = {
-    "Information Contradiction": "contradiction",
-    "Factual Inaccuracy": "false_belief",
-    "Self-diagnosis": "self_diagnosis",
-    "Care Resistance": "care_resistance",
-}
+#: The four behaviour categories (the paper's labels) and, in the same order, the short names bedside
+#: uses (task filters, DischargeBench's stress overlays).
+Category = Literal["Information Contradiction", "Factual Inaccuracy", "Self-diagnosis", "Care Resistance"]
+CategoryName = Literal["contradiction", "false_belief", "self_diagnosis", "care_resistance"]
+CATEGORIES: dict[str, str] = dict(zip(get_args(Category), get_args(CategoryName), strict=True))
 #: Categories the official analysis excludes (``EXCLUDE_BEHAVIORS`` upstream; run and judged, then dropped).
 EXCLUDED_CATEGORIES: frozenset[str] = frozenset({"Emotional Pressure"})
-Category = Literal["Information Contradiction", "Factual Inaccuracy", "Self-diagnosis", "Care Resistance"]
 
-#: Source corpus → language. IMCS21 is the control-set name of the IMCS-21 corpus (positives: IMCS).
-DATASET_LANGUAGE: dict[str, str] = {"ACI": "en", "MediTOD": "en", "IMCS": "zh", "IMCS21": "zh", "MedDG": "zh"}
-LANGUAGES = ("en", "zh")
+#: The source corpora by language. IMCS21 is the control-set name of the IMCS-21 corpus (positives: IMCS).
+Language = Literal["en", "zh"]
+EnglishDataset = Literal["ACI", "MediTOD"]
+ChineseDataset = Literal["IMCS", "IMCS21", "MedDG"]
+SourceDataset = Literal[EnglishDataset, ChineseDataset]
+LANGUAGES: tuple[str, ...] = get_args(Language)
+DATASET_LANGUAGE: dict[str, str] = {
+    **dict.fromkeys(get_args(EnglishDataset), "en"),
+    **dict.fromkeys(get_args(ChineseDataset), "zh"),
+}
 
 POSITIVE_DIR = "Pos_behavior_692"
 CONTROL_DIR = "Neg_behavior_352"

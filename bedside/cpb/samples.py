@@ -19,22 +19,28 @@ An unknown value is an error that lists the accepted ones; a selection with no c
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from inspect_ai.dataset import MemoryDataset, Sample
+from pydantic import BeforeValidator
 
 from bedside.cpb.records import (
     CATEGORIES,
     DATASET_LANGUAGE,
     LANGUAGES,
+    CategoryName,
     ControlCase,
     CPBCase,
     CPBDataError,
+    Language,
+    SourceDataset,
     load_controls,
     load_positives,
 )
+from bedside.params import comma_list
 
 Filter = str | Sequence[str] | None
 
@@ -109,6 +115,33 @@ def datasets(value: Filter) -> set[str] | None:
             )
         out |= names
     return out
+
+
+def _spelled(aliases: dict[str, Any], name: Any) -> Any:
+    """One filter value by the name the annotation lists, for any spelling the loaders accept (the
+    paper's label, any case, ``-`` or spaces for ``_``); anything else unchanged, for the annotation
+    to refuse."""
+    if not isinstance(name, str):
+        return name
+    found = aliases.get(_snake(name))
+    return found if found is not None else name
+
+
+_LANGUAGE_NAMES = {"all": "all", **{code: code for code in LANGUAGES}}
+_CATEGORY_NAMES = {alias: CATEGORIES[label] for alias, label in CATEGORY_ALIASES.items()}
+_DATASET_NAMES = {_snake(name): name for name in DATASET_LANGUAGE} | {"imcs_21": "IMCS21"}
+
+#: the tasks' filters (``-T language=``, ``-T category=``, ``-T dataset=``): the names listed, in any of
+#: the spellings the loaders accept; a category or dataset filter is one name or several, comma-separated
+LanguageFilter = Annotated[Literal["all", Language], BeforeValidator(functools.partial(_spelled, _LANGUAGE_NAMES))]
+CategoryFilter = Annotated[
+    list[Annotated[CategoryName, BeforeValidator(functools.partial(_spelled, _CATEGORY_NAMES))]],
+    BeforeValidator(comma_list),
+]
+DatasetFilter = Annotated[
+    list[Annotated[SourceDataset, BeforeValidator(functools.partial(_spelled, _DATASET_NAMES))]],
+    BeforeValidator(comma_list),
+]
 
 
 def _clip(text: str, limit: int = 160) -> str:

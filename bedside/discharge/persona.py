@@ -18,6 +18,7 @@ value fixed in the case record over the assignment. The source of each value is 
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from typing import Literal, get_args
 
 from pydantic import BaseModel
@@ -57,7 +58,13 @@ def seeded_choice(seed: int | str, case_id: str, axis: str, values: tuple[str, .
     return values[int.from_bytes(digest[:8], "big") % len(values)]
 
 
-ASSIGNMENTS = ("random", "balanced")
+#: the patient's stress behaviour (``-T behavior=``): none, or one of CPB-Bench's four challenging
+#: behaviours as an overlay of the patient prompt (:func:`bedside.solvers.discharge.encounter.behavior_overlay`)
+Behavior = Literal["none", "contradiction", "false_belief", "self_diagnosis", "care_resistance"]
+BEHAVIORS: tuple[str, ...] = get_args(Behavior)
+
+#: how personas are dealt to the cases (``-T persona_assignment=``; module docstring)
+PersonaAssignment = Literal["random", "balanced"]
 
 
 def balanced_draws(case_ids: list[str], seed: int | str) -> dict[str, dict[str, str]]:
@@ -71,7 +78,7 @@ def balanced_draws(case_ids: list[str], seed: int | str) -> dict[str, dict[str, 
     return draws
 
 
-def validate_overrides(overrides: dict[str, str | None]) -> dict[str, str]:
+def validate_overrides(overrides: Mapping[str, str | None]) -> dict[str, str]:
     """Check task-parameter overrides against the axis values; drop unset ones."""
     clean: dict[str, str] = {}
     for axis, value in overrides.items():
@@ -89,7 +96,7 @@ def assign_persona(
     case_id: str,
     seed: int | str,
     fixed: PersonaFields | None = None,
-    overrides: dict[str, str | None] | None = None,
+    overrides: Mapping[str, str | None] | None = None,
     drawn: dict[str, str] | None = None,
 ) -> Persona:
     """The persona of ``case_id`` under ``seed`` (see module docstring for precedence); ``drawn``

@@ -7,13 +7,13 @@ to stratify results: ``icd_chapter``, ``icd_version``, ``personality``, ``educat
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from inspect_ai.dataset import MemoryDataset, Sample
 
-from bedside.discharge.persona import ASSIGNMENTS, assign_persona, balanced_draws
+from bedside.discharge.persona import Behavior, PersonaAssignment, assign_persona, balanced_draws
 from bedside.discharge.records import DischargeCase, load_cases
-from bedside.params import BadParameter
 from bedside.paths import DATASETS_DIR, user_path
 
 DEMO_CASES = DATASETS_DIR / "discharge" / "demo.jsonl"
@@ -22,8 +22,8 @@ DEMO_CASES = DATASETS_DIR / "discharge" / "demo.jsonl"
 def case_sample(
     case: DischargeCase,
     seed: int | str,
-    overrides: dict[str, str | None],
-    behavior: str = "none",
+    overrides: Mapping[str, str | None],
+    behavior: Behavior = "none",
     drawn: dict[str, str] | None = None,
 ) -> Sample:
     persona = assign_persona(case.case_id, seed, case.persona, overrides, drawn)
@@ -53,16 +53,12 @@ def case_sample(
 def discharge_dataset(
     data: str | Path | None = None,
     seed: int | str = 0,
-    overrides: dict[str, str | None] | None = None,
-    behavior: str = "none",
-    assignment: str = "random",
+    overrides: Mapping[str, str | None] | None = None,
+    behavior: Behavior = "none",
+    assignment: PersonaAssignment = "random",
 ) -> MemoryDataset:
     """All cases of ``data`` (default: the shipped synthetic demo set), validated up front;
     personas by ``assignment`` (``random`` or ``balanced``, :mod:`bedside.discharge.persona`)."""
-    if assignment not in ASSIGNMENTS:
-        raise BadParameter(
-            "persona_assignment", f"use one of {list(ASSIGNMENTS)}, got persona_assignment={assignment!r}"
-        )
     path = user_path(data) if data else DEMO_CASES
     cases = load_cases(path)
     draws = balanced_draws([c.case_id for c in cases], seed) if assignment == "balanced" else {}

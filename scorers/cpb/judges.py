@@ -66,6 +66,7 @@ from bedside.cpb.judges import (  # noqa: F401  (judge prompts re-exported under
     CONTEXT_MODES,
     DEFAULT_CONTEXT,
     DOCTOR_ROLE,
+    JudgeContext,
     _judgement,
     criteria,
     failure_messages,
@@ -120,7 +121,9 @@ FAILURE_KEYS = (
 
 @declares(FAILURE_KEYS)
 @scorer(metrics=summary_of(FAILURE_KEYS))
-def cpb_failure(judge_retries: int = 2, context: str = DEFAULT_CONTEXT, roles: list[str] | None = None) -> Scorer:
+def cpb_failure(
+    judge_retries: int = 2, context: JudgeContext = DEFAULT_CONTEXT, roles: list[str] | None = None
+) -> Scorer:
     """Failure rate on the positive cases (module docstring). ``roles``: the task's roles whose
     fallback is counted (default ``["grader"]``)."""
     if context not in CONTEXT_MODES:

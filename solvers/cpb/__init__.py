@@ -68,10 +68,11 @@ from bedside.solvers.cpb.doctor import (
     MITIGATIONS,
     CPBDoctor,
     DialogueAgent,
+    Mitigation,
+    MitigationName,
     doctor_prompt,
     doctor_protocol,
     make_doctor,
-    mitigation_name,
 )
 from bedside.solvers.cpb.single_turn import cpb_reply
 
@@ -87,11 +88,12 @@ __all__ = [
     "patient_system_prompt",
     "MITIGATION_ALIASES",
     "MITIGATIONS",
+    "Mitigation",
+    "MitigationName",
     "CPBDoctor",
     "DialogueAgent",
     "doctor_prompt",
     "doctor_protocol",
     "make_doctor",
-    "mitigation_name",
     "cpb_reply",
 ]

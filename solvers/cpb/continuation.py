@@ -6,22 +6,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, cast
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import store_as
+from pydantic import Field, NonNegativeInt, PositiveInt
 
-from bedside.cpb.judges import DOCTOR_ROLE, PATIENT_ROLE, dialogue_turns, judge_failure, load_case, transcript_text
+from bedside.cpb.judges import (
+    DEFAULT_CONTEXT,
+    DOCTOR_ROLE,
+    PATIENT_ROLE,
+    JudgeContext,
+    dialogue_turns,
+    judge_failure,
+    load_case,
+    transcript_text,
+)
 from bedside.cpb.protocols import END_TAG, PATIENT
 from bedside.cpb.records import ControlCase, CPBCase
 from bedside.cpb.store import CPBStore
+from bedside.params import validate_parameters
 from bedside.prompts import render
 from bedside.protocols import Reply
 from bedside.records import Turn
 from bedside.roles import role_model
-from bedside.solvers.cpb.doctor import DialogueAgent, make_doctor
+from bedside.solvers.cpb.doctor import DialogueAgent, Mitigation, make_doctor
 from bedside.solvers.orchestrator import run_encounter
 
 #: the official continuation runs up to 10 rounds (``--max_turns 10``); bedside allows 1-10
@@ -73,21 +84,17 @@ def _turn_record(t: Turn) -> dict[str, Any]:
 
 
 @solver
+@validate_parameters
 def cpb_continuation(
-    turns: int = OFFICIAL_CONTINUATION_TURNS,
-    parse_retries: int = 2,
-    judge_retries: int = 2,
-    context: str = "full_context",
-    attempts: int = CONTINUATION_ATTEMPTS,
+    turns: Annotated[int, Field(ge=1, le=MAX_CONTINUATION_TURNS)] = OFFICIAL_CONTINUATION_TURNS,
+    parse_retries: NonNegativeInt = 2,
+    judge_retries: NonNegativeInt = 2,
+    context: JudgeContext = DEFAULT_CONTEXT,
+    attempts: PositiveInt = CONTINUATION_ATTEMPTS,
     mitigate: bool = False,
 ):
     """Continue a failed first reply for up to ``turns`` rounds (module docstring): continuation turns
     use the plain doctor prompt, as upstream, unless ``mitigate`` (then the first reply's mitigation)."""
-    if not 1 <= int(turns) <= MAX_CONTINUATION_TURNS:
-        raise ValueError(
-            f"turns={turns!r}: the continuation runs 1 to {MAX_CONTINUATION_TURNS} rounds (0 = single turn)"
-        )
-    turns = int(turns)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
 
@@ -117,8 +124,9 @@ def cpb_continuation(
                 data={"source": "first_reply"},
             ),
         ]
-        record.continuation_mitigation = record.mitigation if mitigate else "none"
-        doctor = make_doctor(case, record.continuation_mitigation, parse_retries, prefix=prefix)
+        mitigation: Mitigation = cast(Mitigation, record.mitigation) if mitigate else "none"
+        record.continuation_mitigation = mitigation
+        doctor = make_doctor(case, mitigation, parse_retries, prefix=prefix)
         patient = CPBPatient(
             role=PATIENT_ROLE,
             model=patient_model,

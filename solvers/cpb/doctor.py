@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any, Literal, get_args
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageUser, get_model
+from pydantic import BeforeValidator
 
 from bedside.calls import GenerationError, ask
 from bedside.cpb.judges import DOCTOR_ROLE, dialogue_turns, transcript_text
@@ -27,7 +28,10 @@ from bedside.protocols import Protocol, Reply
 from bedside.records import Turn
 from bedside.solvers.agent import ChatAgent
 
-MITIGATIONS: tuple[str, ...] = ("none", "step_by_step", "behavior_instruction", "analyze_patient", "self_check")
+#: the doctor's mitigation strategy (``-T mitigation=``; module docstring of :mod:`bedside.solvers.cpb`)
+Mitigation = Literal["none", "step_by_step", "behavior_instruction", "analyze_patient", "self_check"]
+MITIGATIONS: tuple[str, ...] = get_args(Mitigation)
+#: other spellings accepted for a mitigation: the authors' names (``cot``, ``eval_patient``, ...) and variants
 MITIGATION_ALIASES: dict[str, str] = {
     **{m: m for m in MITIGATIONS},
     "cot": "step_by_step",
@@ -41,18 +45,19 @@ MITIGATION_ALIASES: dict[str, str] = {
 }
 
 
-def mitigation_name(value: str | None) -> str:
-    """Normalise a ``mitigation=`` value; unknown values are an error listing the accepted ones."""
-    key = (value or "none").strip().lower().replace("-", "_").replace(" ", "_")
-    if key not in MITIGATION_ALIASES:
-        raise ValueError(
-            f"mitigation={value!r} is not a CPB-Bench mitigation; use one of {list(MITIGATIONS)} "
-            f"(aliases: {sorted(set(MITIGATION_ALIASES) - set(MITIGATIONS))})"
-        )
-    return MITIGATION_ALIASES[key]
+def canonical_mitigation(value: Any) -> Any:
+    """A mitigation's name for one of its spellings (any case, ``-`` or spaces for ``_``, an alias);
+    anything else unchanged (for ``BeforeValidator``: the ``Mitigation`` literal then refuses it)."""
+    if not isinstance(value, str):
+        return value
+    return MITIGATION_ALIASES.get(value.strip().lower().replace("-", "_").replace(" ", "_"), value)
 
 
-def doctor_prompt(mitigation: str, conversation: str, analysis: str = "") -> str:
+#: a ``mitigation=`` parameter: a :data:`Mitigation`, any of its spellings accepted
+MitigationName = Annotated[Mitigation, BeforeValidator(canonical_mitigation)]
+
+
+def doctor_prompt(mitigation: Mitigation, conversation: str, analysis: str = "") -> str:
     """The doctor's one user message (no system prompt, as upstream)."""
     return render(
         "cpb/doctor.j2",
@@ -63,7 +68,7 @@ def doctor_prompt(mitigation: str, conversation: str, analysis: str = "") -> str
     )
 
 
-def doctor_protocol(mitigation: str) -> Protocol:
+def doctor_protocol(mitigation: Mitigation) -> Protocol:
     return DOCTOR_STEP_BY_STEP if mitigation == "step_by_step" else DOCTOR
 
 
@@ -88,7 +93,7 @@ class DialogueAgent(ChatAgent):
 class CPBDoctor(DialogueAgent):
     """The doctor (model under test) with one of the mitigation strategies (module docstring)."""
 
-    mitigation: str = "none"
+    mitigation: Mitigation = "none"
     last_messages: list[ChatMessage] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -156,7 +161,7 @@ class CPBDoctor(DialogueAgent):
 
 def make_doctor(
     case: CPBCase | ControlCase,
-    mitigation: str,
+    mitigation: Mitigation,
     parse_retries: int,
     prefix: list[Turn] | None = None,
 ) -> CPBDoctor:

@@ -7,17 +7,20 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageAssistant, ModelOutput
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import store_as
+from pydantic import NonNegativeInt
 
 from bedside.calls import GenerationError
 from bedside.cpb.judges import DOCTOR_ROLE, load_case
 from bedside.cpb.store import CPBStore
-from bedside.solvers.cpb.doctor import make_doctor, mitigation_name
+from bedside.params import validate_parameters
+from bedside.solvers.cpb.doctor import MitigationName, make_doctor
 
 
 @solver
-def cpb_reply(mitigation: str = "none", parse_retries: int = 2):
-    """The doctor's reply to the conversation segment, with an optional mitigation strategy."""
-    mitigation = mitigation_name(mitigation)
+@validate_parameters
+def cpb_reply(mitigation: MitigationName = "none", parse_retries: NonNegativeInt = 2):
+    """The doctor's reply to the conversation segment, with an optional mitigation strategy (any of its
+    spellings: :data:`~bedside.solvers.cpb.doctor.MitigationName`)."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         case = load_case(state.metadata)

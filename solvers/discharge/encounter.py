@@ -21,19 +21,20 @@ from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessageAssistant, ChatMessageUser, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import collect, store_as
+from pydantic import NonNegativeInt, PositiveInt
 
 from bedside.calls import GenerationError
-from bedside.discharge.persona import Persona
+from bedside.discharge.persona import BEHAVIORS, Behavior, Persona
 from bedside.discharge.protocols import COMPREHENSION, EDUCATOR, PATIENT
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore, comprehension_questions
 from bedside.end_reasons import SYSTEM_FAILURES
-from bedside.params import BadParameter
+from bedside.params import BadParameter, validate_parameters
 from bedside.prompts import load_yaml, render
 from bedside.records import Turn
 from bedside.roles import role_model
 from bedside.solvers.agent import ChatAgent, utterance_json
-from bedside.solvers.discharge.monitor import EducationMonitor
+from bedside.solvers.discharge.monitor import EducationMonitor, MonitorLayout
 from bedside.solvers.orchestrator import run_encounter
 
 
@@ -74,10 +75,7 @@ def patient_prompt(case: DischargeCase, persona: Persona, behavior_overlay: str 
     )
 
 
-BEHAVIORS = ("none", "contradiction", "false_belief", "self_diagnosis", "care_resistance")
-
-
-def behavior_overlay(behavior: str) -> str:
+def behavior_overlay(behavior: Behavior) -> str:
     """The stress-behaviour text for the patient prompt (bedside extension: CPB-Bench's four
     challenging behaviours as DischargeBench overlays, ``prompts/cpb/stress_overlays.yaml``)."""
     if behavior not in BEHAVIORS:
@@ -88,12 +86,13 @@ def behavior_overlay(behavior: str) -> str:
 
 
 @solver
+@validate_parameters
 def discharge_encounter(
-    min_turns: int = 10,
-    max_turns: int = 100,
-    max_retries: int = 2,
-    parse_retries: int = 2,
-    monitor_layout: str = "paper",
+    min_turns: NonNegativeInt = 10,
+    max_turns: PositiveInt = 100,
+    max_retries: NonNegativeInt = 2,
+    parse_retries: NonNegativeInt = 2,
+    monitor_layout: MonitorLayout = "paper",
 ):
     """Simulate one discharge-education session and ask the comprehension questions.
     ``monitor_layout``: see :class:`~bedside.solvers.discharge.monitor.EducationMonitor`."""

@@ -47,6 +47,7 @@ honoured once ``|H| ≥ T_min``) is the orchestrator's minimum-turn guard.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Literal
 
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Model
 
@@ -75,14 +76,15 @@ def decide(verdict: Verdict | None, state: SupervisionState) -> Decision:
     return Decision.DISCARD_AND_RETRY
 
 
+#: the monitor request's layout (``-T monitor_layout=``): ``paper`` (Figure 6 as published) or
+#: ``prefix_cache`` (the agent prompt before the history, same words; see the module docstring)
+MonitorLayout = Literal["paper", "prefix_cache"]
+
+
 class EducationMonitor:
     """The EMA as an encounter supervisor."""
 
-    LAYOUTS = ("paper", "prefix_cache")
-
-    def __init__(self, model: Model, parse_retries: int = 2, layout: str = "paper") -> None:
-        if layout not in self.LAYOUTS:
-            raise ValueError(f"monitor layout must be one of {self.LAYOUTS}, got {layout!r}")
+    def __init__(self, model: Model, parse_retries: int = 2, layout: MonitorLayout = "paper") -> None:
         self.model = model
         self.layout = layout
         self.parse_retries = parse_retries

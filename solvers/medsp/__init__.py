@@ -93,7 +93,7 @@ from bedside.solvers.medsp.agents import EnvironmentAgent, ExamineeAgent, MedSPA
 from bedside.solvers.medsp.prompts import BedsidePrompts, OfficialPrompts, PromptSet, load_prompt_set
 from bedside.solvers.medsp.scaling import BestOfNExaminee, PanelExaminee, normalise_action, self_consistency
 from bedside.solvers.medsp.session import Session
-from bedside.solvers.medsp.solver import SCALING, SELECTORS, check_parameters, make_examinee, medsp_encounter
+from bedside.solvers.medsp.solver import BonSelector, Scaling, make_examinee, medsp_encounter
 
 __all__ = [
     "OfficialPromptsError",
@@ -110,9 +110,8 @@ __all__ = [
     "normalise_action",
     "self_consistency",
     "Session",
-    "SCALING",
-    "SELECTORS",
-    "check_parameters",
+    "BonSelector",
+    "Scaling",
     "make_examinee",
     "medsp_encounter",
 ]

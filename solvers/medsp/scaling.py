@@ -9,7 +9,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
@@ -33,6 +33,10 @@ from bedside.solvers.medsp.agents import ExamineeAgent
 #: of a scaled run (selector, integrator, votes, specialty choice, SP, environment) at 0
 CANDIDATE_TEMPERATURE = 0.8
 FIXED_TEMPERATURE = 0.0
+
+#: how best-of-N picks its candidate (``-T bon_selector=``): the official self-critic call, or bedside's
+#: self-consistency vote (:func:`self_consistency`)
+BonSelector = Literal["self_critic", "majority"]
 
 
 def normalise_action(action: str) -> str:
@@ -86,7 +90,7 @@ class BestOfNExaminee(ExamineeAgent):
     0, 1, ... in sampling order; the turn fails only when every candidate does."""
 
     n: int = 5
-    selector: str = "self_critic"
+    selector: BonSelector = "self_critic"
 
     async def decide(self, history: Sequence[Turn], prompt: str, attempt: int) -> Reply:
         messages = self.chat(history, prompt)

@@ -4,44 +4,36 @@ store (:class:`~bedside.medsp.records.MedSPStore`). The closed loop is described
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any
+from typing import Any, Literal
 
 from inspect_ai.model import GenerateConfig, ModelOutput, get_model
 from inspect_ai.solver import Generate, TaskState, solver
 from inspect_ai.util import store_as
+from pydantic import NonNegativeInt, PositiveInt
 
 from bedside.medsp.protocols import ENVIRONMENT, EXAMINEE, PATIENT
 from bedside.medsp.records import MedSPStore, Scenario
+from bedside.params import validate_parameters
 from bedside.roles import role_model
 from bedside.solvers.medsp.agents import EnvironmentAgent, ExamineeAgent, PatientAgent
 from bedside.solvers.medsp.prompts import load_prompt_set
-from bedside.solvers.medsp.scaling import FIXED, BestOfNExaminee, PanelExaminee
+from bedside.solvers.medsp.scaling import FIXED, BestOfNExaminee, BonSelector, PanelExaminee
 from bedside.solvers.medsp.session import Session
 from bedside.solvers.orchestrator import run_encounter
 
-SCALING = ("none", "single", "best_of_n", "panel")
-SELECTORS = ("self_critic", "majority")
-
-
-def check_parameters(
-    max_turns: int, scaling: str, n: int, panel_size: int, panel_rounds: int = 1, bon_selector: str = "self_critic"
-) -> None:
-    if scaling not in SCALING:
-        raise ValueError(f"scaling={scaling!r}: choose one of {list(SCALING)}")
-    if bon_selector not in SELECTORS:
-        raise ValueError(f"bon_selector={bon_selector!r}: choose one of {list(SELECTORS)}")
-    if max_turns < 1:
-        raise ValueError(f"max_turns={max_turns}: at least 1 examinee turn")
-    if n < 1:
-        raise ValueError(f"n={n}: best-of-n needs at least 1 sample")
-    if panel_size < 1:
-        raise ValueError(f"panel_size={panel_size}: the panel needs at least 1 specialist")
-    if panel_rounds < 0:
-        raise ValueError(f"panel_rounds={panel_rounds}: 0 or more voting rounds")
+#: test-time scaling of the examinee (``-T scaling=``; :mod:`bedside.solvers.medsp`)
+Scaling = Literal["none", "single", "best_of_n", "panel"]
 
 
 def make_examinee(
-    session: Session, scaling: str, *, n: int, panel_size: int, panel_rounds: int, bon_selector: str, parse_retries: int
+    session: Session,
+    scaling: Scaling,
+    *,
+    n: int,
+    panel_size: int,
+    panel_rounds: int,
+    bon_selector: BonSelector,
+    parse_retries: int,
 ) -> ExamineeAgent:
     common: dict[str, Any] = dict(
         role="examinee",
@@ -60,22 +52,22 @@ def make_examinee(
         return BestOfNExaminee(**common, n=n, selector=bon_selector)
     if scaling == "panel":
         return PanelExaminee(**common, panel_size=panel_size, rounds=panel_rounds)
-    raise ValueError(f"unknown scaling {scaling!r}; choose one of {list(SCALING)}")
+    raise ValueError(f"unknown scaling {scaling!r}")
 
 
 @solver
+@validate_parameters
 def medsp_encounter(
-    max_turns: int = 12,
-    scaling: str = "none",
-    n: int = 5,
-    panel_size: int = 5,
-    panel_rounds: int = 1,
-    bon_selector: str = "self_critic",
-    parse_retries: int = 2,
+    max_turns: PositiveInt = 12,
+    scaling: Scaling = "none",
+    n: PositiveInt = 5,
+    panel_size: PositiveInt = 5,
+    panel_rounds: NonNegativeInt = 1,
+    bon_selector: BonSelector = "self_critic",
+    parse_retries: NonNegativeInt = 2,
     prompts: str | None = None,
 ):
     """Run one MedSP1000 scenario in closed loop (module docstring)."""
-    check_parameters(max_turns, scaling, n, panel_size, panel_rounds, bon_selector)
     prompt_set = load_prompt_set(prompts)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
