@@ -213,6 +213,7 @@ def test_replay_check_passes_when_every_case_agrees(tmp_path, capsys):
     assert code == 0, capsys.readouterr().out
 
 
+@pytest.mark.eval  # replay-check runs the tasks (an Inspect eval inside bedside)
 def test_replay_check_names_the_flags_that_differ_by_their_labels(tmp_path, capsys):
     data = write_data(tmp_path / "data")
     # the judge reply (which bedside reads) flags D; the recorded verdict's flags say A
