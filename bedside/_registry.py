@@ -1,11 +1,13 @@
-"""Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's model provider and the tasks of
-every registered benchmark (each descriptor's ``task_modules``, :mod:`bedside.benchmarks`)."""
+"""Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's model provider, the tasks of
+every registered benchmark (each descriptor's ``task_modules``, :mod:`bedside.benchmarks`) and the hook of
+the loopback test channel (:mod:`bedside.testing.channel`; off unless ``BEDSIDE_LOOPBACK_URL`` is set)."""
 
 import importlib
 
 from inspect_ai.model import ModelAPI, modelapi
 
 from bedside import benchmarks
+from bedside.testing import channel as _channel  # noqa: F401  (registers its hook)
 
 
 @modelapi(name="bedside")
