@@ -16,6 +16,11 @@ Only calls to the test channel get them: a model whose provider speaks the OpenA
 separated by commas). With the variable unset the hook is off; any other server's request, and
 Inspect's cache key for it, carry nothing of bedside's. (A ``vllm/`` model learns its base URL at its
 first call, so that call goes untagged.)
+
+The hook is registered with Inspect (:func:`register`) only in a process that can use it: one whose
+environment names a loopback server when bedside's entry point loads, or one that imports the server
+(:mod:`bedside.testing.loopback`: a test). Inspect prints a banner of the registered hooks before every
+eval, even of disabled ones, so a user's run with no test server shows nothing of the test doubles.
 """
 
 from __future__ import annotations
@@ -49,7 +54,6 @@ def on_channel(model: Any) -> bool:
     return str(getattr(model.api, "base_url", "") or "").rstrip("/") in urls
 
 
-@hooks(name="bedside_loopback_channel", description="bedside's loopback test channel (BEDSIDE_LOOPBACK_URL)")
 class LoopbackChannel(Hooks):
     """Adds the protocol and the situation to the calls of the test channel (module docstring)."""
 
@@ -69,3 +73,14 @@ class LoopbackChannel(Hooks):
             **(config.extra_body or {}),
             BODY_KEY: {"name": tag.name, "situation": situation_of(tag.name, data.input)},
         }
+
+
+_registered = False
+
+
+def register() -> None:
+    """Registers :class:`LoopbackChannel` with Inspect (once per process; module docstring)."""
+    global _registered
+    if not _registered:
+        hooks(name="bedside_loopback_channel", description="bedside's loopback test channel")(LoopbackChannel)
+        _registered = True

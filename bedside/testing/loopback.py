@@ -74,7 +74,7 @@ from typing import IO, Any
 from aiohttp import web
 
 from bedside.structured import PROBE_NAME
-from bedside.testing.channel import BODY_KEY, HEADER, LOOPBACK_URL_ENV
+from bedside.testing.channel import BODY_KEY, HEADER, LOOPBACK_URL_ENV, register
 from bedside.testing.loopback_requests import (  # noqa: F401  (re-exported: the server's public names)
     CONTENT_FAULTS,
     CONTEXT_LENGTH,
@@ -104,6 +104,9 @@ from bedside.testing.loopback_requests import (  # noqa: F401  (re-exported: the
     to_chat_messages,
 )
 from bedside.testing.scripted import ScriptedEngine
+
+# a process that starts a server (a test) may call it: the test channel's hook is registered here
+register()
 
 ENV_API_KEY = "LOOPBACK_API_KEY"
 ENV_BASE_URL = "LOOPBACK_BASE_URL"
