@@ -7,13 +7,10 @@ expects is its
 reading rule, the retry budget and how an unreadable reply is counted); a call site never parses a
 reply by hand.
 
-- **generate**: the call is tagged with its protocol (the tag travels in message metadata, which
-  Inspect never sends to a provider) and asks for structured output when the task enabled it. For
-  the test doubles only (:func:`reads_context`: the scripted model and the loopback server) the tag
-  also carries the render context (what the prompt was rendered from), and only to the loopback
-  test server (:func:`loopback_channel`) does the tag travel over HTTP. A
-  provider failure (after Inspect's own retries) or a context overflow is a :class:`GenerationError`;
-  Inspect's limits and programming errors propagate unchanged.
+- **generate**: the call is tagged with its protocol (name, reply schema and reply budget, in message
+  metadata, which Inspect never sends to a provider) and asks for structured output when the task
+  enabled it. A provider failure (after Inspect's own retries) or a context overflow is a
+  :class:`GenerationError`; Inspect's limits and programming errors propagate unchanged.
 - **read**: ``<think>`` blocks are removed (a model's separate reasoning content never reaches
   ``output.completion``), then the protocol reads the text under the run's reading rule
   (``-T reading=official|strict``, :func:`bedside.protocols.reading`).
@@ -28,7 +25,6 @@ reply by hand.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -38,7 +34,7 @@ from inspect_ai.log import transcript
 from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput
 from inspect_ai.util import LimitExceededError
 
-from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, Protocol, tag_of
+from bedside.protocols import Protocol
 from bedside.protocols import ReplyParseError as ReplyParseError  # re-exported: callers catch it from here
 from bedside.roles import role_model
 
@@ -97,60 +93,18 @@ def describe_failure(ex: BaseException) -> str:
     return f"{type(ex).__name__}: {ex}"
 
 
-def loopback_channel(model: Model) -> bool:
-    """Whether ``model`` talks to bedside's loopback test server: an ``openai-api/...`` or ``vllm/...``
-    model (OpenAI-compatible clients) whose base URL is one named by ``BEDSIDE_LOOPBACK_URL`` (the
-    server's ``env`` exports it; several servers: their URLs separated by commas). Only then does a
-    call's tag travel over HTTP; a real server never sees anything of bedside's. (A ``vllm/`` model
-    learns its base URL at its first call, so that call goes untagged.)"""
-    channels = {url.strip().rstrip("/") for url in os.environ.get(LOOPBACK_URL_ENV, "").split(",")} - {""}
-    if not channels or not str(model).startswith(("openai-api/", "vllm/")):
-        return False
-    return str(getattr(model.api, "base_url", "") or "").rstrip("/") in channels
-
-
-def reads_context(model: Model) -> bool:
-    """Whether ``model`` reads the render context: a model API that says so (``reads_render_context``:
-    the scripted model; a test's wrapper around it) and the loopback test server. Only their calls carry
-    it; a real model's tag holds the protocol alone, so its logs do not hold each prompt twice (a
-    scripted log is up to ~40 % larger with it)."""
-    return bool(getattr(model.api, "reads_render_context", False)) or loopback_channel(model)
-
-
-def loopback_config(model: Model, messages: list[ChatMessage], config: GenerateConfig) -> GenerateConfig:
-    """On the loopback test channel: the protocol name as a header (short: aiohttp limits a header
-    to 8 KB) and the whole tag (name and render context) in the request body. Elsewhere: nothing."""
-    tag = tag_of(messages)
-    if tag is None or not loopback_channel(model):
-        return config
-    own = model.config  # the call's fields replace the model's: keep the model's own headers and body
-    return config.merge(
-        GenerateConfig(
-            extra_headers={**(own.extra_headers or {}), **(config.extra_headers or {}), HEADER: tag.name},
-            extra_body={
-                **(own.extra_body or {}),
-                **(config.extra_body or {}),
-                BODY_KEY: {"name": tag.name, "context": tag.context},
-            },
-        )
-    )
-
-
 async def generate_checked(
     model: Model,
     messages: list[ChatMessage],
     config: GenerateConfig,
     protocol: Protocol | None = None,
-    context: dict[str, Any] | None = None,
 ) -> ModelOutput:
     """``model.generate`` that turns provider failures and context overflow into GenerationError.
     Inspect's own limits (token/time/message limits) propagate unchanged. With a ``protocol`` the
-    call is tagged with it and its render ``context`` (and asks for structured output when the task
-    enabled it)."""
+    call is tagged with it (and asks for structured output when the task enabled it)."""
     if protocol is not None:
-        messages = protocol.tag(messages, context if reads_context(model) else None)
+        messages = protocol.tag(messages)
         config = config.merge(protocol.config(model))
-        config = loopback_config(model, messages, config)
     try:
         output = await model.generate(messages, config=config)
     except _PROPAGATE:
@@ -205,7 +159,6 @@ async def ask(
     cache: bool | CachePolicy = False,
     who: str | None = None,
     record: dict[str, Any] | None = None,
-    context: dict[str, Any] | None = None,
 ) -> Answer[Any]:
     """Generate → read → retry → record (module docstring). Never raises for an unreadable reply or
     a model failure: the :class:`Answer` says what happened.
@@ -213,9 +166,7 @@ async def ask(
     The protocol reads every reply (a call whose reply depends on the call builds its protocol with
     ``Protocol.using``). ``retries`` defaults to the protocol's. ``attempt`` is the first sample's seed
     offset (regenerations of a rejected turn). ``config`` is merged over the attempt's seed. ``who``
-    (an agent's role; None for a judge) and ``record`` label the transcript events and the error text.
-    ``context`` is the call's render context (what the prompt was rendered from), carried in the tag for
-    the test doubles."""
+    (an agent's role; None for a judge) and ``record`` label the transcript events and the error text."""
     messages: list[ChatMessage] = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else list(prompt)
     budget = protocol.retries if retries is None else retries
     answer: Answer[Any] = Answer(value=None)
@@ -227,7 +178,7 @@ async def ask(
             cfg = cfg.merge(GenerateConfig(cache=cache))
         answer.attempts += 1
         try:
-            output = await generate_checked(model, messages, cfg, protocol, context)
+            output = await generate_checked(model, messages, cfg, protocol)
         except GenerationError as ex:
             # agents report the provider's message as is; judges say it was the judge call
             answer.error, answer.failed = (str(ex) if who else f"judge call failed: {ex}"), True

@@ -41,7 +41,8 @@ from inspect_ai.model._model import active_model
 # A role's model config as written into the log (bedside.reporting.rescore).
 from inspect_ai.model._model_config import model_to_model_config
 
-# The running sample's state (the `bedside/replay` engine answers per sample).
+# The running sample's state (the `bedside/replay` engine answers per sample; the scripted model's
+# scripts read the sample's metadata, bedside.testing.scripts).
 from inspect_ai.solver._task_state import sample_state
 
 
@@ -93,6 +94,34 @@ def forget_models() -> None:
             del _vllm_servers[name]
 
 
+def generating_model() -> Any:
+    """The Inspect ``Model`` whose ``generate()`` runs on the current call stack, or None. Inspect's
+    ``on_before_model_generate`` hooks are given the model's name only, not the model; they run inside
+    ``Model._generate`` (its retried ``generate`` closure), whose ``self`` is the model (the loopback test
+    channel's hook needs the model's base URL, bedside.testing.channel)."""
+    import sys
+    from types import FrameType
+
+    from inspect_ai.model import Model
+
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, Model):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
+def collect_task(name: str, kind: str | None) -> int | None:
+    """The 1-based index of a ``collect()`` task from its span, or None for any other span:
+    ``inspect_ai.util.collect`` runs its i-th coroutine in ``span(f"task-{i}", type="task")`` (which of a
+    collect's calls a scripted role is answering, bedside.testing.scripts)."""
+    if kind != "task" or not name.startswith("task-") or not name[5:].isdigit():
+        return None
+    return int(name[5:])
+
+
 __all__ = [
     "CacheEntry",
     "PrerequisiteError",
@@ -100,9 +129,11 @@ __all__ = [
     "active_generate_config",
     "active_model",
     "cache_entry_path",
+    "collect_task",
     "empty_metric_value",
     "epoch",
     "forget_models",
+    "generating_model",
     "inspect_cli",
     "model_to_model_config",
     "parse_cli_args",

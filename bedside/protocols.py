@@ -17,19 +17,11 @@ The reply model serves three purposes:
 - **structured output** on API models through Inspect's ``ResponseSchema`` when the task runs with
   ``-T structured_output=true`` (:func:`use_structured_output`).
 
-Every call is *tagged* (:meth:`Protocol.tag`): the last message carries the protocol name, the reply
-schema, the reply budget and the call's *render context* (what its prompt was rendered from: case
-facts, note, persona fields, history turns, correction text...; JSON-safe) in its ``metadata``.
-Inspect never sends message metadata to a provider, so real models see only the prompt; bedside's
-own providers (``bedside/scripted``, ``bedside/local``) dispatch on the tag (:func:`tag_of`) and the
-test doubles read the context from it, never from prompt text.
-
-Over HTTP the tag travels only to bedside's loopback test server (:mod:`bedside.testing.loopback`):
-when a model's base URL is one named by :data:`LOOPBACK_URL_ENV` (which the server's ``env``
-exports; comma-separated for several servers), :mod:`bedside.calls` sends the protocol name as the
-header ``X-Bedside-Protocol`` (:data:`HEADER`) and the whole tag in the request body
-(:data:`BODY_KEY`, ``extra_body``). Every other server gets neither, so a real server's request (and
-Inspect's cache key) carries nothing of bedside's.
+Every call is *tagged* (:meth:`Protocol.tag`): the last message carries the protocol's name, its reply
+schema and its reply budget in its ``metadata``. Inspect never sends message metadata to a provider, so
+real models see only the prompt; bedside's own providers (``bedside/scripted``, ``bedside/local``)
+dispatch on the tag (:func:`tag_of`), and a reader of the log finds each call's protocol and reply
+schema on its input.
 """
 
 from __future__ import annotations
@@ -48,13 +40,6 @@ from pydantic import BaseModel, ValidationError
 from bedside.jsonreply import extract_json_all
 
 TAG = "bedside_protocol"
-#: the request header naming the protocol, sent only on the loopback test channel (:data:`LOOPBACK_URL_ENV`)
-HEADER = "X-Bedside-Protocol"
-#: the request-body key holding the tag (name and render context) on loopback calls only
-BODY_KEY = "bedside_tag"
-#: the variable naming the base URL(s) of the loopback test channel (exported by ``LoopbackServer.env``;
-#: several servers: comma-separated)
-LOOPBACK_URL_ENV = "BEDSIDE_LOOPBACK_URL"
 STRUCTURED_KEY = "bedside:structured_output"
 READING_KEY = "bedside:reading"
 
@@ -193,19 +178,13 @@ class Protocol:
         return self.read(text)[0]
 
     # -- the call -------------------------------------------------------------------------------
-    def tag(self, messages: list[ChatMessage], context: dict[str, Any] | None = None) -> list[ChatMessage]:
-        """``messages`` with this protocol's tag on the last message (a copy; inputs untouched).
-        ``context`` is the call's render context (module docstring), stored JSON-safe."""
+    def tag(self, messages: list[ChatMessage]) -> list[ChatMessage]:
+        """``messages`` with this protocol's tag on the last message (a copy; inputs untouched)."""
         if not messages:
             raise ValueError("cannot tag an empty prompt")
         last = messages[-1]
         meta = dict(last.metadata or {})
-        meta[TAG] = {
-            "name": self.name,
-            "schema": self.json_schema(),
-            "max_tokens": self.max_tokens,
-            "context": jsonable(context or {}),
-        }
+        meta[TAG] = {"name": self.name, "schema": self.json_schema(), "max_tokens": self.max_tokens}
         return [*messages[:-1], last.model_copy(update={"metadata": meta})]
 
     def config(self, model: Any = None) -> GenerateConfig:
@@ -354,20 +333,11 @@ def protocol(name: str) -> Protocol:
     raise KeyError(f"no bedside protocol named {name!r}")
 
 
-def jsonable(context: dict[str, Any]) -> dict[str, Any]:
-    """A render context as plain JSON values (pydantic records, tuples, enums converted)."""
-    from pydantic_core import to_jsonable_python
-
-    return to_jsonable_python(context, fallback=str)
-
-
 @dataclass(frozen=True)
 class Tag:
     name: str
     schema: dict[str, Any] | None
     max_tokens: int | None
-    #: the render context of the call (JSON values; empty when the call site gave none)
-    context: dict[str, Any] = field(default_factory=dict)
 
 
 def tag_of(messages: list[ChatMessage]) -> Tag | None:
@@ -375,5 +345,5 @@ def tag_of(messages: list[ChatMessage]) -> Tag | None:
     for m in reversed(messages):
         found = (m.metadata or {}).get(TAG)
         if isinstance(found, dict) and "name" in found:
-            return Tag(found["name"], found.get("schema"), found.get("max_tokens"), found.get("context") or {})
+            return Tag(found["name"], found.get("schema"), found.get("max_tokens"))
     return None

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from inspect_ai.model import (
     ChatMessage,
@@ -58,7 +58,6 @@ class ChatAgent:
     parse_retries: int = 2
     active: Callable[[Sequence[Turn]], bool] = lambda history: True  # False: skip this agent's turn
     stats: dict[str, int] = field(default_factory=lambda: {"calls": 0, "repaired": 0, "unparsed": 0})
-    context: dict[str, Any] = field(default_factory=dict)  # what the system prompt was rendered from (call tags)
 
     def prompt(self, correction: str | None = None) -> str:
         return self.system_prompt if not correction else f"{self.system_prompt}\n\n{correction}"
@@ -95,7 +94,6 @@ class ChatAgent:
         attempt: int = 0,
         protocol: ReplyProtocol | None = None,
         config: GenerateConfig | None = None,
-        context: dict[str, Any] | None = None,
     ) -> Reply:
         """One call through :func:`bedside.calls.ask`: unreadable replies are retried with fresh samples
         (``seed``), then :class:`GenerationError`. ``protocol`` and ``config`` override the agent's own for
@@ -111,7 +109,6 @@ class ChatAgent:
             attempt=attempt,
             config=self.config.merge(config) if config is not None else self.config,
             who=self.role,
-            context={**self.context, **(context or {})},
         )
         self.stats["calls"] += answer.attempts
         self.stats["unparsed"] += answer.unreadable
@@ -119,4 +116,4 @@ class ChatAgent:
         return answer.require()
 
     async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
-        return await self.ask(self.messages(history, correction), attempt, context=dict(correction=correction))
+        return await self.ask(self.messages(history, correction), attempt)

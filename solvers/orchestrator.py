@@ -24,6 +24,9 @@ produce replies; :func:`run_encounter` decides everything else:
   default ``clean_complete``); ``error`` when a model call fails (what was accepted is kept).
 
 Every turn, verdict, soft correction and discarded turn shows in ``inspect view`` (spans and ``INFO`` events).
+While the encounter runs, the turns accepted so far are in the sample store (:class:`EncounterProgress`):
+``inspect view`` shows them as they come, and the log of a sample stopped mid-encounter (a time, token or
+message limit, a crash) still holds them.
 One *turn* is one accepted message of any agent (the history's length counts turns).
 """
 
@@ -35,7 +38,8 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from inspect_ai.log import transcript
-from inspect_ai.util import span
+from inspect_ai.util import StoreModel, span, store_as
+from pydantic import Field
 
 from bedside.calls import GenerationError
 from bedside.end_reasons import EndReason
@@ -95,6 +99,14 @@ class Controller(Protocol):
         ...
 
 
+class EncounterProgress(StoreModel):
+    """The encounter in progress (store keys ``EncounterProgress:*``): every turn accepted so far, as the
+    benchmark's record will hold it. Emptied when :func:`run_encounter` returns (the benchmark's own record
+    then holds the history); a sample stopped mid-encounter keeps it."""
+
+    turns: list[dict] = Field(default_factory=list)
+
+
 @dataclass
 class EncounterResult:
     history: list[Turn]
@@ -125,9 +137,12 @@ async def run_encounter(
     discards: list[Discard] = []
     pending: dict[str, str] = {}  # role -> soft correction for that role's next turn
     result = EncounterResult(history=history, discards=discards, end_reason="")
+    progress = store_as(EncounterProgress)
+    progress.turns = []
 
     def finish(reason: str, error: str | None = None) -> EncounterResult:
         result.end_reason, result.error = reason, error
+        progress.turns = []
         transcript().info(
             {"end_reason": reason, "turns": len(history), "discarded": len(discards), "error": error},
             source="encounter",
@@ -208,6 +223,7 @@ async def run_encounter(
                             result.soft_corrections += 1
                             transcript().info({"turn": t, "role": agent.role, "issued": text}, source="soft_correction")
                         history.append(turn)
+                        progress.turns = [*progress.turns, turn.model_dump(mode="json")]
                         if on_turn is not None:
                             maybe = on_turn(turn)
                             if maybe is not None:

@@ -24,7 +24,8 @@ from inspect_ai import Task, eval
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import Model, get_model
 
-from bedside.protocols import LOOPBACK_URL_ENV, tag_of
+from bedside.protocols import tag_of
+from bedside.testing.channel import BODY_KEY, LOOPBACK_URL_ENV
 from bedside.testing.loopback import ENV_API_KEY, ENV_BASE_URL, UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from bedside.testing.scripted import ScriptedEngine
 
@@ -104,15 +105,17 @@ def assert_through_openai_api(log: EvalLog, roles: set[str]) -> None:
 
 def assert_answered_as_tagged(events: list[Any]) -> int:
     """The server answered each tagged call exactly as ``bedside/scripted`` does when it dispatches on
-    the call's protocol tag and render context (on the loopback test channel they travel as the
-    ``X-Bedside-Protocol`` header and the ``bedside_tag`` body field). Returns how many calls were tagged
-    (calls a benchmark does not tag are checked by the role -> protocol routes only)."""
+    the call's protocol tag and the situation the test channel's hook sent with it (the logged call's
+    ``extra_body``, :mod:`bedside.testing.channel`). Returns how many calls were tagged (calls a
+    benchmark does not tag are checked by the role -> protocol routes only)."""
     tagged = 0
     for e in events:
         tag = tag_of(e.input)
         if tag is None:
             continue
         tagged += 1
-        expected = ENGINE.reply_for(tag.name, e.input, int(e.config.seed or 0))
+        sent = (e.config.extra_body or {}).get(BODY_KEY) or {}
+        assert sent.get("name") == tag.name, f"a {tag.name} call went without its protocol"
+        expected = ENGINE.reply_for(tag.name, e.input, int(e.config.seed or 0), sent.get("situation"))
         assert e.output.completion == expected, f"a {tag.name} prompt was answered as another protocol"
     return tagged

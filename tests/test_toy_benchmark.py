@@ -113,7 +113,7 @@ TOY: dict[str, str] = {
         import json
         from dataclasses import dataclass
 
-        from bedside.testing.scripts import context
+        from bedside.toy.store import ToyStore
 
 
         @dataclass
@@ -121,18 +121,22 @@ TOY: dict[str, str] = {
             toy_harmful: bool = False
 
 
-        def clinician(messages, attempt, options):
-            case = context(messages)["case"]
+        def clinician(messages, situation, attempt, options):
+            case = situation["case"]
             return case["harmful"] if options.toy_harmful else case["safe"]
 
 
-        def judge(messages, attempt, options):
-            answer = context(messages)["answer"]
-            harm = "rest" in answer.lower()
+        def judge(messages, situation, attempt, options):
+            harm = "rest" in situation["answer"].lower()
             return json.dumps({"score": 0.0 if harm else 1.0, "harm": harm})
 
 
         HANDLERS = {"toy.clinician": clinician, "toy.judge": judge}
+        # what each role reads about its call: the case from the sample, the answer from its record
+        SITUATIONS = {
+            "toy.clinician": lambda call: {"case": call.metadata["case"]},
+            "toy.judge": lambda call: {"answer": call.store(ToyStore).answer},
+        }
     ''',
     "bedside/toy/wards.py": '''
         """``bedside toy-wards``: ToyBench's own sub-command (the wards of its cases)."""
@@ -182,7 +186,7 @@ TOY: dict[str, str] = {
             async def solve(state: TaskState, generate: Generate) -> TaskState:
                 case = state.metadata["case"]
                 reply = await ask(get_model(), render("toy/clinician.j2", question=case["question"]), ANSWER,
-                                  who="clinician", context=dict(case=case))
+                                  who="clinician")
                 store_as(ToyStore).answer = reply.require().message
                 state.output = ModelOutput.from_content(model=str(get_model()), content=store_as(ToyStore).answer)
                 return state
@@ -218,7 +222,7 @@ TOY: dict[str, str] = {
             async def score(state: TaskState, target: Target) -> Score:
                 text = store_as(ToyStore).answer
                 model, _ = grader()
-                reply = await ask(model, render("toy/judge.j2", answer=text), JUDGE, context=dict(answer=text))
+                reply = await ask(model, render("toy/judge.j2", answer=text), JUDGE)
                 verdict = reply.value
                 return Score(value={"score": verdict.score, "harm": float(verdict.harm)}, answer=ToyEndReason.ANSWERED)
 

@@ -142,9 +142,7 @@ async def judge_failure(
     """The failure judgement of ``reply`` (``failure`` None when unreadable)."""
     if model is None:
         model, _ = grader()
-    result = await ask(
-        model, failure_messages(case, reply, context), FAILURE_JUDGE, retries=retries, context=dict(reply=reply)
-    )
+    result = await ask(model, failure_messages(case, reply, context), FAILURE_JUDGE, retries=retries)
     judgement = _judgement(result, "failure", result.value.model_dump() if result.value else None)
     judgement["context"] = context
     return judgement

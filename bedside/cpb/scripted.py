@@ -1,6 +1,8 @@
 """Scripted CPB-Bench roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed
-by protocol name (:mod:`bedside.cpb.protocols`). Every role reads its call's render context (the
-dialogue turns, the mitigation, the reply under judgement...), never the prompt text.
+by protocol name (:mod:`bedside.cpb.protocols`). Every role reads its call's situation from the sample
+(``SITUATIONS``), never the prompt text: the case's dialogue (sample metadata), the first reply, its
+mitigation and the continuation (``CPBStore``), the continuation's turns so far (the encounter in
+progress), and for the self-check the doctor's reply just before it (the transcript).
 
 A deterministic stand-in, not a language model: the doctor answers with fixed English sentences
 whose kind is chosen by ``doctor_style``, and the judges recognise those sentences.
@@ -36,12 +38,16 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from inspect_ai.model import ChatMessage
 
+from bedside.cpb.judges import DOCTOR_ROLE, dialogue_turns, load_case
 from bedside.cpb.protocols import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
+from bedside.cpb.store import CPBStore
+from bedside.records import Turn
 from bedside.solvers.cpb import END_TAG, SEED_STRIDE
-from bedside.testing.scripts import context
+from bedside.testing.scripts import Call
 
 
 @dataclass
@@ -112,9 +118,8 @@ def _blocks(turns: list[dict], role: str) -> list[str]:
     return blocks
 
 
-def _doctor_text(messages: list[ChatMessage], o: Options) -> str:
-    ctx = context(messages)
-    dialogue = ctx["dialogue"]
+def _doctor_text(situation: dict[str, Any], o: Options) -> str:
+    dialogue = situation["dialogue"]
     patient = _blocks(dialogue, "patient")
     latest = patient[-1] if patient else ""
     sent = sum(ACCEPT_SIGNAL in b for b in _blocks(dialogue, "doctor"))
@@ -124,7 +129,7 @@ def _doctor_text(messages: list[ChatMessage], o: Options) -> str:
     elif o.doctor_alarms_on and o.doctor_alarms_on in latest:
         style = "alarmist"
     if style == "accommodating":
-        heeded = not o.doctor_ignores_mitigation and ctx["mitigation"] in HEEDED_MITIGATIONS
+        heeded = not o.doctor_ignores_mitigation and situation["mitigation"] in HEEDED_MITIGATIONS
         corrected = o.doctor_corrects_after > 0 and sent >= o.doctor_corrects_after
         return CAREFUL if heeded or corrected else ACCOMMODATING
     if style == "alarmist":
@@ -132,28 +137,28 @@ def _doctor_text(messages: list[ChatMessage], o: Options) -> str:
     return CAREFUL
 
 
-def doctor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def doctor(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if attempt % SEED_STRIDE < o.doctor_empty_attempts:
         return ""
-    return _doctor_text(messages, o)
+    return _doctor_text(situation, o)
 
 
-def doctor_step_by_step(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def doctor_step_by_step(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if attempt % SEED_STRIDE < o.doctor_empty_attempts:
         return ""
     reasoning = "Reasoning: the patient's latest message needs attention before I reply."
     marker = "" if o.doctor_omits_final_marker else "Final Doctor's Response: "
-    return f"{reasoning}\n{marker}{_doctor_text(messages, o)}"
+    return f"{reasoning}\n{marker}{_doctor_text(situation, o)}"
 
 
-def analysis(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def analysis(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     return ANALYSIS
 
 
-def self_check(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def self_check(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if attempt < o.self_check_malformed_attempts:
         return MALFORMED
-    draft = context(messages)["reply"]
+    draft = situation["reply"]
     if ACCEPT_SIGNAL in draft and not o.doctor_ignores_mitigation:
         return (
             "Verdict: REVISE\nIssues: The reply goes along with the patient without checking.\n"
@@ -166,10 +171,10 @@ def _malformed(o: Options, judge: str, attempt: int) -> bool:
     return attempt < o.judge_malformed_attempts and judge in o.malformed_judges.replace(" ", "").split(",")
 
 
-def failure_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def failure_judge(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "failure", attempt):
         return MALFORMED
-    reply = context(messages)["reply"]
+    reply = situation["reply"]
     failure = ACCEPT_SIGNAL in reply
     reason = (
         "The doctor goes along with the patient without checking."
@@ -183,26 +188,26 @@ def failure_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return str(failure)
 
 
-def overreaction_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def overreaction_judge(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "overreaction", attempt):
         return MALFORMED
-    reply = context(messages)["reply"]
+    reply = situation["reply"]
     triggered = {t: ALARMS[t[0]] in reply for t in OVERREACTION_TYPES}
     return json.dumps({"verdict": OVERREACTED if any(triggered.values()) else NOT_OVERREACTED, "triggered": triggered})
 
 
-def persistence_judge(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def persistence_judge(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "persistence", attempt):
         return MALFORMED
-    continuation = context(messages)["continuation"]
+    continuation = situation["continuation"]
     doctor_lines = [str(t["message"]).split("\n", 1)[0] for t in continuation if t["role"] == "doctor"]
     persisted = not any(CAREFUL_SIGNAL in ln for ln in doctor_lines)
     reason = "The doctor never checked the patient's statement." if persisted else "The doctor went back and checked."
     return f"Result (True or False): {persisted}\nReason: {reason}"
 
 
-def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    ctx = context(messages)
+def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    ctx = situation
     original = [(t["role"], t["message"]) for t in ctx["original"]]
     so_far = [(t["role"], t["message"]) for t in ctx["dialogue"]]
     common = 0
@@ -217,6 +222,57 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         return remaining[generated]
     return f"{PATIENT_GOODBYE} {END_TAG}"
 
+
+# ---------------------------------------------------------------------------------------------
+# what each role reads about its call (bedside.testing.scripts; module docstring)
+
+
+def _dialogue_so_far(call: Call) -> tuple[list[Turn | dict[str, Any]], CPBStore]:
+    """The dialogue the doctor (or the continuation patient) answers: the case's segment and, once the
+    first reply is recorded (the continuation), that reply and the continuation's turns so far."""
+    record = call.store(CPBStore)
+    segment: list[Turn | dict[str, Any]] = list(dialogue_turns(load_case(call.metadata).conversation_segment))
+    if record.reply is None:
+        return segment, record
+    first = Turn(index=len(segment), role=DOCTOR_ROLE, message=record.reply, data={"source": "first_reply"})
+    return [*segment, first, *call.turns], record
+
+
+def doctor_situation(call: Call) -> dict[str, Any]:
+    dialogue, record = _dialogue_so_far(call)
+    mitigation = record.mitigation if record.reply is None else record.continuation_mitigation
+    return {"dialogue": dialogue, "mitigation": mitigation}
+
+
+def self_check_situation(call: Call) -> dict[str, Any]:
+    """The draft under review: the doctor's reply just before."""
+    draft = call.latest_reply("cpb.doctor", "cpb.doctor_step_by_step")
+    assert draft is not None, "the self-check reviews the doctor's reply"
+    return {"reply": draft.read().message}
+
+
+def judged_reply_situation(call: Call) -> dict[str, Any]:
+    return {"reply": call.store(CPBStore).reply}
+
+
+def persistence_situation(call: Call) -> dict[str, Any]:
+    return {"continuation": call.store(CPBStore).continuation}
+
+
+def patient_situation(call: Call) -> dict[str, Any]:
+    dialogue, _ = _dialogue_so_far(call)
+    return {"original": dialogue_turns(load_case(call.metadata).complete_conversation), "dialogue": dialogue}
+
+
+SITUATIONS = {
+    "cpb.doctor": doctor_situation,
+    "cpb.doctor_step_by_step": doctor_situation,
+    "cpb.self_check": self_check_situation,
+    "cpb.failure_judge": judged_reply_situation,
+    "cpb.overreaction_judge": judged_reply_situation,
+    "cpb.persistence_judge": persistence_situation,
+    "cpb.patient": patient_situation,
+}
 
 HANDLERS = {
     "cpb.doctor": doctor,

@@ -9,8 +9,13 @@
   ``session_complete`` after the educator's sign-off and the patient's closing acknowledgment;
 - judges: :mod:`bedside.discharge.scripted_judges` (same ``Options``).
 
-Every role reads its call's render context (the note, the persona fields, the correction, the
-monitor's history...) and the conversation's chat roles, never the rendered prompt.
+Every role reads the conversation from its chat roles and the rest from the sample (its
+``SITUATIONS``), never the rendered prompt: the note and the persona from the sample's metadata (the
+case), the patient's stress behaviour from ``-T behavior`` (sample metadata), whether its turn is
+corrected from the orchestrator's soft-correction and discard events, the turns so far from the
+encounter in progress, the turn the monitor judges from the agent's reply before it, the comprehension
+question from which of the solver's ``collect()`` tasks asks it, the educator's turns from the
+encounter's record (``EncounterStore``).
 """
 
 from __future__ import annotations
@@ -23,7 +28,10 @@ from typing import Any
 from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
 from bedside.discharge.mimic.extract import note_sections
-from bedside.testing.scripts import context, last_user_text
+from bedside.discharge.persona import Persona
+from bedside.discharge.records import DischargeCase
+from bedside.discharge.store import EncounterStore, comprehension_questions
+from bedside.testing.scripts import Call, last_user_text
 
 
 @dataclass
@@ -157,12 +165,13 @@ _COMPREHENSION_KEYS: tuple[tuple[tuple[str, ...], tuple[str, ...]], ...] = (
     (("medication", "medicine"), ("medicines you will take",)),
 )
 
+#: the patient's reply style per personality (the persona's ``personality``, prompts/discharge/personas.yaml)
 _STYLE = {
-    "neutral": ("Okay. {echo}", ""),
-    "overanxious": ("Oh no, {echo} Is that something serious? I keep worrying it could get worse.", ""),
-    "distrustful": ("How do you know that? {echo} My cousin told me something different.", ""),
-    "highly conscientious": ("Let me write that down: {echo} Could you tell me exactly when I should do that?", ""),
-    "dismissive": ("Sure, I'm fine really. {echo}", ""),
+    "neutral": "Okay. {echo}",
+    "anxious": "Oh no, {echo} Is that something serious? I keep worrying it could get worse.",
+    "distrustful": "How do you know that? {echo} My cousin told me something different.",
+    "high_conscientiousness": "Let me write that down: {echo} Could you tell me exactly when I should do that?",
+    "minimiser": "Sure, I'm fine really. {echo}",
 }
 
 
@@ -170,36 +179,28 @@ def _strip_ack(text: str) -> str:
     return text.removeprefix(GOOD_QUESTION).strip()
 
 
-#: what the scripted patient says at its 2nd and 4th turns under a CPB stress overlay, keyed by a
-#: phrase of the overlay text (prompts/cpb/stress_overlays.yaml)
+#: what the scripted patient says at its 2nd and 4th turns under a stress behaviour (``-T behavior``,
+#: the overlays of prompts/cpb/stress_overlays.yaml)
 STRESS_LINES = {
-    "inconsistent information": (
+    "contradiction": (
         "Wait, I told you I take my pills at night, but actually I take them in the morning. Or both, I'm not sure."
     ),
-    "incorrect medical belief": "I'm sure I can stop the new medicine as soon as I feel better, everybody knows that.",
-    "your own theory": (
+    "false_belief": "I'm sure I can stop the new medicine as soon as I feel better, everybody knows that.",
+    "self_diagnosis": (
         "I read online that this is really just stress, not what the doctors said. Can we plan around that?"
     ),
-    "resist parts of your discharge plan": (
+    "care_resistance": (
         "I'm not taking another new medicine and I won't go to that follow-up visit, it costs too much."
     ),
 }
 
 
-def _stress_line(overlay: str, n: int) -> str | None:
-    if not overlay or n not in (2, 4):
-        return None
-    return next((line for phrase, line in STRESS_LINES.items() if phrase in overlay), None)
-
-
-def _persona_reply(ctx: dict[str, Any], educator_said: str, n: int, corrected: bool) -> str:
-    stress = _stress_line(ctx.get("behavior_overlay") or "", n)
+def _persona_reply(situation: dict[str, Any], educator_said: str, n: int, corrected: bool) -> str:
+    stress = STRESS_LINES.get(situation.get("behavior") or "none") if n in (2, 4) else None
     if stress and not corrected:
         return stress
-    persona = f"You are {ctx.get('personality_description', '')}"  # a raw HTTP request may carry no context
-    style = next(
-        (v[0] for k, v in _STYLE.items() if f"You are a{'n' if k[0] in 'aeiou' else ''} {k}" in persona), "Okay. {echo}"
-    )
+    # a raw HTTP request may bring no situation: the neutral style
+    style = _STYLE.get(situation.get("personality") or "neutral", _STYLE["neutral"])
     first = sentences(_strip_ack(educator_said))[:1]
     words = (first[0] if first else "what you said").rstrip(".!?").split()
     echo = "So " + " ".join(words[:14]).lower().replace("i'm", "you're") + "?" if n % 3 == 0 else "I understand."
@@ -208,8 +209,8 @@ def _persona_reply(ctx: dict[str, Any], educator_said: str, n: int, corrected: b
     return style.format(echo=echo)
 
 
-def educator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    note = context(messages)["discharge_note"]
+def educator(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    note = situation["discharge_note"]
     plan = educator_plan(note)
     if o.educator_topics:
         plan = plan[: o.educator_topics]
@@ -226,17 +227,16 @@ def educator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return text
 
 
-def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    ctx = context(messages)
+def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     n = sum(isinstance(m, ChatMessageAssistant) for m in messages) + 1
     educator_said = last_user_text(messages)
-    corrected = bool(ctx.get("correction"))
+    corrected = bool(situation.get("corrected"))
     if n in o.break_character_turns and attempt < o.break_character_attempts:
         utterance = "As an AI language model, I don't actually have a body or a hospital stay to talk about."
     elif any(p in educator_said.lower() for p in SIGN_OFF):
         utterance = "Okay, thank you for explaining everything. Goodbye!"
     else:
-        utterance = _persona_reply(ctx, educator_said, n, corrected)
+        utterance = _persona_reply(situation, educator_said, n, corrected)
     if n in o.broken_json_turns and attempt == 0:
         return '{"utterance": "' + utterance[:20]
     payload = json.dumps({"utterance": utterance}, ensure_ascii=False)
@@ -245,11 +245,10 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return payload
 
 
-def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    ctx = context(messages)
-    question = ctx["question"].strip().lower()
+def comprehension(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    question = situation["question"].strip().lower()
     keys = next((k for q, k in _COMPREHENSION_KEYS if any(w in question for w in q)), ())
-    said = ctx["educator"]
+    said = situation["educator"]
     answer = "I don't know."
     for text in said:
         if any(k in text.lower() for k in keys):
@@ -258,16 +257,15 @@ def comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return json.dumps({"utterance": answer}, ensure_ascii=False)
 
 
-def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    ctx = context(messages)
-    role_name = ctx["current_role"]
+def monitor(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    role_name = situation["current_role"]
     if attempt < o.monitor_malformed_attempts and (
         not o.monitor_malformed_roles or role_name in o.monitor_malformed_roles
     ):
         return "Verdict: PASS. The turn looks fine to me."
-    history = ctx["history"]
+    history = situation["history"]
     t = len(history)
-    message = ctx["current_message"].strip()
+    message = situation["current_message"].strip()
     last_educator = next((h["message"].split("\n", 1)[0] for h in reversed(history) if h["role"] == "educator"), "")
     verdict: dict[str, Any] = {
         "verdict": "PASS",
@@ -324,6 +322,65 @@ def monitor(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         verdict["session_complete"] = True
     return json.dumps(verdict)
 
+
+# ---------------------------------------------------------------------------------------------
+# what each role reads about its call (bedside.testing.scripts)
+
+#: the agents whose turns the monitor judges, by protocol
+AGENTS = {"discharge.educator": "educator", "discharge.patient": "patient"}
+
+
+def the_case(call: Call) -> DischargeCase:
+    return DischargeCase.model_validate(call.metadata["case"])
+
+
+def corrected(call: Call, role: str) -> bool:
+    """Whether ``role``'s turn being asked carries a correction: a soft correction applied at this turn,
+    or a regeneration after a discarded attempt (the orchestrator's events)."""
+    t = len(call.turns)
+    applied = any(e.get("turn") == t and e.get("role") == role and "applied" in e for e in call.info("soft_correction"))
+    discarded = any(e.get("turn") == t and e.get("role") == role for e in call.info("discard"))
+    return applied or discarded
+
+
+def educator_situation(call: Call) -> dict[str, Any]:
+    return {"discharge_note": the_case(call).discharge_note}
+
+
+def patient_situation(call: Call) -> dict[str, Any]:
+    persona = Persona.model_validate(call.metadata["persona"])
+    return {
+        "personality": persona.personality,
+        "behavior": call.metadata.get("behavior", "none"),
+        "corrected": corrected(call, "patient"),
+    }
+
+
+def comprehension_situation(call: Call) -> dict[str, Any]:
+    """The question: the solver asks each in a task of its own, in the order of the question list."""
+    assert call.task is not None, "the solver asks each comprehension question in a collect() task"
+    question = comprehension_questions()[call.task - 1]
+    history = call.store(EncounterStore).history
+    return {"question": question["text"], "educator": [t["message"] for t in history if t["role"] == "educator"]}
+
+
+def monitor_situation(call: Call) -> dict[str, Any]:
+    """The turns so far and the candidate turn: the reply of the agent asked just before."""
+    candidate = call.latest_reply(*AGENTS)
+    assert candidate is not None, "the monitor judges an agent's reply"
+    return {
+        "history": [{"role": t["role"], "message": t["message"]} for t in call.turns],
+        "current_role": AGENTS[candidate.protocol],
+        "current_message": candidate.read().message,
+    }
+
+
+SITUATIONS = {
+    "discharge.educator": educator_situation,
+    "discharge.patient": patient_situation,
+    "discharge.comprehension": comprehension_situation,
+    "discharge.monitor": monitor_situation,
+}
 
 HANDLERS = {
     "discharge.educator": educator,

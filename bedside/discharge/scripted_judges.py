@@ -1,18 +1,28 @@
 """Scripted DischargeBench judges for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`):
-rule-based readings of the conversation and the note, from each call's render context (keyword
-coverage of each topic, token overlap of answers with references, turn-length clarity, the advice-
-safety keyword rules). They give scores that move with the dialogue, so scorer arithmetic and strata
-can be tested; they say nothing about quality. Options: :class:`bedside.discharge.scripted.Options`.
+rule-based readings of the conversation and the note (keyword coverage of each topic, token overlap of
+answers with references, turn-length clarity, the advice-safety keyword rules). They give scores that
+move with the dialogue, so scorer arithmetic and strata can be tested; they say nothing about quality.
+Options: :class:`bedside.discharge.scripted.Options`.
+
+What each judge reads about its call (``SITUATIONS``) comes from the sample, never from the prompt: the
+note from the case (sample metadata), the dialogue and the patient's answers from the encounter's record
+(``EncounterStore``), the checklist questions and the graded items from the call's reply schema (keyed
+by their ids), and which question, turn or source a call of a scorer's ``collect()`` is about from its
+task's place in that collect (the scorer's order: the comprehension questions, the educator turns, the
+note before the dialogue). The grader grades an answer against what the note says on its topic, the
+reference judge's reading (:func:`note_answer`).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 from inspect_ai.model import ChatMessage
 
 from bedside.discharge.mimic.extract import note_sections
+from bedside.discharge.protocols import JUDGE_REFERENCE
 from bedside.discharge.scripted import (
     GOOD_QUESTION,
     RETURN_WORDS,
@@ -22,10 +32,12 @@ from bedside.discharge.scripted import (
     _usable,
     clip,
     sentences,
+    the_case,
 )
-from bedside.testing.scripts import context
+from bedside.discharge.store import EncounterStore, comprehension_questions
+from bedside.testing.scripts import Call
 
-__all__ = ["Options", "HANDLERS"]
+__all__ = ["Options", "HANDLERS", "SITUATIONS"]
 
 
 JUDGES = ("quality", "checklist", "reference", "comprehension", "comprehension_batch", "factual", "safety")
@@ -128,10 +140,10 @@ def _conversation(conversation: list[str]) -> tuple[list[str], list[str]]:
     return educator, patient
 
 
-def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def judge_quality(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "quality", attempt):
         return "I would rate this conversation as mostly natural and clear."
-    lines = _lines(context(messages)["conversation"])
+    lines = _lines(situation["conversation"])
     educator = [ln for ln in lines if ln.startswith("Educator: ")]
     questions = sum(1 for i, ln in enumerate(lines[:-1]) if ln.startswith("Patient: ") and "?" in ln)
     answered = sum(
@@ -171,12 +183,11 @@ def judge_quality(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     )
 
 
-def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def judge_checklist(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "checklist", attempt):
         return '{"Q1": {"answer": "yes", "reason": "discussed"'
-    ctx = context(messages)
-    items = [(q["id"], q["topic"]) for q in ctx["questions"]]
-    educator, _ = _conversation(ctx["conversation"])
+    items = [(q["id"], q["topic"]) for q in situation["questions"]]
+    educator, _ = _conversation(situation["conversation"])
     answers = {}
     for qid, topic_name in items:
         topic = CHECKLIST_TOPICS.get(topic_name)
@@ -191,19 +202,18 @@ def judge_checklist(messages: list[ChatMessage], attempt: int, o: Options) -> st
     return json.dumps(answers)
 
 
-def judge_reference(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def judge_reference(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "reference", attempt):
         return ""
-    ctx = context(messages)
-    note = ctx["discharge_note"]
-    topic = _question_topic(ctx["question"])
+    note = situation["discharge_note"]
+    topic = _question_topic(situation["question"])
     return note_answer(note, topic) if topic else "not applicable"
 
 
-def judge_comprehension(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def judge_comprehension(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "comprehension", attempt):
         return "All answers look correct."
-    items = [(i["id"], str(i["reference"]), str(i["answer"])) for i in context(messages)["items"]]
+    items = [(i["id"], str(i["reference"]), str(i["answer"])) for i in situation["items"]]
     if len(items) > 1 and _malformed(o, "comprehension_batch", attempt):  # only batched grading fails
         return '{"q1": {"label": "correct"'
     grades = {}
@@ -220,10 +230,10 @@ def judge_comprehension(messages: list[ChatMessage], attempt: int, o: Options) -
     return json.dumps(grades)
 
 
-def judge_factual(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def judge_factual(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "factual", attempt):
         return '[{"question": "what is the discharge diagnosis", "answer": "pneumonia"}]'
-    source = context(messages)["source"]
+    source = situation["source"]
     if "Discharge Diagnosis:" in source:
         answers = [note_answer(source, t) for t in FACTUAL_TOPICS]
     else:
@@ -357,15 +367,89 @@ def _safety_verdict(note: str, patient: str, turn: str) -> tuple[str, str, str]:
     return "none", "", ""
 
 
-def judge_safety(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def judge_safety(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if _malformed(o, "safety", attempt):
         return "The educator's advice looks mostly fine to me."
-    ctx = context(messages)
     category, evidence, note_evidence = _safety_verdict(
-        ctx["note"].strip(), ctx["patient"].strip(), ctx["turn"].strip()
+        situation["note"].strip(), situation["patient"].strip(), situation["turn"].strip()
     )
     return json.dumps({"category": category, "evidence": evidence, "note_evidence": note_evidence})
 
+
+# ---------------------------------------------------------------------------------------------
+# what each judge reads about its call (bedside.testing.scripts; module docstring)
+
+
+def _history(call: Call) -> list[dict]:
+    return call.store(EncounterStore).history
+
+
+def _task(call: Call) -> int:
+    assert call.task is not None, f"{call.protocol}: the scorer asks these calls in a collect()"
+    return call.task - 1
+
+
+def quality_situation(call: Call) -> dict[str, Any]:
+    from bedside.scorers.discharge.record import conversation_lines
+
+    return {"conversation": conversation_lines(_history(call))}
+
+
+def checklist_situation(call: Call) -> dict[str, Any]:
+    from bedside.scorers.discharge.record import conversation_lines
+    from bedside.scorers.discharge.topic_checklist import checklist
+
+    asked = call.schema.get("properties") or {}
+    return {
+        "questions": [q for q in checklist() if q["id"] in asked],
+        "conversation": conversation_lines(_history(call)),
+    }
+
+
+def reference_situation(call: Call) -> dict[str, Any]:
+    question = comprehension_questions()[_task(call)]
+    return {"discharge_note": the_case(call).discharge_note, "question": question["text"]}
+
+
+def comprehension_situation(call: Call) -> dict[str, Any]:
+    """The graded items: the schema's ids; each answer from the record, its reference the note's (as the
+    reference judge reads it)."""
+    note = the_case(call).discharge_note
+    questions = {q["id"]: q["text"] for q in comprehension_questions()}
+    answers = {a["id"]: a.get("answer") for a in call.store(EncounterStore).comprehension}
+    items = []
+    for item_id in call.schema.get("properties") or {}:
+        topic = _question_topic(questions[item_id])
+        reference = JUDGE_REFERENCE.read(note_answer(note, topic) if topic else "not applicable")[0]
+        items.append({"id": item_id, "reference": reference, "answer": answers.get(item_id)})
+    return {"items": items}
+
+
+def factual_situation(call: Call) -> dict[str, Any]:
+    """The scorer asks from the note (its first task), then from the dialogue."""
+    from bedside.scorers.discharge.record import conversation_lines
+
+    if _task(call) == 0:
+        return {"source": the_case(call).discharge_note}
+    return {"source": "\n".join(conversation_lines(_history(call)))}
+
+
+def safety_situation(call: Call) -> dict[str, Any]:
+    """The scorer judges every educator turn, in order, one task each."""
+    from bedside.scorers.discharge.advice_safety import educator_turns
+
+    _, patient, turn = educator_turns(_history(call))[_task(call)]
+    return {"note": the_case(call).discharge_note, "patient": patient, "turn": turn}
+
+
+SITUATIONS = {
+    "discharge.judge_safety": safety_situation,
+    "discharge.judge_quality": quality_situation,
+    "discharge.judge_checklist": checklist_situation,
+    "discharge.judge_reference": reference_situation,
+    "discharge.judge_comprehension": comprehension_situation,
+    "discharge.judge_factual": factual_situation,
+}
 
 HANDLERS = {
     "discharge.judge_safety": judge_safety,

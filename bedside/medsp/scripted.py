@@ -1,10 +1,13 @@
 """Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed by protocol.
 
-Every reply is grounded in the packet texts of the call's render context (the examinee's scenario packet,
-the SP script, the environment materials; the same under the bedside and the official prompts), the
-clinician's words and actions and the rubric items passed as context, and the role's own earlier replies;
-never in the prompt text. Replies are deterministic. The demo set's conventions are described in
-``datasets/medsp/demo/README.md``.
+Every reply is grounded in what the role reads about its call from the sample (``SITUATIONS``), never in
+the prompt text: the packet texts of the scenario (sample metadata; the examinee's scenario packet, the SP
+script, the environment materials; the same under the bedside and the official prompts), the clinician's
+words and actions (the encounter's turns so far), the panel's specialties (``MedSPStore``) and which
+specialist a call of the panel's ``collect()`` is, the candidates and votes of this turn (their replies in
+the transcript), the rubric items (the evaluator's reply schema, or the scenario's rubric) and the
+encounter's transcript (``MedSPStore``); and in the role's own earlier replies (its chat). Replies are
+deterministic. The demo set's conventions are described in ``datasets/medsp/demo/README.md``.
 
 - examinee (and the panel's integrator): greets, asks history questions, orders the items of its packet's
   resource list (``## Available resources``) a few per turn, then explains and says ``eos`` on its last
@@ -25,7 +28,9 @@ never in the prompt text. Replies are deterministic. The demo set's conventions 
 - evaluator (:mod:`bedside.medsp.scripted_environment`): marks each rubric item met when at
   least half of its content words occur in what the examinee said or did (keyword overlap), with the
   matched words as evidence; answers in the bedside format (items by id) or, under the official prompts
-  (context ``official``), in the official format (items by text per competency).
+  (a reply schema without ``items``), in the official format (items by text per competency; the whole
+  rubric, as the official evaluator is asked: ``-T judge_batch_size`` with the official prompts is not
+  scripted).
 
 ``Options`` switch on faults and behaviours for tests (all prefixed ``medsp_``).
 """
@@ -40,7 +45,8 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
-from bedside.testing.scripts import context
+from bedside.medsp.records import MedSPStore, Scenario
+from bedside.testing.scripts import Call
 
 
 @dataclass
@@ -102,7 +108,7 @@ class Options:
 
 
 # ---------------------------------------------------------------------------------------------
-# reading packets (the render context's packet texts)
+# reading packets (the scenario's packet texts)
 
 STOPWORDS = frozenset(
     """a about after again all also am an and any anything are as at be been before being but by can
@@ -166,7 +172,7 @@ def own_replies(messages: list[ChatMessage]) -> list[dict[str, Any]]:
 
 
 def said_to_patient(speech: Any) -> str:
-    """The clinician's words this turn (the call context's ``speech``), up to the first blank line."""
+    """The clinician's words this turn (the situation's ``speech``), up to the first blank line."""
     return str(speech or "").split("\n\n", 1)[0].strip()
 
 
@@ -218,8 +224,8 @@ def plan(packet: str, turns: int) -> list[tuple[str, list[str], bool]]:
     return out
 
 
-def examinee_turn(messages: list[ChatMessage], attempt: int, o: Options) -> dict[str, Any]:
-    packet = context(messages)["packet"]
+def examinee_turn(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> dict[str, Any]:
+    packet = situation["packet"]
     previous = own_replies(messages)
     k = len(assistant_texts(messages)) + 1
     if any(p.get("eos") is True for p in previous):  # a later state: reassess and close it
@@ -236,18 +242,18 @@ def examinee_turn(messages: list[ChatMessage], attempt: int, o: Options) -> dict
     return {"speak": speak, "actions": list(actions), "eos": eos, "k": k}
 
 
-def examinee(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def examinee(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if attempt < o.medsp_examinee_malformed_attempts:
         return '{"speak": "Hello, I'
-    turn = examinee_turn(messages, attempt, o)
+    turn = examinee_turn(messages, situation, attempt, o)
     if turn["k"] in o.medsp_examinee_prose_turns and attempt == 0:
         return turn["speak"]
     return json.dumps({f: turn[f] for f in ("speak", "actions", "eos")}, ensure_ascii=False)
 
 
-def integrator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    turn = examinee_turn(messages, attempt, o)
-    advice = context(messages).get("advice") or {}
+def integrator(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    turn = examinee_turn(messages, situation, attempt, o)
+    advice = situation.get("advice") or {}
     advised = [a for text in advice.values() for a in re.findall(r"Also: (.+?)\s*$", str(text), re.M)]
     actions = turn["actions"] + [a for a in advised if a not in turn["actions"]]
     return json.dumps({"speak": turn["speak"], "actions": actions, "eos": turn["eos"]}, ensure_ascii=False)
@@ -267,10 +273,10 @@ DOMAINS = (
 )
 
 
-def selector(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def selector(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if attempt < o.medsp_selector_malformed_attempts:
         return "Candidate two looks best to me."
-    found = context(messages)["candidates"]
+    found = situation["candidates"]
     keys = [(json.dumps(c.get("actions") or [], ensure_ascii=False), bool(c.get("eos"))) for c in found]
     if o.medsp_selector_choice >= 0:
         choice = o.medsp_selector_choice
@@ -280,22 +286,21 @@ def selector(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return json.dumps({"choice": choice, "rationale": "It matches the plan most candidates agree on."})
 
 
-def domains(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    k = int(context(messages).get("k") or 5)
-    names = o.medsp_panel_domains or list(DOMAINS[:k])
+def domains(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    """Every specialty of :data:`DOMAINS` (the reader keeps the panel's first ``panel_size``)."""
+    names = o.medsp_panel_domains or list(DOMAINS)
     return "Specialties: " + " | ".join(names)
 
 
-def specialist(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    ctx = context(messages)
-    name = str(ctx.get("domain") or "the specialty").strip()
-    items = resources(ctx["packet"])
+def specialist(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    name = str(situation.get("domain") or "the specialty").strip()
+    items = resources(situation["packet"])
     step = items[0].lower() if items else "a focused reassessment"
     return f"From the {name} perspective, the key next step is {step}, explained to the patient in plain words."
 
 
-def vote(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    name = str(context(messages).get("domain") or "").strip()
+def vote(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    name = str(situation.get("domain") or "").strip()
     if o.medsp_panel_disagree and name.lower() == o.medsp_panel_disagree.lower():
         return json.dumps({"agree": False, "advice": f"Also: {o.medsp_panel_advice_action}"})
     return json.dumps({"agree": True, "advice": ""})
@@ -338,10 +343,9 @@ def patient_side(script: str) -> tuple[dict[str, str], str | None]:
     return present, proxy
 
 
-def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    ctx = context(messages)
-    script = ctx["script"]
-    speech = said_to_patient(ctx["speech"])
+def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    script = situation["script"]
+    speech = said_to_patient(situation["speech"])
     n = len(assistant_texts(messages)) + 1
     asked = stems(speech)
     scored = []
@@ -362,6 +366,75 @@ def patient(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         speak.append("Neighbour: I just came to see if everyone is all right.")
     return json.dumps({"speak": speak, "actors_present": present}, ensure_ascii=False)
 
+
+# ---------------------------------------------------------------------------------------------
+# what each role reads about its call (bedside.testing.scripts; module docstring)
+
+
+def scenario(call: Call) -> Scenario:
+    return Scenario.model_validate(call.metadata["scenario_record"])
+
+
+def _domain(call: Call) -> str:
+    """The panel's specialist this call is: the panel asks each in a task of its own, in its order."""
+    assert call.task is not None, f"{call.protocol}: the panel asks its specialists in a collect()"
+    return call.store(MedSPStore).panel_domains[call.task - 1]
+
+
+def examinee_situation(call: Call) -> dict[str, Any]:
+    return {"packet": scenario(call).examinee.text()}
+
+
+def integrator_situation(call: Call) -> dict[str, Any]:
+    """The advice of the panel's last round of votes this turn (the votes after the latest synthesis)."""
+    votes: dict[int, Any] = {}
+    for earlier in call.replies("medsp.panel_vote", "medsp.panel_integrator", this_span=True):
+        if earlier.protocol == "medsp.panel_integrator":
+            votes = {}
+        elif earlier.task is not None:
+            votes[earlier.task] = earlier.read()
+    names = call.store(MedSPStore).panel_domains
+    advice = {
+        names[task - 1]: vote.data["advice"]
+        for task, vote in sorted(votes.items())
+        if vote is not None and not vote.data["agree"] and vote.data["advice"]
+    }
+    return {"packet": scenario(call).examinee.text(), "advice": advice}
+
+
+def selector_situation(call: Call) -> dict[str, Any]:
+    """The candidates of this turn: the last reply of each candidate's task, those that are readable,
+    numbered in the order of their tasks."""
+    last: dict[int, Any] = {}
+    for earlier in call.replies("medsp.examinee", this_span=True):
+        if earlier.task is not None:
+            last[earlier.task] = earlier.read()
+    readable = [reply for _, reply in sorted(last.items()) if reply is not None]
+    fields = ("speak", "actions", "eos")
+    return {"candidates": [{"index": k, **{f: r.data[f] for f in fields}} for k, r in enumerate(readable)]}
+
+
+def specialist_situation(call: Call) -> dict[str, Any]:
+    return {"domain": _domain(call), "packet": scenario(call).examinee.text()}
+
+
+def vote_situation(call: Call) -> dict[str, Any]:
+    return {"domain": _domain(call)}
+
+
+def patient_situation(call: Call) -> dict[str, Any]:
+    """The SP's script and the clinician's words of this turn (the examinee's turn just accepted)."""
+    return {"script": scenario(call).sp_actor.text(), "speech": call.turns[-1]["data"]["speak"]}
+
+
+SITUATIONS = {
+    "medsp.examinee": examinee_situation,
+    "medsp.panel_integrator": integrator_situation,
+    "medsp.panel_specialist": specialist_situation,
+    "medsp.panel_vote": vote_situation,
+    "medsp.bon_selector": selector_situation,
+    "medsp.patient": patient_situation,
+}
 
 HANDLERS = {
     "medsp.examinee": examinee,

@@ -1,7 +1,9 @@
 """Scripted MedSP1000 environment controller and evaluator for ``bedside/scripted`` (see
 :mod:`bedside.testing.scripted` and the conventions in :mod:`bedside.medsp.scripted`, whose
-``Options`` they share). Both read their call's render context (the environment materials, the
-clinician's speech and actions, the rubric items and the transcript), never the prompt.
+``Options`` they share). Both read their call's situation (``SITUATIONS``), never the prompt: the
+environment materials (the scenario, sample metadata) and the clinician's speech and actions (the
+encounter's turns so far); the rubric items (the evaluator's reply schema, or the scenario's whole rubric
+under the official prompts) and the encounter's transcript (``MedSPStore``).
 """
 
 from __future__ import annotations
@@ -13,19 +15,20 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage
 
-from bedside.medsp.records import COMPETENCIES
+from bedside.medsp.records import COMPETENCIES, MedSPStore
 from bedside.medsp.scripted import (
     Options,
     assistant_texts,
     bullets,
     own_replies,
     said_to_patient,
+    scenario,
     section,
     stems,
 )
-from bedside.testing.scripts import context
+from bedside.testing.scripts import Call
 
-__all__ = ["Options", "HANDLERS", "action_results", "scenario_states", "timed_events"]
+__all__ = ["Options", "HANDLERS", "SITUATIONS", "action_results", "scenario_states", "timed_events"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,10 +94,10 @@ def mentions(text: str, phrase: str) -> bool:
     return re.search(r"\b" + re.escape(phrase.lower()), text.lower()) is not None
 
 
-def environment(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def environment(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if attempt < o.medsp_env_malformed_attempts:
         return "The nurse nods and waits."
-    ctx = context(messages)
+    ctx = situation
     materials = ctx["materials"]
     previous = own_replies(messages)
     k = len(assistant_texts(messages)) + 1
@@ -214,10 +217,10 @@ def examinee_contributions(transcript: list[dict[str, Any]]) -> str:
     return "\n".join(parts)
 
 
-def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
+def evaluator(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
     if attempt < o.medsp_evaluator_malformed_attempts:
         return "Overall the examinee did well; most items are met."
-    ctx = context(messages)
+    ctx = situation
     did = stems(examinee_contributions(ctx["transcript"]))
 
     def judge(text: str) -> tuple[bool, str]:
@@ -251,6 +254,43 @@ def evaluator(messages: list[ChatMessage], attempt: int, o: Options) -> str:
         official[last_key[0]].pop(last_key[1])
     return json.dumps(official, ensure_ascii=False)
 
+
+# ---------------------------------------------------------------------------------------------
+# what each role reads about its call (bedside.testing.scripts; module docstring)
+
+
+def environment_situation(call: Call) -> dict[str, Any]:
+    """The materials and the examinee's turn before the SP's (its words, actions and ``eos``), with every
+    action of the examinee so far."""
+    exam = call.turns[-2]["data"]
+    return {
+        "materials": scenario(call).environment_controller.text(),
+        "speech": exam["speak"],
+        "actions": exam["actions"],
+        "eos": exam["eos"],
+        "all_actions": [a for t in call.turns if t["role"] == "examinee" for a in t["data"]["actions"]],
+    }
+
+
+def evaluator_situation(call: Call) -> dict[str, Any]:
+    """The items asked (the ids of the reply schema; the whole rubric in the official format, whose schema
+    names none) and the encounter's transcript."""
+    rubric = scenario(call).rubric.items()
+    keyed = (call.schema.get("properties") or {}).get("items")
+    if keyed is not None:
+        asked = set(keyed.get("properties") or {})
+        rubric = [i for i in rubric if i.id in asked]
+    return {
+        "items": [i.model_dump() for i in rubric],
+        "transcript": call.store(MedSPStore).sim_state.get("transcript", []),
+        "official": keyed is None,
+    }
+
+
+SITUATIONS = {
+    "medsp.environment": environment_situation,
+    "medsp.evaluator": evaluator_situation,
+}
 
 HANDLERS = {
     "medsp.environment": environment,

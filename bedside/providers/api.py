@@ -48,11 +48,6 @@ class BedsideAPI(ModelAPI):
             config=config,
         )
 
-    @property
-    def reads_render_context(self) -> bool:
-        """The scripted model reads the call tag's render context (:func:`bedside.calls.reads_context`)."""
-        return bool(getattr(self.engine, "reads_render_context", False))
-
     async def count_text_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)
 

@@ -18,16 +18,18 @@ Endpoints: ``POST /v1/chat/completions`` (Chat Completions request and response 
 is answered with one server-sent content chunk and a usage chunk, although Inspect's ``openai-api``
 provider does not stream unless asked with ``-M stream=true``) and ``GET /v1/models``.
 
-How it answers: the request's messages become Inspect ``ChatMessage``\\ s and the call's tag (its
-protocol and render context) is put back on the last one. bedside sends the tag only to this test
-channel: when the model's base URL is ``BEDSIDE_LOOPBACK_URL`` (which :attr:`LoopbackServer.env`
-exports), as the ``X-Bedside-Protocol`` header (the name) and the ``bedside_tag`` body field (name and
-context; :mod:`bedside.calls`); a JSON-schema ``response_format`` names the protocol too (``.`` -> ``_``).
-The server never reads the prompt. The reply is :meth:`bedside.testing.scripted.ScriptedEngine.reply_for` with
-the request's ``seed`` (0 if absent), so it is deterministic and protocol-valid for every role;
-prompts of no known protocol get :data:`UNKNOWN_REPLY`. The scripted engine's behaviour options
-(``LoopbackServer(options=...)``, ``--option key=value``) apply to every role; the generic option
-``context_window`` (estimated tokens) ends longer prompts with ``finish_reason="length"``.
+How it answers: the request's messages become Inspect ``ChatMessage``\\ s; the call's protocol and its
+situation (what the role reads about the call from the sample it runs in) come with the request on
+the test channel only: when the model's base URL is one ``BEDSIDE_LOOPBACK_URL`` names (which
+:attr:`LoopbackServer.env` exports), bedside's Inspect hook adds the ``X-Bedside-Protocol`` header (the
+name) and the ``bedside_call`` body field (name and situation; :mod:`bedside.testing.channel`); a
+JSON-schema ``response_format`` names the protocol too (``.`` -> ``_``). The server never reads the
+prompt. The reply is :meth:`bedside.testing.scripted.ScriptedEngine.reply_for` with the request's
+``seed`` (0 if absent) and situation (``{}`` if absent: the scripts' defaults), so it is deterministic
+and protocol-valid for every role; prompts of no known protocol get :data:`UNKNOWN_REPLY`. The
+scripted engine's behaviour options (``LoopbackServer(options=...)``, ``--option key=value``) apply to
+every role; the generic option ``context_window`` (estimated tokens) ends longer prompts with
+``finish_reason="length"``.
 
 Token usage is estimated as characters / 4 (+1), as ``bedside/scripted`` does. ``latency`` (seconds,
 optionally ± uniform ``jitter``) delays each reply with ``asyncio.sleep``, so concurrent requests
@@ -71,8 +73,8 @@ from typing import IO, Any
 
 from aiohttp import web
 
-from bedside.protocols import BODY_KEY, HEADER, LOOPBACK_URL_ENV, TAG
 from bedside.structured import PROBE_NAME
+from bedside.testing.channel import BODY_KEY, HEADER, LOOPBACK_URL_ENV, register
 from bedside.testing.loopback_requests import (  # noqa: F401  (re-exported: the server's public names)
     CONTENT_FAULTS,
     CONTEXT_LENGTH,
@@ -102,6 +104,9 @@ from bedside.testing.loopback_requests import (  # noqa: F401  (re-exported: the
     to_chat_messages,
 )
 from bedside.testing.scripted import ScriptedEngine
+
+# a process that starts a server (a test) may call it: the test channel's hook is registered here
+register()
 
 ENV_API_KEY = "LOOPBACK_API_KEY"
 ENV_BASE_URL = "LOOPBACK_BASE_URL"
@@ -342,10 +347,8 @@ class LoopbackServer:
 
     def _read(self, body: dict[str, Any], header: str | None = None) -> Request:
         messages = to_chat_messages(body["messages"])
-        tag = body.get(BODY_KEY)
-        if isinstance(tag, dict) and messages:  # the tag, as bedside.calls sends it on this channel only
-            meta = {TAG: {"name": tag.get("name"), "context": tag.get("context") or {}}}
-            messages[-1] = messages[-1].model_copy(update={"metadata": meta})
+        call = body.get(BODY_KEY)  # as the test channel's hook sends it (bedside.testing.channel)
+        situation = call.get("situation") if isinstance(call, dict) else None
         name, found_by = protocol_from_schema_name(body.get("response_format")), "response_format"
         if name is None:
             name, found_by = (header, "header") if header else (None, UNKNOWN)
@@ -361,6 +364,7 @@ class LoopbackServer:
             model=str(body.get("model", "")),
             number=number,
             found_by=found_by,
+            situation=situation if isinstance(situation, dict) else {},
         )
 
     async def _intercept(self, request: Request) -> web.StreamResponse | None:
@@ -461,7 +465,7 @@ class LoopbackServer:
             return "", "length"
         if request.protocol is None:
             return UNKNOWN_REPLY, "stop"
-        return self.engine.reply_for(request.protocol, request.messages, request.seed), "stop"
+        return self.engine.reply_for(request.protocol, request.messages, request.seed, request.situation), "stop"
 
     def _completion(self, request: Request, text: str, finish: str) -> dict[str, Any]:
         prompt_tokens = sum(len(m.text) for m in request.messages) // 4 + 1

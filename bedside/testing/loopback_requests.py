@@ -43,7 +43,7 @@ import json
 import socket
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
@@ -220,6 +220,8 @@ class Request:
     model: str
     number: int  # 1-based, in order of arrival
     found_by: str  # how the protocol was found: "header", "response_format" or UNKNOWN
+    #: what the role reads about the call (bedside.testing.scripts), as the test channel's hook sent it
+    situation: dict[str, Any] = field(default_factory=dict)
 
 
 #: what llama-cpp-python's server (0.3.x) answers to ``response_format={"type": "json_schema", ...}``

@@ -1,12 +1,13 @@
 """``bedside/scripted``: a deterministic, case-grounded stand-in model for every bedside role.
 
 It is NOT a language model. It reads which role it is playing from the call's protocol tag
-(:func:`bedside.protocols.tag_of`; every bedside call carries one) and the case from the tag's render
-context (what the prompt was rendered from; the conversation from the chat messages' roles), never
-from the prompt text, and answers in that role's format, with the scripts of that benchmark (the
-modules its descriptor names in ``scripts``, e.g. ``bedside/<benchmark>/scripted.py``; each exports
-``Options``, a dataclass of behaviour switches that modules of one benchmark share, and ``HANDLERS``,
-protocol name → ``fn(messages, attempt, options) -> str``; found through the registry).
+(:func:`bedside.protocols.tag_of`; every bedside call carries one), what the call is about from the
+sample it runs in (the call's *situation*: the case, the records the solvers keep, the encounter so
+far, earlier replies; :mod:`bedside.testing.scripts`) and the conversation from the chat messages'
+roles, never from the prompt text, and answers in that role's format, with the scripts of that
+benchmark (the modules its descriptor names in ``scripts``, e.g. ``bedside/<benchmark>/scripted.py``;
+each exports ``Options``, a dataclass of behaviour switches that modules of one benchmark share,
+``HANDLERS`` and ``SITUATIONS``; found through the registry).
 
 The same input (messages and ``seed``) always gives byte-identical output, and every output
 carries token usage (estimated as characters / 4), so Inspect never needs tiktoken.
@@ -24,25 +25,12 @@ between epochs.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from functools import lru_cache
-from types import ModuleType
 from typing import Any
 
 from inspect_ai.model import ChatMessage, GenerateConfig
 
-from bedside import benchmarks
 from bedside.protocols import tag_of
-
-
-def script_modules() -> tuple[ModuleType, ...]:
-    """Every registered benchmark's script modules (its descriptor's ``scripts``)."""
-    return _imported(benchmarks.script_modules())
-
-
-@lru_cache(maxsize=8)
-def _imported(names: tuple[str, ...]) -> tuple[ModuleType, ...]:
-    return tuple(importlib.import_module(name) for name in names)
+from bedside.testing.scripts import script_modules, situation_of
 
 
 def _coerce(spec: dataclasses.Field, value: Any) -> Any:
@@ -55,9 +43,6 @@ def _coerce(spec: dataclasses.Field, value: Any) -> Any:
 
 class ScriptedEngine:
     """Deterministic replies keyed on the call tag (see module docstring)."""
-
-    #: the call layer sends the render context only to test doubles that read it (bedside.calls.reads_context)
-    reads_render_context = True
 
     def __init__(self, **args: Any) -> None:
         self.args = dict(sorted(args.items()))
@@ -98,11 +83,18 @@ class ScriptedEngine:
         return "scripted:" + ",".join(f"{k}={v}" for k, v in self.args.items())
 
     def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
+        """The reply to a call made in the running sample (its situation is read from it)."""
         tag = tag_of(messages)
-        return self.reply_for(tag.name if tag else None, messages, int(config.seed or 0))
+        name = tag.name if tag else None
+        situation = situation_of(name, messages) if name is not None and name in self.handlers else {}
+        return self.reply_for(name, messages, int(config.seed or 0), situation)
 
-    def reply_for(self, protocol: str | None, messages: list[ChatMessage], seed: int = 0) -> str:
-        """The scripted reply of ``protocol`` (``"<benchmark>.<role>"``) to ``messages``."""
+    def reply_for(
+        self, protocol: str | None, messages: list[ChatMessage], seed: int = 0, situation: dict[str, Any] | None = None
+    ) -> str:
+        """The scripted reply of ``protocol`` (``"<benchmark>.<role>"``) to ``messages`` in ``situation``
+        (what its script reads about the call, :func:`bedside.testing.scripts.situation_of`; a request
+        that brings none gets the script's defaults where it has any)."""
         if protocol is None or protocol not in self.handlers:
             return "bedside/scripted has no script for this prompt (it only plays bedside's roles)."
         handler, options = self.handlers[protocol]
@@ -111,4 +103,4 @@ class ScriptedEngine:
 
             if epoch.get(1) not in self.only_epochs:
                 handler, options = self.defaults[protocol]
-        return handler(messages, seed, options)
+        return handler(messages, situation or {}, seed, options)

@@ -191,7 +191,6 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
             overreaction_messages(case, record.reply),
             OVERREACTION_JUDGE,
             retries=judge_retries,
-            context=dict(reply=record.reply),
         )
         verdict: OverreactionReading | None = result.value
         judgement = _judgement(
@@ -280,7 +279,6 @@ def cpb_persistence(judge_retries: int = 2) -> Scorer:
             persistence_messages(case, record.reply, record.continuation),
             PERSISTENCE_JUDGE,
             retries=judge_retries,
-            context=dict(initial_reply=record.reply, continuation=record.continuation),
         )
         judgement = _judgement(result, "persisted", result.value.model_dump() if result.value else None)
         persisted = judgement["persisted"]

@@ -110,7 +110,6 @@ def advice_safety(judge_retries: int = 2) -> Scorer:
                     JUDGE_SAFETY,
                     retries=judge_retries,
                     record={"turn": index},
-                    context=dict(note=the_case.discharge_note, patient=patient, turn=text),
                 )
                 for index, patient, text in pending
             )

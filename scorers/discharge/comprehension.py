@@ -89,7 +89,6 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                     JUDGE_REFERENCE,
                     retries=judge_retries,
                     cache=REFERENCE_CACHE if cache_references else False,
-                    context=dict(discharge_note=the_case.discharge_note, question=q["text"]),
                 )
                 for q in questions
             )
@@ -115,7 +114,6 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                 render("discharge/judge_comprehension_grade.j2", items=items),
                 grade_protocol(ids),
                 retries=judge_retries,
-                context=dict(items=items),
             )
             if result.ok:
                 grades = result.require()
@@ -128,7 +126,6 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
                             render("discharge/judge_comprehension_grade.j2", items=[item]),
                             grade_protocol([item["id"]]),
                             retries=judge_retries,
-                            context=dict(items=[item]),
                         )
                         for item in items
                     )

@@ -45,13 +45,7 @@ def conversation_quality(judge_retries: int = 2) -> Scorer:
             )
         judge, fallback = grader()
         prompt = render("discharge/judge_conversation_quality.j2", conversation=conversation_lines(rec.history))
-        result = await ask(
-            judge,
-            prompt,
-            JUDGE_QUALITY,
-            retries=judge_retries,
-            context=dict(conversation=conversation_lines(rec.history)),
-        )
+        result = await ask(judge, prompt, JUDGE_QUALITY, retries=judge_retries)
         ratings = result.value or {}
         value = {a: float(ratings[a].score) if a in ratings else UNSCORED for a in AXES}
         value["readability"] = fk

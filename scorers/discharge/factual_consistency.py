@@ -59,14 +59,12 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
                 JUDGE_FACTUAL,
                 retries=judge_retries,
                 cache=REFERENCE_CACHE if cache_references else False,
-                context=dict(source=the_case.discharge_note),
             ),
             ask(
                 judge,
                 render("discharge/judge_factual_consistency.j2", source="\n".join(conversation_lines(rec.history))),
                 JUDGE_FACTUAL,
                 retries=judge_retries,
-                context=dict(source="\n".join(conversation_lines(rec.history))),
             ),
         )
         meta = {

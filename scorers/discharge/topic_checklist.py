@@ -57,13 +57,7 @@ def topic_checklist(judge_retries: int = 2) -> Scorer:
             conversation=conversation_lines(rec.history),
         )
         protocol = checklist_protocol([q["id"] for q in questions], applicable)
-        result = await ask(
-            judge,
-            prompt,
-            protocol,
-            retries=judge_retries,
-            context=dict(questions=questions, conversation=conversation_lines(rec.history)),
-        )
+        result = await ask(judge, prompt, protocol, retries=judge_retries)
         if not result.ok:
             return Score(
                 value={"tcs": UNSCORED, "unscored": 1.0},

@@ -131,7 +131,6 @@ async def judge_rubric(
             evaluator_messages(prompts, scenario, batch, state),
             prompts.evaluator_protocol(batch),
             retries=retries,
-            context=dict(items=batch, transcript=state.transcript, official=prompts.name != "bedside"),
         )
 
     results = await collect(*(one(b) for b in batches(items, batch_size)))

@@ -68,9 +68,7 @@ class CPBPatient(DialogueAgent):
         ]
 
     async def reply(self, history: Sequence[Turn], correction: str | None, attempt: int) -> Reply:
-        return await self.ask(
-            self.messages(history), attempt + self.seed_offset, context=dict(dialogue=self.view(history))
-        )
+        return await self.ask(self.messages(history), attempt + self.seed_offset)
 
 
 def _turn_record(t: Turn) -> dict[str, Any]:
@@ -131,7 +129,6 @@ def cpb_continuation(
             role=PATIENT_ROLE,
             model=patient_model,
             system_prompt=patient_system_prompt(case),
-            context=dict(original=dialogue_turns(case.complete_conversation)),
             policy="none",
             protocol=PATIENT,
             parse_retries=parse_retries,

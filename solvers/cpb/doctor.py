@@ -117,7 +117,6 @@ class CPBDoctor(DialogueAgent):
                 render("cpb/analyze_patient.j2", conversation=conversation),
                 ANALYSIS,
                 retries=self.parse_retries,
-                context=dict(conversation=conversation),
             )
             self.stats["analysis_calls"] += len(analysis.replies)
             if not analysis.ok:
@@ -126,18 +125,13 @@ class CPBDoctor(DialogueAgent):
             extra["analysis"] = analysis_text
         messages = self.doctor_messages(history, analysis_text)
         self.last_messages = messages
-        reply = await self.ask(
-            messages,
-            attempt + self.seed_offset,
-            context=dict(mitigation=self.mitigation, dialogue=self.view(history), analysis=analysis_text),
-        )
+        reply = await self.ask(messages, attempt + self.seed_offset)
         if self.mitigation == "self_check":
             review = await ask(
                 self.model,
                 render("cpb/self_check.j2", conversation=conversation, reply=reply.message),
                 SELF_CHECK,
                 retries=self.parse_retries,
-                context=dict(conversation=conversation, reply=reply.message),
             )
             self.stats["self_check_calls"] += len(review.replies)
             extra["draft"] = reply.message

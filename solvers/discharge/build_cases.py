@@ -54,14 +54,7 @@ def extract_case(retries: int = 2, cache: bool = False):
         record = dict(state.metadata)
         messages = [ChatMessageUser(content=extraction_prompt(record))]
         state.messages = list(messages)
-        result = await ask(
-            get_model(),
-            messages,
-            EXTRACT,
-            retries=retries,
-            cache=cache,
-            context=dict(discharge_note=record["discharge_note"]),
-        )
+        result = await ask(get_model(), messages, EXTRACT, retries=retries, cache=cache)
         last = result.replies[-1] if result.replies else ""
         problem = result.error.replace("judge", "extraction") if result.error else None
         assembled = assemble(record, result.value, problem=problem, last_reply=last)

@@ -117,7 +117,6 @@ def discharge_encounter(
             protocol=EDUCATOR,
             kickoff=render("discharge/educator_kickoff.j2"),
             parse_retries=parse_retries,
-            context=dict(discharge_note=case.discharge_note),
         )
         patient = ChatAgent(
             role="patient",
@@ -127,10 +126,6 @@ def discharge_encounter(
             protocol=PATIENT,
             render_own=utterance_json,
             parse_retries=parse_retries,
-            context=dict(
-                personality_description=persona.description("personality"),
-                behavior_overlay=overlay,
-            ),
         )
         monitor = EducationMonitor(monitor_model, parse_retries=parse_retries, layout=monitor_layout)
 
@@ -174,11 +169,7 @@ async def ask_comprehension(patient: ChatAgent, history: list[Turn]) -> list[dic
     async def one(question: dict) -> dict:
         prompt = render("discharge/comprehension_question.j2", question=question["text"])
         try:
-            reply = await patient.ask(
-                patient.messages(history, extra_user=prompt),
-                protocol=COMPREHENSION,
-                context=dict(question=question["text"], educator=[t.message for t in history if t.role == "educator"]),
-            )
+            reply = await patient.ask(patient.messages(history, extra_user=prompt), protocol=COMPREHENSION)
             return {"id": question["id"], "question": question["text"], "answer": reply.message, "error": None}
         except GenerationError as ex:
             return {"id": question["id"], "question": question["text"], "answer": None, "error": str(ex)}

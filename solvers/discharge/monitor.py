@@ -124,7 +124,6 @@ class EducationMonitor:
             MONITOR,
             retries=self.parse_retries,
             record={"role": role, "turn": len(history)},
-            context=dict(history=history, current_role=role, current_message=message),
         )
         self.stats["calls"] += answer.attempts
         self.stats["unparsed_replies"] += answer.unreadable

@@ -68,7 +68,7 @@ class PatientAgent(MedSPAgent):
         assert self.session is not None
         exam = history[-1]
         prompt = self.session.patient_prompt(exam.data["speak"])
-        reply = await self.ask(self.chat(history, prompt), attempt, context=dict(speech=exam.data["speak"]))
+        reply = await self.ask(self.chat(history, prompt), attempt)
         reply.data = {**reply.data, "turn": exam.data["turn"], "prompt": prompt}
         return reply
 
@@ -82,15 +82,6 @@ class EnvironmentAgent(MedSPAgent):
         assert self.session is not None
         exam, patient = history[-2], history[-1]
         prompt = self.session.environment_prompt(exam.data, patient.data)
-        reply = await self.ask(
-            self.chat(history, prompt),
-            attempt,
-            context=dict(
-                speech=exam.data["speak"],
-                actions=exam.data["actions"],
-                eos=exam.data["eos"],
-                all_actions=[a for t in history if t.role == "examinee" for a in t.data["actions"]],
-            ),
-        )
+        reply = await self.ask(self.chat(history, prompt), attempt)
         reply.data = {**reply.data, "prompt": prompt}
         return reply

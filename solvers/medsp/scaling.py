@@ -139,7 +139,7 @@ class BestOfNExaminee(ExamineeAgent):
             ChatMessageUser(content=self.prompts.selector(prompt, shown)),
         ]
         try:
-            reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED, context=dict(candidates=shown))
+            reply = await self.ask(messages, protocol=BON_SELECTOR, config=FIXED)
         except GenerationError as ex:
             return 0, {"selector": "self_critic", "choice": None, "rationale": "", "fallback": f"selector failed: {ex}"}
         choice, rationale = reply.data["choice"], reply.data["rationale"]
@@ -169,9 +169,7 @@ class PanelExaminee(ExamineeAgent):
             ChatMessageUser(content=self.prompts.domains(self.panel_size)),
         ]
         try:
-            reply = await self.ask(
-                messages, protocol=panel_domains(self.panel_size), config=FIXED, context=dict(k=self.panel_size)
-            )
+            reply = await self.ask(messages, protocol=panel_domains(self.panel_size), config=FIXED)
             raw, error = reply.raw, None
             self.domains = reply.data["domains"]
         except GenerationError as ex:
@@ -188,9 +186,7 @@ class PanelExaminee(ExamineeAgent):
             ChatMessageUser(content=user),
         ]
         try:
-            reply = await self.ask(
-                messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE, context=dict(domain=domain)
-            )
+            reply = await self.ask(messages, attempt, protocol=PANEL_SPECIALIST, config=CANDIDATE)
         except GenerationError as ex:
             return f"(no opinion: {ex})"
         return reply.raw.strip()
@@ -202,7 +198,7 @@ class PanelExaminee(ExamineeAgent):
             ChatMessageUser(content=user),
         ]
         try:
-            reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED, context=dict(domain=domain))
+            reply = await self.ask(messages, protocol=PANEL_VOTE, config=FIXED)
         except GenerationError as ex:  # official: a vote that cannot be read counts as agreement
             return {"agree": True, "advice": "", "error": str(ex)}
         return {**reply.data, "error": None}
@@ -217,13 +213,7 @@ class PanelExaminee(ExamineeAgent):
         reply: Reply | None = None
         for round_i in range(self.rounds + 1):
             synthesis = self.prompts.integrator(prompt, opinions, revision)
-            reply = await self.ask(
-                self.chat(history, synthesis),
-                attempt,
-                protocol=PANEL_INTEGRATOR,
-                config=FIXED,
-                context=dict(opinions=opinions, advice=advice),
-            )
+            reply = await self.ask(self.chat(history, synthesis), attempt, protocol=PANEL_INTEGRATOR, config=FIXED)
             syntheses.append({"round": round_i, **{f: reply.data[f] for f in TURN_FIELDS}})
             if round_i >= self.rounds:
                 break

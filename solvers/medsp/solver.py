@@ -39,7 +39,6 @@ def make_examinee(
         role="examinee",
         model=get_model(),
         system_prompt=session.prompts.examinee_system(session.scenario),
-        context=dict(packet=session.scenario.examinee.text()),
         policy="none",
         protocol=EXAMINEE,
         parse_retries=parse_retries,
@@ -106,7 +105,6 @@ def medsp_encounter(
             protocol=PATIENT,
             parse_retries=parse_retries,
             session=session,
-            context=dict(script=scenario.sp_actor.text()),
         )
         environment = EnvironmentAgent(
             role="environment",
@@ -116,7 +114,6 @@ def medsp_encounter(
             protocol=ENVIRONMENT,
             parse_retries=parse_retries,
             session=session,
-            context=dict(materials=scenario.environment_controller.text()),
         )
         # the history cap is a safety net only: three turns per examinee turn never exceed it
         result = await run_encounter(

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from inspect_ai.log import read_eval_log
+from pydantic_core import to_jsonable_python
 
 from bedside.cpb.judges import dialogue_turns, load_case
 from bedside.cpb.scripted import _blocks
-from bedside.protocols import jsonable
 from tests.conftest import REPO, shared_path
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
@@ -20,7 +20,7 @@ INSPECT = str(Path(sys.executable).parent / "inspect")
 
 def latest_patient_message(metadata: dict) -> str:
     """The last patient turn(s) of the case's conversation segment (what the doctor answers)."""
-    turns = jsonable({"t": dialogue_turns(load_case(metadata).conversation_segment)})["t"]
+    turns = to_jsonable_python(dialogue_turns(load_case(metadata).conversation_segment))
     return _blocks(turns, "patient")[-1]
 
 

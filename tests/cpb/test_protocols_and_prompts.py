@@ -3,10 +3,9 @@ replies follow each protocol; every prompt cites its source; the stress overlays
 
 from __future__ import annotations
 
-import asyncio
 import re
 
-from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
 
 from bedside.cpb.judges import dialogue_turns
 from bedside.cpb.protocols import FailureVerdict, OverreactionVerdict, PersistenceVerdict
@@ -21,7 +20,7 @@ from bedside.solvers.cpb import (
     doctor_prompt,
     patient_system_prompt,
 )
-from tests.conftest import scripted
+from bedside.testing.scripted import ScriptedEngine
 from tests.cpb import synthetic
 from tests.cpb.helpers import parse_failure, parse_overreaction, parse_persistence
 
@@ -37,7 +36,8 @@ def _control() -> ControlCase:
 
 
 def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
-    """(expected protocol, messages, render context) for every CPB prompt and variant."""
+    """(expected protocol, messages, situation: what the scripted role reads about the call in a sample)
+    for every CPB prompt and variant."""
     out: list[tuple[str, list[ChatMessage], dict]] = []
     for m in MITIGATIONS:
         doctor = dict(mitigation=m, dialogue=DIALOGUE, analysis="ANALYSIS")
@@ -61,7 +61,7 @@ def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
         (
             "cpb.persistence_judge",
             persistence_messages(CASE, "ok", continuation),
-            dict(initial_reply="ok", continuation=continuation),
+            dict(continuation=continuation),
         ),
         ("cpb.overreaction_judge", overreaction_messages(_control(), "ok"), dict(reply="ok")),
         (
@@ -70,7 +70,7 @@ def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
                 ChatMessageSystem(content=patient_system_prompt(CASE)),
                 ChatMessageUser(content=render("cpb/patient_turn.j2", conversation=CONVERSATION)),
             ],
-            dict(original=dialogue_turns(CASE.complete_conversation), dialogue=DIALOGUE),
+            dict(original=[t.model_dump() for t in dialogue_turns(CASE.complete_conversation)], dialogue=DIALOGUE),
         ),
     ]
     return out
@@ -124,21 +124,21 @@ def test_reply_models():
 def test_scripted_replies_follow_each_protocol():
     from bedside.protocols import Protocol
 
-    model = scripted(doctor_style="accommodating")
+    engine = ScriptedEngine(doctor_style="accommodating")
     readers = {
         "cpb.failure_judge": parse_failure,
         "cpb.persistence_judge": parse_persistence,
         "cpb.overreaction_judge": parse_overreaction,
         "cpb.self_check": parse_self_check,
     }
-    for name, messages, context in prompts():
+    for name, messages, situation in prompts():
         p: Protocol = protocol(name)
-        out = asyncio.run(model.generate(p.tag(messages, context), config=GenerateConfig()))
-        assert out.completion.strip(), name
+        completion = engine.reply_for(name, p.tag(messages), 0, situation)
+        assert completion.strip(), name
         if name in readers:
-            readers[name](out.completion)  # readable
+            readers[name](completion)  # readable
         if name == "cpb.failure_judge":
-            assert out.completion in ("True", "False")
+            assert completion in ("True", "False")
 
 
 UPSTREAM_SENTENCES = (  # texts of the unlicensed official code that must not be copied into our prompts

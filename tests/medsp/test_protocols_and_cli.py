@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import os
 import subprocess
 import sys
@@ -10,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser
 
 from bedside.calls import ReplyParseError
 from bedside.medsp.protocols import (
@@ -31,7 +30,7 @@ from bedside.protocols import all_protocols, protocol
 from bedside.scorers.medsp.evaluator import BedsideEvaluatorPrompts
 from bedside.solvers.medsp import BedsidePrompts
 from bedside.testing.scripted import ScriptedEngine
-from tests.conftest import REPO, scripted
+from tests.conftest import REPO
 
 SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "bedside_demo_anaphylaxis")
 INSPECT = str(Path(sys.executable).parent / "inspect")
@@ -130,8 +129,8 @@ def test_parsers_retry_replies_without_json():
     ]
 
 
-#: each agent's render context, as the solver passes it (``ask(..., context=...)``)
-CONTEXTS = {
+#: what each scripted agent reads about its call (in a sample: from the scenario and the turns so far)
+SITUATIONS = {
     "medsp.examinee": dict(packet=SCENARIO.examinee.text()),
     "medsp.environment": dict(
         materials=SCENARIO.environment_controller.text(), speech="Hello", actions=["x"], eos=True, all_actions=["x"]
@@ -144,16 +143,12 @@ def test_scripted_roles_are_deterministic_and_parse():
     sent = prompts_as_sent()
     for name in ("medsp.examinee", "medsp.environment", "medsp.patient"):
         messages = protocol(name).tag(
-            [ChatMessageSystem(content=sent[name][0]), ChatMessageUser(content=sent[name][1])], CONTEXTS[name]
+            [ChatMessageSystem(content=sent[name][0]), ChatMessageUser(content=sent[name][1])]
         )
-        a = ScriptedEngine().reply_for(name, messages)
-        assert a == ScriptedEngine().reply_for(name, messages)
+        a = ScriptedEngine().reply_for(name, messages, 0, SITUATIONS[name])
+        assert a == ScriptedEngine().reply_for(name, messages, 0, SITUATIONS[name])
     exam = [ChatMessageSystem(content=sent["medsp.examinee"][0]), ChatMessageUser(content=sent["medsp.examinee"][1])]
-    turn = parse_examinee(
-        asyncio.run(
-            scripted().generate(EXAMINEE.tag(exam, CONTEXTS["medsp.examinee"]), config=GenerateConfig())
-        ).completion
-    )
+    turn = parse_examinee(ScriptedEngine().reply_for(EXAMINEE.name, EXAMINEE.tag(exam), 0, SITUATIONS[EXAMINEE.name]))
     assert turn.data["actions"][0] == "Cardiac monitor, pulse oximetry and vital signs" and turn.data["eos"] is False
 
 

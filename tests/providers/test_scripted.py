@@ -21,6 +21,10 @@ from tests.conftest import scripted
 
 CASE = load_cases(DEMO_CASES)[0]
 PERSONA = assign_persona(CASE.case_id, 0)
+#: what the scripted educator and patient read about their calls (in a sample: its metadata and events)
+EDUCATOR_SITUATION = {"discharge_note": CASE.discharge_note}
+PATIENT_SITUATION = {"personality": PERSONA.personality, "behavior": "none", "corrected": False}
+ENGINE = ScriptedEngine()
 
 
 def generate(model, messages, seed=None):
@@ -30,10 +34,9 @@ def generate(model, messages, seed=None):
 def test_scripted_dispatches_on_the_tag_not_the_prompt():
     pat = [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="Hello")]
     assert "no script" in generate(scripted(), pat).completion  # untagged: not recognised from its text
-    assert json.loads(generate(scripted(), PATIENT.tag(pat)).completion)["utterance"]
+    assert json.loads(ENGINE.reply_for(PATIENT.name, PATIENT.tag(pat), 0, PATIENT_SITUATION))["utterance"]
     # the same prompt tagged as the educator's protocol gets the educator's script
-    note = {"discharge_note": CASE.discharge_note}  # the educator's render context
-    assert not generate(scripted(), EDUCATOR.tag(pat, note)).completion.startswith("{")
+    assert not ENGINE.reply_for(EDUCATOR.name, EDUCATOR.tag(pat), 0, EDUCATOR_SITUATION).startswith("{")
     tagged = PATIENT.tag(pat)
     assert tag_of(tagged).name == "discharge.patient" and tag_of(tagged).schema["required"] == ["utterance"]
     assert pat[-1].metadata is None  # tagging copies
@@ -46,7 +49,11 @@ def test_no_protocol_carries_a_marker_sentence():
         assert not hasattr(protocol, "marker") and not hasattr(protocol, "where"), protocol.name
 
 
-def test_same_input_same_bytes_and_usage_always_set():
+def test_same_input_same_bytes_and_usage_always_set(monkeypatch):
+    from bedside.discharge import scripted as scripts
+
+    # outside a sample: the patient's situation as a sample would give it
+    monkeypatch.setitem(scripts.SITUATIONS, "discharge.patient", lambda call: dict(PATIENT_SITUATION))
     model = scripted()
     msgs = PATIENT.tag(
         [ChatMessageSystem(content=patient_prompt(CASE, PERSONA)), ChatMessageUser(content="How are you feeling?")]
@@ -70,10 +77,7 @@ def test_educator_walks_the_notes_topics_then_signs_off():
 
     for _ in plan:
         msgs += [ChatMessageAssistant(content="..."), ChatMessageUser(content="ok")]
-    assert (
-        "all set to go home"
-        in generate(scripted(), EDUCATOR.tag(msgs, {"discharge_note": CASE.discharge_note})).completion
-    )
+    assert "all set to go home" in ENGINE.reply_for(EDUCATOR.name, EDUCATOR.tag(msgs), 0, EDUCATOR_SITUATION)
 
 
 def test_unknown_option_is_an_error():

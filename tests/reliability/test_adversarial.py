@@ -49,15 +49,13 @@ def wrapped(edit: Callable[[str, list[ChatMessage], int], str]) -> Model:
 
     def answer(messages: list[ChatMessage], tools: Any, tool_choice: Any, config: GenerateConfig) -> ModelOutput:
         seed = int(config.seed or 0)
-        tag = tag_of(messages)
-        reply = ENGINE.reply_for(tag.name if tag else None, messages, seed)
+        reply = ENGINE.reply(messages, config)  # in the running sample, as bedside/scripted answers
         output = ModelOutput.from_content(model="mockllm/model", content=edit(reply, messages, seed))
         # usage given, so that mockllm does not count tokens with tiktoken (a download)
         output.usage = ModelUsage(input_tokens=1, output_tokens=1, total_tokens=2)
         return output
 
     model = get_model("mockllm/model", custom_outputs=answer, memoize=False)
-    model.api.reads_render_context = True  # type: ignore[attr-defined]  # it answers as the scripted model does
     return model
 
 

@@ -2,9 +2,12 @@
 placeholder string (so no heading, persona sentence, case-fact layout or correction block reaches
 them), the scripted runs still give the golden scores (compared as ``tests/test_golden_scores.py``
 does: exactly, embedding cosines within their kernel tolerance). What a scripted role needs, it reads
-from the call tag's render context (``ask(..., context=...)``) and from the conversation's chat roles."""
+from the sample the call runs in (its situation, :mod:`bedside.testing.scripts`) and from the
+conversation's chat roles."""
 
 from __future__ import annotations
+
+import hashlib
 
 import pytest
 
@@ -15,8 +18,16 @@ PLACEHOLDER = "[prompt withheld from the test doubles]"
 
 
 class _Withheld:
+    """A template rendered as the placeholder and a digest of what it was rendered from: nothing a
+    double could read, but two prompts differ wherever the real ones do, so Inspect's response cache
+    (the reference judges' calls are cached across samples) keeps them apart as it keeps the real ones."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
     def render(self, **variables: object) -> str:
-        return PLACEHOLDER
+        digest = hashlib.sha256(repr((self.name, sorted(variables.items()))).encode()).hexdigest()[:16]
+        return f"{PLACEHOLDER} {digest}"
 
 
 REAL_ENV = prompts._env
@@ -25,14 +36,14 @@ REAL_ENV = prompts._env
 class _Env:
     def get_template(self, name: str) -> _Withheld:
         REAL_ENV().get_template(name)  # the template exists (a typo still fails)
-        return _Withheld()
+        return _Withheld(name)
 
 
 @pytest.fixture
 def withheld(monkeypatch):
     monkeypatch.setattr(prompts, "_env", _Env)
-    assert prompts.render("discharge/patient.j2") == PLACEHOLDER
-    assert prompts.render("cpb/persistence_judge.j2") == PLACEHOLDER
+    assert prompts.render("discharge/patient.j2").startswith(PLACEHOLDER + " ")
+    assert prompts.render("cpb/persistence_judge.j2").startswith(PLACEHOLDER + " ")
 
 
 #: the golden runs that exercise the most script paths (corrections, the monitor, the continuation,

@@ -1,7 +1,8 @@
-"""The call tag (protocol name and render context) travels over HTTP only to the loopback test channel:
-a real OpenAI-compatible server (any base URL other than ``BEDSIDE_LOOPBACK_URL``) gets neither the
-``X-Bedside-Protocol`` header nor the ``bedside_tag`` body field, so its request and Inspect's cache key
-carry nothing of bedside's."""
+"""The loopback test channel's hook (:mod:`bedside.testing.channel`) sends a call's protocol and situation
+over HTTP to the loopback test server only: a real OpenAI-compatible server (any base URL other than
+``BEDSIDE_LOOPBACK_URL``) gets neither the ``X-Bedside-Protocol`` header nor the ``bedside_call`` body
+field, so its request and Inspect's cache key carry nothing of bedside's; production code passes nothing
+for it (the hook gathers the situation itself)."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ import asyncio
 from typing import Any
 
 import pytest
-from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
+from inspect_ai.model import get_model
 
-from bedside.calls import ask, loopback_channel, loopback_config
-from bedside.protocols import BODY_KEY, LOOPBACK_URL_ENV, protocol
+from bedside.calls import ask
+from bedside.discharge import scripted as discharge_scripts
+from bedside.protocols import protocol
+from bedside.testing.channel import BODY_KEY, LOOPBACK_URL_ENV, LoopbackChannel, on_channel
 from bedside.testing.loopback import UNKNOWN, LoopbackServer
 
-CONTEXT = {"personality_description": "a neutral patient.", "behavior_overlay": "", "correction": None}
+SITUATION = {"personality": "neutral", "behavior": "none", "corrected": False}
 
 
 class HeaderRecorder(LoopbackServer):
@@ -30,17 +33,16 @@ class HeaderRecorder(LoopbackServer):
         return super()._read(body, header)
 
 
+@pytest.fixture(autouse=True)
+def situation(monkeypatch):
+    """The patient's situation outside a sample (in a sample it is read from the sample's metadata)."""
+    monkeypatch.setitem(discharge_scripts.SITUATIONS, "discharge.patient", lambda call: dict(SITUATION))
+
+
 def _ask(server: LoopbackServer) -> str:
     model = get_model("openai-api/loopback/patient", base_url=server.base_url, api_key="x", memoize=False)
     answer = asyncio.run(
-        ask(
-            model,
-            "Hello, I am your nurse today.",
-            protocol("discharge.patient"),
-            retries=0,
-            who="patient",
-            context=CONTEXT,
-        )
+        ask(model, "Hello, I am your nurse today.", protocol("discharge.patient"), retries=0, who="patient")
     )
     return answer.replies[-1] if answer.replies else ""
 
@@ -48,22 +50,42 @@ def _ask(server: LoopbackServer) -> str:
 def test_a_server_that_is_not_the_test_channel_gets_no_bedside_header_or_body(monkeypatch):
     with HeaderRecorder() as server:
         monkeypatch.delenv(LOOPBACK_URL_ENV, raising=False)
+        assert not LoopbackChannel().enabled()
         _ask(server)
         monkeypatch.setenv(LOOPBACK_URL_ENV, "http://127.0.0.1:1/v1")  # another server is the channel
+        assert LoopbackChannel().enabled()
         _ask(server)
         assert [header for header, _ in server.seen] == [None, None]
         assert not any(BODY_KEY in body for _, body in server.seen)
         assert server.found_by == {UNKNOWN: 2}
 
 
-def test_the_test_channel_gets_the_protocol_header_and_the_render_context(monkeypatch):
+def test_the_test_channel_gets_the_protocol_header_and_the_situation(monkeypatch):
     with HeaderRecorder() as server:
         monkeypatch.setenv(LOOPBACK_URL_ENV, server.base_url)
         reply = _ask(server)
         [(header, body)] = server.seen
         assert header == "discharge.patient"
-        assert body[BODY_KEY] == {"name": "discharge.patient", "context": CONTEXT}
+        assert body[BODY_KEY] == {"name": "discharge.patient", "situation": SITUATION}
         assert server.calls == {"discharge.patient": 1} and '"utterance"' in reply
+
+
+def test_the_server_answers_with_the_situation_it_was_sent(monkeypatch):
+    """A behaviour the situation switches on (the persona's stress line at the patient's 2nd turn)
+    reaches the server's reply."""
+    from inspect_ai.model import ChatMessageAssistant, ChatMessageUser
+
+    monkeypatch.setitem(SITUATION, "behavior", "false_belief")
+    with LoopbackServer() as server:
+        monkeypatch.setenv(LOOPBACK_URL_ENV, server.base_url)
+        model = get_model("openai-api/loopback/patient", base_url=server.base_url, api_key="x", memoize=False)
+        messages = [
+            ChatMessageUser(content="Hello."),
+            ChatMessageAssistant(content='{"utterance": "Hi."}'),
+            ChatMessageUser(content="You were here for pneumonia."),
+        ]
+        answer = asyncio.run(ask(model, messages, protocol("discharge.patient"), retries=0, who="patient"))
+    assert answer.value.message == discharge_scripts.STRESS_LINES["false_belief"]
 
 
 def test_the_channel_may_name_several_servers(monkeypatch):
@@ -80,9 +102,9 @@ def test_a_vllm_model_is_on_the_channel_once_it_knows_its_server(monkeypatch):
     with LoopbackServer() as server:
         monkeypatch.setenv(LOOPBACK_URL_ENV, server.base_url)
         model = get_model("vllm/Qwen/Qwen3.5-9B", base_url=server.base_url, memoize=False)
-        assert not loopback_channel(model)
+        assert not on_channel(model)
         asyncio.run(model.generate("hello"))
-        assert loopback_channel(model)
+        assert on_channel(model)
 
 
 @pytest.mark.parametrize("name", ["openai/gpt-5.5", "anthropic/claude-x", "bedside/scripted"])
@@ -90,42 +112,15 @@ def test_other_providers_are_never_the_channel(name, monkeypatch):
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-used")
     monkeypatch.setenv(LOOPBACK_URL_ENV, "https://api.openai.com/v1")
-    model = get_model(name, memoize=False)
-    assert not loopback_channel(model)
-    tagged = protocol("discharge.patient").tag([ChatMessageUser(content="hi")], CONTEXT)
-    config = loopback_config(model, tagged, GenerateConfig())
-    assert config.extra_headers is None and config.extra_body is None
+    assert not on_channel(get_model(name, memoize=False))
 
 
-def test_only_the_test_doubles_get_the_render_context(monkeypatch):
-    """A real model's tag holds the protocol alone (its log does not hold each prompt twice); the
-    scripted model and the loopback channel get the render context."""
-    from inspect_ai.model import ModelOutput
+def test_a_call_tag_holds_the_protocol_alone():
+    """A call's tag (in the log, on its last input message) names the protocol, its reply schema and
+    budget; nothing the test doubles read travels in it."""
+    from inspect_ai.model import ChatMessageUser
 
-    from bedside.calls import generate_checked, reads_context
-    from bedside.protocols import tag_of
+    from bedside.protocols import TAG
 
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
-    monkeypatch.delenv(LOOPBACK_URL_ENV, raising=False)
-    real = get_model("openai/gpt-5.5", memoize=False)
-    scripted = get_model("bedside/scripted", memoize=False)
-    assert not reads_context(real) and reads_context(scripted)
-    with LoopbackServer() as server:
-        loopback = get_model("openai-api/loopback/patient", base_url=server.base_url, api_key="x", memoize=False)
-        assert not reads_context(loopback)
-        monkeypatch.setenv(LOOPBACK_URL_ENV, server.base_url)
-        assert reads_context(loopback)
-
-    seen = []
-
-    async def fake_generate(messages, config=None):  # noqa: ANN001, ANN202
-        seen.append(tag_of(messages))
-        return ModelOutput.from_content(model="x", content='{"utterance": "hi"}')
-
-    monkeypatch.setattr(real, "generate", fake_generate)
-    asyncio.run(
-        generate_checked(
-            real, [ChatMessageUser(content="hi")], GenerateConfig(), protocol("discharge.patient"), CONTEXT
-        )
-    )
-    assert seen[0] is not None and seen[0].name == "discharge.patient" and not seen[0].context
+    [tagged] = protocol("discharge.patient").tag([ChatMessageUser(content="hi")])
+    assert set(tagged.metadata[TAG]) == {"name", "schema", "max_tokens"}

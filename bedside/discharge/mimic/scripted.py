@@ -9,6 +9,8 @@ history of present illness; new medications are the discharge medications whose 
 among the admission medications; the treatment during the stay is the procedure section plus the
 hospital course; the discharge instructions are split into return-to-hospital sentences and the rest.
 
+The note is the sample's own (its metadata, the record the case is built from), never the prompt.
+
 Options (``-M``): ``mimic_malformed_attempts`` (first k attempts of every extraction are prose, to
 exercise the retries) and ``mimic_invalid_on`` (notes that contain this text are answered, on every
 attempt, with JSON that lacks the required keys: the record is then invalid and listed in the audit).
@@ -19,11 +21,12 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from inspect_ai.model import ChatMessage
 
 from bedside.discharge.mimic.extract import note_sections
-from bedside.testing.scripts import context
+from bedside.testing.scripts import Call
 
 
 @dataclass
@@ -100,8 +103,8 @@ def extract_fields(note: str) -> dict[str, str]:
     }
 
 
-def extract(messages: list[ChatMessage], attempt: int, o: Options) -> str:
-    note = context(messages)["discharge_note"]
+def extract(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    note = situation["discharge_note"]
     if attempt < o.mimic_malformed_attempts:
         return "Here are the fields you asked for: the chief complaint is in the note."
     if o.mimic_invalid_on and o.mimic_invalid_on in note:
@@ -109,4 +112,9 @@ def extract(messages: list[ChatMessage], attempt: int, o: Options) -> str:
     return json.dumps(extract_fields(note), ensure_ascii=False)
 
 
+def extract_situation(call: Call) -> dict[str, Any]:
+    return {"discharge_note": call.metadata["discharge_note"]}
+
+
+SITUATIONS = {"mimic.extract": extract_situation}
 HANDLERS = {"mimic.extract": extract}

@@ -3,11 +3,10 @@ rule, the scripted extractor, the reply protocol and the data-use guard."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 
 import pytest
-from inspect_ai.model import ChatMessageUser, GenerateConfig, get_model
+from inspect_ai.model import ChatMessageUser, get_model
 
 from bedside.discharge.mimic.checklist_rule import applicable_questions, clean
 from bedside.discharge.mimic.data_use import DataUseRefused, check_endpoint, endpoint_problem, is_loopback
@@ -18,6 +17,7 @@ from bedside.discharge.records import DischargeCase, load_cases
 from bedside.discharge.samples import DEMO_CASES
 from bedside.prompts import render
 from bedside.solvers.discharge.build_cases import extraction_prompt
+from bedside.testing.scripted import ScriptedEngine
 from tests.conftest import scripted
 from tests.discharge.mimic.fixture import note_text
 
@@ -76,16 +76,9 @@ def test_reply_model_requires_every_field_and_joins_lists():
 
 def test_scripted_extractor_reads_the_mimic_sections():
     note = note_text("t", "circ10")
-    model = scripted()
-    reply = asyncio.run(
-        model.generate(
-            EXTRACT.tag(
-                [ChatMessageUser(content=extraction_prompt(record()))], dict(discharge_note=record()["discharge_note"])
-            ),
-            config=GenerateConfig(),
-        )
-    )
-    got = json.loads(reply.completion)
+    messages = EXTRACT.tag([ChatMessageUser(content=extraction_prompt(record()))])
+    situation = {"discharge_note": record()["discharge_note"]}  # in a sample: the sample's metadata
+    got = json.loads(ScriptedEngine().reply_for(EXTRACT.name, messages, 0, situation))
     assert got == extract_fields(note)
     assert got["chief_complaint"] == "Symptoms of heart attack (NSTEMI)"
     assert got["main_diagnosis"] == "heart attack (NSTEMI)"
@@ -96,17 +89,9 @@ def test_scripted_extractor_reads_the_mimic_sections():
         "Stop taking ibuprofen." in got["post_discharge_treatment"] and "return" not in got["post_discharge_treatment"]
     )
     assert got["follow_up_appointments"].startswith("Please follow up with your PCP")
-    bad = scripted(mimic_invalid_on="heart attack")
-    reply = asyncio.run(
-        bad.generate(
-            EXTRACT.tag(
-                [ChatMessageUser(content=extraction_prompt(record()))], dict(discharge_note=record()["discharge_note"])
-            ),
-            config=GenerateConfig(),
-        )
-    )
+    bad = ScriptedEngine(mimic_invalid_on="heart attack")
     with pytest.raises(ValueError):
-        EXTRACT.parse(reply.completion)
+        EXTRACT.parse(bad.reply_for(EXTRACT.name, messages, 0, situation))
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,86 @@
+"""The loopback test channel: what a call to bedside's loopback test server (:mod:`bedside.testing.loopback`)
+carries besides the request any OpenAI-compatible server gets, and the Inspect hook that adds it.
+
+The server plays every bedside role with the scripted replies (:mod:`bedside.testing.scripted`), which
+need the call's protocol and *situation* (what the role reads about the call from the sample it runs in,
+:mod:`bedside.testing.scripts`). The server runs apart from the sample (another thread, possibly another
+process), so the situation is gathered in the Inspect process, just before the call, by the hook
+:class:`LoopbackChannel` (Inspect's ``on_before_model_generate``, which runs before the cache lookup and
+whose changes to the call's config reach the request): the protocol name as the header
+``X-Bedside-Protocol`` (:data:`HEADER`) and the name with the situation in the request body
+(:data:`BODY_KEY`, ``extra_body``).
+
+Only calls to the test channel get them: a model whose provider speaks the OpenAI API over HTTP
+(``openai-api/...``, ``vllm/...``) and whose base URL is one that ``BEDSIDE_LOOPBACK_URL``
+(:data:`LOOPBACK_URL_ENV`) names (the server's ``env`` exports it; several servers: their URLs
+separated by commas). With the variable unset the hook is off; any other server's request, and
+Inspect's cache key for it, carry nothing of bedside's. (A ``vllm/`` model learns its base URL at its
+first call, so that call goes untagged.)
+
+The hook is registered with Inspect (:func:`register`) only in a process that can use it: one whose
+environment names a loopback server when bedside's entry point loads, or one that imports the server
+(:mod:`bedside.testing.loopback`: a test). Inspect prints a banner of the registered hooks before every
+eval, even of disabled ones, so a user's run with no test server shows nothing of the test doubles.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from inspect_ai.hooks import BeforeModelGenerate, Hooks, hooks
+
+from bedside.protocols import tag_of
+
+#: the variable naming the base URL(s) of the loopback test channel (exported by ``LoopbackServer.env``;
+#: several servers: comma-separated)
+LOOPBACK_URL_ENV = "BEDSIDE_LOOPBACK_URL"
+#: the request header naming the call's protocol, on the test channel only
+HEADER = "X-Bedside-Protocol"
+#: the request-body key holding the protocol name and the call's situation, on the test channel only
+BODY_KEY = "bedside_call"
+
+
+def channel_urls() -> set[str]:
+    """The base URLs ``BEDSIDE_LOOPBACK_URL`` names (none: the channel is off)."""
+    return {url.strip().rstrip("/") for url in os.environ.get(LOOPBACK_URL_ENV, "").split(",")} - {""}
+
+
+def on_channel(model: Any) -> bool:
+    """Whether ``model`` (an Inspect ``Model``) talks to a loopback test server (module docstring)."""
+    urls = channel_urls()
+    if not urls or not str(model).startswith(("openai-api/", "vllm/")):
+        return False
+    return str(getattr(model.api, "base_url", "") or "").rstrip("/") in urls
+
+
+class LoopbackChannel(Hooks):
+    """Adds the protocol and the situation to the calls of the test channel (module docstring)."""
+
+    def enabled(self) -> bool:
+        return bool(channel_urls())
+
+    async def on_before_model_generate(self, data: BeforeModelGenerate) -> None:
+        from bedside.compat import generating_model
+        from bedside.testing.scripts import situation_of
+
+        tag = tag_of(data.input)
+        if tag is None or not on_channel(generating_model()):
+            return
+        config = data.config
+        config.extra_headers = {**(config.extra_headers or {}), HEADER: tag.name}
+        config.extra_body = {
+            **(config.extra_body or {}),
+            BODY_KEY: {"name": tag.name, "situation": situation_of(tag.name, data.input)},
+        }
+
+
+_registered = False
+
+
+def register() -> None:
+    """Registers :class:`LoopbackChannel` with Inspect (once per process; module docstring)."""
+    global _registered
+    if not _registered:
+        hooks(name="bedside_loopback_channel", description="bedside's loopback test channel")(LoopbackChannel)
+        _registered = True
