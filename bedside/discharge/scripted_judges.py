@@ -396,12 +396,12 @@ def quality_situation(call: Call) -> dict[str, Any]:
 
 
 def checklist_situation(call: Call) -> dict[str, Any]:
+    from bedside.discharge.records import topic_checklist_questions
     from bedside.scorers.discharge.record import conversation_lines
-    from bedside.scorers.discharge.topic_checklist import checklist
 
     asked = call.schema.get("properties") or {}
     return {
-        "questions": [q for q in checklist() if q["id"] in asked],
+        "questions": [q for q in topic_checklist_questions() if q["id"] in asked],
         "conversation": conversation_lines(_history(call)),
     }
 
