@@ -19,6 +19,8 @@ equally often; :mod:`bedside.discharge.persona`); ``structured_output`` requests
 ``ResponseSchema`` (for API models that support it); ``monitor_layout`` ``paper`` (Figure 6 as
 published, default) or ``prefix_cache`` (the agent prompt before the history, same words: a
 serving engine's prefix cache then re-uses the note across monitor calls; not the paper's layout);
+``monitor_policy`` ``algorithm1`` (default: the paper's Algorithm 1 decides) or ``recommended_action``
+(the monitor's ``action`` field is obeyed, as A.3.4 and Figure 6 describe);
 ``min_turns`` (10), ``max_turns`` (100), ``max_retries`` (2) as in the
 paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unreadable judge
 replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
@@ -45,6 +47,7 @@ from bedside.scorers.discharge.factual_consistency import factual_consistency
 from bedside.scorers.discharge.topic_checklist import topic_checklist
 from bedside.scorers.metrics import health
 from bedside.solvers.discharge.encounter import behavior_overlay, discharge_encounter
+from bedside.solvers.discharge.monitor import POLICIES as MONITOR_POLICIES
 from bedside.solvers.discharge.monitor import EducationMonitor
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
@@ -69,6 +72,7 @@ def discharge(
     structured_output: bool | None = None,
     reading: str = "official",
     monitor_layout: str = "paper",
+    monitor_policy: str = "algorithm1",
     safety: bool = False,
 ) -> Task:
     # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
@@ -92,6 +96,11 @@ def discharge(
         "monitor_layout",
         f"use one of {list(EducationMonitor.LAYOUTS)}, got monitor_layout={monitor_layout!r}",
     )
+    check(
+        monitor_policy in MONITOR_POLICIES,
+        "monitor_policy",
+        f"use one of {list(MONITOR_POLICIES)}, got monitor_policy={monitor_policy!r}",
+    )
     overrides = {
         "personality": personality,
         "education_level": education_level,
@@ -111,6 +120,7 @@ def discharge(
             max_retries=max_retries,
             parse_retries=parse_retries,
             monitor_layout=monitor_layout,
+            monitor_policy=monitor_policy,
         ),
         # Table 1's columns first (NA RE CL CR RD, TCS, comprehension, ROUGE-L cosine), then the
         # session outcomes, then the bookkeeping of all of them in one health block
@@ -123,5 +133,10 @@ def discharge(
             *([advice_safety(judge_retries=judge_retries)] if safety else []),
             health(),
         ],
-        metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827", "monitor_layout": monitor_layout},
+        metadata={
+            "benchmark": "DischargeBench",
+            "paper": "arXiv:2609.20827",
+            "monitor_layout": monitor_layout,
+            "monitor_policy": monitor_policy,
+        },
     )

@@ -82,6 +82,7 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
         ("cpb", {"reading": "loose"}, "reading"),
         ("medsp", {"reading": ""}, "reading"),
         ("discharge", {"monitor_layout": "cached"}, "monitor_layout"),
+        ("discharge", {"monitor_policy": "figure6"}, "monitor_policy"),
         ("cpb", {"mitigation": "bogus"}, "mitigation"),
         ("cpb_control", {"mitigation": "bogus"}, "mitigation"),
         ("cpb_control", {"mitigation": 3}, "mitigation"),

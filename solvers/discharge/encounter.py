@@ -94,9 +94,10 @@ def discharge_encounter(
     max_retries: int = 2,
     parse_retries: int = 2,
     monitor_layout: str = "paper",
+    monitor_policy: str = "algorithm1",
 ):
     """Simulate one discharge-education session and ask the comprehension questions.
-    ``monitor_layout``: see :class:`~bedside.solvers.discharge.monitor.EducationMonitor`."""
+    ``monitor_layout``, ``monitor_policy``: see :mod:`bedside.solvers.discharge.monitor`."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         case = DischargeCase.model_validate(state.metadata["case"])
@@ -133,7 +134,9 @@ def discharge_encounter(
                 behavior_overlay=overlay,
             ),
         )
-        monitor = EducationMonitor(monitor_model, parse_retries=parse_retries, layout=monitor_layout)
+        monitor = EducationMonitor(
+            monitor_model, parse_retries=parse_retries, layout=monitor_layout, policy=monitor_policy
+        )
 
         state.messages = educator.messages([])
 
