@@ -20,7 +20,9 @@ equally often; :mod:`bedside.discharge.persona`); ``structured_output`` requests
 published, default) or ``prefix_cache`` (the agent prompt before the history, same words: a
 serving engine's prefix cache then re-uses the note across monitor calls; not the paper's layout);
 ``monitor_policy`` ``algorithm1`` (default: the paper's Algorithm 1 decides) or ``recommended_action``
-(the monitor's ``action`` field is obeyed, as A.3.4 and Figure 6 describe);
+(the monitor's ``action`` field is obeyed, as A.3.4 and Figure 6 describe); on cases built from MIMIC
+(``bedside build-cases``) every role must be local unless ``zero_retention=true`` declares that the
+endpoints retain nothing (:mod:`bedside.discharge.mimic.eval_guard`);
 ``min_turns`` (10), ``max_turns`` (100), ``max_retries`` (2) as in the
 paper; ``parse_retries`` for unreadable JSON replies; ``judge_retries`` for unreadable judge
 replies (then the sub-score is unscored and counted); ``cache_references`` caches the judge calls
@@ -36,6 +38,7 @@ from inspect_ai import Task, task
 
 from bedside.discharge import BENCHMARK
 from bedside.discharge.context_window import warn_oversized_notes
+from bedside.discharge.mimic.eval_guard import guard
 from bedside.discharge.samples import discharge_dataset
 from bedside.params import bool_param, check, int_param
 from bedside.roles import check_roles
@@ -73,6 +76,7 @@ def discharge(
     reading: str = "official",
     monitor_layout: str = "paper",
     monitor_policy: str = "algorithm1",
+    zero_retention: bool = False,
     safety: bool = False,
 ) -> Task:
     # reject bad -T values and role names (one-line message, no traceback) before the data is read or a model called
@@ -86,6 +90,7 @@ def discharge(
     judge_retries = int_param("judge_retries", judge_retries, minimum=0)
     cache_references = bool_param("cache_references", cache_references)
     safety = bool_param("safety", safety)
+    zero_retention = bool_param("zero_retention", zero_retention)
     structured_output = None if structured_output is None else bool_param("structured_output", structured_output)
     # no DischargeBench protocol has a stricter reading than the paper's: only the official rule exists here
     check(reading == "official", "reading", f"DischargeBench has only the official reading, got reading={reading!r}")
@@ -111,9 +116,13 @@ def discharge(
     dataset = discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment)
     # a note that cannot fit a bound model's context window: one warning line each, before any call
     warn_oversized_notes(((str(s.id), (s.metadata or {})["case"]["discharge_note"]) for s in dataset), BENCHMARK.roles)
+    # MIMIC-derived cases: every role local (or zero_retention declared), checked before any model call
+    data_use = guard(dataset, BENCHMARK.subject_role, BENCHMARK.roles, zero_retention)
     return Task(
         dataset=dataset,
-        setup=reply_format(structured_output, reading),
+        setup=[*data_use, reply_format(structured_output, reading)]
+        if data_use
+        else reply_format(structured_output, reading),
         solver=discharge_encounter(
             min_turns=min_turns,
             max_turns=max_turns,
@@ -138,5 +147,6 @@ def discharge(
             "paper": "arXiv:2609.20827",
             "monitor_layout": monitor_layout,
             "monitor_policy": monitor_policy,
+            "zero_retention": zero_retention,
         },
     )
