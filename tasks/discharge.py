@@ -54,6 +54,8 @@ from bedside.solvers.discharge.monitor import POLICIES as MONITOR_POLICIES
 from bedside.solvers.discharge.monitor import EducationMonitor
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
+from bedside.versions import KEY as VERSIONS
+from bedside.versions import data_versions
 
 
 @task
@@ -148,5 +150,6 @@ def discharge(
             "monitor_layout": monitor_layout,
             "monitor_policy": monitor_policy,
             "zero_retention": zero_retention,
+            VERSIONS: data_versions(dataset.location, BENCHMARK.name),
         },
     )
