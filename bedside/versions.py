@@ -1,6 +1,6 @@
 """What a run's numbers depend on besides the models, as content hashes written into every log
-(``metadata["data_versions"]``): the case data (a file: its hash; a folder such as MedSP's rubrics and
-subset file or CPB-Bench's data: one hash per file), the benchmark's prompt set (``prompts/<benchmark>/``)
+(``metadata["data_versions"]``): the case data (a file: its hash; a folder: one hash per file), any other
+data files the task read (a rubric folder, a subset file), the benchmark's prompt set (``prompts/<benchmark>/``)
 and bedside's version. ``bedside compare`` refuses to pair runs whose hashes differ unless told to
 (``--allow-different-data``), naming what differs (:func:`differences`, :func:`check_same_data`)."""
 
@@ -53,7 +53,7 @@ def content_hashes(location: str | Path | None) -> str | dict[str, str] | None:
 
 def data_versions(location: str | Path | None, benchmark: str, **more: str | Path | None) -> dict[str, Any]:
     """The ``data_versions`` record of a run on the data at ``location`` (a dataset's location) and the
-    other files or folders it read (``more``: name -> path, e.g. MedSP's ``rubrics`` and ``subset``)."""
+    other files or folders it read (``more``: name -> path, e.g. ``rubrics`` and ``subset``)."""
     from bedside.paths import PROMPTS_DIR
 
     prompts = PROMPTS_DIR / benchmark
