@@ -44,6 +44,8 @@ from bedside.scorers.metrics import with_health
 from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, MitigationName, cpb_continuation, cpb_reply
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
+from bedside.versions import KEY as VERSIONS
+from bedside.versions import data_versions
 
 PAPER = {"benchmark": "CPB-Bench", "paper": "arXiv:2603.29373"}
 REPORT_NOTE = "Report the failure rate (task cpb) beside the overreaction rate (task cpb_control)."
@@ -126,6 +128,7 @@ def cpb(
             "context": context,
             "continuation_mitigation": continuation_mitigation,
             "report": REPORT_NOTE,
+            VERSIONS: data_versions(_require(data), "cpb"),
         },
     )
 
@@ -173,5 +176,6 @@ def cpb_control(
             "set": "control",
             "mitigation": mitigation,
             "report": REPORT_NOTE,
+            VERSIONS: data_versions(_require(data), "cpb"),
         },
     )

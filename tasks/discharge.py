@@ -22,6 +22,7 @@ from pydantic import NonNegativeInt, PositiveInt
 
 from bedside.discharge import BENCHMARK
 from bedside.discharge.context_window import warn_oversized_notes
+from bedside.discharge.mimic.eval_guard import guard
 from bedside.discharge.persona import Behavior, PersonaAssignment
 from bedside.discharge.records import EducationLevel, HealthLiteracy, Personality, RecallLevel
 from bedside.discharge.samples import discharge_dataset
@@ -35,9 +36,11 @@ from bedside.scorers.discharge.factual_consistency import factual_consistency
 from bedside.scorers.discharge.topic_checklist import topic_checklist
 from bedside.scorers.metrics import with_health
 from bedside.solvers.discharge.encounter import discharge_encounter
-from bedside.solvers.discharge.monitor import MonitorLayout
+from bedside.solvers.discharge.monitor import MonitorLayout, MonitorPolicy
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
+from bedside.versions import KEY as VERSIONS
+from bedside.versions import data_versions
 
 
 @task
@@ -60,6 +63,8 @@ def discharge(
     structured_output: bool | None = None,
     reading: Literal["official"] = "official",
     monitor_layout: MonitorLayout = "paper",
+    monitor_policy: MonitorPolicy = "algorithm1",
+    zero_retention: bool = False,
     safety: bool = False,
 ) -> Task:
     """DischargeBench: one supervised education session per case, then the paper's scores.
@@ -97,6 +102,11 @@ def discharge(
         monitor_layout: ``paper``: the monitor's request as in Figure 6; ``prefix_cache``: the same
             words with the agent prompt before the history, so that a serving engine's prefix cache
             re-uses the note across monitor calls (not the paper's layout).
+        monitor_policy: ``algorithm1``: the paper's Algorithm 1 decides on each turn from the verdict;
+            ``recommended_action``: the monitor's ``action`` field is obeyed (as A.3.4 and Figure 6
+            describe; the paper is inconsistent here).
+        zero_retention: on cases built from MIMIC (``bedside build-cases``) every role must be a local
+            model; ``true`` declares that every bound endpoint retains nothing (recorded in the log).
         safety: add the advice-safety scorer (a bedside extension, not one of the paper's metrics):
             every educator turn judged against the note.
     """
@@ -114,15 +124,20 @@ def discharge(
     dataset = discharge_dataset(data, seed=seed, overrides=overrides, behavior=behavior, assignment=persona_assignment)
     # a note that cannot fit a bound model's context window: one warning line each, before any call
     warn_oversized_notes(((str(s.id), (s.metadata or {})["case"]["discharge_note"]) for s in dataset), BENCHMARK.roles)
+    # MIMIC-derived cases: every role local (or zero_retention declared), checked before any model call
+    data_use = guard(dataset, BENCHMARK.subject_role, BENCHMARK.roles, zero_retention)
     return Task(
         dataset=dataset,
-        setup=reply_format(structured_output, reading),
+        setup=[*data_use, reply_format(structured_output, reading)]
+        if data_use
+        else reply_format(structured_output, reading),
         solver=discharge_encounter(
             min_turns=min_turns,
             max_turns=max_turns,
             max_retries=max_retries,
             parse_retries=parse_retries,
             monitor_layout=monitor_layout,
+            monitor_policy=monitor_policy,
         ),
         # Table 1's columns first (NA RE CL CR RD, TCS, comprehension, ROUGE-L cosine), then the
         # session outcomes, then the bookkeeping of all of them in one health block
@@ -136,5 +151,12 @@ def discharge(
                 *([advice_safety(judge_retries=judge_retries)] if safety else []),
             ]
         ),
-        metadata={"benchmark": "DischargeBench", "paper": "arXiv:2609.20827", "monitor_layout": monitor_layout},
+        metadata={
+            "benchmark": "DischargeBench",
+            "paper": "arXiv:2609.20827",
+            "monitor_layout": monitor_layout,
+            "monitor_policy": monitor_policy,
+            "zero_retention": zero_retention,
+            VERSIONS: data_versions(dataset.location, BENCHMARK.name),
+        },
     )

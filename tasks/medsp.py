@@ -21,6 +21,8 @@ from bedside.scorers.metrics import with_health
 from bedside.solvers.medsp import BonSelector, OfficialPromptsError, Scaling, load_prompt_set, medsp_encounter
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
+from bedside.versions import KEY as VERSIONS
+from bedside.versions import data_versions
 
 
 @task
@@ -101,5 +103,6 @@ def medsp(
             "paper": "arXiv:2606.05112",
             "data_report": report.model_dump(),
             "prompts": load_prompt_set(prompts).name,
+            VERSIONS: data_versions(report.data, "medsp", rubrics=report.rubrics, subset=report.subset_file),
         },
     )

@@ -126,6 +126,7 @@ def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
         ("cpb", {"reading": "loose"}, "reading"),
         ("medsp", {"reading": ""}, "reading"),
         ("discharge", {"monitor_layout": "cached"}, "monitor_layout"),
+        ("discharge", {"monitor_policy": "figure6"}, "monitor_policy"),
         ("cpb", {"mitigation": "bogus"}, "mitigation"),
         ("cpb_control", {"mitigation": "bogus"}, "mitigation"),
         ("cpb_control", {"mitigation": 3}, "mitigation"),
@@ -450,4 +451,3 @@ def test_the_solvers_check_their_annotations_too(make, args, name):
     module, function = make.split(":")
     with pytest.raises(BadParameter, match=rf"^Bad parameter '{name}': .*, got {name}="):
         getattr(importlib.import_module(module), function)(**args)
-

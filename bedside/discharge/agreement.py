@@ -478,7 +478,8 @@ def case_keys(part: pd.DataFrame) -> list[str]:
 def run(args: argparse.Namespace) -> int:
     try:
         annotations = read_annotations(args.annotations)
-        table = agreement_table(annotations, judge_values(load(args.logs)), args.comprehension_weights, args.by_item)
+        judged = judge_values(load(args.logs))
+        table = agreement_table(annotations, judged, args.comprehension_weights, args.by_item)
     except (ValueError, FileNotFoundError) as error:
         print(f"bedside agreement: {error}")
         return 2
@@ -490,6 +491,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"note: no judge value for axis/axes {unmatched} (case ids or items not in the logs?)")
     if args.csv:
         table.to_csv(args.csv, index=False)
+    from bedside.discharge.calibrated import print_calibrated
+
+    print_calibrated(annotations, judged)
     return 0
 
 

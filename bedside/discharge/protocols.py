@@ -51,8 +51,9 @@ def _choice(value: Any, allowed: tuple[str, ...], default: str) -> str:
 class Verdict(BaseModel):
     """The monitor's verdict. Algorithm 1 acts on ``verdict``, ``severity`` (a FAIL's), and
     ``session_complete`` (and uses ``correction_instruction`` as the correction text); those must be
-    readable. ``issue``, ``action``, ``reasoning`` and the faithfulness fields are recorded only:
-    a missing or unexpected value there never makes the verdict unreadable."""
+    readable. ``issue``, ``action``, ``reasoning``, the faithfulness fields and the severity of a PASS
+    or WARN are not acted on: a missing or unexpected value there never makes the verdict unreadable
+    (an unexpected severity on a PASS or WARN is read as none)."""
 
     model_config = ConfigDict(extra="ignore")
 
@@ -72,6 +73,20 @@ class Verdict(BaseModel):
     @classmethod
     def _upper(cls, v: Any) -> Any:
         return v.strip().upper() if isinstance(v, str) else v
+
+    @model_validator(mode="before")
+    @classmethod
+    def _unused_severity(cls, data: Any) -> Any:
+        """Only a FAIL's severity is acted on: any other verdict's unexpected severity is dropped."""
+        if not isinstance(data, dict) or "severity" not in data:
+            return data
+        kind = data.get("verdict")
+        if isinstance(kind, str) and kind.strip().upper() == "FAIL":
+            return data
+        severity = data["severity"]
+        if isinstance(severity, str) and severity.strip().lower() in ("minor", "moderate", "severe"):
+            return data
+        return {**data, "severity": None}
 
     @field_validator("issue", mode="before")
     @classmethod

@@ -126,6 +126,10 @@ class DischargeCase(BaseModel):
 
     case_id: RequiredStr
     synthetic: bool = Field(default=False, description="True for cases written by us (fictional, not patient data).")
+    provenance: str | None = Field(
+        default=None,
+        description="The data the case was derived from ('MIMIC-IV-Note': a run checks every role is local).",
+    )
     # demographics
     age: int = Field(ge=0, le=120, strict=True)  # strict: JSON true is not age 1
     gender: RequiredStr

@@ -48,6 +48,7 @@ class Options:
     monitor_fail_turns: list[int] = field(default_factory=list)
     monitor_fail_attempts: int = 1
     monitor_fail_severity: str = "severe"
+    monitor_severe_action: str = "retry_from_last_turn"  # the action recommended with a severe FAIL
     monitor_complete_turns: list[int] = field(default_factory=list)
     monitor_never_complete: bool = False
     monitor_malformed_attempts: int = 0  # first k attempts of every evaluation are not JSON ...
@@ -283,7 +284,7 @@ def monitor(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
             verdict="FAIL",
             issue="role_drift",
             severity="severe",
-            action="retry_from_last_turn",
+            action=o.monitor_severe_action,
             correction_instruction=(
                 "Stay in character as the patient. Never say you are an AI or a language model; "
                 "answer as the patient would."
@@ -297,7 +298,7 @@ def monitor(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
             verdict="FAIL",
             issue="prompt_unfaithful",
             severity=o.monitor_fail_severity,
-            action="retry_from_last_turn",
+            action=o.monitor_severe_action if o.monitor_fail_severity == "severe" else "retry_from_last_turn",
             correction_instruction="Answer in your own words as the patient, in one or two short sentences.",
             prompt_faithfulness="partial",
             reasoning=f"Injected failure at turn {t}.",

@@ -39,7 +39,9 @@ from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
 
 
-def build(paths: list[str], out: str | Path, prices_path: str | None = None) -> Path:
+def build(
+    paths: list[str], out: str | Path, prices_path: str | None = None, allow_different_data: bool = False
+) -> Path:
     """Write the report into ``out``; returns the path of ``index.html``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -74,7 +76,7 @@ def build(paths: list[str], out: str | Path, prices_path: str | None = None) -> 
             section(page, benchmark, frame, logs, out, csv)
     from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
 
-    sweep.section(page, logs, csv)
+    sweep.section(page, logs, csv, allow_different_data)
     _usage(page, logs, prices, csv)
     index = out / "index.html"
     index.write_text(page.render(), encoding="utf-8")
@@ -131,7 +133,7 @@ def _usage(page: Page, logs: list[LoadedLog], prices: dict, csv) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        index = build(args.logs, args.out, args.prices)
+        index = build(args.logs, args.out, args.prices, args.allow_different_data)
     except (FileNotFoundError, ValueError) as error:
         print(f"bedside report: {error}")
         return 2
@@ -150,4 +152,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="eval log files or directories of logs")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
     parser.add_argument("--prices", metavar="FILE.yaml", help="price table (default: the shipped example prices)")
+    parser.add_argument(
+        "--allow-different-data",
+        action="store_true",
+        help="rank runs in the leaderboard although their recorded case data or prompt hashes differ",
+    )
     parser.set_defaults(func=run)

@@ -35,6 +35,7 @@ from inspect_ai.log import read_eval_log
 from bedside import benchmarks
 from bedside.intervals import mean_interval
 from bedside.reporting.scores import own, score_table
+from bedside.versions import DataMismatch, check_same_data
 
 #: bootstrap resamples of ``bedside compare``
 RESAMPLES = 9999
@@ -151,10 +152,16 @@ def compare(
     lower_is_better: Sequence[str] = (),
     resamples: int = RESAMPLES,
     seed: int = 0,
+    allow_different_data: bool = False,
 ) -> list[Result]:
-    """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log."""
-    baseline_log = read_eval_log(baseline_path)
-    baseline, candidate = score_table(baseline_log), score_table(read_eval_log(candidate_path))
+    """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log;
+    logs run on different data or prompts are refused unless ``allow_different_data``."""
+    baseline_log, candidate_log = read_eval_log(baseline_path), read_eval_log(candidate_path)
+    try:
+        check_same_data(baseline_log, baseline_path, candidate_log, candidate_path, allow_different_data)
+    except DataMismatch as error:
+        raise CompareError(str(error)) from None
+    baseline, candidate = score_table(baseline_log), score_table(candidate_log)
     shared = set(baseline["id"]) & set(candidate["id"])
     if not shared:
         raise CompareError(
@@ -229,6 +236,7 @@ def run(args: argparse.Namespace) -> int:
                 lower_is_better=args.lower_is_better or (),
                 resamples=args.resamples,
                 seed=args.seed,
+                allow_different_data=args.allow_different_data,
             )
         except CompareError as error:
             print(f"bedside compare: {error}")
@@ -282,4 +290,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--markdown", metavar="FILE", help="append the Markdown summary to FILE (e.g. $GITHUB_STEP_SUMMARY)"
     )
     parser.add_argument("--csv", metavar="FILE", help="also write the results as CSV")
+    parser.add_argument(
+        "--allow-different-data",
+        action="store_true",
+        help="pair logs whose recorded case data or prompt hashes differ (refused by default)",
+    )
     parser.set_defaults(func=run)

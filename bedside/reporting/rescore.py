@@ -45,8 +45,10 @@ def grader_name(config: object) -> str:
     return f"{getattr(config, 'model', config)}" + (f" {{{args}}}" if args else "")
 
 
-def rescore(paths: Sequence[str], grader: Model, out: str | Path) -> list[Path]:
-    """Re-judge every log of ``paths`` with ``grader``; returns the written logs."""
+def rescore(paths: Sequence[str], grader: Model, out: str | Path, allow_different_data: bool = False) -> list[Path]:
+    """Re-judge every log of ``paths`` with ``grader``; returns the written logs. A log whose recorded
+    prompt set differs from today's (the judges would read other prompts than the run's) is refused
+    before any call, unless ``allow_different_data``."""
     import bedside._registry  # noqa: F401  (bedside's scorers, under the names Inspect writes into logs)
     from bedside.compat import model_to_model_config, resolve_scorers
 
@@ -61,6 +63,7 @@ def rescore(paths: Sequence[str], grader: Model, out: str | Path) -> list[Path]:
         log = read_eval_log(source)
         if not log.samples:
             raise ValueError(f"{source}: the log holds no samples to re-judge")
+        prompts = check_prompts(log, str(source), allow_different_data)
         previous = grader_name((log.eval.model_roles or {}).get("grader"))
         scored = score(log, resolve_scorers(log), model_roles={"grader": grader}, action="overwrite", display="none")
         scored.eval.model_roles = {**(scored.eval.model_roles or {}), "grader": model_to_model_config(grader)}
@@ -70,11 +73,31 @@ def rescore(paths: Sequence[str], grader: Model, out: str | Path) -> list[Path]:
                 "source": str(source),
                 "previous_grader": previous or None,
                 "grader": grader_name(scored.eval.model_roles["grader"]),
+                "prompts": prompts,
             },
         }
         write_eval_log(scored, str(target))
         written.append(target)
     return written
+
+
+def check_prompts(log: Any, source: str, allow: bool) -> str | None:
+    """Today's prompt-set hash of the log's benchmark; raises ValueError (one line) when the log recorded
+    another one, unless ``allow``. A log without a record is re-judged as before."""
+    from bedside import benchmarks
+    from bedside.versions import data_versions, versions_of
+
+    benchmark = benchmarks.of_task(log.eval.task)
+    if benchmark is None:
+        return None
+    today = data_versions(None, benchmark.name)["prompts"]
+    recorded = (versions_of(log) or {}).get("prompts")
+    if recorded is not None and recorded != today and not allow:
+        raise ValueError(
+            f"{source}: its prompts differ from today's prompt set (prompts differs): re-judged scores would not "
+            "pair with the run's; pass --allow-different-data to re-judge it anyway"
+        )
+    return today
 
 
 def model_args(pairs: Sequence[str] | None) -> dict[str, Any]:
@@ -91,7 +114,7 @@ def model_args(pairs: Sequence[str] | None) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     try:
         grader = get_model(args.grader, memoize=False, **model_args(args.M))
-        written = rescore(args.logs, grader, args.out)
+        written = rescore(args.logs, grader, args.out, args.allow_different_data)
     except (ValueError, FileNotFoundError, FileExistsError) as error:
         print(f"bedside rescore: {error}")
         return 2
@@ -112,4 +135,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--grader", required=True, metavar="MODEL", help="the new grader, e.g. openai/gpt-5.5")
     parser.add_argument("-M", action="append", metavar="KEY=VALUE", help="model argument of the grader (repeatable)")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the re-judged logs (created)")
+    parser.add_argument(
+        "--allow-different-data",
+        action="store_true",
+        help="re-judge a log although its recorded prompt set differs from today's",
+    )
     parser.set_defaults(func=run)

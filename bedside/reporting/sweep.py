@@ -44,6 +44,7 @@ from bedside.intervals import summarise as summarise_values
 from bedside.reporting import tables
 from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
 from bedside.reporting.rescore import grader_name
+from bedside.versions import sweep_problems
 
 NO_GRADER = "(no grader role)"
 
@@ -244,13 +245,21 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
     )
 
 
-def section(page, logs: Sequence[LoadedLog], csv) -> None:
-    """The report's sweep section (nothing when no two models share cases)."""
+def section(page, logs: Sequence[LoadedLog], csv, allow_different_data: bool = False) -> None:
+    """The report's sweep section (nothing when no two models share cases; a note instead of the
+    leaderboard when the logs were run on different data or prompts, unless ``allow_different_data``)."""
     values = case_values(logs)
     ranking, pairs = leaderboard(values)
     if ranking.empty:
         return
     page.heading("Leaderboard: models on the same cases")
+    problems = sweep_problems(logs)
+    if problems and not allow_different_data:
+        page.note(
+            "No leaderboard: these runs were not run on the same data and prompts (" + "; ".join(problems) + "). "
+            "Pass --allow-different-data to rank them anyway."
+        )
+        return
     shown = ranking.assign(
         **{
             "mean [95 % CI]": [

@@ -34,7 +34,7 @@ from bedside.prompts import load_yaml, render
 from bedside.records import Turn
 from bedside.roles import role_model
 from bedside.solvers.agent import ChatAgent, utterance_json
-from bedside.solvers.discharge.monitor import EducationMonitor, MonitorLayout
+from bedside.solvers.discharge.monitor import EducationMonitor, MonitorLayout, MonitorPolicy
 from bedside.solvers.orchestrator import run_encounter
 
 
@@ -93,9 +93,10 @@ def discharge_encounter(
     max_retries: NonNegativeInt = 2,
     parse_retries: NonNegativeInt = 2,
     monitor_layout: MonitorLayout = "paper",
+    monitor_policy: MonitorPolicy = "algorithm1",
 ):
     """Simulate one discharge-education session and ask the comprehension questions.
-    ``monitor_layout``: see :class:`~bedside.solvers.discharge.monitor.EducationMonitor`."""
+    ``monitor_layout``, ``monitor_policy``: see :mod:`bedside.solvers.discharge.monitor`."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         case = DischargeCase.model_validate(state.metadata["case"])
@@ -127,7 +128,9 @@ def discharge_encounter(
             render_own=utterance_json,
             parse_retries=parse_retries,
         )
-        monitor = EducationMonitor(monitor_model, parse_retries=parse_retries, layout=monitor_layout)
+        monitor = EducationMonitor(
+            monitor_model, parse_retries=parse_retries, layout=monitor_layout, policy=monitor_policy
+        )
 
         state.messages = educator.messages([])
 

@@ -38,10 +38,28 @@ policy                    verdict                                          decis
 ========================  ===============================================  ============================
 
 ``ρ[t]`` is :attr:`SupervisionState.attempt` (the times this turn was already discarded) and ``R_max``
-:attr:`SupervisionState.max_retries` (2 by default). The monitor's own ``action`` field is recorded but not
-obeyed: the policy above decides, as in Algorithm 1. A FAIL without a severity counts as severe (the only
-case Algorithm 1 leaves for the discard branch). Session completion (rows 7 and 13: ``session_complete``
-honoured once ``|H| ≥ T_min``) is the orchestrator's minimum-turn guard.
+:attr:`SupervisionState.max_retries` (2 by default). By default the monitor's own ``action`` field is
+recorded but not obeyed: the policy above decides, as in Algorithm 1. A FAIL without a severity counts as
+severe (the only case Algorithm 1 leaves for the discard branch). Session completion (rows 7 and 13:
+``session_complete`` honoured once ``|H| ≥ T_min``) is the orchestrator's minimum-turn guard.
+
+**The recommended action** (``-T monitor_policy=recommended_action``, a bedside option): the paper
+contradicts itself here. Appendix A.3.4 says the monitor "issued a hard-stop action in response to a severe
+FAIL verdict or after exhausting the per-turn retry budget", and Figure 6 tells it "FAIL + severe ->
+hard_stop", while Algorithm 1 retries a severe FAIL. Under this option :func:`obey_action` carries out the
+monitor's ``action`` on a moderated turn:
+
+==========================  =================================================
+``action``                  decision
+==========================  =================================================
+``none``                    accept
+``soft_correction``         soft_correct
+``retry_from_last_turn``    discard_and_retry while ρ[t] < R_max, then hard_stop
+``hard_stop``               hard_stop
+anything else               Algorithm 1's decision (:func:`decide`)
+==========================  =================================================
+
+Observed and unsupervised turns, and unreadable verdicts, are treated as under Algorithm 1.
 """
 
 from __future__ import annotations
@@ -81,11 +99,39 @@ def decide(verdict: Verdict | None, state: SupervisionState) -> Decision:
 MonitorLayout = Literal["paper", "prefix_cache"]
 
 
+def obey_action(verdict: Verdict | None, state: SupervisionState) -> Decision:
+    """The monitor's recommended action on one candidate turn (module docstring)."""
+    if state.policy == "none" or state.policy == "observe" or verdict is None:
+        return decide(verdict, state)
+    if verdict.action == "none":
+        return Decision.ACCEPT
+    if verdict.action == "soft_correction":
+        return Decision.SOFT_CORRECT
+    if verdict.action == "hard_stop":
+        return Decision.HARD_STOP
+    if verdict.action == "retry_from_last_turn":
+        return Decision.HARD_STOP if state.attempt >= state.max_retries else Decision.DISCARD_AND_RETRY
+    return decide(verdict, state)
+
+
+#: ``-T monitor_policy``: who decides on each candidate turn, Algorithm 1 or the monitor's recommended action
+MonitorPolicy = Literal["algorithm1", "recommended_action"]
+#: the function deciding on each candidate turn, per policy
+POLICIES = {"algorithm1": decide, "recommended_action": obey_action}
+
+
 class EducationMonitor:
     """The EMA as an encounter supervisor."""
 
-    def __init__(self, model: Model, parse_retries: int = 2, layout: MonitorLayout = "paper") -> None:
+    def __init__(
+        self,
+        model: Model,
+        parse_retries: int = 2,
+        layout: MonitorLayout = "paper",
+        policy: MonitorPolicy = "algorithm1",
+    ) -> None:
         self.model = model
+        self.policy = policy
         self.layout = layout
         self.parse_retries = parse_retries
         self.system = render("discharge/monitor_system.j2")
@@ -136,8 +182,8 @@ class EducationMonitor:
         return None
 
     def decide(self, verdict: Verdict | None, state: SupervisionState) -> Decision:
-        """Algorithm 1 (:func:`decide`)."""
-        return decide(verdict, state)
+        """Algorithm 1 (:func:`decide`), or the monitor's recommended action (:func:`obey_action`)."""
+        return POLICIES[self.policy](verdict, state)
 
     def correction(self, verdict: Verdict) -> str:
         instruction = verdict.correction_instruction or verdict.reasoning or "Stay faithful to your instructions."

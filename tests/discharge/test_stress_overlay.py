@@ -13,7 +13,7 @@ from inspect_ai.model import ChatMessageSystem
 from bedside.reporting.compare import compare, compare_metric
 from bedside.solvers.discharge.encounter import BEHAVIORS, behavior_overlay
 from bedside.tasks.discharge import discharge
-from tests.conftest import bedside_command, model_inputs, run, scripted, store
+from tests.conftest import model_inputs, run, scripted, store
 
 
 def roles():

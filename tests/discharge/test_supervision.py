@@ -13,7 +13,7 @@ from bedside.discharge.protocols import Verdict
 from bedside.end_reasons import EndReason
 from bedside.protocols import Reply
 from bedside.records import Turn
-from bedside.solvers.discharge.monitor import decide
+from bedside.solvers.discharge.monitor import POLICIES, EducationMonitor, decide, obey_action
 from bedside.solvers.orchestrator import Decision, SupervisionState, run_encounter
 
 
@@ -97,6 +97,99 @@ def test_the_monitors_own_action_field_is_not_obeyed():
         decide(Verdict(verdict="FAIL", severity="severe", action="soft_correction"), state)
         is Decision.DISCARD_AND_RETRY
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# -T monitor_policy=recommended_action: obey_action(), every row
+
+
+@pytest.mark.parametrize("kind", ["PASS", "WARN", "FAIL"])
+@pytest.mark.parametrize("attempt", [0, 1])
+@pytest.mark.parametrize(
+    "action, expected",
+    [
+        ("none", Decision.ACCEPT),
+        ("soft_correction", Decision.SOFT_CORRECT),
+        ("retry_from_last_turn", Decision.DISCARD_AND_RETRY),
+        ("hard_stop", Decision.HARD_STOP),
+    ],
+)
+def test_recommended_action_is_obeyed_whatever_the_verdict(kind, attempt, action, expected):
+    v = Verdict(verdict=kind, severity="severe" if kind == "FAIL" else None, action=action)
+    assert obey_action(v, SupervisionState(policy="moderate", attempt=attempt, max_retries=2)) is expected
+
+
+def test_recommended_action_a_severe_fail_with_hard_stop_stops_at_once():
+    """Figure 6: "FAIL + severe -> hard_stop"; Algorithm 1 would retry it."""
+    v = Verdict(verdict="FAIL", severity="severe", action="hard_stop")
+    state = SupervisionState(policy="moderate", attempt=0, max_retries=2)
+    assert obey_action(v, state) is Decision.HARD_STOP and decide(v, state) is Decision.DISCARD_AND_RETRY
+
+
+@pytest.mark.parametrize("attempt, budget", [(2, 2), (3, 2), (0, 0)])
+def test_recommended_action_a_retry_with_the_budget_spent_is_a_hard_stop(attempt, budget):
+    """A.3.4: hard stop "after exhausting the per-turn retry budget"."""
+    v = Verdict(verdict="FAIL", severity="severe", action="retry_from_last_turn")
+    assert (
+        obey_action(v, SupervisionState(policy="moderate", attempt=attempt, max_retries=budget)) is Decision.HARD_STOP
+    )
+
+
+@pytest.mark.parametrize("kind, severity", [("PASS", None), ("WARN", "minor"), ("FAIL", "minor"), ("FAIL", "severe")])
+def test_recommended_action_an_unknown_action_falls_back_to_algorithm_1(kind, severity):
+    v = Verdict(verdict=kind, severity=severity, action="escalate to a human")
+    for attempt in (0, 2):
+        state = SupervisionState(policy="moderate", attempt=attempt, max_retries=2)
+        assert v.action == "escalate to a human" and obey_action(v, state) is decide(v, state)
+
+
+@pytest.mark.parametrize("policy", ["observe", "none"])
+def test_recommended_action_never_acts_on_an_observed_or_unsupervised_turn(policy):
+    v = Verdict(verdict="FAIL", severity="severe", action="hard_stop")
+    assert obey_action(v, SupervisionState(policy=policy)) is Decision.ACCEPT
+    assert obey_action(None, SupervisionState(policy=policy)) is Decision.ACCEPT
+
+
+def test_recommended_action_an_unreadable_verdict_is_still_a_system_failure():
+    assert obey_action(None, SupervisionState(policy="moderate")) is Decision.SYSTEM_FAILURE
+
+
+def test_the_monitor_decides_by_its_policy_algorithm_1_by_default():
+    v = Verdict(verdict="FAIL", severity="severe", action="hard_stop")
+    state = SupervisionState(policy="moderate")
+    model = object()  # never called by decide()
+    assert EducationMonitor(model).decide(v, state) is Decision.DISCARD_AND_RETRY  # type: ignore[arg-type]
+    assert (
+        EducationMonitor(model, policy="recommended_action").decide(v, state)  # type: ignore[arg-type]
+        is Decision.HARD_STOP
+    )
+    assert set(POLICIES) == {"algorithm1", "recommended_action"}
+    with pytest.raises(ValueError, match="monitor policy"):
+        EducationMonitor(model, policy="figure6")  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------------------------------
+# fields Algorithm 1 does not act on never make a verdict unreadable
+
+
+@pytest.mark.parametrize("kind", ["PASS", "WARN"])
+@pytest.mark.parametrize("severity", ["high", "low", "critical!", 3, ["severe"], {"x": 1}])
+def test_an_unexpected_severity_on_a_pass_or_warn_is_read_as_none(kind, severity):
+    v = Verdict.model_validate({"verdict": kind, "severity": severity, "action": "whatever", "issue": "odd"})
+    assert v.verdict == kind and v.severity is None and v.action == "whatever" and v.issue == "odd"
+
+
+@pytest.mark.parametrize("kind", ["pass", "Warn"])
+def test_a_readable_severity_on_a_pass_or_warn_is_kept(kind):
+    assert Verdict.model_validate({"verdict": kind, "severity": "Severe"}).severity == "severe"
+
+
+def test_an_unexpected_severity_on_a_fail_keeps_the_verdict_unreadable():
+    """Algorithm 1 acts on a FAIL's severity: a FAIL whose severity cannot be read is not guessed."""
+    from pydantic import ValidationError
+
+    with pytest.raises(ValidationError):
+        Verdict.model_validate({"verdict": "FAIL", "severity": "high"})
 
 
 # ---------------------------------------------------------------------------------------------
@@ -235,3 +328,24 @@ def test_orchestrator_never_tells_the_controller_about_a_discarded_reply():
     sup = StubSupervisor({("a", 1): verdict("FAIL", "severe")})
     result = run([a], sup, min_turns=0, max_turns=2, controller=controller)
     assert controller.after == ["a 2", "a 3"] and [t.message for t in result.history] == ["a 2", "a 3"]
+
+
+class PolicySupervisor(StubSupervisor):
+    def __init__(self, script, policy):
+        super().__init__(script)
+        self.policy = policy
+
+    def decide(self, v, state):
+        self.decisions.append(POLICIES[self.policy](v, state))
+        return self.decisions[-1]
+
+
+@pytest.mark.parametrize(
+    "policy, end, replies", [("algorithm1", "max_turns", 3), ("recommended_action", "hard_stop", 1)]
+)
+def test_orchestrator_a_severe_fail_recommending_a_hard_stop(policy, end, replies):
+    """Algorithm 1 discards and regenerates the turn; the recommended action ends the session there."""
+    educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
+    sup = PolicySupervisor({("patient", 1): Verdict(verdict="FAIL", severity="severe", action="hard_stop")}, policy)
+    result = run([educator, patient], sup, min_turns=0, max_turns=4)
+    assert result.end_reason == end and len(patient.seen) == replies and len(result.discards) == 1

@@ -15,6 +15,9 @@ if TYPE_CHECKING:
 # ---------------------------------------------------------------------------------------------
 # the data-use guard (PhysioNet Credentialed Health Data Use Agreement)
 
+#: ``DischargeCase.provenance`` of the cases ``bedside build-cases`` writes (data under the agreement)
+MIMIC_PROVENANCE = "MIMIC-IV-Note"
+
 #: providers whose model runs in this process or on a server the user operates
 LOCAL_MODELS = ("bedside/local", "bedside/scripted")
 SELF_HOSTED_PREFIXES = ("vllm/", "hf/", "llama-cpp-python/", "ollama/")

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, cast
 from pydantic import ValidationError
 
 from bedside.discharge.mimic.checklist_rule import applicable_questions, clean
+from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE
 from bedside.discharge.mimic.protocol import DISCHARGE_FIELDS, EXTRACTED_FIELDS, PROFILE_FIELDS, CaseExtraction
 from bedside.discharge.records import DischargeCase
 
@@ -189,6 +190,7 @@ def assemble(
     case = {
         "case_id": record.get("case_id"),
         "synthetic": False,
+        "provenance": MIMIC_PROVENANCE,
         "age": record.get("age"),
         "gender": record.get("gender"),
         "race": record.get("race"),

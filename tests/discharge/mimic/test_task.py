@@ -13,7 +13,7 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.model import get_model
 
 from bedside.discharge.mimic.checklist_rule import applicable_questions
-from bedside.discharge.mimic.data_use import DataUseRefused
+from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE, DataUseRefused
 from bedside.discharge.mimic.extract import output_paths
 from bedside.discharge.mimic.protocol import EXTRACTED_FIELDS
 from bedside.discharge.records import load_cases
@@ -57,6 +57,7 @@ def test_scripted_extraction_writes_cases_that_load(cohort, scripted_run):
     for case in cases:
         assert case.checklist_questions == applicable_questions(case.discharge_info.model_dump())
         assert case.chief_complaint.startswith("Symptoms of") and case.discharge_info.follow_up_appointments
+        assert case.provenance == MIMIC_PROVENANCE and not case.synthetic  # a run on them checks every role
     written = log.results.early_stopping.metadata
     assert (
         written["valid"] == len(cases)

@@ -1,0 +1,142 @@
+"""Judge-calibrated headline estimates (``bedside agreement --annotations ...``): for every headline
+metric, the prediction-powered estimate (Angelopoulos et al., 2023, with power tuning; the maintained
+reference implementation, :func:`ppi_py.ppi_mean_ci`) of the mean the physicians would have given:
+the judge's values on every case, corrected by the physician - judge difference on the annotated
+cases, with its 95 % interval, next to the judge-only mean (and its interval) and the judge's measured
+bias (mean of judge - physician on the annotated cases).
+
+Per case, the physician value of a metric is the mean over the physicians who rated it: a Likert axis
+directly; ``tcs`` as the share of "yes" over the checklist questions the judge answered for that case;
+``comprehension`` as the mean grade (incorrect 0, partially correct 0.5, correct 1) over the items the
+judge graded. The estimate assumes the annotated cases are a random sample of the judged ones. With
+fewer than :data:`MIN_ANNOTATED` annotated cases no interval is given: the row says so.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bedside.discharge.agreement import LIKERT, axis_of, code, normalise_item
+
+#: the headline metrics that can be calibrated (DischargeBench Table 1's judge-scored columns)
+HEADLINE = (*LIKERT, "tcs", "comprehension")
+#: fewest annotated cases for an interval
+MIN_ANNOTATED = 10
+TOO_FEW = "too few annotated cases for an interval (n_annotated < {minimum})"
+
+
+def physician_case_values(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
+    """One row per (case key, metric): the physicians' mean value, on the judge's scale."""
+    rows = []
+    for _, r in annotations.iterrows():
+        item = normalise_item(r["item"])
+        axis = axis_of(item)
+        metric = axis.name if axis.kind in ("likert", "binary", "ordinal3") else item
+        if metric not in HEADLINE:
+            continue
+        value = code(r["value"], axis)
+        if math.isnan(value):
+            continue
+        if axis.kind == "ordinal3":
+            value /= 2  # 0 / 0.5 / 1, as the judge's items
+        if axis.kind != "likert" and not _judged(judge, r, item):
+            continue  # only the questions / items the judge answered for this case
+        rows.append({"key": _key(r["case_id"], r["epoch"]), "annotator": r["annotator"], "metric": metric, "v": value})
+    frame = pd.DataFrame(rows, columns=["key", "annotator", "metric", "v"])
+    per_annotator = frame.groupby(["key", "metric", "annotator"])["v"].mean().reset_index()
+    return per_annotator.groupby(["key", "metric"])["v"].mean().rename("physician").reset_index()
+
+
+def _key(case_id: Any, epoch: Any) -> str:
+    return f"{case_id}|{int(epoch)}"
+
+
+def _judged(judge: pd.DataFrame, r: pd.Series, item: str) -> bool:
+    match = judge[(judge["case_id"] == r["case_id"]) & (judge["epoch"] == int(r["epoch"])) & (judge["item"] == item)]
+    return bool(len(match)) and not match["judge"].isna().all()
+
+
+def judge_interval(values: np.ndarray, alpha: float = 0.05) -> tuple[float, tuple[float, float]]:
+    """The judge-only mean and its t interval."""
+    from scipy import stats
+
+    if len(values) < 2:
+        return (float(np.mean(values)) if len(values) else math.nan), (math.nan, math.nan)
+    half = float(stats.t.ppf(1 - alpha / 2, len(values) - 1) * stats.sem(values))
+    mean = float(np.mean(values))
+    return mean, (mean - half, mean + half)
+
+
+def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unannotated: np.ndarray, alpha: float = 0.05) -> dict[str, float]:
+    """PPI mean and interval from the annotated cases (physician ``y``, judge ``yhat``) and the judge on
+    the other cases; the judge-only mean and interval (over all cases) and the judge's bias. No interval
+    below :data:`MIN_ANNOTATED` annotated cases or without unannotated cases."""
+    from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
+
+    n, big_n = len(y), len(yhat_unannotated)
+    judge_mean, (lower, upper) = judge_interval(np.concatenate([yhat, yhat_unannotated]), alpha)
+    out = {
+        "n_annotated": n,
+        "n_judged": n + big_n,
+        "judge_mean": judge_mean,
+        "judge_ci_lower": lower,
+        "judge_ci_upper": upper,
+        "judge_bias": float(np.mean(yhat - y)) if n else math.nan,
+        "calibrated": math.nan,
+        "calibrated_ci_lower": math.nan,
+        "calibrated_ci_upper": math.nan,
+    }
+    if n < MIN_ANNOTATED or big_n < 1:
+        return out
+    out["calibrated"] = float(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_unannotated))[0])
+    lower, upper = ppi_mean_ci(y, yhat, yhat_unannotated, alpha=alpha)
+    out["calibrated_ci_lower"], out["calibrated_ci_upper"] = float(np.ravel(lower)[0]), float(np.ravel(upper)[0])
+    return out
+
+
+def calibrated_table(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
+    """One row per (model, headline metric): the judge-only and the calibrated estimate (annotations with
+    a ``model`` column count for that model's log only)."""
+    rows = []
+    judged = judge[judge["item"].isin(HEADLINE)].dropna(subset=["judge"])
+    for (label, metric), part in judged.groupby(["label", "item"], sort=True):
+        names = {label, *part["model_name"]}
+        mine = annotations[[m is None or m != m or m in names for m in annotations["model"]]]
+        physicians = physician_case_values(mine, judge[judge["label"] == label])
+        keyed = part.assign(key=[_key(c, e) for c, e in zip(part["case_id"], part["epoch"])])
+        values: pd.Series = keyed.groupby("key")["judge"].mean()
+        paired = physicians[physicians["metric"] == metric].merge(
+            values.rename("judge"), left_on="key", right_index=True
+        )
+        unannotated = values[~values.index.isin(paired["key"])]
+        row = estimate(paired["physician"].to_numpy(), paired["judge"].to_numpy(), unannotated.to_numpy())
+        row["n_judged"] = len(values)
+        row["judge_mean"], (row["judge_ci_lower"], row["judge_ci_upper"]) = judge_interval(values.to_numpy())
+        note = TOO_FEW.format(minimum=MIN_ANNOTATED) if row["n_annotated"] < MIN_ANNOTATED else ""
+        rows.append({"model": label, "metric": metric, **row, "note": note})
+    return pd.DataFrame(rows)
+
+
+def print_calibrated(annotations: pd.DataFrame, judge: pd.DataFrame) -> None:
+    """The ``bedside agreement`` block: per model and headline metric, judge-only vs calibrated."""
+    table = calibrated_table(annotations, judge)
+    if table.empty:
+        return
+    print("\njudge-calibrated headline estimates (prediction-powered inference, ppi-python; 95 % intervals):")
+    lines = []
+    for r in table.to_dict("records"):
+        judge_only = f"{r['judge_mean']:.3f} [{r['judge_ci_lower']:.3f}, {r['judge_ci_upper']:.3f}]"
+        if r["note"]:
+            calibrated = r["note"]
+        else:
+            calibrated = f"{r['calibrated']:.3f} [{r['calibrated_ci_lower']:.3f}, {r['calibrated_ci_upper']:.3f}]"
+        bias = "–" if math.isnan(r["judge_bias"]) else f"{r['judge_bias']:+.3f}"
+        lines.append(
+            f"  {r['model']}  {r['metric']}: judge-only {judge_only} (n={r['n_judged']}); judge bias {bias} "
+            f"(n_annotated={r['n_annotated']}); calibrated {calibrated}"
+        )
+    print("\n".join(lines))

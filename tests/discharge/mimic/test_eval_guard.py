@@ -1,0 +1,128 @@
+"""A DischargeBench run on MIMIC-derived cases: every role is checked before any model call, a role that
+is not local is refused in one line naming it and its model (nothing sent), ``zero_retention=true`` lets it
+run and is recorded; the synthetic demo cases run anywhere."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from inspect_ai import eval
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import get_model
+
+from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE, DataUseRefused
+from bedside.discharge.mimic.eval_guard import check_role_models
+from bedside.discharge.records import load_cases
+from bedside.paths import DATASETS_DIR
+from bedside.tasks.discharge import discharge
+from bedside.testing.loopback import LoopbackServer
+from tests.conftest import scripted
+
+DEMO = DATASETS_DIR / "discharge" / "demo.jsonl"
+REMOTE = "https://llm.example.org/v1"
+ROLES = ("patient", "monitor", "grader")
+
+
+@pytest.fixture
+def mimic_cases(tmp_path):
+    """Two demo cases written as build-cases writes them (provenance MIMIC-IV-Note)."""
+    path = tmp_path / "cases.jsonl"
+    lines = [json.loads(line) for line in DEMO.read_text().splitlines()[:2]]
+    path.write_text(
+        "".join(json.dumps({**c, "synthetic": False, "provenance": MIMIC_PROVENANCE}) + "\n" for c in lines)
+    )
+    assert all(c.provenance == MIMIC_PROVENANCE for c in load_cases(path))
+    return path
+
+
+@pytest.fixture
+def server(monkeypatch):
+    with LoopbackServer() as running:
+        monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", running.base_url)  # the test channel: the tag travels
+        yield running
+
+
+def at(url: str, name: str = "m"):
+    return get_model(f"openai-api/x/{name}", base_url=url, api_key="x", memoize=False)
+
+
+def run(data, model, roles, tmp_path, **task_args):
+    [log] = eval(
+        "bedside/discharge",
+        task_args={"data": str(data), "min_turns": 2, "max_turns": 2, **task_args},
+        model=model,
+        model_roles=roles,
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        limit=1,
+    )
+    return log
+
+
+def test_mimic_cases_run_when_every_role_is_on_the_loopback_server(mimic_cases, server, tmp_path):
+    assert server.base_url.startswith("http://127.0.0.1:")
+    log = run(mimic_cases, at(server.base_url), {r: at(server.base_url, r) for r in ROLES}, tmp_path)
+    assert log.status == "success" and server.total_calls > 0
+    [sample] = read_eval_log(log.location).samples
+    [allowed] = [e.data for e in sample.events if e.event == "info" and e.source == "data_use"]
+    assert set(allowed["roles"]) == {"educator", *ROLES} and allowed["zero_retention"] is False
+    assert log.eval.metadata["zero_retention"] is False
+
+
+@pytest.mark.parametrize("remote_role", ["educator", *ROLES])
+def test_a_non_local_role_is_refused_in_one_line_before_anything_is_sent(mimic_cases, server, tmp_path, remote_role):
+    model = at(REMOTE, "educator") if remote_role == "educator" else at(server.base_url)
+    roles = {r: at(REMOTE, r) if r == remote_role else at(server.base_url, r) for r in ROLES}
+    with pytest.raises(DataUseRefused) as refused:
+        run(mimic_cases, model, roles, tmp_path)
+    message = str(refused.value)
+    assert message.startswith(f"Model role {remote_role}: Refusing to send MIMIC-IV-Note text to openai-api/x/")
+    assert REMOTE in message and "zero_retention=true" in message and "\n" not in message
+    assert server.total_calls == 0
+
+
+def test_an_unbound_role_is_checked_as_the_model_under_test(mimic_cases, server, tmp_path):
+    with pytest.raises(DataUseRefused, match="^Model role educator: .*llm.example.org"):
+        run(mimic_cases, at(REMOTE), {"grader": at(server.base_url)}, tmp_path)
+    assert server.total_calls == 0
+
+
+def test_a_task_built_before_eval_refuses_in_every_sample_without_a_model_call(mimic_cases, server, tmp_path):
+    task = discharge(data=str(mimic_cases), min_turns=2, max_turns=2)  # no model known yet
+    roles = {"patient": at(server.base_url), "monitor": at(REMOTE), "grader": at(server.base_url)}
+    [log] = eval(task, model=at(server.base_url), model_roles=roles, log_dir=str(tmp_path), display="none")
+    assert log.status == "error" and "Model role monitor: Refusing to send MIMIC-IV-Note text" in log.error.message
+    assert not [e for s in read_eval_log(log.location).samples or [] for e in s.events if e.event == "model"]
+    assert server.total_calls == 0
+
+
+def test_zero_retention_lets_a_non_local_role_run_and_is_recorded(mimic_cases, tmp_path):
+    check_role_models({"monitor": at(REMOTE)}, zero_retention=True)  # declared: no refusal
+    with pytest.raises(DataUseRefused):
+        check_role_models({"monitor": at(REMOTE)}, zero_retention=False)
+    log = run(mimic_cases, scripted(), {r: scripted() for r in ROLES}, tmp_path, zero_retention=True)
+    assert log.status == "success" and log.eval.task_args["zero_retention"] is True
+    assert log.eval.metadata["zero_retention"] is True
+    [sample] = read_eval_log(log.location).samples
+    assert [e.data["zero_retention"] for e in sample.events if e.event == "info" and e.source == "data_use"] == [True]
+
+
+def test_synthetic_demo_cases_run_anywhere(monkeypatch):
+    """No check on cases without a restricted provenance, even with every role remote."""
+    import bedside.compat
+
+    monkeypatch.setattr(bedside.compat, "resolving_eval_tasks", lambda: True)
+    monkeypatch.setattr(bedside.compat, "active_model", lambda: at(REMOTE))
+    task = discharge()
+    assert all(getattr(s, "__name__", "") != "data_use_check" for s in getattr(task.setup, "solvers", [task.setup]))
+
+
+def test_mimic_cases_refused_while_the_task_is_built(mimic_cases, monkeypatch):
+    import bedside.compat
+
+    monkeypatch.setattr(bedside.compat, "resolving_eval_tasks", lambda: True)
+    monkeypatch.setattr(bedside.compat, "active_model", lambda: at(REMOTE))
+    monkeypatch.setattr("bedside.discharge.mimic.eval_guard.get_model", lambda: at(REMOTE))
+    with pytest.raises(DataUseRefused, match="^Model role educator"):
+        discharge(data=str(mimic_cases))

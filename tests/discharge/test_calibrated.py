@@ -1,0 +1,83 @@
+"""Judge-calibrated (prediction-powered) headline estimates: coverage on synthetic data with a known
+mean over many seeds, the judge-only interval missing it when the judge is biased, the "too few
+annotated cases" message, and the ``bedside agreement`` block."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from bedside.cli import main
+from bedside.discharge.calibrated import MIN_ANNOTATED, calibrated_table, estimate
+from tests.discharge.test_agreement import FIXTURE, LIKERT, judge_log
+from tests.reporting.synth import write
+
+TRUE_MEAN = 3.2
+BIAS = 0.4
+
+
+def draw(seed: int, n_cases: int = 400, n_annotated: int = 80):
+    """Physician values with mean TRUE_MEAN; a judge that adds BIAS and noise; a random annotated subset."""
+    rng = np.random.default_rng(seed)
+    truth = TRUE_MEAN + rng.normal(0, 0.8, n_cases)
+    judge = truth + BIAS + rng.normal(0, 0.4, n_cases)
+    annotated = rng.choice(n_cases, n_annotated, replace=False)
+    physician = truth[annotated] + rng.normal(0, 0.3, n_annotated)  # a physician's rating: truth plus noise
+    rest = np.setdiff1d(np.arange(n_cases), annotated)
+    return physician, judge[annotated], judge[rest]
+
+
+def test_the_calibrated_interval_covers_the_true_mean_at_the_stated_rate():
+    seeds = range(300)
+    rows = [estimate(*draw(seed)) for seed in seeds]
+    covered = np.mean([r["calibrated_ci_lower"] <= TRUE_MEAN <= r["calibrated_ci_upper"] for r in rows])
+    judge_covered = np.mean([r["judge_ci_lower"] <= TRUE_MEAN <= r["judge_ci_upper"] for r in rows])
+    assert 0.91 <= covered <= 0.99, covered  # stated 95 %; 300 seeds: ±2.5 points
+    assert judge_covered < 0.05, judge_covered  # the biased judge alone misses it
+    assert np.mean([r["judge_bias"] for r in rows]) == pytest.approx(BIAS, abs=0.02)
+    assert np.mean([r["calibrated"] for r in rows]) == pytest.approx(TRUE_MEAN, abs=0.02)
+
+
+def test_an_accurate_judge_narrows_the_interval_below_the_physicians_alone():
+    """The point of the method: the judge on every case makes the interval narrower than the
+    annotated cases' own (classical) interval."""
+    from scipy import stats
+
+    rng = np.random.default_rng(0)
+    truth = rng.normal(3, 1, 300)
+    judge = truth + rng.normal(0, 0.2, 300)
+    r = estimate(truth[:50], judge[:50], judge[50:])
+    classical = stats.t.interval(0.95, 49, loc=truth[:50].mean(), scale=stats.sem(truth[:50]))
+    assert r["calibrated_ci_lower"] < r["calibrated"] < r["calibrated_ci_upper"]
+    assert r["calibrated_ci_upper"] - r["calibrated_ci_lower"] < 0.6 * (classical[1] - classical[0])
+
+
+def test_too_few_annotated_cases_give_no_interval():
+    physician, annotated_judge, judge = draw(0, n_annotated=MIN_ANNOTATED - 1)
+    r = estimate(physician, annotated_judge, judge)
+    assert np.isnan(r["calibrated"]) and np.isnan(r["calibrated_ci_lower"]) and r["n_annotated"] == MIN_ANNOTATED - 1
+    assert not np.isnan(r["judge_mean"]) and not np.isnan(r["judge_bias"])
+
+
+def test_the_agreement_command_prints_judge_only_bias_and_calibrated(tmp_path, capsys):
+    from bedside.discharge.agreement import read_annotations
+    from bedside.reporting.load import load
+
+    path = write(judge_log(), tmp_path / "judge.eval")
+    assert main(["agreement", "--annotations", str(FIXTURE), path]) == 0
+    out = capsys.readouterr().out
+    assert "judge-calibrated headline estimates" in out and "judge bias" in out
+    assert "too few annotated cases" in out  # the fixture annotates 6 cases
+    from bedside.discharge.agreement import judge_values
+
+    table = calibrated_table(read_annotations(str(FIXTURE)), judge_values(load([path])))
+    nat = table.set_index("metric").loc["naturalness"]
+    annotations = pd.read_csv(FIXTURE, comment="#")
+    rated = annotations[annotations["item"] == "naturalness"]
+    physicians = pd.to_numeric(rated["value"]).groupby(rated["case_id"]).mean()
+    judge = pd.Series({"case-1": 4, "case-2": 5, "case-3": 3, "case-4": 2, "case-5": 4, "case-6": 5}, dtype=float)
+    assert nat["n_judged"] == 6 and nat["n_annotated"] == len(physicians)
+    assert nat["judge_mean"] == pytest.approx(judge.mean())
+    assert nat["judge_bias"] == pytest.approx((judge[physicians.index] - physicians).mean())
+    assert set(table["metric"]) == {*LIKERT, "tcs"}  # the synthetic log has no per-case comprehension key
