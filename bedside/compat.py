@@ -41,8 +41,11 @@ from inspect_ai.model._model import active_model
 # A role's model config as written into the log (bedside.reporting.rescore).
 from inspect_ai.model._model_config import model_to_model_config
 
-# The running sample's state (the `bedside/replay` engine answers per sample).
+# The running sample's state (the `bedside/replay` engine answers per sample; `bedside/human` shows its case).
 from inspect_ai.solver._task_state import sample_state
+
+# The running sample, and Inspect's record that it waits on a person (`bedside/human`).
+from inspect_ai.log._samples import awaiting_human, sample_active
 
 
 def parse_model_role_cli_args(args: Any) -> Any:
