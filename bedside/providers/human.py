@@ -22,8 +22,9 @@ JSON is read by the same reader as a model's reply.
 - Usage is honest: 0 model tokens; the person's seconds on the call are ``human_seconds`` in the
   output's metadata (and the wait counts as Inspect's waiting time, not working time).
 
-Options (``-M``): ``port`` (default 0: a free port; pass a fixed one to keep the address across
-runs), ``journal`` (the reply journal's path).
+Options (``-M``): ``port`` (default: a free port; pass a fixed one to keep the address across
+runs), ``journal`` (the reply journal's path). Every role bound to ``bedside/human`` in one eval shares
+one page: a role given no options joins the page the first one opened.
 """
 
 from __future__ import annotations
@@ -95,7 +96,8 @@ class Desk:
         self.drafts: dict[str, str] = self._read_drafts()
         self.server = ThreadingHTTPServer((HOST, port), _handler(self))
         self.server.daemon_threads = True
-        self.url = f"http://{HOST}:{self.server.server_address[1]}/"
+        self.port = int(self.server.server_address[1])
+        self.url = f"http://{HOST}:{self.port}/"
         threading.Thread(target=self.server.serve_forever, name="bedside-human", daemon=True).start()
         print(f"bedside/human: replies are typed at {self.url} (journal: {journal})", file=sys.stderr, flush=True)
 
@@ -208,17 +210,26 @@ def schema_problem(reply: str, schema: dict[str, Any]) -> str | None:
     return None
 
 
-_desks: dict[tuple[int, str], Desk] = {}
-_desks_lock = threading.Lock()
+_desk: Desk | None = None
+_desk_lock = threading.Lock()
+#: the options a human role of this process named (every role's model is built before any call)
+_asked: dict[str, Any] = {}
 
 
-def desk(port: int, journal: Path) -> Desk:
-    """The process's desk for this port and journal (started on first use)."""
-    key = (port, str(journal.resolve()))
-    with _desks_lock:
-        if key not in _desks:
-            _desks[key] = Desk(port, journal)
-        return _desks[key]
+def desk(port: int | None, journal: Path | None) -> Desk:
+    """The process's one desk (started on first use), shared by every role bound to ``bedside/human``:
+    one page lists all their calls. A role that names no port or journal joins the running desk; one
+    that names others than the running desk's is refused (two pages would split a person's work)."""
+    global _desk
+    with _desk_lock:
+        if _desk is None:
+            _desk = Desk(port or _asked.get("port") or 0, journal or _asked.get("journal") or DEFAULT_JOURNAL)
+        elif (port and port != _desk.port) or (journal and journal.resolve() != _desk.journal.resolve()):
+            raise ValueError(
+                f"bedside/human: one page per eval process, already at {_desk.url} (journal {_desk.journal}); "
+                f"a role asked for port={port}, journal={journal}: give the same -M options to every human role"
+            )
+        return _desk
 
 
 def call_id(task: str, case: str, epoch: int, protocol: str, attempt: int, messages: list[dict[str, str]]) -> str:
@@ -237,12 +248,17 @@ class HumanEngine:
     reads_render_context = False  # the render context (case facts, answer material) never reaches the page
     context_window = 0
 
-    def __init__(self, port: int | str = 0, journal: str | None = None) -> None:
-        self.port = int(port)
-        self.journal = Path(journal) if journal else DEFAULT_JOURNAL
+    def __init__(self, port: int | str | None = None, journal: str | None = None) -> None:
+        self.port = int(port) if port else None
+        self.journal = Path(journal) if journal else None
+        with _desk_lock:
+            if self.port:
+                _asked.setdefault("port", self.port)
+            if self.journal:
+                _asked.setdefault("journal", self.journal)
 
     def identity(self) -> str:
-        return f"human:{self.journal}"
+        return "human"
 
     async def generate(self, input: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
         from bedside.compat import awaiting_human, sample_active, sample_state
