@@ -257,9 +257,8 @@ def test_a_person_plays_the_cpb_doctor_and_judge_and_the_medsp_examinee(tmp_path
     assert judged["schema"]["required"] == ["failure"]
     [sample] = log.samples
     # the judge's form reply was read by the protocol's reader: the doctor did not fail
-    assert any(v.value == 0 or v.value == 0.0 for v in sample.scores.values() if isinstance(v.value, (int, float))), (
-        sample.scores
-    )
+    assert sample.scores["cpb_failure"].value["failure"] == 0.0
+    assert sample.scores["cpb_failure"].value["unscored"] == 0.0
 
     port = free_port()
     args = ["eval", "bedside/medsp", "--limit", "1", "-T", "max_turns=3", "--model", "bedside/human"]
@@ -267,7 +266,9 @@ def test_a_person_plays_the_cpb_doctor_and_judge_and_the_medsp_examinee(tmp_path
     proc = start([*args, *(a for r in roles for a in ("--model-role", f"{r}=bedside/scripted"))], tmp_path / "medsp", port)
     answered = asyncio.run(play(f"http://127.0.0.1:{port}/", proc, medsp_answer, tmp_path / "p2"))
     log = finished(proc, tmp_path / "medsp")
-    assert [c["role"] for c in answered] == ["examinee", "examinee"]
+    roles = [c["role"] for c in answered]
+    assert set(roles) == {"examinee"} and 2 <= len(roles) <= 3, roles  # the environment ends it, or max_turns=3
+    assert answered[0]["schema"]["required"] == ["speak", "actions", "eos"]  # the examinee's form
     [sample] = log.samples
     assert "I will order tests" in " ".join(m.text for m in sample.messages) and sample.scores
 
