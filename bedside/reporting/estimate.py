@@ -165,9 +165,10 @@ def estimate(
                     ]
                 )
                 rng.bit_generator.state = state
-                d = predictive_totals(sample_cost, planned, draws, rng) if not np.isnan(sample_cost).any() else None
+                priced = not np.isnan(sample_cost).any()
+                d = predictive_totals(sample_cost, planned, draws, rng) if priced else np.zeros(draws)
                 row["priced_as"] = model
-                if d is None:
+                if not priced:
                     row.update({"cost": math.nan, "cost_low": math.nan, "cost_high": math.nan})
                 else:
                     s = summarise(planned * sample_cost.mean(), d, level)
@@ -222,14 +223,18 @@ def render(tables: dict[str, pd.DataFrame], level: float, currency: str = "") ->
         lines.append(f"\n{name}:")
         for row in tables["by_role" if by == ["role"] else "by_protocol"].to_dict("records"):
             label = " / ".join(str(row[k]) for k in by)
-            text = (
-                f"  {label:<42} calls {_fmt(row['calls'], row['calls_low'], row['calls_high'])}"
-                f"  input {_fmt(row['input_tokens'], row['input_tokens_low'], row['input_tokens_high'])}"
-                f"  cached {_fmt(row['input_tokens_cache_read'], row['input_tokens_cache_read_low'], row['input_tokens_cache_read_high'])}"
-                f"  output {_fmt(row['output_tokens'], row['output_tokens_low'], row['output_tokens_high'])}"
+            shown = {
+                "calls": "calls",
+                "input_tokens": "input",
+                "input_tokens_cache_read": "cached",
+                "output_tokens": "output",
+            }
+            text = f"  {label:<42}" + "".join(
+                f" {name} {_fmt(row[f], row[f + '_low'], row[f + '_high'])}" for f, name in shown.items()
             )
             if "cost" in row:
-                text += f"  cost {_fmt(row['cost'], row['cost_low'], row['cost_high'], 2)} {currency} ({row.get('priced_as')})"
+                cost_text = _fmt(row["cost"], row["cost_low"], row["cost_high"], 2)
+                text += f"  cost {cost_text} {currency} ({row.get('priced_as')})"
             lines.append(text)
     lines.append("\ntotal:")
     for field in FIELDS:

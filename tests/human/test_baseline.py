@@ -29,7 +29,9 @@ def answer_calls(url: str, stop: threading.Event) -> None:
             reply = discharge_answer(call)
             text = reply if isinstance(reply, str) else json.dumps(reply)
             body = json.dumps({"id": call["id"], "text": text}).encode()
-            urllib.request.urlopen(urllib.request.Request(url + "api/reply", body, {"Content-Type": "application/json"}))
+            urllib.request.urlopen(
+                urllib.request.Request(url + "api/reply", body, {"Content-Type": "application/json"})
+            )
         time.sleep(0.2)
 
 
@@ -40,14 +42,25 @@ def test_the_human_run_is_a_leaderboard_row_with_paired_differences(tmp_path):
     person.start()
     try:
         [human] = eval(
-            "bedside/discharge", model="bedside/human", model_args={"port": port, "journal": str(tmp_path / "j.jsonl")},
-            model_roles=ROLES, limit=3, task_args={"min_turns": 4}, log_dir=str(tmp_path / "human"), display="none",
+            "bedside/discharge",
+            model="bedside/human",
+            model_args={"port": port, "journal": str(tmp_path / "j.jsonl")},
+            model_roles=ROLES,
+            limit=3,
+            task_args={"min_turns": 4},
+            log_dir=str(tmp_path / "human"),
+            display="none",
         )
     finally:
         stop.set()
     [scripted] = eval(
-        "bedside/discharge", model="bedside/scripted", model_roles=ROLES, limit=2, task_args={"min_turns": 4},
-        log_dir=str(tmp_path / "scripted"), display="none",
+        "bedside/discharge",
+        model="bedside/scripted",
+        model_roles=ROLES,
+        limit=2,
+        task_args={"min_turns": 4},
+        log_dir=str(tmp_path / "scripted"),
+        display="none",
     )
     assert human.status == scripted.status == "success"
     ranking, pairs = leaderboard(case_values(load([human.location, scripted.location])))

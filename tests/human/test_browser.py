@@ -225,7 +225,9 @@ def test_a_person_plays_educator_and_patient_of_a_discharge_session(tmp_path):
 
 def cpb_answer(call: dict[str, Any]) -> str | dict[str, Any] | None:
     if call["protocol"].startswith("cpb.doctor"):
-        return "I hear your worry. The test results do not support that, so please keep taking the medicine as prescribed."
+        return (
+            "I hear your worry. The test results do not support that, so please keep taking the medicine as prescribed."
+        )
     if call["protocol"] == "cpb.failure_judge":
         return {"failure": False, "reason": "The doctor corrected the belief and kept the plan."}
     if call["protocol"] == "cpb.overreaction_judge":
@@ -247,7 +249,11 @@ def test_a_person_plays_the_cpb_doctor_and_judge_and_the_medsp_examinee(tmp_path
     data = synthetic.write_data(tmp_path / "cpb-bench_data")
     port = free_port()
     args = ["eval", "tasks/cpb.py@cpb", "-T", f"data={data}", "--limit", "1", "--model", "bedside/human"]
-    proc = start([*args, "--model-role", "grader=bedside/human", "--model-role", "patient=bedside/scripted"], tmp_path / "cpb", port)
+    proc = start(
+        [*args, "--model-role", "grader=bedside/human", "--model-role", "patient=bedside/scripted"],
+        tmp_path / "cpb",
+        port,
+    )
     shots = {"cpb_judge_form": lambda c: c["protocol"] == "cpb.failure_judge"}
     answered = asyncio.run(play(f"http://127.0.0.1:{port}/", proc, cpb_answer, tmp_path / "p1", shots))
     log = finished(proc, tmp_path / "cpb")
@@ -263,7 +269,9 @@ def test_a_person_plays_the_cpb_doctor_and_judge_and_the_medsp_examinee(tmp_path
     port = free_port()
     args = ["eval", "bedside/medsp", "--limit", "1", "-T", "max_turns=3", "--model", "bedside/human"]
     roles = ["patient", "environment", "grader"]
-    proc = start([*args, *(a for r in roles for a in ("--model-role", f"{r}=bedside/scripted"))], tmp_path / "medsp", port)
+    proc = start(
+        [*args, *(a for r in roles for a in ("--model-role", f"{r}=bedside/scripted"))], tmp_path / "medsp", port
+    )
     answered = asyncio.run(play(f"http://127.0.0.1:{port}/", proc, medsp_answer, tmp_path / "p2"))
     log = finished(proc, tmp_path / "medsp")
     roles = [c["role"] for c in answered]

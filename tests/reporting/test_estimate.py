@@ -12,16 +12,29 @@ from bedside.reporting.estimate import FIELDS, Pilot, estimate, predictive_total
 
 def pilot(per_sample: list[tuple[int, int, int]], seconds: list[float], role: str = "educator") -> Pilot:
     rows = [
-        {"sample": f"s{i}", "role": role, "role_model": "openai/gpt-5.5", "protocol": f"x.{role}", "calls": 1,
-         "input_tokens": inp, "input_tokens_cache_read": cached, "output_tokens": out}
+        {
+            "sample": f"s{i}",
+            "role": role,
+            "role_model": "openai/gpt-5.5",
+            "protocol": f"x.{role}",
+            "calls": 1,
+            "input_tokens": inp,
+            "input_tokens_cache_read": cached,
+            "output_tokens": out,
+        }
         for i, (inp, cached, out) in enumerate(per_sample)
     ]
     samples = pd.DataFrame({"sample": [f"s{i}" for i in range(len(seconds))], "seconds": seconds, "human_seconds": 0.0})
-    return Pilot(calls=pd.DataFrame(rows, columns=["sample", "role", "role_model", "protocol", *FIELDS]), samples=samples)
+    return Pilot(
+        calls=pd.DataFrame(rows, columns=["sample", "role", "role_model", "protocol", *FIELDS]), samples=samples
+    )
 
 
-PRICES = {"per_tokens": 1_000_000, "currency": "USD",
-          "models": {"openai/gpt-5.5": {"input": 1.0, "output": 10.0, "input_cache_read": 0.1}}}
+PRICES = {
+    "per_tokens": 1_000_000,
+    "currency": "USD",
+    "models": {"openai/gpt-5.5": {"input": 1.0, "output": 10.0, "input_cache_read": 0.1}},
+}
 
 
 def test_identical_pilot_samples_give_an_exact_estimate_and_cost():
@@ -71,8 +84,15 @@ def test_a_four_case_pilot_estimates_the_24_case_run(tmp_path):
     roles = {r: "bedside/scripted" for r in ("patient", "monitor", "grader")}
     logs = {}
     for n in (4, 24):
-        [log] = eval("bedside/discharge", model="bedside/scripted", model_roles=roles, limit=n,
-                     log_dir=str(tmp_path / f"run{n}"), display="none", max_connections=4)
+        [log] = eval(
+            "bedside/discharge",
+            model="bedside/scripted",
+            model_roles=roles,
+            limit=n,
+            log_dir=str(tmp_path / f"run{n}"),
+            display="none",
+            max_connections=4,
+        )
         assert log.status == "success"
         logs[n] = log
     planned = estimate(read_pilot([logs[4].location]), cases=24, max_connections=4)["totals"].iloc[0]
