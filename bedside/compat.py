@@ -27,6 +27,9 @@ from inspect_ai._util.error import PrerequisiteError
 # `inspect_ai.util` has RegistryInfo and registry_info but neither registry_add nor registry_lookup.
 from inspect_ai._util.registry import RegistryInfo, registry_add, registry_info, registry_lookup
 
+# The running sample, and Inspect's record that it waits on a person (`bedside/human`).
+from inspect_ai.log._samples import awaiting_human, sample_active
+
 # Inspect's cache key (bedside.calls.forget_cached drops the cache entry of an unreadable reply)
 # and the epoch of the running sample (bedside.testing.scripted's only_epochs option).
 from inspect_ai.model._cache import CacheEntry, epoch
@@ -41,8 +44,8 @@ from inspect_ai.model._model import active_model
 # A role's model config as written into the log (bedside.reporting.rescore).
 from inspect_ai.model._model_config import model_to_model_config
 
-# The running sample's state (the `bedside/replay` engine answers per sample; the scripted model's
-# scripts read the sample's metadata, bedside.testing.scripts).
+# The running sample's state (the `bedside/replay` engine answers per sample; `bedside/human` shows its
+# case; the scripted model's scripts read the sample's metadata, bedside.testing.scripts).
 from inspect_ai.solver._task_state import sample_state
 
 
@@ -127,6 +130,7 @@ __all__ = [
     "PrerequisiteError",
     "RegistryInfo",
     "active_generate_config",
+    "awaiting_human",
     "active_model",
     "cache_entry_path",
     "collect_task",
@@ -143,5 +147,6 @@ __all__ = [
     "registry_lookup",
     "resolving_eval_tasks",
     "resolve_scorers",
+    "sample_active",
     "sample_state",
 ]

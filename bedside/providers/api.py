@@ -1,4 +1,5 @@
-"""The ``bedside`` Inspect model provider: ``bedside/scripted``, ``bedside/local`` and ``bedside/replay``."""
+"""The ``bedside`` Inspect model provider: ``bedside/scripted``, ``bedside/local``, ``bedside/human`` and
+``bedside/replay``."""
 
 from __future__ import annotations
 
@@ -32,10 +33,14 @@ class BedsideAPI(ModelAPI):
 
             self.engine = LocalEngine(**model_args)
             self.engine.check_runnable()  # a probe subprocess: a crashing build stops here, with one line
+        elif model_name == "human":
+            from bedside.providers.human import HumanEngine
+
+            self.engine = HumanEngine(**model_args)
         elif model_name in (engines := benchmarks.engines()):
             self.engine = resolve(engines[model_name])(**dict(model_args))
         else:
-            known = ", ".join(f"bedside/{name}" for name in ("scripted", "local", *engines))
+            known = ", ".join(f"bedside/{name}" for name in ("scripted", "local", "human", *engines))
             raise ValueError(f"unknown bedside model {model_name!r}: use {known}")
         # Inspect's generation cache keys on the model name and base_url, not on model args: give
         # each configuration (GGUF file, context size; scripted options) its own identity, so that
@@ -63,6 +68,8 @@ class BedsideAPI(ModelAPI):
         tool_choice: ToolChoice,
         config: GenerateConfig,
     ) -> ModelOutput:
+        if self.model_name == "human":  # a person at the page bedside.providers.human serves
+            return await self.engine.generate(input, config)
         if self.model_name != "local":  # the synchronous engines: scripted, a benchmark's (replay)
             window = self.engine.context_window
             prompt_tokens = sum(len(m.text) for m in input) // 4 + 1

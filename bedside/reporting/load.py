@@ -58,12 +58,17 @@ def benchmark_of(log: EvalLog) -> str:
     return benchmark.name if benchmark else log.eval.task.split("/")[-1]
 
 
+#: the label of a run whose model under test is a person (``--model bedside/human``)
+HUMAN_LABEL = "human"
+
+
 def label_of(log: EvalLog) -> str:
     """The model under test and any non-default variant argument (each benchmark declares its own,
     :attr:`bedside.benchmarks.Benchmark.variant_args`; module docstring)."""
     args = log.eval.task_args or {}
     variants = [f"{k}={args[k]}" for k in benchmarks.variant_args() if args.get(k) not in NEUTRAL]
-    return log.eval.model + (f" ({', '.join(variants)})" if variants else "")
+    model = HUMAN_LABEL if log.eval.model == "bedside/human" else log.eval.model  # a person: the human baseline
+    return model + (f" ({', '.join(variants)})" if variants else "")
 
 
 def load(paths: Sequence[str]) -> list[LoadedLog]:

@@ -13,6 +13,7 @@ COMMANDS = {
     "strata",
     "audit",
     "compare",
+    "estimate",
     "agreement",
     "annotate",
     "rescore",

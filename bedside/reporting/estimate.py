@@ -1,0 +1,309 @@
+"""``bedside estimate``: the bill before the run, from one or more pilot logs.
+
+    bedside estimate logs/pilot/*.eval --cases 500 --epochs 3 --max-connections 16 \\
+        --model openai/gpt-5.5 --model-role grader=openai/gpt-5.5-mini --prices my_prices.yaml
+
+For a planned run (``--cases`` × ``--epochs`` samples) it prints the expected model calls, input,
+cached-input and output tokens per role and per protocol (the call's reply protocol, from its tag),
+the wall time at ``--max-connections`` and the cost from the price table the user passes (nothing is
+fetched; the table's format is ``bedside report``'s, :mod:`bedside.reporting.usage`), each with an
+interval from the pilot's spread.
+
+- **Unit**: the pilot sample (one case in one epoch): its calls, tokens and time. Every planned
+  sample is taken to cost like a pilot sample drawn at random; tokens are the pilot models' counts
+  (a planned model with another tokenizer counts differently) and each role's cost uses the price of
+  the model the plan names for it (``--model`` for the model under test, ``--model-role``; default: the
+  pilot's model of that role).
+- **Interval** (``--level``, default 0.9): a predictive bootstrap over the pilot samples. Each
+  replicate resamples the pilot, then draws the planned total as ``M·mean + √M·sd·z`` (M planned samples;
+  the sum of M draws, by the central limit theorem): it holds both the pilot's uncertainty about the
+  mean and the spread of the planned cases themselves. A pilot of a few cases gives a wide interval.
+- **Wall time**: the samples' summed time divided by the concurrency ``min(max_connections, M)``
+  (Inspect runs up to ``max_samples = max_connections`` samples at once), never below the longest
+  pilot sample. It assumes that the servers keep up at that concurrency; a pilot run at another
+  concurrency times its samples under other contention, and a pilot's first samples also pay the
+  process's start-up (loading the scorers' embedding model), so a short pilot overestimates wall time.
+- Calls served from Inspect's local cache are counted as calls but not as tokens (as in the report).
+- Sample time: Inspect's ``total_time`` of each pilot sample; ``human_seconds`` (``bedside/human``'s
+  typing time) is summed into the person's hours.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from bedside.protocols import tag_of
+
+#: the per-sample quantities estimated
+FIELDS = ("calls", "input_tokens", "input_tokens_cache_read", "output_tokens")
+
+
+@dataclass
+class Pilot:
+    """Per pilot sample (rows: (log, case, epoch)): calls and tokens per (role, role model, protocol),
+    the sample's seconds and the person's seconds."""
+
+    calls: pd.DataFrame  # one row per (sample, role, role_model, protocol) with FIELDS
+    samples: pd.DataFrame  # one row per sample: seconds, human_seconds
+
+
+def subject_of(task: str) -> str:
+    """The role name of the model under test in a log of ``task`` (e.g. ``educator``)."""
+    from bedside import benchmarks
+
+    found = benchmarks.of_task(task)
+    return found.subject_role if found is not None else "model under test"
+
+
+def read_pilot(paths: Sequence[str | Path]) -> Pilot:
+    from inspect_ai.log import read_eval_log
+
+    rows: list[dict[str, Any]] = []
+    samples: list[dict[str, Any]] = []
+    for path in paths:
+        log = read_eval_log(str(path))
+        if not log.samples:
+            raise ValueError(f"{path}: the log holds no samples (was it written with --no-log-samples?)")
+        subject = subject_of(log.eval.task)
+        for sample in log.samples:
+            key = f"{path}|{sample.id}|{sample.epoch}"
+            human = 0.0
+            for event in sample.events:
+                if event.event != "model":
+                    continue
+                tag = tag_of(list(event.input))
+                usage = event.output.usage if event.output is not None and event.cache != "read" else None
+                row = {
+                    "sample": key,
+                    "role": event.role or subject,
+                    "role_model": event.model,
+                    "protocol": tag.name if tag else "untagged",
+                    "calls": 1,
+                }
+                for field in FIELDS[1:]:
+                    row[field] = int(getattr(usage, field, None) or 0) if usage is not None else 0
+                rows.append(row)
+                meta = event.output.metadata if event.output is not None else None
+                human += float((meta or {}).get("human_seconds") or 0.0)
+            samples.append({"sample": key, "seconds": float(sample.total_time or 0.0), "human_seconds": human})
+    calls = pd.DataFrame(rows, columns=["sample", "role", "role_model", "protocol", *FIELDS])
+    return Pilot(calls=calls, samples=pd.DataFrame(samples))
+
+
+def predictive_totals(values: np.ndarray, planned: int, draws: int, rng: np.random.Generator) -> np.ndarray:
+    """Bootstrap draws of the total of ``planned`` samples like ``values`` (one value per pilot sample)
+    (module docstring)."""
+    n = len(values)
+    resampled = values[rng.integers(0, n, size=(draws, n))]
+    mean, sd = resampled.mean(axis=1), resampled.std(axis=1, ddof=1) if n > 1 else np.zeros(draws)
+    totals = planned * mean + math.sqrt(planned) * sd * rng.standard_normal(draws)
+    return np.clip(totals, 0, None)
+
+
+def summarise(point: float, draws: np.ndarray, level: float) -> dict[str, float]:
+    lo, hi = np.quantile(draws, [(1 - level) / 2, (1 + level) / 2])
+    return {"estimate": point, "low": float(lo), "high": float(hi)}
+
+
+def estimate(
+    pilot: Pilot,
+    cases: int,
+    epochs: int = 1,
+    max_connections: int = 10,
+    models: dict[str, str] | None = None,
+    prices: dict | None = None,
+    level: float = 0.9,
+    draws: int = 4000,
+    seed: int = 0,
+) -> dict[str, pd.DataFrame]:
+    """Tables ``by_role``, ``by_protocol`` and ``totals`` (each quantity: estimate, low, high)."""
+    from bedside.reporting.usage import cost, price_of
+
+    planned = cases * epochs
+    ids = list(pilot.samples["sample"])
+    rng = np.random.default_rng(seed)
+    models = dict(models or {})
+
+    def per_sample(frame: pd.DataFrame, column: str) -> np.ndarray:
+        return frame.groupby("sample")[column].sum().reindex(ids, fill_value=0).to_numpy(dtype=float)
+
+    def table(by: list[str]) -> pd.DataFrame:
+        out = []
+        cost_draws = np.zeros(draws)
+        for key, group in pilot.calls.groupby(by, sort=True):
+            key = key if isinstance(key, tuple) else (key,)
+            row: dict[str, Any] = dict(zip(by, key, strict=True))
+            role = row.get("role")
+            served = {m for m in group["role_model"]}
+            model = models.get(str(role), next(iter(served))) if role is not None and len(served) == 1 else None
+            state = rng.bit_generator.state  # the same bootstrap draws for every quantity of a row
+            sample_cost = np.zeros(len(ids))
+            for field in FIELDS:
+                values = per_sample(group, field)
+                rng.bit_generator.state = state
+                d = predictive_totals(values, planned, draws, rng)
+                s = summarise(planned * values.mean(), d, level)
+                row.update({field: s["estimate"], f"{field}_low": s["low"], f"{field}_high": s["high"]})
+            if prices is not None and model is not None:
+                price = price_of(model, prices)
+                sample_cost = np.array(
+                    [
+                        cost(
+                            {f: v for f, v in zip(FIELDS[1:], vals, strict=True)},
+                            price,
+                            prices["per_tokens"],
+                        )
+                        for vals in zip(*(per_sample(group, f) for f in FIELDS[1:]), strict=True)
+                    ]
+                )
+                rng.bit_generator.state = state
+                priced = not np.isnan(sample_cost).any()
+                d = predictive_totals(sample_cost, planned, draws, rng) if priced else np.zeros(draws)
+                row["priced_as"] = model
+                if not priced:
+                    row.update({"cost": math.nan, "cost_low": math.nan, "cost_high": math.nan})
+                else:
+                    s = summarise(planned * sample_cost.mean(), d, level)
+                    row.update({"cost": s["estimate"], "cost_low": s["low"], "cost_high": s["high"]})
+                    cost_draws = cost_draws + d
+            out.append(row)
+        return pd.DataFrame(out)
+
+    by_role = table(["role"])
+    by_protocol = table(["role", "protocol"])
+    totals: dict[str, Any] = {"samples": planned, "pilot_samples": len(ids)}
+    state = rng.bit_generator.state
+    for field in FIELDS:
+        values = per_sample(pilot.calls, field)
+        rng.bit_generator.state = state
+        s = summarise(planned * values.mean(), predictive_totals(values, planned, draws, rng), level)
+        totals.update({field: s["estimate"], f"{field}_low": s["low"], f"{field}_high": s["high"]})
+    seconds = pilot.samples["seconds"].to_numpy(dtype=float)
+    concurrency = max(1, min(max_connections, planned))
+    floor = float(seconds.max()) if len(seconds) else 0.0
+    d = np.maximum(predictive_totals(seconds, planned, draws, rng) / concurrency, floor)
+    s = summarise(max(planned * seconds.mean() / concurrency, floor), d, level)
+    totals.update({"wall_seconds": s["estimate"], "wall_seconds_low": s["low"], "wall_seconds_high": s["high"]})
+    human = pilot.samples["human_seconds"].to_numpy(dtype=float)
+    if human.any():
+        s = summarise(planned * human.mean() / 3600, predictive_totals(human, planned, draws, rng) / 3600, level)
+        totals.update({"person_hours": s["estimate"], "person_hours_low": s["low"], "person_hours_high": s["high"]})
+    if prices is not None and "cost" in by_role:
+        totals["cost"] = float(by_role["cost"].sum(min_count=1))
+    return {"by_role": by_role, "by_protocol": by_protocol, "totals": pd.DataFrame([totals])}
+
+
+# -- the command --------------------------------------------------------------------------------
+
+
+def _fmt(value: float, low: float, high: float, digits: int = 0) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    f = f"{{:,.{digits}f}}"
+    return f"{f.format(value)} [{f.format(low)}, {f.format(high)}]"
+
+
+def render(tables: dict[str, pd.DataFrame], level: float, currency: str = "") -> str:
+    lines = []
+    totals = tables["totals"].iloc[0].to_dict()
+    pct = f"{level:.0%}"
+    lines.append(
+        f"planned: {int(totals['samples'])} samples, from a pilot of {int(totals['pilot_samples'])} "
+        f"(intervals: {pct}, predictive bootstrap)"
+    )
+    for name, by in (("per role", ["role"]), ("per protocol", ["role", "protocol"])):
+        lines.append(f"\n{name}:")
+        for row in tables["by_role" if by == ["role"] else "by_protocol"].to_dict("records"):
+            label = " / ".join(str(row[k]) for k in by)
+            shown = {
+                "calls": "calls",
+                "input_tokens": "input",
+                "input_tokens_cache_read": "cached",
+                "output_tokens": "output",
+            }
+            text = f"  {label:<42}" + "".join(
+                f" {name} {_fmt(row[f], row[f + '_low'], row[f + '_high'])}" for f, name in shown.items()
+            )
+            if "cost" in row:
+                cost_text = _fmt(row["cost"], row["cost_low"], row["cost_high"], 2)
+                text += f"  cost {cost_text} {currency} ({row.get('priced_as')})"
+            lines.append(text)
+    lines.append("\ntotal:")
+    for field in FIELDS:
+        lines.append(f"  {field:<24} {_fmt(totals[field], totals[field + '_low'], totals[field + '_high'])}")
+    minutes = {k: totals[f"wall_seconds{k}"] / 60 for k in ("", "_low", "_high")}
+    lines.append(f"  {'wall time (minutes)':<24} {_fmt(minutes[''], minutes['_low'], minutes['_high'], 1)}")
+    if "person_hours" in totals:
+        lines.append(
+            f"  {'person hours':<24} "
+            f"{_fmt(totals['person_hours'], totals['person_hours_low'], totals['person_hours_high'], 1)}"
+        )
+    if "cost" in totals and not math.isnan(totals["cost"]):
+        lines.append(f"  {'cost':<24} {totals['cost']:,.2f} {currency} (sum of the roles' estimates)")
+    return "\n".join(lines)
+
+
+def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
+    out = {}
+    for value in values:
+        if "=" not in value:
+            raise SystemExit(f"bedside estimate: {what} expects role=model, got {value!r}")
+        role, model = value.split("=", 1)
+        out[role.strip()] = model.strip()
+    return out
+
+
+def run(args: argparse.Namespace) -> int:
+    from bedside.reporting.usage import load_prices
+
+    pilot = read_pilot(args.logs)
+    models = _pairs(args.model_role or [], "--model-role")
+    if args.model:
+        for path in args.logs:
+            from inspect_ai.log import read_eval_log
+
+            task = read_eval_log(str(path), header_only=True).eval.task
+            models.setdefault(subject_of(task), args.model)
+    prices = load_prices(args.prices) if args.prices else None
+    tables = estimate(
+        pilot,
+        cases=args.cases,
+        epochs=args.epochs,
+        max_connections=args.max_connections,
+        models=models,
+        prices=prices,
+        level=args.level,
+        seed=args.seed,
+    )
+    print(render(tables, args.level, (prices or {}).get("currency", "")))
+    if prices is None:
+        print("\n(no --prices FILE.yaml: no cost; the format is bedside report's price table)")
+    if args.csv:
+        out = Path(args.csv)
+        out.mkdir(parents=True, exist_ok=True)
+        for name, frame in tables.items():
+            frame.to_csv(out / f"{name}.csv", index=False)
+    return 0
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("estimate", help="expected calls, tokens, wall time and cost of a planned run, from pilot logs")
+    p.add_argument("logs", nargs="+", help="pilot .eval logs (a few cases)")
+    p.add_argument("--cases", type=int, required=True, help="cases in the planned run")
+    p.add_argument("--epochs", type=int, default=1)
+    p.add_argument("--max-connections", type=int, default=10, help="concurrent samples of the planned run")
+    p.add_argument("--model", help="model under test of the planned run (for its price)")
+    p.add_argument("--model-role", action="append", help="role=model of the planned run (for its price); repeatable")
+    p.add_argument("--prices", help="price table (YAML, bedside report's format: per million tokens)")
+    p.add_argument("--level", type=float, default=0.9, help="interval level (default 0.9)")
+    p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
+    p.add_argument("--csv", help="also write the tables as CSV files into this folder")
+    p.set_defaults(func=run)
