@@ -164,8 +164,11 @@ def test_the_monitor_decides_by_its_policy_algorithm_1_by_default():
         is Decision.HARD_STOP
     )
     assert set(POLICIES) == {"algorithm1", "recommended_action"}
-    with pytest.raises(ValueError, match="monitor policy"):
-        EducationMonitor(model, policy="figure6")  # type: ignore[arg-type]
+    from bedside.params import BadParameter
+    from bedside.solvers.discharge.encounter import discharge_encounter
+
+    with pytest.raises(BadParameter, match=r"^Bad parameter 'monitor_policy': .*algorithm1.*figure6"):
+        discharge_encounter(monitor_policy="figure6")  # type: ignore[arg-type]
 
 
 # ---------------------------------------------------------------------------------------------
