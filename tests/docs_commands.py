@@ -365,6 +365,12 @@ NOT_RUN: tuple[NotRun, ...] = (
         "which covers the demo's model path",
     ),
     NotRun(
+        r"^inspect eval .*bedside/human",
+        "parsed",
+        "waits for a person to type each reply in a browser; tests/human/ runs such evals with headless "
+        "Chromium typing the replies; parsed by Inspect's own command-line parser",
+    ),
+    NotRun(
         r"^inspect view( |$)",
         "parsed",
         "starts Inspect's log viewer, a web server that runs until stopped; parsed by Inspect's own "
