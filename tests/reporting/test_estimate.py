@@ -72,20 +72,17 @@ def test_wall_time_is_never_below_the_longest_sample():
 
 #: measured on the scripted DischargeBench demo set: calls 1.000, input tokens 1.021, output tokens 1.026
 TOLERANCE = 0.10  # tokens and calls: |estimate / measured - 1| below this
-#: wall time on a shared 2-core machine: noisy, and the pilot's samples also pay the process's start-up
-#: (the scorers' embedding model loads while the first samples run): measured 1.21 with the pilot and the
-#: run in separate processes, 2.4 here (the pilot runs first in a fresh test process)
-WALL_TOLERANCE = (0.5, 3.0)
 
 
 def test_a_four_case_pilot_estimates_the_24_case_run(tmp_path):
+    """Calls and tokens of the 24-case scripted run from a 4-case pilot, within :data:`TOLERANCE`. The
+    wall-time estimate is a timing: ``bench/estimate.py`` measures it (pilot and run in processes of
+    their own, as a user runs them), not this test."""
     from inspect_ai import eval
 
     roles = {r: "bedside/scripted" for r in ("patient", "monitor", "grader")}
     logs = {}
-    # 1 case first, so that neither the pilot nor the run pays this process's one-off loads (the
-    # embedding model, imports): a pilot in its own process pays them, and its estimate is then high
-    for n in (1, 4, 24):
+    for n in (4, 24):
         [log] = eval(
             "bedside/discharge",
             model="bedside/scripted",
@@ -103,6 +100,3 @@ def test_a_four_case_pilot_estimates_the_24_case_run(tmp_path):
     for field in ("calls", "input_tokens", "output_tokens"):
         ratio = planned[field] / measured.calls[field].sum()
         assert abs(ratio - 1) < TOLERANCE, (field, ratio)
-    wall = (logs[24].stats.completed_at, logs[24].stats.started_at)
-    seconds = (pd.Timestamp(wall[0]) - pd.Timestamp(wall[1])).total_seconds()
-    assert WALL_TOLERANCE[0] < planned["wall_seconds"] / seconds < WALL_TOLERANCE[1], (planned["wall_seconds"], seconds)
