@@ -29,11 +29,11 @@ from bedside.discharge.samples import discharge_dataset
 from bedside.params import check, validate_parameters
 from bedside.roles import check_roles
 from bedside.scorers.discharge.advice_safety import advice_safety
-from bedside.scorers.discharge.comprehension import comprehension
+from bedside.scorers.discharge.comprehension import ComprehensionDivisor, comprehension
 from bedside.scorers.discharge.conversation_quality import conversation_quality
 from bedside.scorers.discharge.encounter_outcome import encounter_outcome
 from bedside.scorers.discharge.factual_consistency import factual_consistency
-from bedside.scorers.discharge.topic_checklist import topic_checklist
+from bedside.scorers.discharge.topic_checklist import ChecklistApplicability, topic_checklist
 from bedside.scorers.metrics import with_health
 from bedside.solvers.discharge.encounter import discharge_encounter
 from bedside.solvers.discharge.monitor import MonitorLayout, MonitorPolicy
@@ -66,6 +66,8 @@ def discharge(
     monitor_policy: MonitorPolicy = "algorithm1",
     zero_retention: bool = False,
     safety: bool = False,
+    checklist_applicability: ChecklistApplicability = "rule",
+    comprehension_divisor: ComprehensionDivisor = "applicable",
 ) -> Task:
     """DischargeBench: one supervised education session per case, then the paper's scores.
 
@@ -109,6 +111,13 @@ def discharge(
             model; ``true`` declares that every bound endpoint retains nothing (recorded in the log).
         safety: add the advice-safety scorer (a bedside extension, not one of the paper's metrics):
             every educator turn judged against the note.
+        checklist_applicability: which checklist questions count in a case's TCS: ``rule``: those
+            bedside's applicability rule gives the case (``checklist_questions``; the paper publishes no
+            rule); ``all``: all 21, one the note does not mention counting as "no" (a lower bound on TCS,
+            not the paper's Eq. 1, which excludes questions that do not apply).
+        comprehension_divisor: a comprehension question whose reference is "not applicable":
+            ``applicable``: left out of the mean (bedside's choice); ``all_six``: graded against that
+            reference and the mean taken over all six (the paper's "mean across the six questions").
     """
     # role names, then the rules no single annotation states (the annotations are checked already)
     check_roles("discharge", BENCHMARK.roles, BENCHMARK.subject_role)
@@ -144,8 +153,10 @@ def discharge(
         scorer=with_health(
             [
                 conversation_quality(judge_retries=judge_retries),
-                topic_checklist(judge_retries=judge_retries),
-                comprehension(judge_retries=judge_retries, cache_references=cache_references),
+                topic_checklist(judge_retries=judge_retries, applicability=checklist_applicability),
+                comprehension(
+                    judge_retries=judge_retries, cache_references=cache_references, divisor=comprehension_divisor
+                ),
                 factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
                 encounter_outcome(),
                 *([advice_safety(judge_retries=judge_retries)] if safety else []),
@@ -156,6 +167,8 @@ def discharge(
             "paper": "arXiv:2609.20827",
             "monitor_layout": monitor_layout,
             "monitor_policy": monitor_policy,
+            "checklist_applicability": checklist_applicability,
+            "comprehension_divisor": comprehension_divisor,
             "zero_retention": zero_retention,
             VERSIONS: data_versions(dataset.location, BENCHMARK.name),
         },

@@ -19,9 +19,15 @@ failure, not a patient who did not know) is unscored and counted, not scored 0; 
 comprehension score is then unscored too (a mean over fewer questions would not be comparable),
 while the graded items keep their per-question scores. If every reference is not applicable the
 score is NaN (nothing to measure).
+
+``divisor="all_six"`` is the paper's literal reading instead: every answer is graded against its
+reference, a "not applicable" one too (the judge decides whether the patient's answer matches "the note
+does not say"), and the mean is over all six; ``na_questions`` still counts those references.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -48,6 +54,10 @@ KEYS = (
     ScoreKey("na_questions", COUNT, role="health", health="count", health_name="na_comprehension"),
 )
 
+#: how a question whose reference is "not applicable" counts: ``applicable``: left out of the mean
+#: (bedside's choice); ``all_six``: graded against that reference like any other (the paper's words)
+ComprehensionDivisor = Literal["applicable", "all_six"]
+
 
 def comprehension_score(
     item_scores: dict[str, float], not_applicable: set[str] | frozenset[str] = frozenset()
@@ -62,7 +72,9 @@ def comprehension_score(
 
 @declares(KEYS)
 @scorer(metrics=summary_of(KEYS))  # per-question means: bedside strata / report
-def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scorer:
+def comprehension(
+    judge_retries: int = 2, cache_references: bool = True, divisor: ComprehensionDivisor = "applicable"
+) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
         if (excluded := system_failure_score(rec, ["comprehension", *QUESTION_IDS])) is not None:
@@ -94,7 +106,8 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
             )
         )
         answers = {a["id"]: a.get("answer") for a in rec.comprehension}
-        not_applicable = {q["id"] for q, ref in zip(questions, references) if ref.ok and is_not_applicable(ref.value)}
+        na_references = {q["id"] for q, ref in zip(questions, references) if ref.ok and is_not_applicable(ref.value)}
+        not_applicable = na_references if divisor == "applicable" else set()  # the questions left out
         items = [
             {"id": q["id"], "question": q["text"], "reference": ref.value, "answer": answers.get(q["id"])}
             for q, ref in zip(questions, references)
@@ -140,7 +153,7 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
             "comprehension": comprehension_score(items_value, not_applicable),
             **items_value,
             "unscored": float(sum(v != v for k, v in items_value.items() if k not in not_applicable)),
-            "na_questions": float(len(not_applicable)),
+            "na_questions": float(len(na_references)),
         }
 
         def line(qid: str) -> str:
@@ -155,7 +168,8 @@ def comprehension(judge_retries: int = 2, cache_references: bool = True) -> Scor
             explanation="\n".join(line(q["id"]) for q in questions),
             metadata={
                 "references": {q["id"]: r.value for q, r in zip(questions, references)},
-                "not_applicable": sorted(not_applicable),
+                "not_applicable": sorted(na_references),
+                "divisor": divisor,
                 "answers": answers,
                 "problems": problems,
                 "grade_error": grade_error,

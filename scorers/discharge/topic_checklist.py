@@ -5,9 +5,15 @@ topic_checklist.yaml``; the score counts only the case's applicable questions (i
 ``checklist_questions``), parents weighing 1 and sub-questions 0.5:
 
     TCS_i = sum_{q in Q_i} s_q * 1[yes_q] / sum_{q in Q_i} s_q
+
+``applicability="all"`` takes Q_i = Q (all 21 questions, a "no" for one the note does not mention, as
+Figure 11 and the physicians' instructions of A.6.4 tell the annotator to answer): a lower bound on TCS,
+not Eq. 1's text, which excludes the questions that do not apply.
 """
 
 from __future__ import annotations
+
+from typing import Literal
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -25,6 +31,10 @@ from bedside.scorers.rescore import rescorable
 #: the keys it writes: Table 1's TCS
 KEYS = (ScoreKey("tcs", UNIT, role="headline", label="TCS"), UNSCORED_KEY)
 
+#: which questions form a case's Q_i: ``rule``: the case's ``checklist_questions`` (bedside's
+#: applicability rule); ``all``: all 21
+ChecklistApplicability = Literal["rule", "all"]
+
 
 def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, float]) -> float:
     """Eq. 1 for one session."""
@@ -36,14 +46,16 @@ def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, floa
 
 @declares(KEYS)
 @scorer(metrics=summary_of(KEYS))
-def topic_checklist(judge_retries: int = 2) -> Scorer:
+def topic_checklist(judge_retries: int = 2, applicability: ChecklistApplicability = "rule") -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
         if (excluded := system_failure_score(rec, ["tcs"])) is not None:
             return excluded
         questions = topic_checklist_questions()
         weights = {q["id"]: float(q["weight"]) for q in questions}
-        applicable = [q for q in the_case.checklist_questions if q in weights]
+        applicable = (
+            list(weights) if applicability == "all" else [q for q in the_case.checklist_questions if q in weights]
+        )
         if not rec.history or not applicable:
             reason = "no dialogue to judge" if not rec.history else "no applicable checklist question"
             return Score(

@@ -348,3 +348,35 @@ def test_a_question_the_note_does_not_answer_is_left_out_of_both_scores_and_coun
     assert len(kept) == 5 and fc.value["rouge_l"] == pytest.approx(sum(kept) / 5)
     health = sample.scores["health"].value
     assert health["na_comprehension"] == 1 and health["na_factual"] == 1 and health["unscored"] == 0
+
+
+def test_the_papers_literal_readings_count_every_question(tmp_path):
+    """checklist_applicability=all: Q_i is all 21 questions; comprehension_divisor=all_six: a question
+    whose reference is "not applicable" is graded against it and the mean is over all six."""
+    record = json.loads(DEMO_CASES.read_text().splitlines()[4])  # the rule gives this case 14 questions
+    note = record["discharge_note"]
+    record["discharge_note"] = note[: note.index("Followup Instructions:")]  # q4's reference: not applicable
+    data = tmp_path / "cases.jsonl"
+    data.write_text(json.dumps(record) + "\n")
+    weights = {q["id"]: float(q["weight"]) for q in topic_checklist_questions()}
+    assert len(record["checklist_questions"]) < len(weights)  # the rule leaves some out on this case
+    literal = run(
+        discharge(data=str(data), checklist_applicability="all", comprehension_divisor="all_six"),
+        roles=roles(),
+        log_dir=tmp_path / "literal",
+    )
+    [sample] = literal.samples
+    checklist, comp = sample.scores["topic_checklist"], sample.scores["comprehension"]
+    assert checklist.metadata["applicable"] == list(weights)
+    assert checklist.value["tcs"] == pytest.approx(tcs(checklist.metadata["answers"], list(weights), weights))
+    assert comp.metadata["not_applicable"] == ["q4"] and comp.value["na_questions"] == 1
+    six = [comp.value[f"q{i}"] for i in range(1, 7)]
+    assert not any(math.isnan(v) for v in six)  # q4 graded too
+    assert comp.value["comprehension"] == pytest.approx(sum(six) / 6)
+    assert literal.eval.task_args["comprehension_divisor"] == "all_six"
+
+    [default] = run(discharge(data=str(data)), roles=roles(), log_dir=tmp_path / "default").samples
+    assert default.scores["topic_checklist"].metadata["applicable"] == [
+        q for q in weights if q in record["checklist_questions"]
+    ]
+    assert math.isnan(default.scores["comprehension"].value["q4"])
