@@ -43,9 +43,19 @@ whose κ and ρ are the means of the four axes' values; its interval is the same
 that mean (each resample recomputes the four axes on the drawn cases and averages them); n and
 n_cases sum / count over the four axes.
 
-**Weighting.** Every row names its κ weighting (``kappa_weights``: ``quadratic`` for the Likert axes
-and their mean, ``none`` = unweighted for the checklist, ``linear`` (or ``quadratic``) for
-comprehension), and the command prints a line stating them under the table.
+**Pairs.** By default (``--pairs shared``) both comparisons use the same (case, item) pairs: those
+the judge answered and, with several physicians, at least two physicians rated. Packets ask every
+checklist question and every comprehension item, but the judge answers only the questions that
+apply to the case and leaves an item with a "not applicable" reference ungraded; pooling those
+extra, mostly agreeing physician pairs would raise physician-physician κ against a judge that never
+saw them. ``--pairs all`` gives each comparison every pair it has. ``n`` is each row's number of
+rated pairs; the command prints a line stating the rule.
+
+**Weighting** (bedside's choice: the paper says only "weighted κ"). Every row names its κ weighting
+(``kappa_weights``): ``--likert-weights`` for the Likert axes and their mean (default
+``quadratic``), ``none`` = unweighted for the yes/no checklist (with two levels every weighting
+gives the same κ), ``--comprehension-weights`` for comprehension (default ``linear``); each takes
+``none``, ``linear`` or ``quadratic``. The command prints a line stating them under the table.
 
 ``--by-item`` adds one row per checklist question and comprehension item. Numbers are printed with
 3 decimals, as in the paper.
@@ -116,9 +126,9 @@ def normalise_item(item: str) -> str:
     return text.lower() if text.lower() in (*LIKERT, *COMPREHENSION_ITEMS) else text
 
 
-def axis_of(item: str, comprehension_weights: str = "linear") -> Axis:
+def axis_of(item: str, comprehension_weights: str | None = "linear", likert_weights: str | None = "quadratic") -> Axis:
     if item in LIKERT:
-        return Axis(item, "likert", "quadratic", (1, 2, 3, 4, 5))
+        return Axis(item, "likert", likert_weights, (1, 2, 3, 4, 5))
     if CHECKLIST_ID.match(item):
         return Axis("tcs", "binary", None, (0, 1))
     if item in COMPREHENSION_ITEMS:
@@ -317,18 +327,42 @@ def statistics(
     return out
 
 
+PAIRS = ("shared", "all")
+
+
+def shared_items(rated: pd.DataFrame) -> pd.Series:
+    """Whether each rating's (case, item) is one both comparisons see: the judge answered it and, when
+    there are several physicians, at least two physicians rated it (module docstring, *Pairs*)."""
+    keys = pd.Series([f"{k}|{i}" for k, i in zip(case_keys(rated), rated["item"])], index=rated.index)
+    judged = rated["judge"].notna()
+    physicians = rated[rated["physician"].notna()].groupby(keys[rated["physician"].notna()])["annotator"].nunique()
+    if rated["annotator"].nunique() < 2:
+        return judged
+    return judged & keys.map(physicians).fillna(0).ge(2)
+
+
 def agreement_table(
-    annotations: pd.DataFrame, judge: pd.DataFrame, comprehension_weights: str = "linear", by_item: bool = False
+    annotations: pd.DataFrame,
+    judge: pd.DataFrame,
+    comprehension_weights: str | None = "linear",
+    by_item: bool = False,
+    likert_weights: str | None = "quadratic",
+    pairs: str = "shared",
 ) -> pd.DataFrame:
-    """One row per (axis[, item], comparison): n, κ (and its weighting), ρ, exact agreement."""
+    """One row per (axis[, item], comparison): n, κ (and its weighting), ρ, exact agreement.
+    ``pairs="shared"``: both comparisons on the same (case, item) pairs; ``"all"``: each on every pair it has."""
+    if pairs not in PAIRS:
+        raise ValueError(f"pairs must be one of {PAIRS}, not {pairs!r}")
     rated = attach_judge(annotations, judge)
     rated["axis"] = pd.Series(
-        [axis_of(i, comprehension_weights) for i in rated["item"]], index=rated.index, dtype=object
+        [axis_of(i, comprehension_weights, likert_weights) for i in rated["item"]], index=rated.index, dtype=object
     )
     rated["physician"] = [code(v, a) for v, a in zip(rated["value"], rated["axis"])]
     rated["judge"] = [
         code(v, a) if v == v and a.kind == "ordinal3" else v for v, a in zip(rated["judge"], rated["axis"])
     ]
+    if pairs == "shared":
+        rated = rated[shared_items(rated)]
     rated["axis_name"] = [a.name for a in rated["axis"]]
     groups: list[tuple[str, str, pd.DataFrame]] = [
         (str(name), "all", part) for name, part in rated.groupby("axis_name", sort=False)
@@ -378,7 +412,7 @@ def agreement_table(
                 "axis": CQ_MEAN,
                 "item": "all",
                 "comparison": comparison,
-                "kappa_weights": "quadratic",
+                "kappa_weights": likert_weights or "none",
                 **mean_statistics(parts),
             }
         )
@@ -464,10 +498,17 @@ def mean_statistics(parts: list[tuple[Axis, list, list, list]]) -> dict[str, flo
 
 
 WEIGHTS_NOTE = (
-    "kappa weighting: quadratic for the 1-5 Likert axes (naturalness, responsiveness, clarity, "
-    "clinical_relevance) and their mean; none (unweighted) for the yes/no checklist (tcs); {comprehension} "
-    "for the three comprehension grades; continuous keys: Spearman only"
+    "kappa weighting (bedside's choice; the paper says only 'weighted kappa'): {likert} for the 1-5 Likert axes "
+    "(naturalness, responsiveness, clarity, clinical_relevance) and their mean; none (unweighted) for the yes/no "
+    "checklist (tcs); {comprehension} for the three comprehension grades; continuous keys: Spearman only"
 )
+PAIRS_NOTE = {
+    "shared": "pairs: both comparisons on the same (case, item) pairs (the judge answered it and two or more "
+    "physicians rated it); n = rated pairs of each row",
+    "all": "pairs: each comparison on every pair it has (physician vs physician also pools items the judge never "
+    "answered); n = rated pairs of each row",
+}
+WEIGHTS = {"none": None, "linear": "linear", "quadratic": "quadratic"}
 
 
 def case_keys(part: pd.DataFrame) -> list[str]:
@@ -479,13 +520,21 @@ def run(args: argparse.Namespace) -> int:
     try:
         annotations = read_annotations(args.annotations)
         judged = judge_values(load(args.logs))
-        table = agreement_table(annotations, judged, args.comprehension_weights, args.by_item)
+        table = agreement_table(
+            annotations,
+            judged,
+            WEIGHTS[args.comprehension_weights],
+            args.by_item,
+            likert_weights=WEIGHTS[args.likert_weights],
+            pairs=args.pairs,
+        )
     except (ValueError, FileNotFoundError) as error:
         print(f"bedside agreement: {error}")
         return 2
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False, na_rep="–"))  # "–": not defined (e.g. no interval below 2 cases)
-    print(WEIGHTS_NOTE.format(comprehension=args.comprehension_weights))
+    print(WEIGHTS_NOTE.format(likert=args.likert_weights, comprehension=args.comprehension_weights))
+    print(PAIRS_NOTE[args.pairs])
     unmatched = table.loc[(table["comparison"] == "judge vs physician") & (table["n"] == 0), "axis"].tolist()
     if unmatched:
         print(f"note: no judge value for axis/axes {unmatched} (case ids or items not in the logs?)")
@@ -508,10 +557,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs (or directories) holding the judged cases")
     parser.add_argument("--annotations", required=True, metavar="FILE.csv", help="physician annotations (format above)")
     parser.add_argument(
+        "--likert-weights",
+        choices=tuple(WEIGHTS),
+        default="quadratic",
+        help="kappa weighting of the four 1-5 Likert axes (default quadratic; bedside's choice)",
+    )
+    parser.add_argument(
         "--comprehension-weights",
-        choices=("linear", "quadratic"),
+        choices=tuple(WEIGHTS),
         default="linear",
-        help="kappa weighting of the three comprehension grades (default linear)",
+        help="kappa weighting of the three comprehension grades (default linear; bedside's choice)",
+    )
+    parser.add_argument(
+        "--pairs",
+        choices=PAIRS,
+        default="shared",
+        help="shared (default): judge-physician and physician-physician on the same (case, item) pairs; "
+        "all: each comparison on every pair it has",
     )
     parser.add_argument(
         "--by-item", action="store_true", help="also one row per checklist question and comprehension item"

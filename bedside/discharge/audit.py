@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TypedDict
 
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 
 from bedside.end_reasons import EndReason
 from bedside.reporting.scores import label
@@ -32,6 +32,20 @@ class Audit(TypedDict):
     char_break_ids: list[str]
 
 
+def audit_flags(sample: EvalSample) -> tuple[bool, bool, bool, bool]:
+    """One sample's audit (A.7.2): (clean-complete, short, short with TCS below 0.5, broke character);
+    the last three are false for a session that is not clean-complete."""
+    outcome = (sample.scores or {}).get("encounter_outcome")
+    if outcome is None or outcome.answer != EndReason.CLEAN_COMPLETE:
+        return False, False, False, False
+    flags = outcome.value if isinstance(outcome.value, dict) else {}  # encounter_outcome's values: a dict
+    short = flags.get("short_session") == 1.0
+    tcs = (sample.scores or {}).get("topic_checklist")
+    value = tcs.value.get("tcs") if tcs is not None and isinstance(tcs.value, dict) else None
+    low = short and isinstance(value, float) and value == value and value < LOW_TCS
+    return True, short, low, flags.get("char_break") == 1.0
+
+
 def audit_table(log: EvalLog) -> Audit:
     """DischargeBench's clean-complete audit (A.7.2) of one log."""
     clean: list[str] = []
@@ -39,19 +53,16 @@ def audit_table(log: EvalLog) -> Audit:
     low: list[str] = []
     breaks: list[str] = []
     for sample in log.samples or []:
-        outcome = (sample.scores or {}).get("encounter_outcome")
-        if outcome is None or outcome.answer != EndReason.CLEAN_COMPLETE:
+        is_clean, is_short, is_low, is_break = audit_flags(sample)
+        if not is_clean:
             continue
         sid = str(sample.id)
         clean.append(sid)
-        flags = outcome.value if isinstance(outcome.value, dict) else {}  # encounter_outcome's values: a dict
-        if flags.get("short_session") == 1.0:
+        if is_short:
             short.append(sid)
-            tcs = (sample.scores or {}).get("topic_checklist")
-            value = tcs.value.get("tcs") if tcs is not None and isinstance(tcs.value, dict) else None
-            if isinstance(value, float) and value == value and value < LOW_TCS:
-                low.append(sid)
-        if flags.get("char_break") == 1.0:
+        if is_low:
+            low.append(sid)
+        if is_break:
             breaks.append(sid)
     return {
         "log": label(log),

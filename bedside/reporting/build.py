@@ -19,7 +19,10 @@ every table as CSV:
 ==========================  ===================================================================
 
 Costs use a price table (``--prices``; default: the shipped ``prices.yaml``, whose prices are
-EXAMPLES — see that file). Sections of benchmarks absent from the logs are left out.
+EXAMPLES — see that file). Sections of benchmarks absent from the logs are left out. ``--population``
+chooses which DischargeBench sessions its section averages (:mod:`bedside.discharge.population`:
+``evaluable``, the default, as Table 1's caption; ``clean_complete``; ``audited``); usage, costs and
+the leaderboard use every session.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import pandas as pd
 from bedside import benchmarks
 from bedside.benchmark import resolve
 from bedside.benchmarks import Benchmark
+from bedside.discharge.population import POPULATIONS, restrict_frame
 from bedside.intervals import describe
 from bedside.reporting import tables, usage
 from bedside.reporting.html import Page
@@ -40,14 +44,18 @@ from bedside.reporting.load import LoadedLog, load, scores_frame
 
 
 def build(
-    paths: list[str], out: str | Path, prices_path: str | None = None, allow_different_data: bool = False
+    paths: list[str],
+    out: str | Path,
+    prices_path: str | None = None,
+    allow_different_data: bool = False,
+    population: str = "evaluable",
 ) -> Path:
     """Write the report into ``out``; returns the path of ``index.html``."""
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     logs = load(paths)
     prices = usage.load_prices(prices_path)
-    frame = scores_frame(logs)
+    frame = restrict_frame(scores_frame(logs), logs, population)
     page = Page("bedside report")
     page.note(f"Generated {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC} from {len(logs)} log(s).")
     page.table(
@@ -64,6 +72,11 @@ def build(
             ]
         )
     )
+    if population != "evaluable":
+        page.note(
+            f"DischargeBench population: {population} sessions only (the tables and figures of its section, "
+            "not its audit; Table 1's caption uses every evaluable session)."
+        )
     present = {i.benchmark for i in logs}
 
     def csv(df: pd.DataFrame, name: str) -> str:
@@ -133,7 +146,7 @@ def _usage(page: Page, logs: list[LoadedLog], prices: dict, csv) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        index = build(args.logs, args.out, args.prices, args.allow_different_data)
+        index = build(args.logs, args.out, args.prices, args.allow_different_data, args.population)
     except (FileNotFoundError, ValueError) as error:
         print(f"bedside report: {error}")
         return 2
@@ -156,5 +169,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--allow-different-data",
         action="store_true",
         help="rank runs in the leaderboard although their recorded case data or prompt hashes differ",
+    )
+    parser.add_argument(
+        "--population",
+        choices=POPULATIONS,
+        default="evaluable",
+        help="DischargeBench sessions its tables and figures average: evaluable (default, Table 1's caption), "
+        "clean_complete, or audited (clean-complete after the Appendix A.7.2 audit)",
     )
     parser.set_defaults(func=run)

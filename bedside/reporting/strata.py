@@ -8,7 +8,8 @@ bedside's one rule, chosen by each score key's declared scale (its scorer's decl
 :func:`bedside.benchmarks.score_key`; :mod:`bedside.intervals`: Wilson for
 rates declared binary, otherwise a percentile bootstrap of the mean; none below n = 2), the same as
 the headline; unscored samples are left out of n. The ``health`` scorer's copies of other scorers'
-bookkeeping are left out.
+bookkeeping are left out. ``--population`` limits DischargeBench logs to the sessions of one of the
+paper's populations (:mod:`bedside.discharge.population`; default ``evaluable``, Table 1's caption).
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
+from bedside.discharge.population import POPULATIONS, restrict_log
 from bedside.intervals import summarise
 from bedside.reporting.scores import as_float, label
 
@@ -77,7 +79,7 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
 def run(args: argparse.Namespace) -> int:
     frames = []
     for path in args.logs:
-        log = read_eval_log(path)
+        log = restrict_log(read_eval_log(path), args.population)
         frame = strata_table(log, args.by or None)
         frame.insert(0, "log", label(log))
         frames.append(frame)
@@ -103,6 +105,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         metavar="KEY",
         help=f"stratum key (repeatable; default: {', '.join(benchmarks.strata())})",
+    )
+    parser.add_argument(
+        "--population",
+        choices=POPULATIONS,
+        default="evaluable",
+        help="DischargeBench sessions to average: evaluable (default, Table 1's caption), clean_complete, "
+        "or audited (clean-complete after the Appendix A.7.2 audit); other benchmarks' logs are unaffected",
     )
     parser.add_argument("--csv", help="also write the table to this CSV file")
     parser.set_defaults(func=run)

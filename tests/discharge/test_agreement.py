@@ -77,8 +77,19 @@ def items_of(axis: str) -> set[str]:
     return {"tcs": {"Q1", "Q2", "Q2.1"}, "comprehension": {"q1", "q2", "q3"}}.get(axis, {axis})
 
 
-def expected(axis: str) -> dict[str, dict]:
+def expected(axis: str, shared: bool = False) -> dict[str, dict]:
+    """The pairs each comparison sees, scored by the libraries; ``shared``: only (case, item) pairs the
+    judge answered and both physicians rated, for both comparisons."""
     rows = [r for r in physician_rows() if r["item"] in items_of(axis)]
+    if shared:
+        raters = {(r["case_id"], r["item"]): set() for r in rows}
+        for r in rows:
+            raters[(r["case_id"], r["item"])].add(r["annotator"])
+        rows = [
+            r
+            for r in rows
+            if judge_code(r["case_id"], r["item"]) is not None and len(raters[(r["case_id"], r["item"])]) >= 2
+        ]
     judge, phys = [], []
     for r in rows:
         j = judge_code(r["case_id"], r["item"])
@@ -105,16 +116,85 @@ def expected(axis: str) -> dict[str, dict]:
 
 @pytest.fixture(scope="module")
 def table(log_path):
+    return agreement_table(read_annotations(str(FIXTURE)), judge_values(load([log_path])), pairs="all")
+
+
+@pytest.fixture(scope="module")
+def shared_table(log_path):
     return agreement_table(read_annotations(str(FIXTURE)), judge_values(load([log_path])))
 
 
 @pytest.mark.parametrize("axis", [*LIKERT, "tcs", "comprehension"])
-def test_kappa_and_spearman_equal_the_libraries(table, axis):
-    for comparison, want in expected(axis).items():
-        row = table[(table["axis"] == axis) & (table["item"] == "all") & (table["comparison"] == comparison)].iloc[0]
+@pytest.mark.parametrize("shared", [False, True])
+def test_kappa_and_spearman_equal_the_libraries(table, shared_table, axis, shared):
+    rows = shared_table if shared else table
+    for comparison, want in expected(axis, shared).items():
+        row = rows[(rows["axis"] == axis) & (rows["item"] == "all") & (rows["comparison"] == comparison)].iloc[0]
         assert row["n"] == want["n"]
         assert row["kappa"] == pytest.approx(want["kappa"], nan_ok=True)
         assert row["rho"] == pytest.approx(want["rho"], nan_ok=True)
+
+
+def test_shared_pairs_are_the_same_for_both_comparisons(shared_table):
+    for axis in (*LIKERT, "tcs", "comprehension"):
+        rows = shared_table[(shared_table["axis"] == axis) & (shared_table["item"] == "all")]
+        judge, physicians = rows.set_index("comparison").loc[["judge vs physician", "physician vs physician"], "n"]
+        assert judge == 2 * physicians  # two physicians: each shared pair gives the judge two pairs
+
+
+def inflation_case() -> tuple[pd.DataFrame, pd.DataFrame]:
+    """Synthetic: 20 cases, two physicians answer Q1..Q4 of every case; the judge answers only Q1
+    (the only question that applies), where the physicians disagree half the time; on Q2..Q4 (not
+    applicable) both physicians say "no" every time."""
+    rng = np.random.default_rng(7)
+    annotations, judge = [], []
+    for k in range(20):
+        case = f"c{k}"
+        a = int(rng.integers(0, 2))
+        b = a if k % 2 else 1 - a
+        judge.append({"label": "m", "model_name": "m", "case_id": case, "epoch": 1, "item": "Q1", "judge": float(a)})
+        for annotator, value in (("pa", a), ("pb", b)):
+            annotations.append({"case_id": case, "annotator": annotator, "item": "Q1", "value": str(value)})
+            for q in ("Q2", "Q3", "Q4"):
+                annotations.append({"case_id": case, "annotator": annotator, "item": q, "value": "no"})
+    frame = pd.DataFrame(annotations).assign(epoch=1, model=None)
+    return frame, pd.DataFrame(judge)
+
+
+def test_pooling_unjudged_items_inflates_physician_agreement():
+    annotations, judge = inflation_case()
+    rows = {
+        pairs: agreement_table(annotations, judge, pairs=pairs).set_index(["axis", "comparison"]).loc["tcs"]
+        for pairs in ("all", "shared")
+    }
+    pooled, fair = rows["all"].loc["physician vs physician"], rows["shared"].loc["physician vs physician"]
+    assert (pooled["n"], fair["n"]) == (80, 20)  # 20 cases x 4 questions vs the 20 the judge answered
+    assert pooled["exact_agreement"] == pytest.approx(70 / 80) and fair["exact_agreement"] == pytest.approx(0.5)
+    assert pooled["kappa"] > fair["kappa"] + 0.3  # the 60 agreeing "no" pairs inflate physician kappa
+    x = annotations[(annotations["item"] == "Q1") & (annotations["annotator"] == "pa")]["value"].astype(int)
+    y = annotations[(annotations["item"] == "Q1") & (annotations["annotator"] == "pb")]["value"].astype(int)
+    assert fair["kappa"] == pytest.approx(cohen_kappa_score(x, y, labels=[0, 1]))
+    judged = rows["shared"].loc["judge vs physician"]
+    assert judged["n"] == 40 and rows["all"].loc["judge vs physician"]["n"] == 40  # the judge saw Q1 only
+
+
+def test_kappa_weights_are_chosen_per_score_family(log_path):
+    from bedside.discharge.agreement import CQ_MEAN
+
+    annotations, judged = read_annotations(str(FIXTURE)), judge_values(load([log_path]))
+    table = agreement_table(annotations, judged, None, likert_weights="linear").set_index(["axis", "comparison"])
+    assert table.loc[("naturalness", "judge vs physician"), "kappa_weights"] == "linear"
+    assert table.loc[(CQ_MEAN, "judge vs physician"), "kappa_weights"] == "linear"
+    assert table.loc[("comprehension", "judge vs physician"), "kappa_weights"] == "none"
+    rows = [r for r in physician_rows() if r["item"] == "naturalness"]
+    shared = {r["case_id"] for r in rows if r["annotator"] == "phys_a"} & {
+        r["case_id"] for r in rows if r["annotator"] == "phys_b"
+    }
+    x = [judge_code(r["case_id"], "naturalness") for r in rows if r["case_id"] in shared]
+    y = [int(r["value"]) for r in rows if r["case_id"] in shared]
+    got = table.loc[("naturalness", "judge vs physician")]
+    assert got["n"] == len(x)
+    assert got["kappa"] == pytest.approx(cohen_kappa_score(x, y, labels=[1, 2, 3, 4, 5], weights="linear"))
 
 
 def test_pair_counts_and_weights(table):
@@ -132,7 +212,7 @@ def test_pair_counts_and_weights(table):
 
 def test_quadratic_comprehension_weights_and_by_item(log_path):
     annotations = read_annotations(str(FIXTURE))
-    table = agreement_table(annotations, judge_values(load([log_path])), "quadratic", by_item=True)
+    table = agreement_table(annotations, judge_values(load([log_path])), "quadratic", by_item=True, pairs="all")
     comp = table[
         (table["axis"] == "comprehension") & (table["item"] == "all") & (table["comparison"] == "judge vs physician")
     ].iloc[0]
@@ -254,4 +334,5 @@ def test_cli_states_the_weighting_of_every_score(log_path, capsys):
     assert main(["agreement", "--annotations", str(FIXTURE), str(log_path)]) == 0
     out = capsys.readouterr().out
     assert "conversation_quality (mean of 4 axes)" in out
-    assert "kappa weighting: quadratic for the 1-5 Likert axes" in out and "linear for the three comprehension" in out
+    assert "quadratic for the 1-5 Likert axes" in out and "linear for the three comprehension" in out
+    assert "bedside's choice" in out and "pairs: both comparisons on the same (case, item) pairs" in out
