@@ -67,7 +67,10 @@ class Benchmark:
     - ``engines``: its own ``bedside/<name>`` model engines, name -> dotted path of the engine class;
     - ``report``: dotted path of its section of ``bedside report`` (``fn(page, benchmark, frame, logs,
       out, csv)``; None: the generic section of its headline keys per stratum);
-    - ``end_reason_scorer``: the scorer whose answer is the sample's end reason (None: no such scorer).
+    - ``end_reason_scorer``: the scorer whose answer is the sample's end reason (None: no such scorer);
+    - ``populations``: dotted path of a module naming the sample populations its reports may average
+      (``POPULATIONS``, the default first, and ``in_population(sample, name)``; ``bedside report`` /
+      ``strata`` ``--population``); None: every sample.
     """
 
     name: str
@@ -89,6 +92,7 @@ class Benchmark:
     engines: Mapping[str, str] = field(default_factory=dict)
     report: str | None = None
     end_reason_scorer: str | None = None
+    populations: str | None = None
 
     def owns(self, task: str) -> bool:
         """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's."""

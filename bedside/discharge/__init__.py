@@ -62,6 +62,7 @@ BENCHMARK = Benchmark(
     ),
     scripts=("bedside.discharge.scripted", "bedside.discharge.scripted_judges", "bedside.discharge.mimic.scripted"),
     report="bedside.discharge.report:section",
+    populations="bedside.discharge.population",
     commands=(
         "bedside.discharge.audit",  # audit
         "bedside.discharge.agreement",  # agreement

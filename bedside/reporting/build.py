@@ -20,9 +20,8 @@ every table as CSV:
 
 Costs use a price table (``--prices``; default: the shipped ``prices.yaml``, whose prices are
 EXAMPLES — see that file). Sections of benchmarks absent from the logs are left out. ``--population``
-chooses which DischargeBench sessions its section averages (:mod:`bedside.discharge.population`:
-``evaluable``, the default, as Table 1's caption; ``clean_complete``; ``audited``); usage, costs and
-the leaderboard use every session.
+chooses which samples a benchmark's section averages where its paper names several populations
+(:mod:`bedside.reporting.population`); usage, costs and the leaderboard use every sample.
 """
 
 from __future__ import annotations
@@ -36,11 +35,11 @@ import pandas as pd
 from bedside import benchmarks
 from bedside.benchmark import resolve
 from bedside.benchmarks import Benchmark
-from bedside.discharge.population import POPULATIONS, restrict_frame
 from bedside.intervals import describe
 from bedside.reporting import tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
+from bedside.reporting.population import choices, described, restrict_frame, restricted_benchmarks
 
 
 def build(
@@ -48,7 +47,7 @@ def build(
     out: str | Path,
     prices_path: str | None = None,
     allow_different_data: bool = False,
-    population: str = "evaluable",
+    population: str | None = None,
 ) -> Path:
     """Write the report into ``out``; returns the path of ``index.html``."""
     out = Path(out)
@@ -72,10 +71,9 @@ def build(
             ]
         )
     )
-    if population != "evaluable":
+    for title in restricted_benchmarks(logs, population):
         page.note(
-            f"DischargeBench population: {population} sessions only (the tables and figures of its section, "
-            "not its audit; Table 1's caption uses every evaluable session)."
+            f"{title} population: {population} samples only (the tables and figures of its section, not its audit)."
         )
     present = {i.benchmark for i in logs}
 
@@ -172,9 +170,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--population",
-        choices=POPULATIONS,
-        default="evaluable",
-        help="DischargeBench sessions its tables and figures average: evaluable (default, Table 1's caption), "
-        "clean_complete, or audited (clean-complete after the Appendix A.7.2 audit)",
+        choices=choices(),
+        default=None,
+        help=f"the samples a benchmark's tables and figures average, where its paper names several ({described()}); "
+        "other benchmarks' logs are unaffected",
     )
     parser.set_defaults(func=run)

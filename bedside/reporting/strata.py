@@ -8,8 +8,8 @@ bedside's one rule, chosen by each score key's declared scale (its scorer's decl
 :func:`bedside.benchmarks.score_key`; :mod:`bedside.intervals`: Wilson for
 rates declared binary, otherwise a percentile bootstrap of the mean; none below n = 2), the same as
 the headline; unscored samples are left out of n. The ``health`` scorer's copies of other scorers'
-bookkeeping are left out. ``--population`` limits DischargeBench logs to the sessions of one of the
-paper's populations (:mod:`bedside.discharge.population`; default ``evaluable``, Table 1's caption).
+bookkeeping are left out. ``--population`` limits the logs of a benchmark whose paper names several populations to the
+samples of one (:mod:`bedside.reporting.population`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from inspect_ai.log import EvalLog, read_eval_log
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
-from bedside.discharge.population import POPULATIONS, restrict_log
 from bedside.intervals import summarise
+from bedside.reporting.population import choices, described, restrict_log
 from bedside.reporting.scores import as_float, label
 
 
@@ -108,10 +108,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--population",
-        choices=POPULATIONS,
-        default="evaluable",
-        help="DischargeBench sessions to average: evaluable (default, Table 1's caption), clean_complete, "
-        "or audited (clean-complete after the Appendix A.7.2 audit); other benchmarks' logs are unaffected",
+        choices=choices(),
+        default=None,
+        help=f"the samples to average, where a benchmark's paper names several ({described()}); "
+        "other benchmarks' logs are unaffected",
     )
     parser.add_argument("--csv", help="also write the table to this CSV file")
     parser.set_defaults(func=run)
