@@ -145,8 +145,16 @@ def check_filled_template_round_trips_through_agreement(packets, tmp_path):
     with filled.open("w", newline="") as handle:  # the template's comment header kept as it is
         handle.writelines(line for line in (out / "annotations_template.csv").open() if line.startswith("#"))
         rows.to_csv(handle, index=False)
+    # every rated pair (--pairs all), as recomputed below; the shared-pairs default: tests/discharge/test_agreement.py
     done = bedside(
-        "agreement", "--annotations", str(filled), str(out / "key" / "judge.eval"), "--csv", str(tmp_path / "a.csv")
+        "agreement",
+        "--annotations",
+        str(filled),
+        str(out / "key" / "judge.eval"),
+        "--pairs",
+        "all",
+        "--csv",
+        str(tmp_path / "a.csv"),
     )
     assert done.returncode == 0, done.stdout + done.stderr
     table = pd.read_csv(tmp_path / "a.csv").set_index(["axis", "comparison"])
