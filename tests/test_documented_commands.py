@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 import textwrap
 from collections import Counter
@@ -18,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests import forked
 from tests.conftest import REPO
 from tests.docs_commands import (
     NOT_RUN,
@@ -181,7 +181,7 @@ def test_every_documented_command_runs(tmp_path, k):
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "TOKENIZERS_PARALLELISM": "false", "COLUMNS": "200"}
     command = [sys.executable, "-m", "tests.docs_worker", "--out", str(out), "--docs", str(REPO)]
     command += ["--shard", f"{k}/{SHARDS}"] + (["--extra", str(wrong)] if k == 0 else [])
-    done = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    done = forked.run(command, cwd=REPO, env=env, timeout=900)
     assert out.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     results = json.loads(out.read_text())["results"]
     docs = [r for r in results if Path(r["docs"]) == REPO]

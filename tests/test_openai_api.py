@@ -27,6 +27,7 @@ from bedside.tasks.cpb import cpb, cpb_control
 from bedside.tasks.discharge import discharge
 from bedside.tasks.medsp import medsp
 from bedside.testing.loopback import UNKNOWN, UNKNOWN_REPLY, LoopbackServer
+from tests import forked
 from tests.conftest import REPO, shared_path, store
 from tests.loopback_helpers import (
     LOOPBACK,
@@ -283,7 +284,7 @@ def test_inspect_cli_against_a_standalone_server(tmp_path):
             "--display",
             "none",
         ]
-        proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+        proc = forked.run(command, cwd=REPO, env=env, timeout=300)
         assert proc.returncode == 0, proc.stderr[-2000:]
     finally:
         server.terminate()

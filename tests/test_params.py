@@ -25,6 +25,7 @@ from bedside.tasks.discharge import discharge
 from bedside.tasks.discharge_build_cases import build_discharge_cases
 from bedside.tasks.discharge_safety_probe import discharge_safety_probe
 from bedside.tasks.medsp import medsp
+from tests import forked
 from tests.conftest import REPO, run, store
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
@@ -328,7 +329,7 @@ def inspect_eval(target: str, *args: str, log_dir: Path) -> subprocess.Completed
     # a wide console: Inspect prints the message through rich, which wraps at 80 columns off a tty
     env = {**os.environ, "COLUMNS": "200", "INSPECT_LOG_DIR": str(log_dir)}
     command = [INSPECT, "eval", target, "--model", "bedside/scripted", *args, "--limit", "1", "--log-dir", str(log_dir)]
-    return subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    return forked.run(command, cwd=REPO, env=env, timeout=300)
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,6 @@ llama-cpp-python's server does) fails fast with one line naming the option and t
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 
 from inspect_ai import eval
@@ -15,6 +14,7 @@ import bedside.protocols as protocols
 from bedside.cpb.protocols import FAILURE_JUDGE, OVERREACTION_JUDGE
 from bedside.tasks.discharge import discharge
 from bedside.testing.loopback import LLAMA_CPP_JSON_SCHEMA_ERROR, LoopbackServer
+from tests import forked
 from tests.conftest import REPO
 
 SERVER_WORDS = "Input should be 'text' or 'json_object'"
@@ -28,7 +28,7 @@ def test_cli_fails_fast_with_one_line_naming_the_option_and_the_servers_message(
     with LoopbackServer(json_schema=False) as server:
         env = dict(os.environ, **server.env, COLUMNS="400")
         inspect = os.path.join(os.path.dirname(sys.executable), "inspect")
-        result = subprocess.run(
+        result = forked.run(
             [
                 inspect,
                 "eval",
@@ -51,8 +51,6 @@ def test_cli_fails_fast_with_one_line_naming_the_option_and_the_servers_message(
                 "plain",
             ],
             env=env,
-            capture_output=True,
-            text=True,
             timeout=600,
             cwd=REPO,
         )

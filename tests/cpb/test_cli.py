@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from pydantic_core import to_jsonable_python
 
 from bedside.cpb.judges import dialogue_turns, load_case
 from bedside.cpb.scripted import _blocks
+from tests import forked
 from tests.conftest import REPO, shared_path
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
@@ -48,10 +48,8 @@ def test_cli_single_turn_on_real_english_cases(tmp_path):
         "--display",
         "plain",
     ]
-    proc = subprocess.run(
+    proc = forked.run(
         command,
-        capture_output=True,
-        text=True,
         cwd=REPO,
         timeout=300,
         env={**os.environ, "INSPECT_LOG_DIR": str(tmp_path)},

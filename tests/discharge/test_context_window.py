@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from inspect_ai.model import get_model
 
 from bedside.discharge.context_window import context_window, estimate_tokens, oversized_notes
 from bedside.discharge.samples import DEMO_CASES
+from tests import forked
 from tests.conftest import REPO
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
@@ -69,7 +69,7 @@ def test_cli_warns_with_the_estimate_before_any_model_call(tmp_path):
         "--max-samples",
         "1",
     ]
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=600)
+    proc = forked.run(command, cwd=REPO, env=env, timeout=600)
     output = proc.stdout + proc.stderr
     warning = f"case {record['case_id']}: the discharge note is about 1,425,000 tokens"
     assert warning in " ".join(output.split()), output[-3000:]

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 from bedside.compat import PrerequisiteError
 from bedside.discharge.records import CaseFileError, load_cases
 from bedside.discharge.samples import DEMO_CASES
+from tests import forked
 from tests.conftest import REPO
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
@@ -228,7 +228,7 @@ def test_cli_prints_the_report_without_traceback(tmp_path):
         "--log-dir",
         str(tmp_path / "logs"),
     ]
-    proc = subprocess.run(command, capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    proc = forked.run(command, cwd=REPO, env=env, timeout=300)
     output = proc.stdout + proc.stderr
     assert proc.returncode != 0 and "Traceback" not in output, output[-3000:]
     assert f"{path}: rejected, 3 problem(s):" in output

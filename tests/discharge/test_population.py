@@ -7,9 +7,9 @@ import pytest
 
 from bedside.cli import main
 from bedside.discharge.population import in_population
-from bedside.reporting.population import restrict_frame, restrict_log
 from bedside.discharge.report import table1
 from bedside.reporting.load import load, scores_frame
+from bedside.reporting.population import restrict_frame, restrict_log
 from bedside.reporting.strata import strata_table
 from tests.reporting.synth import discharge_case, log, write
 

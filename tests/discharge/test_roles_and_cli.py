@@ -11,6 +11,7 @@ from pathlib import Path
 from inspect_ai.log import read_eval_log
 
 from bedside.tasks.discharge import discharge
+from tests import forked
 from tests.conftest import REPO, run, store
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
@@ -40,7 +41,7 @@ def test_unbound_role_warning_is_logged(tmp_path, caplog):
 
 def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "INSPECT_LOG_DIR": str(tmp_path)}
-    return subprocess.run([INSPECT, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    return forked.run([INSPECT, *args], cwd=REPO, env=env, timeout=300)
 
 
 def test_cli_by_path_and_by_entry_point(tmp_path):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +19,7 @@ from bedside.scorers.discharge.comprehension import comprehension_score
 from bedside.scorers.discharge.topic_checklist import normalise_id, tcs
 from bedside.scorers.text_metrics import cosine, readability, rouge_l
 from bedside.tasks.discharge import discharge
+from tests import forked
 from tests.conftest import REPO, metrics_of, run, scripted
 
 NAN = float("nan")
@@ -240,7 +240,7 @@ def test_rescore_a_log_with_another_grader(tmp_path):
     assert log.samples[0].scores["conversation_quality"].value["naturalness"] >= 1
     out = tmp_path / "rescored.eval"
     grader = "grader={model: bedside/scripted, model_args: {judge_malformed: quality, judge_malformed_attempts: 9}}"
-    proc = subprocess.run(
+    proc = forked.run(
         [
             str(Path(sys.executable).parent / "inspect"),
             "score",
@@ -254,8 +254,6 @@ def test_rescore_a_log_with_another_grader(tmp_path):
             "--display",
             "none",
         ],
-        capture_output=True,
-        text=True,
         cwd=REPO,
         timeout=300,
     )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,6 +12,7 @@ from inspect_ai.model import ChatMessageSystem
 from bedside.reporting.compare import compare, compare_metric
 from bedside.solvers.discharge.encounter import BEHAVIORS, behavior_overlay
 from bedside.tasks.discharge import discharge
+from tests import forked
 from tests.conftest import model_inputs, run, scripted, store
 
 
@@ -91,10 +91,8 @@ def test_compare_without_metrics_on_two_runs_of_the_same_cases(tmp_path):
     assert not any(r.regressed for r in report.values())  # no --max-drop: a report, not a gate
     bin_dir = Path(sys.executable).parent
     out = tmp_path / "compare.csv"
-    proc = subprocess.run(
+    proc = forked.run(
         [str(bin_dir / "bedside"), "compare", base.location, stressed.location, "--csv", str(out)],
-        capture_output=True,
-        text=True,
         timeout=120,
     )
     assert proc.returncode == 0, proc.stderr

@@ -30,6 +30,7 @@ from bedside.protocols import all_protocols, protocol
 from bedside.scorers.medsp.evaluator import BedsideEvaluatorPrompts
 from bedside.solvers.medsp import BedsidePrompts
 from bedside.testing.scripted import ScriptedEngine
+from tests import forked
 from tests.conftest import REPO
 
 SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "bedside_demo_anaphylaxis")
@@ -159,7 +160,7 @@ def test_unknown_scripted_option_is_an_error():
 
 def cli(*args: str, tmp_path: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "INSPECT_LOG_DIR": str(tmp_path)}
-    return subprocess.run([INSPECT, *args], capture_output=True, text=True, cwd=REPO, env=env, timeout=300)
+    return forked.run([INSPECT, *args], cwd=REPO, env=env, timeout=300)
 
 
 def run_cli(targets: list[str], tmp_path: Path) -> None:

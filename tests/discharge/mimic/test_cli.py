@@ -5,12 +5,12 @@ folder gives exit status 2 and one message, no traceback)."""
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 
 import pytest
 
 from bedside.discharge.records import load_cases
+from tests import forked
 from tests.conftest import REPO, bedside_command
 from tests.discharge.mimic.fixture import INVALID_MARK
 
@@ -92,7 +92,7 @@ def test_cohort_only_and_bad_input(fx, tmp_path):
         and f"-T cohort={tmp_path / 'cases.cohort.jsonl'}" in done.stdout
     )
     assert (tmp_path / "cases.cohort.jsonl").is_file() and not out.exists()
-    missing = subprocess.run(
+    missing = forked.run(
         [
             sys.executable,
             "-m",
@@ -106,8 +106,6 @@ def test_cohort_only_and_bad_input(fx, tmp_path):
             str(out),
         ],
         cwd=REPO,
-        capture_output=True,
-        text=True,
         timeout=300,
     )
     assert missing.returncode == 2 and "patients: not found" in missing.stderr and "Traceback" not in missing.stderr

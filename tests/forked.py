@@ -1,0 +1,161 @@
+"""``subprocess.run`` for the suite's commands, in a fork of a warm process (:mod:`tests.forkserver`).
+
+A test that runs ``inspect eval ...``, ``bedside ...`` or ``python -m ...`` as a process checks what a
+process gives (its exit code, what it prints, that nothing of the test process leaks into it); a
+fresh one spends 5-7 s importing Inspect, torch, transformers and sentence-transformers before its
+first line. :func:`run` keeps the contract — a new process with the given argv, environment,
+working folder and standard streams — and skips those imports: the command runs in a fork of a
+server that imported them once (one server per test process, started on first use).
+
+A command runs as a fresh process (plain ``subprocess.run``) instead when the fork could differ from
+one: a program that is not a Python console script of this venv or ``python -m MODULE`` (interpreter
+options, ``-c``, other programs), or an environment that differs from the server's in a variable a
+library reads when it loads (:data:`STARTUP`: Python's own, OpenMP / BLAS threads, torch's kernel
+choice, Hugging Face's cache and offline switches, matplotlib's, the locale, ``HOME``, ``TMPDIR``).
+``BEDSIDE_TESTS_FRESH_PROCESSES=1`` runs every command as a fresh process (to compare, or to rule
+the server out when a test fails).
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import json
+import locale
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+
+#: prefixes of the variables read when Python or a preloaded library starts (compared, never forked across)
+STARTUP = (
+    "PYTHON",
+    "OMP_",
+    "GOMP_",
+    "KMP_",
+    "MKL_",
+    "OPENBLAS_",
+    "ATEN_",
+    "TORCH",
+    "CUDA",
+    "HF_",
+    "HUGGINGFACE",
+    "TRANSFORMERS_",
+    "SENTENCE_TRANSFORMERS",
+    "TOKENIZERS_",
+    "MPL",
+    "LANG",
+    "LC_",
+    "HOME",
+    "XDG_",
+    "TMPDIR",
+    "LD_",
+    "MALLOC",
+)
+
+
+def _startup(env: dict[str, str]) -> dict[str, str]:
+    return {k: v for k, v in env.items() if k.startswith(STARTUP)}
+
+
+class _Server:
+    def __init__(self) -> None:
+        self.folder = Path(tempfile.mkdtemp(prefix="forkserver-"))
+        self.socket = str(self.folder / "socket")
+        self.env = dict(os.environ)
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.forkserver", self.socket],
+            cwd=REPO,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert self.proc.stdout is not None
+        ready = self.proc.stdout.readline()
+        if ready.strip() != "ready":
+            raise RuntimeError(f"tests/forkserver.py did not start (exit {self.proc.wait()})")
+        atexit.register(self.stop)
+
+    def stop(self) -> None:
+        self.proc.kill()
+        self.proc.wait()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
+_server: _Server | None = None
+
+
+def _program(args: list[str], env: dict[str, str]) -> dict[str, Any] | None:
+    """What the server runs for ``args`` (a venv console script by its file, or ``-m MODULE``), else None."""
+    first = shutil.which(args[0], path=env.get("PATH")) if os.sep not in args[0] else args[0]
+    if first is None:
+        return None
+    if Path(first).resolve() == Path(sys.executable).resolve():
+        if len(args) >= 3 and args[1] == "-m":
+            return {"module": args[2], "args": args[3:]}
+        return None
+    script = Path(first)
+    if script.parent.resolve() != Path(sys.executable).parent.resolve() or not script.is_file():
+        return None
+    with script.open("rb") as file:
+        if b"python" not in file.readline():
+            return None
+    return {"script": str(script.absolute()), "args": args[1:]}
+
+
+def run(
+    args: list[str],
+    *,
+    cwd: str | Path | None = None,
+    env: dict[str, str] | None = None,
+    timeout: float | None = None,
+    input: str | None = None,  # noqa: A002 - subprocess.run's name
+) -> subprocess.CompletedProcess[str]:
+    """``subprocess.run(args, capture_output=True, text=True, ...)``, forked from the warm server."""
+    global _server
+    args = [str(a) for a in args]
+    env = dict(os.environ if env is None else env)
+    program = None if os.environ.get("BEDSIDE_TESTS_FRESH_PROCESSES") else _program(args, env)
+    if _server is None and program is not None:
+        _server = _Server()
+    if program is None or _server is None or _startup(env) != _startup(_server.env):
+        return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
+
+    with tempfile.TemporaryDirectory(prefix="forked-") as scratch:
+        streams = {name: Path(scratch, name) for name in ("stdin", "stdout", "stderr")}
+        streams["stdin"].write_text(input or "", encoding="utf-8")
+        for name in ("stdout", "stderr"):
+            streams[name].touch()
+        request = {
+            **program,
+            "cwd": str(Path(cwd or os.getcwd()).absolute()),
+            "env": env,
+            **{name: str(path) for name, path in streams.items()},
+        }
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
+            conn.connect(_server.socket)
+            conn.sendall(json.dumps(request).encode() + b"\n")
+            reader = conn.makefile("r", encoding="utf-8")
+            pid = json.loads(reader.readline())["pid"]
+            conn.settimeout(timeout)
+            try:
+                done = json.loads(reader.readline())
+            except TimeoutError:
+                with contextlib.suppress(ProcessLookupError):
+                    os.killpg(pid, signal.SIGKILL)
+                raise subprocess.TimeoutExpired(args, timeout or 0, *_read(streams)) from None
+        stdout, stderr = _read(streams)
+    return subprocess.CompletedProcess(args, done["returncode"], stdout, stderr)
+
+
+def _read(streams: dict[str, Path]) -> tuple[str, str]:
+    encoding = locale.getpreferredencoding(False)
+    return tuple(streams[n].read_text(encoding=encoding) for n in ("stdout", "stderr"))  # type: ignore[return-value]

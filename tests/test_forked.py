@@ -1,0 +1,87 @@
+"""tests/forked.py: a command in a fork of the warm server behaves as the fresh process it stands for."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from tests import forked
+
+PROBE = textwrap.dedent(
+    """
+    import os, sys
+    print("argv", sys.argv[1:])
+    print("cwd", os.getcwd())
+    print("var", os.environ.get("FORKED_PROBE"))
+    print("stdin", sys.stdin.read())
+    print("torch preloaded", "torch" in sys.modules)
+    print("bedside preloaded", "bedside" in sys.modules)
+    print("to stderr", file=sys.stderr)
+    what = sys.argv[1] if len(sys.argv) > 1 else ""
+    if what == "exit":
+        sys.exit(3)
+    if what == "message":
+        sys.exit("a message")
+    if what == "raise":
+        raise ValueError("uncaught")
+    if what == "kill":
+        os.kill(os.getpid(), 9)
+    if what == "sleep":
+        import time
+        time.sleep(60)
+    """
+)
+
+
+@pytest.fixture
+def probe(tmp_path, monkeypatch):
+    monkeypatch.delenv("BEDSIDE_TESTS_FRESH_PROCESSES", raising=False)  # these tests are of the server
+    (tmp_path / "forked_probe.py").write_text(PROBE)
+    return tmp_path
+
+
+def command(*args: str) -> list[str]:
+    return [sys.executable, "-m", "forked_probe", *args]
+
+
+def test_a_forked_command_gets_its_argv_folder_environment_and_streams(probe):
+    env = {**os.environ, "FORKED_PROBE": "seen"}
+    done = forked.run(command("a", "b c"), cwd=probe, env=env, input="typed")
+    assert done.returncode == 0, done.stderr
+    assert "argv ['a', 'b c']" in done.stdout and f"cwd {probe}" in done.stdout
+    assert "var seen" in done.stdout and "stdin typed" in done.stdout and done.stderr == "to stderr\n"
+    # the heavy libraries come from the server; bedside is imported by the command itself
+    assert "torch preloaded True" in done.stdout and "bedside preloaded False" in done.stdout
+    assert (
+        "var None" in forked.run(command(), cwd=probe, env={k: v for k, v in env.items() if k != "FORKED_PROBE"}).stdout
+    )
+
+
+@pytest.mark.parametrize(
+    ("what", "code", "stderr"),
+    [("exit", 3, ""), ("message", 1, "a message"), ("raise", 1, "ValueError: uncaught"), ("kill", -9, "")],
+)
+def test_exit_status_and_errors_are_those_of_a_process(probe, what, code, stderr):
+    done = forked.run(command(what), cwd=probe)
+    assert done.returncode == code and stderr in done.stderr
+    fresh = subprocess.run(command(what), cwd=probe, capture_output=True, text=True)
+    assert fresh.returncode == code and stderr in fresh.stderr
+
+
+def test_a_timeout_kills_the_command(probe):
+    with pytest.raises(subprocess.TimeoutExpired):
+        forked.run(command("sleep"), cwd=probe, timeout=2)
+
+
+def test_a_library_setting_of_another_value_runs_a_fresh_process(probe):
+    # torch reads OpenMP's thread count when it loads: a fork of the server would keep the server's
+    env = {**os.environ, "OMP_NUM_THREADS": "1" if os.environ.get("OMP_NUM_THREADS") != "1" else "2"}
+    done = forked.run(command(), cwd=probe, env=env)
+    assert done.returncode == 0 and "torch preloaded False" in done.stdout
+    # so does anything that is not python -m or a console script of this venv
+    done = forked.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], cwd=probe)
+    assert done.stdout.strip() == "False"
