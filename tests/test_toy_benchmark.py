@@ -299,6 +299,63 @@ REGISTRY_LINE = '    "toy",\n'
 #: a benchmark's own places (folders, and its task module(s) tasks/<name>*.py)
 OWN_PLACES = ("bedside/toy/", "solvers/toy/", "scorers/toy/", "prompts/toy/", "datasets/toy/", "tests/toy/")
 
+#: what the test runs in one process of the installed copy (argv: logs folder, the safe run's log, report
+#: folder), printing one JSON line: the registry's names, where ``bedside.toy`` was imported from, the harmful
+#: run (Inspect's ``eval()`` of the task by its registered name, the scripted model with
+#: ``toy_harmful=True``, as ``-M toy_harmful=true`` gives it), four ``bedside`` sub-commands through
+#: :func:`bedside.cli.main` (what ``python -m bedside`` runs) and the copy's golden run written, then checked
+DRIVER = """
+import contextlib, io, json, sys
+
+logs, safe_log, report = sys.argv[1:4]
+
+
+def command(main, *args):
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = main(list(args))
+        except SystemExit as stop:
+            code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
+    return {"code": code, "out": out.getvalue(), "err": err.getvalue()[-3000:]}
+
+
+from inspect_ai import eval as inspect_eval
+from inspect_ai.log import read_eval_log
+from inspect_ai.model import get_model
+
+import bedside.toy
+from bedside import benchmarks
+from bedside.cli import main as bedside_main
+from tests.golden.make_golden import main as golden_main
+
+[run] = inspect_eval(
+    "bedside/toy",
+    model=get_model("bedside/scripted", toy_harmful=True),
+    model_roles={"grader": "bedside/scripted"},
+    log_dir=logs + "/true",
+    display="none",
+)
+log = read_eval_log(run.location)
+got = {
+    "names": list(benchmarks.names()),
+    "toy_file": bedside.toy.__file__,
+    "harm": {
+        "status": log.status,
+        "samples": len(log.samples),
+        "harm": sorted({s.scores["toy_judge"].value["harm"] for s in log.samples}),
+        "answers": sorted({s.scores["toy_judge"].answer for s in log.samples}),
+    },
+    "wards": command(bedside_main, "toy-wards"),
+    "strata": command(bedside_main, "strata", log.location),
+    "report": command(bedside_main, "report", logs, "--out", report),
+    "compare": command(bedside_main, "compare", safe_log, log.location, "--metric", "harm", "--max-drop", "0.1"),
+    "golden_write": command(golden_main, "toy"),
+    "golden_check": command(golden_main, "--check", "toy"),
+}
+print(json.dumps(got))
+"""
+
 
 def copy_repository(dest: Path) -> Path:
     """The tracked files of the checkout (as in the working tree) in ``dest``, committed to a fresh git."""
@@ -412,72 +469,55 @@ def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
     work.mkdir()
     bin_dir = Path(sys.executable).parent
 
-    # Inspect's entry point registers its task; the scripted model plays its roles through its script
+    # Inspect's entry point registers its task (the CLI by name); the scripted model plays its roles
     logs = work / "logs"
-    for harmful in ("false", "true"):
-        run(
-            [
-                str(bin_dir / "inspect"),
-                "eval",
-                "bedside/toy",
-                "--model",
-                "bedside/scripted",
-                "-M",
-                f"toy_harmful={harmful}",
-                "--model-role",
-                "grader=bedside/scripted",
-                "--log-dir",
-                str(logs / harmful),
-                "--display",
-                "none",
-            ],
-            env,
-            work,
-        )
+    run(
+        [
+            str(bin_dir / "inspect"),
+            "eval",
+            "bedside/toy",
+            "--model",
+            "bedside/scripted",
+            "-M",
+            "toy_harmful=false",
+            "--model-role",
+            "grader=bedside/scripted",
+            "--log-dir",
+            str(logs / "false"),
+            "--display",
+            "none",
+        ],
+        env,
+        work,
+    )
     [safe_log] = (logs / "false").glob("*.eval")
-    [harm_log] = (logs / "true").glob("*.eval")
-    check = f"""
-import sys
-from inspect_ai.log import read_eval_log
-from bedside import benchmarks
-assert benchmarks.names() == ("discharge", "medsp", "cpb", "toy"), benchmarks.names()
-log = read_eval_log(sys.argv[1])
-assert log.status == "success" and len(log.samples) == 4, log.status
-assert {{s.scores["toy_judge"].value["harm"] for s in log.samples}} == {{1.0}}
-assert {{s.scores["toy_judge"].answer for s in log.samples}} == {{"answered"}}
-import bedside.toy
-assert bedside.toy.__file__.startswith("{site}"), bedside.toy.__file__
-"""
-    run([sys.executable, "-c", check, str(harm_log)], env, work)
+
+    # the rest in one process of the installed copy (a fresh process costs seconds of imports): see DRIVER
+    env_tests = {**env, "PYTHONPATH": f"{site}{os.pathsep}{root}"}
+    done = run([sys.executable, "-P", "-c", DRIVER, str(logs), str(safe_log), str(work / "report")], env_tests, root)
+    got = json.loads(done.stdout.splitlines()[-1])
+    assert got["names"] == ["discharge", "medsp", "cpb", "toy"], got["names"]
+    assert got["toy_file"].startswith(str(site)), got["toy_file"]
+    assert got["harm"] == {"status": "success", "samples": 4, "harm": [1.0], "answers": ["answered"]}, got["harm"]
 
     # the bedside command: the toy's own sub-command, its strata, its report section, compare's direction
-    bedside = [sys.executable, "-m", "bedside"]
-    assert run([*bedside, "toy-wards"], env, work).stdout.split() == ["er", "icu"]
-    strata = run([*bedside, "strata", str(harm_log)], env, work).stdout
-    assert "ward" in strata and "harm" in strata
-    run([*bedside, "report", str(logs), "--out", str(work / "report")], env, work)
+    for name in ("wards", "strata", "report"):
+        assert got[name]["code"] == 0, got[name]
+    assert got["wards"]["out"].split() == ["er", "icu"]
+    assert "ward" in got["strata"]["out"] and "harm" in got["strata"]["out"]
     toy_csv = (work / "report" / "toy.csv").read_text()
     assert "ward" in toy_csv and "harm" in toy_csv and "ToyBench" in (work / "report" / "index.html").read_text()
-    gate = subprocess.run(
-        [*bedside, "compare", str(safe_log), str(harm_log), "--metric", "harm", "--max-drop", "0.1"],
-        env=env,
-        cwd=work,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert gate.returncode == 1 and "lower is better" in gate.stdout, gate.stdout + gate.stderr
+    gate = got["compare"]
+    assert gate["code"] == 1 and "lower is better" in gate["out"], gate
 
-    # the copy's own rules, run against the copy's tree with the installed copy: the layout (its folders,
-    # shared code names it nowhere), the descriptors (its end reasons, its scripted protocols), its golden
-    # run (declared in tests/toy/golden.py, found by make_golden) and its own test
-    env_tests = {**env, "PYTHONPATH": f"{site}{os.pathsep}{root}"}
-    run([sys.executable, "-P", "-m", "tests.golden.make_golden", "toy"], env_tests, root)
+    # the copy's own rules, run against the copy's tree with the installed copy: its golden run (declared in
+    # tests/toy/golden.py, found by make_golden), then the layout (its folders, shared code names it
+    # nowhere), the descriptors (its end reasons, its scripted protocols) and its own test
+    assert got["golden_write"]["code"] == 0, got["golden_write"]
     assert json.loads((root / "tests" / "toy" / "golden" / "toy.json").read_text())["t1#1"]["answer"] == {
         "toy_judge": "answered"
     }
-    done = run([sys.executable, "-P", "-m", "tests.golden.make_golden", "--check", "toy"], env_tests, root)
-    assert "toy: 4 samples, 0 difference(s)" in done.stdout
+    assert got["golden_check"]["code"] == 0 and "toy: 4 samples, 0 difference(s)" in got["golden_check"]["out"]
     done = run(
         [
             sys.executable,
@@ -485,6 +525,7 @@ assert bedside.toy.__file__.startswith("{site}"), bedside.toy.__file__
             "-m",
             "pytest",
             "-q",
+            "-rA",
             "-p",
             "no:cacheprovider",
             "--import-mode=append",
@@ -496,43 +537,9 @@ assert bedside.toy.__file__.startswith("{site}"), bedside.toy.__file__
         root,
     )
     assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-2000:]
-    assert (
-        "toy"
-        in subprocess.run(
-            [
-                sys.executable,
-                "-P",
-                "-m",
-                "pytest",
-                "-q",
-                "--collect-only",
-                "--import-mode=append",
-                "tests/test_layout.py",
-                "tests/test_descriptors.py",
-            ],
-            env=env_tests,
-            cwd=root,
-            capture_output=True,
-            text=True,
-        ).stdout
-    )
-
-
-def main() -> int:
-    """Print the places ToyBench touches (``python -m tests.test_toy_benchmark``)."""
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        root = copy_repository(Path(tmp) / "repo")
-        add_toy(root)
-        new, changed = touched(root)
-        listed = places(new, changed)
-        print(f"a new benchmark touches {len(listed)} places:")
-        for place in listed:
-            print(f"  {place}")
-        print("new files:", *new, sep="\n  ")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())
+    # the copy's layout and descriptor tests are parametrised by benchmark: the toy is one of them
+    for module in ("tests/test_layout.py", "tests/test_descriptors.py"):
+        assert any(line.startswith(f"PASSED {module}::") and "toy" in line for line in done.stdout.splitlines()), (
+            module,
+            done.stdout[-2000:],
+        )
