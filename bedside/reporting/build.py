@@ -39,7 +39,7 @@ from bedside.intervals import describe
 from bedside.reporting import tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
-from bedside.reporting.population import choices, described, restrict_frame, restricted_benchmarks
+from bedside.reporting.population import choices, described, restrict_frame, restricted_benchmarks, shown
 
 
 def build(
@@ -84,7 +84,7 @@ def build(
     for benchmark in benchmarks.all_benchmarks():  # in registry order; a benchmark without its own section
         if benchmark.name in present:  # gets the generic one (headline keys overall and per stratum)
             section = resolve(benchmark.report) if benchmark.report else generic_section
-            section(page, benchmark, frame, logs, out, csv)
+            section(page, benchmark, frame, logs, out, csv, population=shown(benchmark, population))
     from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
 
     sweep.section(page, logs, csv, allow_different_data)
@@ -95,7 +95,13 @@ def build(
 
 
 def generic_section(
-    page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv
+    page: Page,
+    benchmark: Benchmark,
+    frame: pd.DataFrame,
+    logs: list[LoadedLog],
+    out: Path,
+    csv,
+    population: str | None = None,
 ) -> None:
     """A benchmark without a section of its own: its headline keys overall and per declared stratum."""
     page.heading(benchmark.title)
