@@ -71,7 +71,10 @@ class Benchmark:
     - ``end_reason_scorer``: the scorer whose answer is the sample's end reason (None: no such scorer);
     - ``populations``: dotted path of a module naming the sample populations its reports may average
       (``POPULATIONS``, the default first, and ``in_population(sample, name)``; ``bedside report`` /
-      ``strata`` ``--population``); None: every sample.
+      ``strata`` ``--population``); None: every sample;
+    - ``run_options``: task-metadata keys of the options its paper leaves open that change a number, each
+      with the value a run that does not record it used (its task's default; :mod:`bedside.reporting.run_options`:
+      ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ).
     """
 
     name: str
@@ -94,6 +97,7 @@ class Benchmark:
     report: str | None = None
     end_reason_scorer: str | None = None
     populations: str | None = None
+    run_options: Mapping[str, str] = field(default_factory=dict)
 
     def owns(self, task: str) -> bool:
         """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's."""

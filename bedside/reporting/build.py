@@ -36,7 +36,7 @@ from bedside import benchmarks
 from bedside.benchmark import resolve
 from bedside.benchmarks import Benchmark
 from bedside.intervals import describe
-from bedside.reporting import tables, usage
+from bedside.reporting import run_options, tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
 from bedside.reporting.population import choices, described, restrict_frame, restricted_benchmarks, shown
@@ -76,6 +76,9 @@ def build(
             f"{title} population: {population} samples only (the tables and figures of its section, not its audit)."
         )
     present = {i.benchmark for i in logs}
+    for benchmark in benchmarks.all_benchmarks():
+        if benchmark.name in present:
+            run_options.warn(page, benchmark, logs)
 
     def csv(df: pd.DataFrame, name: str) -> str:
         df.to_csv(out / name, index=False)
@@ -85,6 +88,7 @@ def build(
         if benchmark.name in present:  # gets the generic one (headline keys overall and per stratum)
             section = resolve(benchmark.report) if benchmark.report else generic_section
             section(page, benchmark, frame, logs, out, csv, population=shown(benchmark, population))
+            run_options.section(page, benchmark, logs, csv)
     from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
 
     sweep.section(page, logs, csv, allow_different_data)
