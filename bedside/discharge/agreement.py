@@ -198,7 +198,9 @@ def read_annotations(path: str) -> pd.DataFrame:
             code(record["value"], axis_of(item))
         except ValueError as error:
             message = str(error) if "float" not in str(error) else f"{record['value']!r} is not a number"
-            raise ValueError(f"{where(row, 'value')} (case {record['case_id'].strip()}, item {item}): {message}") from None
+            raise ValueError(
+                f"{where(row, 'value')} (case {record['case_id'].strip()}, item {item}): {message}"
+            ) from None
     frame["case_id"] = frame["case_id"].str.strip()
     frame["annotator"] = frame["annotator"].str.strip()
     frame["item"] = frame["item"].map(normalise_item)

@@ -178,9 +178,9 @@ def section(
     page.table(
         wide[["model", "n", "system_failures"] + [c for _, c in columns]],
         csv(wide, "table1_wide.csv"),
-        f"Mean [95 % CI] per model. n = {COUNTED[population or POPULATIONS[0]]}. NA naturalness, RE responsiveness, CL clarity, CR "
-        "clinical relevance (1–5), RD Flesch–Kincaid grade, TCS topic checklist score, Comprehension, "
-        "ROUGE-L and cosine (factual consistency). " + describe() + "; each metric's own n "
+        f"Mean [95 % CI] per model. n = {COUNTED[population or POPULATIONS[0]]}. NA naturalness, RE "
+        "responsiveness, CL clarity, CR clinical relevance (1–5), RD Flesch–Kincaid grade, TCS topic checklist "
+        "score, Comprehension, ROUGE-L and cosine (factual consistency). " + describe() + "; each metric's own n "
         "(unscored sub-scores left out) is in the CSV.",
     )
 

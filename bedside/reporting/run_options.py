@@ -74,9 +74,7 @@ def warnings_of(table: pd.DataFrame, benchmark: Benchmark) -> list[str]:
     for option, part in table.groupby("option", sort=False):
         if part["value"].nunique() < 2:
             continue
-        values = "; ".join(
-            f"{value} ({', '.join(group['log'])})" for value, group in part.groupby("value", sort=True)
-        )
+        values = "; ".join(f"{value} ({', '.join(group['log'])})" for value, group in part.groupby("value", sort=True))
         lines.append(
             f"warning: {benchmark.title} runs in one table used different {option}: {values}; "
             "their numbers differ by this option as well as by model"

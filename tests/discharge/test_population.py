@@ -98,6 +98,9 @@ def test_table1s_caption_names_the_population_shown(log_path, tmp_path, populati
     caption = html.unescape(_table1_caption((out / "index.html").read_text(encoding="utf-8")))
     assert f"n = {COUNTED[population or 'evaluable']}." in caption
     if population in (None, "evaluable"):  # the default caption keeps its wording
-        assert "n = evaluable sessions (system-level failures excluded and counted separately; their scores are unscored)." in caption
+        assert (
+            "n = evaluable sessions (system-level failures excluded and counted separately; their scores are unscored)."
+            in caption
+        )
     else:
         assert "n = evaluable" not in caption and f"--population {population}" in caption
