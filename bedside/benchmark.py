@@ -74,7 +74,10 @@ class Benchmark:
       ``strata`` ``--population``); None: every sample;
     - ``run_options``: task-metadata keys of the options its paper leaves open that change a number, each
       with the value a run that does not record it used (its task's default; :mod:`bedside.reporting.run_options`:
-      ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ).
+      ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ);
+    - ``calibrated``: dotted path of a module giving its judge-calibrated estimates from physician
+      annotations (``read_annotations(path)`` and ``section(page, benchmark, logs, annotations, csv)``;
+      ``bedside report --annotations``); None: it takes no annotations.
     """
 
     name: str
@@ -98,6 +101,7 @@ class Benchmark:
     end_reason_scorer: str | None = None
     populations: str | None = None
     run_options: Mapping[str, str] = field(default_factory=dict)
+    calibrated: str | None = None
 
     def owns(self, task: str) -> bool:
         """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's."""

@@ -64,7 +64,12 @@ BENCHMARK = Benchmark(
     report="bedside.discharge.report:section",
     populations="bedside.discharge.population",
     # the paper-silent options recorded in the task's metadata, with the task's defaults
-    run_options={"monitor_policy": "algorithm1", "checklist_applicability": "rule", "comprehension_divisor": "applicable"},
+    run_options={
+        "monitor_policy": "algorithm1",
+        "checklist_applicability": "rule",
+        "comprehension_divisor": "applicable",
+    },
+    calibrated="bedside.discharge.calibrated",
     commands=(
         "bedside.discharge.audit",  # audit
         "bedside.discharge.agreement",  # agreement
