@@ -1,4 +1,5 @@
-"""``bedside report LOG_OR_DIR... --out DIR [--prices FILE.yaml]``: what the papers show, from Inspect logs.
+"""``bedside report LOG_OR_DIR... --out DIR [--prices FILE.yaml] [--annotations FILE.csv]``: what the papers
+show, from Inspect logs.
 
 Writes ``DIR/index.html`` (open it in a browser; static, no script), the figures as PNG and SVG, and
 every table as CSV:
@@ -6,6 +7,11 @@ every table as CSV:
 ==========================  ===================================================================
 (a benchmark's own files)   its section (``report`` in its descriptor, ``bedside/<benchmark>/report.py``):
                             the paper's tables and figures, each as CSV (figures also PNG, SVG)
+``<b>_run_options.csv``     a benchmark's paper-silent options per log (its descriptor's ``run_options``:
+                            model, log, option, value, recorded; :mod:`bedside.reporting.run_options`);
+                            runs in one table with different values: a warning atop the page and on stderr
+(``--annotations FILE``)    a benchmark's judge-calibrated estimates from physician annotations (its
+                            descriptor's ``calibrated`` module), in its section and its own CSV
 ``<benchmark>.csv``         a registered benchmark without a section of its own
                             (:mod:`bedside.benchmarks`): its headline keys overall and per
                             stratum (mean, 95 % CI, n)
