@@ -66,11 +66,18 @@ class Benchmark:
     - ``commands``: modules that add its own ``bedside`` sub-commands (each with ``register(subparsers)``);
     - ``engines``: its own ``bedside/<name>`` model engines, name -> dotted path of the engine class;
     - ``report``: dotted path of its section of ``bedside report`` (``fn(page, benchmark, frame, logs,
-      out, csv)``; None: the generic section of its headline keys per stratum);
+      out, csv, population=...)``, ``population``: the one of its :attr:`populations` the frame holds, or
+      None; None: the generic section of its headline keys per stratum);
     - ``end_reason_scorer``: the scorer whose answer is the sample's end reason (None: no such scorer);
     - ``populations``: dotted path of a module naming the sample populations its reports may average
       (``POPULATIONS``, the default first, and ``in_population(sample, name)``; ``bedside report`` /
-      ``strata`` ``--population``); None: every sample.
+      ``strata`` ``--population``); None: every sample;
+    - ``run_options``: task-metadata keys of the options its paper leaves open that change a number, each
+      with the value a run that does not record it used (its task's default; :mod:`bedside.reporting.run_options`:
+      ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ);
+    - ``calibrated``: dotted path of a module giving its judge-calibrated estimates from physician
+      annotations (``read_annotations(path)`` and ``section(page, benchmark, logs, annotations, csv)``;
+      ``bedside report --annotations``); None: it takes no annotations.
     """
 
     name: str
@@ -93,6 +100,8 @@ class Benchmark:
     report: str | None = None
     end_reason_scorer: str | None = None
     populations: str | None = None
+    run_options: Mapping[str, str] = field(default_factory=dict)
+    calibrated: str | None = None
 
     def owns(self, task: str) -> bool:
         """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's."""

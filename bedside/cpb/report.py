@@ -34,7 +34,15 @@ def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def section(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
+def section(
+    page: Page,
+    benchmark: Benchmark,
+    frame: pd.DataFrame,
+    logs: list[LoadedLog],
+    out: Path,
+    csv,
+    population: str | None = None,
+) -> None:
     page.heading("CPB-Bench: failure and overreaction rates")
     table = cpb_table(frame)
     csv(table, "cpb.csv")

@@ -63,6 +63,13 @@ BENCHMARK = Benchmark(
     scripts=("bedside.discharge.scripted", "bedside.discharge.scripted_judges", "bedside.discharge.mimic.scripted"),
     report="bedside.discharge.report:section",
     populations="bedside.discharge.population",
+    # the paper-silent options recorded in the task's metadata, with the task's defaults
+    run_options={
+        "monitor_policy": "algorithm1",
+        "checklist_applicability": "rule",
+        "comprehension_divisor": "applicable",
+    },
+    calibrated="bedside.discharge.calibrated",
     commands=(
         "bedside.discharge.audit",  # audit
         "bedside.discharge.agreement",  # agreement

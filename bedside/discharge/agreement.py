@@ -157,12 +157,50 @@ def code(value: object, axis: Axis) -> float:
     return float(text)
 
 
+def _line_numbers(path: str) -> list[int]:
+    """The file line of each data row (after the header; comment and blank lines skipped, as pandas reads it)."""
+    import csv
+
+    with open(path, encoding="utf-8", newline="") as handle:
+        reader = csv.reader(handle, skipinitialspace=True)
+        lines = [
+            reader.line_num
+            for row in reader
+            if row and any(cell.strip() for cell in row) and not row[0].lstrip().startswith("#")
+        ]
+    return lines[1:]
+
+
 def read_annotations(path: str) -> pd.DataFrame:
+    """The annotation CSV (module docstring), every rating checked: ``ValueError`` naming the file, its line
+    and the field of the first one that is not on its item's scale (or an empty required field)."""
     frame = pd.read_csv(path, comment="#", dtype=str, skipinitialspace=True)
     frame.columns = [c.strip() for c in frame.columns]
     missing = [c for c in REQUIRED if c not in frame.columns]
     if missing:
         raise ValueError(f"{path}: missing column(s) {missing}; expected {', '.join(REQUIRED)} (optional model, epoch)")
+    lines = _line_numbers(path)
+    if len(lines) != len(frame):
+        lines = [n + 2 for n in range(len(frame))]  # a quoted field across lines: rows counted from the header
+
+    def where(row: int, field: str) -> str:
+        return f"{path}, line {lines[row]}, field {field!r}"
+
+    for row, record in enumerate(frame.to_dict("records")):
+        for field in ("case_id", "annotator", "item"):
+            if not isinstance(record[field], str) or not record[field].strip():
+                raise ValueError(f"{where(row, field)}: empty; every rating needs {', '.join(REQUIRED[:3])}")
+        epoch = record.get("epoch")
+        if "epoch" in frame and not (isinstance(epoch, str) and epoch.strip().isdigit()):
+            raise ValueError(f"{where(row, 'epoch')}: {epoch!r} is not an epoch number (1, 2, ...)")
+        item = normalise_item(record["item"])
+        try:
+            code(record["value"], axis_of(item))
+        except ValueError as error:
+            message = str(error) if "float" not in str(error) else f"{record['value']!r} is not a number"
+            raise ValueError(
+                f"{where(row, 'value')} (case {record['case_id'].strip()}, item {item}): {message}"
+            ) from None
     frame["case_id"] = frame["case_id"].str.strip()
     frame["annotator"] = frame["annotator"].str.strip()
     frame["item"] = frame["item"].map(normalise_item)

@@ -10,6 +10,10 @@ directly; ``tcs`` as the share of "yes" over the checklist questions the judge a
 ``comprehension`` as the mean grade (incorrect 0, partially correct 0.5, correct 1) over the items the
 judge graded. The estimate assumes the annotated cases are a random sample of the judged ones. With
 fewer than :data:`MIN_ANNOTATED` annotated cases no interval is given: the row says so.
+
+The same table is printed by ``bedside agreement`` (:func:`print_calibrated`) and shown in DischargeBench's
+section of ``bedside report --annotations FILE`` (:func:`section`, named by its descriptor's ``calibrated``;
+``calibrated.csv``), on the samples of the population its Table 1 averages.
 """
 
 from __future__ import annotations
@@ -20,7 +24,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from bedside.discharge.agreement import LIKERT, axis_of, code, normalise_item
+from bedside.discharge.agreement import LIKERT, axis_of, code, judge_values, normalise_item
+from bedside.discharge.agreement import read_annotations as read_annotations  # the file format bedside report reads
 
 #: the headline metrics that can be calibrated (DischargeBench Table 1's judge-scored columns)
 HEADLINE = (*LIKERT, "tcs", "comprehension")
@@ -121,6 +126,67 @@ def calibrated_table(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataF
     return pd.DataFrame(rows)
 
 
+COLUMNS = [
+    "model",
+    "metric",
+    "n_judged",
+    "judge_mean",
+    "judge_ci_lower",
+    "judge_ci_upper",
+    "n_annotated",
+    "judge_bias",
+    "calibrated",
+    "calibrated_ci_lower",
+    "calibrated_ci_upper",
+    "note",
+]
+
+
+def _interval(mean: float, lower: float, upper: float) -> str:
+    return f"{mean:.3f} [{lower:.3f}, {upper:.3f}]"
+
+
+def _calibrated(r: dict) -> str:
+    return r["note"] or _interval(r["calibrated"], r["calibrated_ci_lower"], r["calibrated_ci_upper"])
+
+
+def _bias(r: dict) -> str:
+    return "–" if math.isnan(r["judge_bias"]) else f"{r['judge_bias']:+.3f}"
+
+
+def section(page: Any, benchmark: Any, logs: list, annotations: pd.DataFrame, csv: Any) -> None:
+    """The judge-calibrated block of ``bedside report --annotations``: :func:`calibrated_table` of ``logs``
+    (DischargeBench's, restricted to the population shown), shown per model and metric and written to
+    ``calibrated.csv``."""
+    table = calibrated_table(annotations, judge_values(logs)).reindex(columns=COLUMNS)
+    page.heading("Judge-calibrated estimates (physician annotations)", 3)
+    shown = pd.DataFrame(
+        {
+            "model": table["model"],
+            "metric": table["metric"],
+            "n_judged": table["n_judged"],
+            "judge-only": [
+                _interval(r["judge_mean"], r["judge_ci_lower"], r["judge_ci_upper"]) for r in table.to_dict("records")
+            ],
+            "n_annotated": table["n_annotated"],
+            "judge bias": [_bias(r) for r in table.to_dict("records")],
+            "calibrated": [_calibrated(r) for r in table.to_dict("records")],
+        }
+    )
+    page.table(
+        shown,
+        csv(table, "calibrated.csv"),
+        "Per model and headline metric: the judge-only mean [95 % t interval] over the n_judged judged cases, the "
+        "judge's bias (judge − physician, mean over the n_annotated cases physicians rated) and the "
+        "prediction-powered estimate of the physicians' mean [95 % CI] (ppi-python's ppi_mean_ci: the judge on "
+        "every case corrected by the physician − judge difference on the annotated ones, which must be a random "
+        f"sample of the judged cases), on the sessions Table 1 averages. Below {MIN_ANNOTATED} annotated cases "
+        "no interval is given. The same numbers as bedside agreement --annotations.",
+    )
+    if len(table) and not table["n_annotated"].any():
+        page.note("No annotated case matches a judged case of these logs (case ids, epochs or the model column?).")
+
+
 def print_calibrated(annotations: pd.DataFrame, judge: pd.DataFrame) -> None:
     """The ``bedside agreement`` block: per model and headline metric, judge-only vs calibrated."""
     table = calibrated_table(annotations, judge)
@@ -129,14 +195,9 @@ def print_calibrated(annotations: pd.DataFrame, judge: pd.DataFrame) -> None:
     print("\njudge-calibrated headline estimates (prediction-powered inference, ppi-python; 95 % intervals):")
     lines = []
     for r in table.to_dict("records"):
-        judge_only = f"{r['judge_mean']:.3f} [{r['judge_ci_lower']:.3f}, {r['judge_ci_upper']:.3f}]"
-        if r["note"]:
-            calibrated = r["note"]
-        else:
-            calibrated = f"{r['calibrated']:.3f} [{r['calibrated_ci_lower']:.3f}, {r['calibrated_ci_upper']:.3f}]"
-        bias = "–" if math.isnan(r["judge_bias"]) else f"{r['judge_bias']:+.3f}"
+        judge_only = _interval(r["judge_mean"], r["judge_ci_lower"], r["judge_ci_upper"])
         lines.append(
-            f"  {r['model']}  {r['metric']}: judge-only {judge_only} (n={r['n_judged']}); judge bias {bias} "
-            f"(n_annotated={r['n_annotated']}); calibrated {calibrated}"
+            f"  {r['model']}  {r['metric']}: judge-only {judge_only} (n={r['n_judged']}); judge bias {_bias(r)} "
+            f"(n_annotated={r['n_annotated']}); calibrated {_calibrated(r)}"
         )
     print("\n".join(lines))

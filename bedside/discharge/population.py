@@ -19,6 +19,15 @@ from bedside.discharge.audit import audit_flags
 
 #: the default (Table 1's caption) first
 POPULATIONS = ("evaluable", "clean_complete", "audited")
+#: what Table 1's n counts in each population (its caption says it)
+COUNTED = {
+    "evaluable": "evaluable sessions (system-level failures excluded and counted separately; their scores are "
+    "unscored)",
+    "clean_complete": "clean-complete sessions only (--population clean_complete: erroneous sessions, i.e. hard "
+    "stop and max turns, and system-level failures left out)",
+    "audited": "clean-complete sessions after the Appendix A.7.2 audit (--population audited: erroneous sessions, "
+    "system-level failures, short sessions with TCS < 0.5 and character breaks left out)",
+}
 
 
 def in_population(sample: EvalSample, population: str) -> bool:

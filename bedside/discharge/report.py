@@ -36,6 +36,7 @@ import pandas as pd
 from bedside.benchmark import Benchmark
 from bedside.discharge import BENCHMARK, PERSONA_AXES
 from bedside.discharge.audit import audit_table
+from bedside.discharge.population import COUNTED, POPULATIONS
 from bedside.end_reasons import EndReason
 from bedside.intervals import describe
 from bedside.reporting.html import Page
@@ -156,7 +157,17 @@ def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def section(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
+def section(
+    page: Page,
+    benchmark: Benchmark,
+    frame: pd.DataFrame,
+    logs: list[LoadedLog],
+    out: Path,
+    csv,
+    population: str | None = None,
+) -> None:
+    """The section (module docstring); ``population``: the population ``frame`` holds (default: evaluable),
+    named in Table 1's caption."""
     from bedside.reporting import figures  # matplotlib: imported only by this command
 
     page.heading("DischargeBench")
@@ -167,10 +178,9 @@ def section(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[Lo
     page.table(
         wide[["model", "n", "system_failures"] + [c for _, c in columns]],
         csv(wide, "table1_wide.csv"),
-        "Mean [95 % CI] per model. n = evaluable sessions (system-level failures excluded and counted "
-        "separately; their scores are unscored). NA naturalness, RE responsiveness, CL clarity, CR "
-        "clinical relevance (1–5), RD Flesch–Kincaid grade, TCS topic checklist score, Comprehension, "
-        "ROUGE-L and cosine (factual consistency). " + describe() + "; each metric's own n "
+        f"Mean [95 % CI] per model. n = {COUNTED[population or POPULATIONS[0]]}. NA naturalness, RE "
+        "responsiveness, CL clarity, CR clinical relevance (1–5), RD Flesch–Kincaid grade, TCS topic checklist "
+        "score, Comprehension, ROUGE-L and cosine (factual consistency). " + describe() + "; each metric's own n "
         "(unscored sub-scores left out) is in the CSV.",
     )
 

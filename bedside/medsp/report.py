@@ -85,7 +85,15 @@ def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
-def section(page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv) -> None:
+def section(
+    page: Page,
+    benchmark: Benchmark,
+    frame: pd.DataFrame,
+    logs: list[LoadedLog],
+    out: Path,
+    csv,
+    population: str | None = None,
+) -> None:
     page.heading("MedSP1000: rubric completion")
     try:
         table, omitted = medsp_table(logs)

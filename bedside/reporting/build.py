@@ -1,4 +1,5 @@
-"""``bedside report LOG_OR_DIR... --out DIR [--prices FILE.yaml]``: what the papers show, from Inspect logs.
+"""``bedside report LOG_OR_DIR... --out DIR [--prices FILE.yaml] [--annotations FILE.csv]``: what the papers
+show, from Inspect logs.
 
 Writes ``DIR/index.html`` (open it in a browser; static, no script), the figures as PNG and SVG, and
 every table as CSV:
@@ -6,6 +7,11 @@ every table as CSV:
 ==========================  ===================================================================
 (a benchmark's own files)   its section (``report`` in its descriptor, ``bedside/<benchmark>/report.py``):
                             the paper's tables and figures, each as CSV (figures also PNG, SVG)
+``<b>_run_options.csv``     a benchmark's paper-silent options per log (its descriptor's ``run_options``:
+                            model, log, option, value, recorded; :mod:`bedside.reporting.run_options`);
+                            runs in one table with different values: a warning atop the page and on stderr
+(``--annotations FILE``)    a benchmark's judge-calibrated estimates from physician annotations (its
+                            descriptor's ``calibrated`` module), in its section and its own CSV
 ``<benchmark>.csv``         a registered benchmark without a section of its own
                             (:mod:`bedside.benchmarks`): its headline keys overall and per
                             stratum (mean, 95 % CI, n)
@@ -28,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+from dataclasses import replace
 from pathlib import Path
 
 import pandas as pd
@@ -36,10 +43,17 @@ from bedside import benchmarks
 from bedside.benchmark import resolve
 from bedside.benchmarks import Benchmark
 from bedside.intervals import describe
-from bedside.reporting import tables, usage
+from bedside.reporting import run_options, tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
-from bedside.reporting.population import choices, described, restrict_frame, restricted_benchmarks
+from bedside.reporting.population import (
+    choices,
+    described,
+    restrict_frame,
+    restrict_log,
+    restricted_benchmarks,
+    shown,
+)
 
 
 def build(
@@ -48,11 +62,15 @@ def build(
     prices_path: str | None = None,
     allow_different_data: bool = False,
     population: str | None = None,
+    annotations: str | None = None,
 ) -> Path:
-    """Write the report into ``out``; returns the path of ``index.html``."""
+    """Write the report into ``out``; returns the path of ``index.html``. ``annotations``: a physician
+    annotations file for the benchmarks that take one (their descriptor's ``calibrated``)."""
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
     logs = load(paths)
+    present = {i.benchmark for i in logs}
+    annotated = _read_annotations(annotations, [b for b in benchmarks.all_benchmarks() if b.name in present])
+    out.mkdir(parents=True, exist_ok=True)
     prices = usage.load_prices(prices_path)
     frame = restrict_frame(scores_frame(logs), logs, population)
     page = Page("bedside report")
@@ -75,7 +93,9 @@ def build(
         page.note(
             f"{title} population: {population} samples only (the tables and figures of its section, not its audit)."
         )
-    present = {i.benchmark for i in logs}
+    for benchmark in benchmarks.all_benchmarks():
+        if benchmark.name in present:
+            run_options.warn(page, benchmark, logs)
 
     def csv(df: pd.DataFrame, name: str) -> str:
         df.to_csv(out / name, index=False)
@@ -84,7 +104,11 @@ def build(
     for benchmark in benchmarks.all_benchmarks():  # in registry order; a benchmark without its own section
         if benchmark.name in present:  # gets the generic one (headline keys overall and per stratum)
             section = resolve(benchmark.report) if benchmark.report else generic_section
-            section(page, benchmark, frame, logs, out, csv)
+            section(page, benchmark, frame, logs, out, csv, population=shown(benchmark, population))
+            run_options.section(page, benchmark, logs, csv)
+            if benchmark.calibrated and benchmark.name in annotated:  # on the samples its section averages
+                mine = [replace(i, log=restrict_log(i.log, population)) for i in logs if i.benchmark == benchmark.name]
+                resolve(benchmark.calibrated).section(page, benchmark, mine, annotated[benchmark.name], csv)
     from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
 
     sweep.section(page, logs, csv, allow_different_data)
@@ -94,8 +118,28 @@ def build(
     return index
 
 
+def _read_annotations(path: str | None, present: list[Benchmark]) -> dict[str, pd.DataFrame]:
+    """Benchmark name -> its physician annotations read from ``path``, for each benchmark among the logs that
+    takes annotations; read before anything is written, so a bad file stops the report with one line."""
+    if path is None:
+        return {}
+    takers = {b.name: b.calibrated for b in present if b.calibrated}
+    if not takers:
+        raise ValueError(
+            f"--annotations {path}: none of the logs' benchmarks ({', '.join(b.title for b in present)}) "
+            "takes physician annotations"
+        )
+    return {name: resolve(module).read_annotations(path) for name, module in takers.items()}
+
+
 def generic_section(
-    page: Page, benchmark: Benchmark, frame: pd.DataFrame, logs: list[LoadedLog], out: Path, csv
+    page: Page,
+    benchmark: Benchmark,
+    frame: pd.DataFrame,
+    logs: list[LoadedLog],
+    out: Path,
+    csv,
+    population: str | None = None,
 ) -> None:
     """A benchmark without a section of its own: its headline keys overall and per declared stratum."""
     page.heading(benchmark.title)
@@ -144,7 +188,7 @@ def _usage(page: Page, logs: list[LoadedLog], prices: dict, csv) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        index = build(args.logs, args.out, args.prices, args.allow_different_data, args.population)
+        index = build(args.logs, args.out, args.prices, args.allow_different_data, args.population, args.annotations)
     except (FileNotFoundError, ValueError) as error:
         print(f"bedside report: {error}")
         return 2
@@ -174,5 +218,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=None,
         help=f"the samples a benchmark's tables and figures average, where its paper names several ({described()}); "
         "other benchmarks' logs are unaffected",
+    )
+    parser.add_argument(
+        "--annotations",
+        metavar="FILE.csv",
+        help="physician annotations (the format of bedside agreement): adds each headline metric's "
+        "judge-calibrated estimate (judge-only mean, judge bias, prediction-powered estimate) to the "
+        "sections of the benchmarks that take them",
     )
     parser.set_defaults(func=run)

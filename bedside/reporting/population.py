@@ -85,3 +85,12 @@ def restrict_frame(frame: pd.DataFrame, logs: Sequence[LoadedLog], population: s
 def restricted_benchmarks(logs: Sequence[LoadedLog], population: str | None) -> list[str]:
     """The titles of the benchmarks among ``logs`` whose samples ``population`` restricts."""
     return sorted({benchmarks.get(i.benchmark).title for i in logs if _filter(i.benchmark, population) is not None})
+
+
+def shown(benchmark: Benchmark, population: str | None) -> str | None:
+    """The population a benchmark's section averages: ``population`` where the benchmark declares it, else
+    its default; None when it declares none."""
+    module = _module(benchmark)
+    if module is None:
+        return None
+    return population if population in module.POPULATIONS else module.POPULATIONS[0]

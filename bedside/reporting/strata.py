@@ -9,12 +9,15 @@ bedside's one rule, chosen by each score key's declared scale (its scorer's decl
 rates declared binary, otherwise a percentile bootstrap of the mean; none below n = 2), the same as
 the headline; unscored samples are left out of n. The ``health`` scorer's copies of other scorers'
 bookkeeping are left out. ``--population`` limits the logs of a benchmark whose paper names several populations to the
-samples of one (:mod:`bedside.reporting.population`).
+samples of one (:mod:`bedside.reporting.population`). Each log's paper-silent options (its benchmark's
+``run_options``, :mod:`bedside.reporting.run_options`) are printed under the table, one row per log, and are
+columns of ``--csv``; logs that used different values of one get a warning on stderr.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from collections.abc import Sequence
 
 import pandas as pd
@@ -23,6 +26,8 @@ from inspect_ai.log import EvalLog, read_eval_log
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
 from bedside.intervals import summarise
+from bedside.reporting import run_options
+from bedside.reporting.load import LoadedLog, benchmark_of
 from bedside.reporting.population import choices, described, restrict_log
 from bedside.reporting.scores import as_float, label
 
@@ -77,18 +82,37 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
 
 
 def run(args: argparse.Namespace) -> int:
-    frames = []
+    frames, loaded = [], []
     for path in args.logs:
         log = restrict_log(read_eval_log(path), args.population)
         frame = strata_table(log, args.by or None)
         frame.insert(0, "log", label(log))
+        item = LoadedLog(path=path, log=log, label=label(log), benchmark=benchmark_of(log))
+        for key, (value, recorded) in _options(item).items():  # the run's paper-silent options, per row
+            frame[key] = run_options.shown(value, recorded)
         frames.append(frame)
+        loaded.append(item)
     table = pd.concat(frames, ignore_index=True)
+    options = [k for b in benchmarks.all_benchmarks() for k in b.run_options if k in table]
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
-        print(table.to_string(index=False, na_rep="–"))  # "–": no interval (n < 2)
+        print(table.drop(columns=options).to_string(index=False, na_rep="–"))  # "–": no interval (n < 2)
+        for benchmark in benchmarks.all_benchmarks():
+            runs = run_options.options_table(loaded, benchmark)
+            if benchmark.run_options and len(runs):
+                print(f"\nrun options ({benchmark.title}):")
+                print(run_options.wide(runs, benchmark).to_string(index=False))
+                for line in run_options.warnings_of(runs, benchmark):
+                    print(line, file=sys.stderr, flush=True)
     if args.csv:
         table.to_csv(args.csv, index=False)
     return 0
+
+
+def _options(item: LoadedLog) -> dict[str, tuple[str, bool]]:
+    """The run options of a log of a registered benchmark that declares them (else none)."""
+    if item.benchmark not in benchmarks.names():
+        return {}
+    return run_options.options_of(item.log, benchmarks.get(item.benchmark))
 
 
 def register(sub: argparse._SubParsersAction) -> None:

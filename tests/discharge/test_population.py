@@ -80,3 +80,27 @@ def test_strata_and_report_take_the_option(log_path, tmp_path, capsys):
     assert main(["report", log_path, "--out", str(tmp_path / "report"), "--population", "clean_complete"]) == 0
     wide = pd.read_csv(tmp_path / "report" / "table1_wide.csv")
     assert wide["n"].tolist() == [4] and wide["system_failures"].tolist() == [0]
+
+
+def _table1_caption(page: str) -> str:
+    start = page.index("<h3>Table 1: main results</h3>")
+    return page[start : page.index("</p>", start)]
+
+
+@pytest.mark.parametrize("population", [None, *MEMBERS])
+def test_table1s_caption_names_the_population_shown(log_path, tmp_path, population):
+    import html
+
+    from bedside.discharge.population import COUNTED
+
+    out = tmp_path / "report"
+    assert main(["report", log_path, "--out", str(out), *(["--population", population] if population else [])]) == 0
+    caption = html.unescape(_table1_caption((out / "index.html").read_text(encoding="utf-8")))
+    assert f"n = {COUNTED[population or 'evaluable']}." in caption
+    if population in (None, "evaluable"):  # the default caption keeps its wording
+        assert (
+            "n = evaluable sessions (system-level failures excluded and counted separately; their scores are unscored)."
+            in caption
+        )
+    else:
+        assert "n = evaluable" not in caption and f"--population {population}" in caption

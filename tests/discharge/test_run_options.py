@@ -1,0 +1,99 @@
+"""DischargeBench's paper-silent options per run in ``bedside report`` and ``bedside strata``: each log's
+value (task metadata, else task arguments, else the default marked not recorded), and a warning on the page
+and on stderr when runs in one table used different values."""
+
+from __future__ import annotations
+
+import inspect
+
+import pandas as pd
+import pytest
+
+from bedside.cli import main
+from bedside.discharge import BENCHMARK
+from bedside.reporting.run_options import NOT_RECORDED, options_of
+from tests.reporting.synth import discharge_case, log, write
+
+OPTIONS = ("monitor_policy", "checklist_applicability", "comprehension_divisor")
+
+
+def run_log(model: str, metadata: dict | None = None, task_args: dict | None = None):
+    samples = [
+        discharge_case(f"case-{i}", end="clean_complete", values={"naturalness": 3.0, "tcs": 0.5}) for i in range(3)
+    ]
+    the_log = log("bedside/discharge", model, samples, task_args=task_args)
+    return the_log.model_copy(update={"eval": the_log.eval.model_copy(update={"metadata": metadata})})
+
+
+def test_the_descriptor_declares_the_tasks_recorded_options_with_their_defaults():
+    from bedside.tasks.discharge import discharge
+
+    assert tuple(BENCHMARK.run_options) == OPTIONS
+    parameters = inspect.signature(discharge).parameters
+    assert {k: parameters[k].default for k in OPTIONS} == dict(BENCHMARK.run_options)
+    recorded = discharge().metadata or {}
+    assert {k: recorded[k] for k in OPTIONS} == dict(BENCHMARK.run_options)
+
+
+def test_a_value_comes_from_the_metadata_else_the_task_arguments_else_the_default():
+    recorded = run_log("prov/a", {"monitor_policy": "recommended_action"}, {"checklist_applicability": "all"})
+    assert options_of(recorded, BENCHMARK) == {
+        "monitor_policy": ("recommended_action", True),
+        "checklist_applicability": ("all", True),
+        "comprehension_divisor": ("applicable", False),
+    }
+
+
+@pytest.fixture
+def logs(tmp_path):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    write(run_log("prov/a", dict(BENCHMARK.run_options)), folder / "a.eval")
+    write(run_log("prov/b", {**BENCHMARK.run_options, "monitor_policy": "recommended_action"}), folder / "b.eval")
+    write(run_log("prov/c"), folder / "old.eval")  # written before the options were recorded
+    return folder
+
+
+def test_the_report_shows_each_runs_options_and_warns_when_they_differ(logs, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["report", str(logs), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    table = pd.read_csv(out / "discharge_run_options.csv")
+    by_log = {(r["log"], r["option"]): (r["value"], r["recorded"]) for r in table.to_dict("records")}
+    assert by_log[("b.eval", "monitor_policy")] == ("recommended_action", True)
+    assert by_log[("old.eval", "monitor_policy")] == ("algorithm1", False)
+    assert by_log[("a.eval", "comprehension_divisor")] == ("applicable", True)
+    assert len(table) == 3 * len(OPTIONS)
+    warning = "warning: DischargeBench runs in one table used different monitor_policy: "
+    warning += "algorithm1 (a.eval, old.eval); recommended_action (b.eval)"
+    assert warning in err
+    assert err.count("warning: DischargeBench") == 1  # the other two options agree
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert warning in page and f"algorithm1 {NOT_RECORDED}" in page
+    assert page.index(warning) < page.index("<h2>DischargeBench</h2>")  # at the top, with the page's notes
+
+
+def test_no_warning_when_the_runs_agree(tmp_path, capsys):
+    folder = tmp_path / "logs"
+    folder.mkdir()
+    write(run_log("prov/a", dict(BENCHMARK.run_options)), folder / "a.eval")
+    write(run_log("prov/c"), folder / "old.eval")  # the default, not recorded: the same value
+    assert main(["report", str(folder), "--out", str(tmp_path / "report")]) == 0
+    assert "warning: DischargeBench" not in capsys.readouterr().err
+    assert "used different" not in (tmp_path / "report" / "index.html").read_text(encoding="utf-8")
+
+
+def test_strata_shows_each_runs_options_and_warns(logs, tmp_path, capsys):
+    csv = tmp_path / "strata.csv"
+    assert main(["strata", str(logs / "a.eval"), str(logs / "b.eval"), str(logs / "old.eval"), "--csv", str(csv)]) == 0
+    captured = capsys.readouterr()
+    assert "run options (DischargeBench):" in captured.out
+    assert f"algorithm1 {NOT_RECORDED}" in captured.out and "recommended_action" in captured.out
+    assert "different monitor_policy" in captured.err
+    table = pd.read_csv(csv)
+    per_log = table.groupby("log")["monitor_policy"].unique()
+    assert sorted(v for values in per_log for v in values) == [
+        "algorithm1",
+        f"algorithm1 {NOT_RECORDED}",
+        "recommended_action",
+    ]
