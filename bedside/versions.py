@@ -1,8 +1,10 @@
 """What a run's numbers depend on besides the models, as content hashes written into every log
 (``metadata["data_versions"]``): the case data (a file: its hash; a folder: one hash per file), any other
 data files the task read (a rubric folder, a subset file), the benchmark's prompt set (``prompts/<benchmark>/``)
-and bedside's version. ``bedside compare`` refuses to pair runs whose hashes differ unless told to
-(``--allow-different-data``), naming what differs (:func:`differences`, :func:`check_same_data`)."""
+and bedside's version. A task whose input is not a case set records its input under ``cases`` all the same
+(the case extraction: its cohort file), so every log has the same three keys. ``bedside compare`` refuses
+to pair runs whose hashes differ unless told to (``--allow-different-data``), naming what differs
+(:func:`differences`, :func:`check_same_data`)."""
 
 from __future__ import annotations
 

@@ -22,6 +22,12 @@ Outputs (next to ``out``): ``cases.jsonl`` (valid records, loadable with ``load_
 ``cases.audit.csv``, ``cases.invalid.csv`` (records that failed, with the reason; never dropped
 silently), ``cases.summary.json`` / ``.csv`` (Table 2 of the cases). The score ``valid`` is the share
 of records that became valid cases.
+
+**Versions.** The log's ``data_versions`` record (:mod:`bedside.versions`) hashes the task's input: its
+``cases`` entry is the hash of the cohort file (the notes and fields the cases are extracted from; the case
+file written is the output, not an input), ``prompts`` the DischargeBench prompt set, which holds the
+extraction prompt. Two extraction logs with the same ``cases`` and ``prompts`` read the same notes with the
+same instructions.
 """
 
 from __future__ import annotations
@@ -32,6 +38,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from pydantic import NonNegativeInt
 
+from bedside.discharge import BENCHMARK
 from bedside.discharge.mimic.data_use import check_endpoint
 from bedside.discharge.mimic.extract import CaseWriter
 from bedside.params import BadParameter, validate_parameters
@@ -41,6 +48,8 @@ from bedside.scorers.discharge.build_cases import build_cases
 from bedside.solvers.discharge.build_cases import data_use_guard, extract_case
 from bedside.solvers.setup import reply_format
 from bedside.structured import check_run_models
+from bedside.versions import KEY as VERSIONS
+from bedside.versions import data_versions
 
 
 def default_out(cohort: str | Path) -> Path:
@@ -106,6 +115,8 @@ def build_discharge_cases(
             "step": "MIMIC-IV-Ext-DischargeBench field extraction (Appendix A.1)",
             "out": str(target),
             "zero_retention": zero_retention,
+            # what the cases written depend on: the cohort read (its hash is "cases") and the extraction prompt
+            VERSIONS: data_versions(cohort, BENCHMARK.name),
         },
     )
 

@@ -13,13 +13,15 @@ from inspect_ai import Task, task
 from pydantic import NonNegativeInt
 
 from bedside.discharge import BENCHMARK
-from bedside.discharge.safety_probe import safety_probe_dataset
+from bedside.discharge.safety_probe import case_file, probe_file, safety_probe_dataset
 from bedside.params import validate_parameters
 from bedside.roles import check_roles
 from bedside.scorers.discharge.advice_safety import advice_safety
 from bedside.scorers.discharge.safety_probe import safety_probe_check
 from bedside.solvers.discharge.safety_probe import replay_transcript
 from bedside.solvers.setup import reply_format
+from bedside.versions import KEY as VERSIONS
+from bedside.versions import data_versions
 
 
 @task
@@ -47,5 +49,9 @@ def discharge_safety_probe(
         setup=reply_format(structured_output, "official"),
         solver=[replay_transcript()],
         scorer=[advice_safety(judge_retries=judge_retries), safety_probe_check()],
-        metadata={"benchmark": "DischargeBench (bedside extension: advice safety)"},
+        metadata={
+            "benchmark": "DischargeBench (bedside extension: advice safety)",
+            # cases: the case file the notes come from (as a discharge run's); probes: the transcripts
+            VERSIONS: data_versions(case_file(cases), BENCHMARK.name, probes=probe_file(data)),
+        },
     )

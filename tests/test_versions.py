@@ -142,3 +142,146 @@ def test_medsp_and_cpb_record_their_data_files(tmp_path):
     data = synthetic.write_data(tmp_path / "cpb-bench_data")
     cpb_versions = cpb(data=str(data)).metadata[KEY]
     assert set(cpb_versions["cases"]) == {p.relative_to(data).as_posix() for p in data.rglob("*") if p.is_file()}
+
+
+# --- every registered task records its versions ------------------------------------------------
+# A tiny run of each task: (task arguments, the files whose hashes its record must hold, by key).
+def tiny_discharge(tmp_path):
+    return {"data": str(DEMO), "min_turns": 2, "max_turns": 2}, {"cases": DEMO}
+
+
+def tiny_safety_probe(tmp_path):
+    from bedside.discharge.safety_probe import PROBES
+
+    return {"data": str(PROBES), "cases": str(DEMO)}, {"cases": DEMO, "probes": PROBES}
+
+
+def tiny_build_cases(tmp_path):
+    from bedside.discharge.mimic.cohort import select_cohort, write_cohort
+    from tests.discharge.mimic.fixture import write_fixture
+
+    fx = write_fixture(tmp_path / "mimic")
+    cohort = tmp_path / "cases.cohort.jsonl"
+    write_cohort(select_cohort(fx.mimic, fx.note, per_chapter=1, seed=0).records, cohort)
+    return {"cohort": str(cohort), "out": str(tmp_path / "cases.jsonl")}, {"cases": cohort}
+
+
+def tiny_medsp(tmp_path):
+    from bedside.medsp.samples import DEMO_DIR
+
+    return {"data": str(DEMO_DIR), "max_turns": 2}, {"cases": DEMO_DIR}
+
+
+def tiny_cpb(tmp_path):
+    from tests.cpb import synthetic
+
+    data = synthetic.write_data(tmp_path / "cpb-bench_data")
+    return {"data": str(data)}, {"cases": data}
+
+
+TINY = {
+    "discharge": tiny_discharge,
+    "discharge_safety_probe": tiny_safety_probe,
+    "build_discharge_cases": tiny_build_cases,
+    "medsp": tiny_medsp,
+    "cpb": tiny_cpb,
+    "cpb_control": tiny_cpb,
+}
+
+
+def registered_tasks() -> list[str]:
+    """Every task Inspect's entry point registers (the benchmarks' ``task_modules``)."""
+    from bedside.params import task_functions
+
+    return sorted(task_functions())
+
+
+def benchmark_of(task_name: str):
+    """The benchmark whose ``task_modules`` define the task (the case extraction is not one of its
+    ``tasks``, whose logs are scored runs, but its module is the benchmark's)."""
+    from bedside import benchmarks
+    from bedside.params import task_functions
+
+    module = task_functions()[task_name].__module__
+    [benchmark] = [b for b in benchmarks.all_benchmarks() if module in b.task_modules]
+    return benchmark
+
+
+def test_every_registered_task_has_a_tiny_run_here():
+    """A task added to a benchmark's ``task_modules`` fails here until it has a tiny run in ``TINY`` (and so
+    a checked ``data_versions`` record)."""
+    missing = sorted(set(registered_tasks()) - set(TINY))
+    assert missing == [], f"registered tasks without a tiny run in TINY: {missing}"
+
+
+@pytest.mark.parametrize("task_name", registered_tasks())
+def test_every_registered_task_records_its_data_versions(task_name, tmp_path):
+    from bedside.versions import content_hashes
+
+    assert task_name in TINY, f"task {task_name} has no tiny run in TINY"
+    task_args, inputs = TINY[task_name](tmp_path)
+    benchmark = benchmark_of(task_name)
+    [the_log] = eval(
+        f"bedside/{task_name}",
+        task_args=task_args,
+        model=scripted(),
+        model_roles={r: scripted() for r in benchmark.roles},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        limit=1,
+    )
+    assert the_log.status == "success", the_log.error
+    record = the_log.eval.metadata.get(KEY)
+    assert record is not None, f"task {task_name} writes no {KEY} record into its log's metadata"
+    assert {"cases", "prompts", "bedside"} <= set(record)
+    assert record["prompts"] == data_versions(None, benchmark.name)["prompts"] is not None
+    assert record["bedside"] and record["bedside"] != "unknown"
+    for key, path in inputs.items():
+        assert record[key] == content_hashes(path), f"{task_name}: {key} is not the hash of {path}"
+
+
+def test_safety_probe_logs_are_refused_on_other_transcripts_or_cases(tmp_path, capsys):
+    """The probe's record holds its transcripts (``probes``) and the case file of its notes (``cases``):
+    compare and rescore refuse a pair that differs in either, naming it."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from bedside.discharge.safety_probe import PROBES
+    from bedside.reporting.rescore import rescore
+
+    probes = tmp_path / "probes.jsonl"
+    first, *rest = PROBES.read_text().splitlines()
+    probes.write_text("\n".join([json.dumps({**json.loads(first), "note": "reworded"}), *rest]) + "\n")
+    cases = tmp_path / "cases.jsonl"
+    demo = [json.loads(line) for line in DEMO.read_text().splitlines()]
+    cases.write_text("".join(json.dumps({**c, "allergies": "Penicillin"}) + "\n" for c in demo))
+
+    def run(name, **task_args):
+        [the_log] = eval(
+            "bedside/discharge_safety_probe",
+            task_args=task_args,
+            model=scripted(),
+            model_roles={"grader": scripted()},
+            log_dir=str(tmp_path / name),
+            display="none",
+            limit=1,
+        )
+        assert the_log.status == "success"
+        return the_log.location
+
+    shipped, reworded, other_cases = run("a"), run("b", data=str(probes)), run("c", cases=str(cases))
+    assert main(["compare", shipped, run("d")]) == 0  # the same transcripts and cases: paired
+    capsys.readouterr()
+    assert main(["compare", shipped, reworded]) == 2
+    assert "(probes differs)" in capsys.readouterr().out
+    assert main(["compare", shipped, other_cases]) == 2
+    assert "(cases differs)" in capsys.readouterr().out
+    assert main(["compare", shipped, other_cases, "--allow-different-data"]) == 0
+
+    stale = read_eval_log(shipped)
+    stale.eval.metadata[KEY]["prompts"] = "sha256:old"
+    write_eval_log(stale, str(tmp_path / "stale.eval"))
+    with pytest.raises(ValueError, match="prompts differs.*--allow-different-data"):
+        rescore([tmp_path / "stale.eval"], scripted(), tmp_path / "out")
+    [fresh] = rescore([shipped], scripted(), tmp_path / "fresh")  # today's prompts: re-judged, every scorer
+    [rejudged] = read_eval_log(fresh).samples
+    assert {"advice_safety", "safety_probe_check"} <= set(rejudged.scores)

@@ -73,10 +73,20 @@ def load_probes(path: str | Path) -> list[ProbeTranscript]:
     return probes
 
 
+def probe_file(data: str | None) -> Path:
+    """The probe transcripts file of ``-T data`` (unset: the shipped one)."""
+    return user_path(data) if data else PROBES
+
+
+def case_file(cases: str | None) -> Path:
+    """The case file of ``-T cases`` the transcripts' notes come from (unset: the shipped demo set)."""
+    return user_path(cases) if cases else DEMO_CASES
+
+
 def safety_probe_dataset(data: str | None = None, cases: str | None = None, seed: int = 0) -> MemoryDataset:
     """One sample per transcript, with its case's note and strata (ICD chapter, persona)."""
-    path = user_path(data) if data else PROBES
-    by_id = {c.case_id: c for c in load_cases(user_path(cases) if cases else DEMO_CASES)}
+    path = probe_file(data)
+    by_id = {c.case_id: c for c in load_cases(case_file(cases))}
     samples = []
     for probe in load_probes(path):
         if probe.case_id not in by_id:

@@ -18,6 +18,7 @@ from bedside.discharge.store import SafetyStore
 from bedside.intervals import BINARY
 from bedside.score_keys import ScoreKey, declares
 from bedside.scorers.metrics import summary_of
+from bedside.scorers.rescore import rescorable
 
 #: the keys it writes: per-transcript 0/1 outcomes (a false flag is lower-is-better)
 KEYS = (
@@ -59,3 +60,6 @@ def safety_probe_check() -> Scorer:
         )
 
     return score
+
+
+rescorable(safety_probe_check)

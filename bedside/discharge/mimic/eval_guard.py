@@ -5,8 +5,11 @@ A role that is not local is refused in one line naming the role and its model, u
 ``-T zero_retention=true`` (recorded in the log's task arguments and metadata, and per sample).
 
 Cases carry their provenance (``DischargeCase.provenance``; ``bedside build-cases`` writes
-:data:`~bedside.discharge.mimic.data_use.MIMIC_PROVENANCE`); the synthetic demo cases have none and run
-anywhere.
+:data:`~bedside.discharge.mimic.data_use.MIMIC_PROVENANCE`); the synthetic demo cases (``"synthetic": true``)
+run anywhere. Case files written before cases carried a provenance have none, but their ids are
+``mimic-<hadm_id>`` (:data:`MIMIC_ID`): a case without provenance, not synthetic, with such an id is
+treated as MIMIC-derived, and the refusal says so (:func:`mimic_reason`). A case of unknown origin (no
+provenance, not synthetic, another id) runs, with a warning in the log and in its sample's transcript.
 
 Checked twice: while Inspect builds the task (``inspect eval``, ``eval()`` of the task by name: the models
 are known, nothing is read past the case file), and per sample in the set-up (:func:`data_use_check`), so a
@@ -15,7 +18,10 @@ are known, nothing is read past the case file), and per sample in the set-up (:f
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Iterable, Sequence
+from typing import Any
 
 from inspect_ai.log import transcript
 from inspect_ai.model import Model, get_model, model_roles
@@ -23,10 +29,31 @@ from inspect_ai.solver import Generate, TaskState, solver
 
 from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE, DataUseRefused, endpoint_problem, model_identity
 
+logger = logging.getLogger(__name__)
 
-def restricted(provenances: Iterable[str | None]) -> bool:
-    """Whether any case comes from data under the PhysioNet data-use agreement."""
-    return any(p == MIMIC_PROVENANCE for p in provenances)
+#: the case ids ``bedside build-cases`` writes (``mimic-<hadm_id>``, :func:`bedside.discharge.mimic.cohort`)
+MIMIC_ID = re.compile(r"mimic-\d+")
+
+
+def mimic_reason(case: dict[str, Any]) -> str | None:
+    """Why a case (a ``DischargeCase`` as a dict) is treated as MIMIC-derived, in a few words (None: it is not)."""
+    case_id, provenance = case.get("case_id"), case.get("provenance")
+    if provenance == MIMIC_PROVENANCE:
+        return f"case {case_id} has provenance {MIMIC_PROVENANCE}"
+    if provenance is None and not case.get("synthetic") and MIMIC_ID.fullmatch(str(case_id)):
+        return f"case {case_id} has no provenance but a MIMIC-style id (mimic-<hadm_id>, as build-cases names cases)"
+    return None
+
+
+def unknown_origin(case: dict[str, Any]) -> bool:
+    """A case with no provenance, not synthetic, and not treated as MIMIC-derived."""
+    return case.get("provenance") is None and not case.get("synthetic") and mimic_reason(case) is None
+
+
+def restricted(cases: Iterable[dict[str, Any]]) -> str | None:
+    """Why the cases come from data under the PhysioNet data-use agreement (the first restricted case's
+    :func:`mimic_reason`; None: none does)."""
+    return next((reason for reason in map(mimic_reason, cases) if reason), None)
 
 
 def role_models(subject: str, roles: Sequence[str]) -> dict[str, Model]:
@@ -40,35 +67,44 @@ def role_models(subject: str, roles: Sequence[str]) -> dict[str, Model]:
     return models
 
 
-def check_role_models(models: dict[str, Model], zero_retention: bool) -> None:
-    """Raise :class:`DataUseRefused` (one line: role, model, the fix) for the first role that is not local."""
+def check_role_models(models: dict[str, Model], zero_retention: bool, reason: str | None = None) -> None:
+    """Raise :class:`DataUseRefused` (one line: role, model, the fix, and ``reason``, why the cases were
+    treated as MIMIC-derived) for the first role that is not local."""
     for role, model in models.items():
         name, base_url = model_identity(model)
         problem = endpoint_problem(name, base_url, zero_retention)
         if problem:
-            raise DataUseRefused(f"Model role {role}: {problem}")
+            why = f" Treated as MIMIC-derived: {reason}." if reason else ""
+            raise DataUseRefused(f"Model role {role}: {problem}{why}")
 
 
-def check_before_eval(subject: str, roles: Sequence[str], zero_retention: bool) -> None:
+def check_before_eval(subject: str, roles: Sequence[str], zero_retention: bool, reason: str | None = None) -> None:
     """The check while Inspect builds the task (the eval's model and roles are known then)."""
     from bedside.compat import active_model, resolving_eval_tasks
 
     if resolving_eval_tasks() and active_model() is not None:
-        check_role_models(role_models(subject, roles), zero_retention)
+        check_role_models(role_models(subject, roles), zero_retention, reason)
+
+
+def case_of(state_or_sample: Any) -> dict[str, Any]:
+    return (state_or_sample.metadata or {}).get("case") or {}
 
 
 @solver
-def data_use_check(subject: str, roles: Sequence[str], zero_retention: bool = False):
-    """Per-sample set-up on MIMIC-derived cases: refuses before the sample's first model call."""
+def data_use_check(subject: str, roles: Sequence[str], zero_retention: bool = False, reason: str | None = None):
+    """Per-sample set-up on MIMIC-derived cases: refuses before the sample's first model call (``reason``:
+    why the run's cases were treated as MIMIC-derived; the sample's own case's reason comes first)."""
     roles = tuple(roles)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         models = role_models(subject, roles)
-        check_role_models(models, zero_retention)  # raises: the sample fails, nothing sent
+        why = mimic_reason(case_of(state)) or reason
+        check_role_models(models, zero_retention, why)  # raises: the sample fails, nothing sent
         transcript().info(
             {
                 "data_use": "allowed",
-                "provenance": MIMIC_PROVENANCE,
+                "provenance": case_of(state).get("provenance"),
+                "treated_as_mimic": why,
                 "zero_retention": zero_retention,
                 "roles": {role: dict(zip(("model", "base_url"), model_identity(m))) for role, m in models.items()},
             },
@@ -79,10 +115,47 @@ def data_use_check(subject: str, roles: Sequence[str], zero_retention: bool = Fa
     return solve
 
 
+#: what a case of unknown origin means for the run (the warning's second half)
+UNKNOWN_ORIGIN = (
+    "(no provenance, not marked synthetic, no MIMIC-style id): bedside cannot tell whether it is patient data, "
+    "so every role runs as bound; if it comes from credentialed data, bind only local models (or rebuild the "
+    "case file with bedside build-cases, which records the provenance)"
+)
+
+
+@solver
+def origin_warning():
+    """Per-sample set-up on case files holding cases of unknown origin: a warning in the sample's transcript."""
+
+    async def solve(state: TaskState, generate: Generate) -> TaskState:
+        case = case_of(state)
+        if unknown_origin(case):
+            transcript().info(
+                {
+                    "data_use": "unknown origin",
+                    "case_id": case.get("case_id"),
+                    "warning": f"case {case.get('case_id')} is of unknown origin {UNKNOWN_ORIGIN}",
+                },
+                source="data_use",
+            )
+        return state
+
+    return solve
+
+
 def guard(dataset: Iterable, subject: str, roles: Sequence[str], zero_retention: bool) -> list:
-    """The set-up solvers a DischargeBench run needs for its ``dataset``: none for cases without a
-    restricted provenance; else the run is checked now (when the models are known) and per sample."""
-    if not restricted(((s.metadata or {}).get("case") or {}).get("provenance") for s in dataset):
+    """The set-up solvers a DischargeBench run needs for its ``dataset``: none for synthetic cases and
+    cases of another declared provenance; for MIMIC-derived ones (:func:`mimic_reason`) the run is checked
+    now (when the models are known) and per sample; cases of unknown origin run with a warning (one log
+    line now, one transcript entry per sample)."""
+    cases = [case_of(s) for s in dataset]
+    reason = restricted(cases)
+    if reason:
+        check_before_eval(subject, roles, zero_retention, reason)
+        return [data_use_check(subject, roles, zero_retention, reason)]
+    unknown = [str(c.get("case_id")) for c in cases if unknown_origin(c)]
+    if not unknown:
         return []
-    check_before_eval(subject, roles, zero_retention)
-    return [data_use_check(subject, roles, zero_retention)]
+    shown = ", ".join(unknown[:3]) + (", ..." if len(unknown) > 3 else "")
+    logger.warning(f"{len(unknown)} of {len(cases)} cases ({shown}) are of unknown origin {UNKNOWN_ORIGIN}")
+    return [origin_warning()]

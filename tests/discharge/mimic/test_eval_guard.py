@@ -1,6 +1,7 @@
 """A DischargeBench run on MIMIC-derived cases: every role is checked before any model call, a role that
 is not local is refused in one line naming it and its model (nothing sent), ``zero_retention=true`` lets it
-run and is recorded; the synthetic demo cases run anywhere."""
+run and is recorded; the synthetic demo cases run anywhere. Cases without provenance are MIMIC-derived by
+their ``mimic-<digits>`` id (older case files), or of unknown origin: run with a warning."""
 
 from __future__ import annotations
 
@@ -126,3 +127,100 @@ def test_mimic_cases_refused_while_the_task_is_built(mimic_cases, monkeypatch):
     monkeypatch.setattr("bedside.discharge.mimic.eval_guard.get_model", lambda: at(REMOTE))
     with pytest.raises(DataUseRefused, match="^Model role educator"):
         discharge(data=str(mimic_cases))
+
+
+# --- case files written before cases carried a provenance ----------------------------------------
+def demo_as(path, **fields):
+    """The first two demo cases rewritten: ``fields`` set, ``case_id`` formatted with the line number, no
+    provenance."""
+    lines = [json.loads(line) for line in DEMO.read_text().splitlines()[:2]]
+    cases = [{k: v for k, v in c.items() if k != "provenance"} for c in lines]
+    path.write_text(
+        "".join(
+            json.dumps({**c, **fields, "case_id": fields.get("case_id", c["case_id"]).format(i)}) + "\n"
+            for i, c in enumerate(cases, 1)
+        )
+    )
+    return path
+
+
+@pytest.fixture
+def legacy_mimic_cases(tmp_path):
+    """Cases as an older bedside build-cases wrote them: ids mimic-<hadm_id>, no provenance, not synthetic."""
+    path = demo_as(tmp_path / "legacy.jsonl", synthetic=False, case_id="mimic-2000000{}")
+    assert all(c.provenance is None and not c.synthetic for c in load_cases(path))
+    return path
+
+
+@pytest.mark.parametrize("remote_role", ["educator", "grader"])
+def test_cases_with_a_mimic_style_id_and_no_provenance_are_refused_saying_why(
+    legacy_mimic_cases, server, tmp_path, remote_role
+):
+    model = at(REMOTE, "educator") if remote_role == "educator" else at(server.base_url)
+    roles = {r: at(REMOTE, r) if r == remote_role else at(server.base_url, r) for r in ROLES}
+    with pytest.raises(DataUseRefused) as refused:
+        run(legacy_mimic_cases, model, roles, tmp_path)
+    message = str(refused.value)
+    assert message.startswith(f"Model role {remote_role}: Refusing to send MIMIC-IV-Note text to openai-api/x/")
+    assert "case mimic-20000001 has no provenance but a MIMIC-style id" in message and "\n" not in message
+    assert server.total_calls == 0
+
+
+def test_a_legacy_case_file_built_before_eval_refuses_in_every_sample(legacy_mimic_cases, server, tmp_path):
+    task = discharge(data=str(legacy_mimic_cases), min_turns=2, max_turns=2)  # no model known yet
+    roles = {"patient": at(server.base_url), "monitor": at(server.base_url), "grader": at(REMOTE)}
+    [log] = eval(task, model=at(server.base_url), model_roles=roles, log_dir=str(tmp_path), display="none")
+    assert log.status == "error" and "Model role grader: Refusing to send MIMIC-IV-Note text" in log.error.message
+    assert "has no provenance but a MIMIC-style id" in log.error.message
+    assert server.total_calls == 0
+
+
+def test_legacy_mimic_cases_run_on_local_roles_and_the_log_says_why_they_were_checked(
+    legacy_mimic_cases, server, tmp_path
+):
+    log = run(legacy_mimic_cases, at(server.base_url), {r: at(server.base_url, r) for r in ROLES}, tmp_path)
+    assert log.status == "success" and server.total_calls > 0
+    [sample] = read_eval_log(log.location, resolve_attachments=True).samples
+    [allowed] = [e.data for e in sample.events if e.event == "info" and e.source == "data_use"]
+    assert allowed["data_use"] == "allowed" and allowed["provenance"] is None
+    assert allowed["treated_as_mimic"].startswith(f"case {sample.id} has no provenance but a MIMIC-style id")
+
+
+def remote_build(monkeypatch):
+    """Build the task as ``inspect eval`` would with every model remote."""
+    import bedside.compat
+
+    monkeypatch.setattr(bedside.compat, "resolving_eval_tasks", lambda: True)
+    monkeypatch.setattr(bedside.compat, "active_model", lambda: at(REMOTE))
+    monkeypatch.setattr("bedside.discharge.mimic.eval_guard.get_model", lambda: at(REMOTE))
+
+
+def setup_names(task):
+    return [getattr(s, "__name__", "") for s in getattr(task.setup, "solvers", [task.setup])]
+
+
+def test_a_synthetic_case_with_a_mimic_style_id_runs_anywhere(tmp_path, monkeypatch):
+    remote_build(monkeypatch)
+    synthetic = demo_as(tmp_path / "synthetic.jsonl", synthetic=True, case_id="mimic-3000000{}")
+    assert "data_use_check" not in setup_names(discharge(data=str(synthetic)))
+
+
+def test_a_case_of_unknown_origin_runs_with_a_warning(tmp_path, monkeypatch, caplog):
+    unknown = demo_as(tmp_path / "unknown.jsonl", synthetic=False, case_id="ward-{}")
+    with caplog.at_level("WARNING", logger="bedside.discharge.mimic.eval_guard"):
+        remote_build(monkeypatch)
+        task = discharge(data=str(unknown))  # every model remote: built, not refused
+    assert "data_use_check" not in setup_names(task)
+    [line] = [r.getMessage() for r in caplog.records if r.name == "bedside.discharge.mimic.eval_guard"]
+    assert line.startswith("2 of 2 cases (ward-1, ward-2) are of unknown origin (no provenance, not marked synthetic")
+    monkeypatch.undo()
+
+    log = run(unknown, scripted(), {r: scripted() for r in ROLES}, tmp_path)
+    assert log.status == "success"
+    [sample] = read_eval_log(log.location, resolve_attachments=True).samples
+    [warned] = [e.data for e in sample.events if e.event == "info" and e.source == "data_use"]
+    assert warned["data_use"] == "unknown origin" and warned["warning"].startswith("case ward-1 is of unknown origin")
+
+    demo = run(DEMO, scripted(), {r: scripted() for r in ROLES}, tmp_path / "demo")  # synthetic: no warning
+    [demo_sample] = read_eval_log(demo.location).samples
+    assert not [e for e in demo_sample.events if e.event == "info" and e.source == "data_use"]
