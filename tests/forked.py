@@ -77,6 +77,7 @@ class _Server:
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             text=True,
+            start_new_session=True,  # a test that signals its own process group does not end the server
         )
         assert self.proc.stdout is not None
         ready = self.proc.stdout.readline()
@@ -124,8 +125,8 @@ def run(
     args = [str(a) for a in args]
     env = dict(os.environ if env is None else env)
     program = None if os.environ.get("BEDSIDE_TESTS_FRESH_PROCESSES") else _program(args, env)
-    if _server is None and program is not None:
-        _server = _Server()
+    if program is not None and (_server is None or _server.proc.poll() is not None):
+        _server = _Server()  # the first command, or the server has ended: a new one
     if program is None or _server is None or _startup(env) != _startup(_server.env):
         return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
 

@@ -20,6 +20,7 @@ the child ends answers with its exit status. It exits when its parent (the test 
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import io
 import json
@@ -88,17 +89,23 @@ def serve(path: str) -> dict[str, Any]:
                 conn.close()
                 return request
             running[pid] = conn
-            conn.sendall(json.dumps({"pid": pid}).encode() + b"\n")
+            _send(conn, {"pid": pid})
         while running:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
                 break
             conn = running.pop(pid, None)
             if conn is not None:
-                conn.sendall(json.dumps({"returncode": _returncode(status)}).encode() + b"\n")
+                _send(conn, {"returncode": _returncode(status)})
                 conn.close()
         if os.getppid() != parent:
             sys.exit(0)
+
+
+def _send(conn: socket.socket, message: dict[str, int]) -> None:
+    """One line to the client; a client that has gone (it timed out and closed) is not the server's end."""
+    with contextlib.suppress(OSError):
+        conn.sendall(json.dumps(message).encode() + b"\n")
 
 
 def _read_line(conn: socket.socket) -> bytes:

@@ -75,6 +75,9 @@ def test_exit_status_and_errors_are_those_of_a_process(probe, what, code, stderr
 def test_a_timeout_kills_the_command(probe):
     with pytest.raises(subprocess.TimeoutExpired):
         forked.run(command("sleep"), cwd=probe, timeout=2)
+    # the client that gave up closed its connection: the same server serves the next command
+    server = forked._server
+    assert forked.run(command("a"), cwd=probe).returncode == 0 and forked._server is server
 
 
 def test_a_library_setting_of_another_value_runs_a_fresh_process(probe):
@@ -85,3 +88,13 @@ def test_a_library_setting_of_another_value_runs_a_fresh_process(probe):
     # so does anything that is not python -m or a console script of this venv
     done = forked.run([sys.executable, "-c", "import sys; print('torch' in sys.modules)"], cwd=probe)
     assert done.stdout.strip() == "False"
+
+
+def test_a_server_that_ended_is_replaced(probe):
+    assert forked.run(command("a"), cwd=probe).returncode == 0
+    ended = forked._server
+    ended.proc.kill()
+    ended.proc.wait()
+    done = forked.run(command("a"), cwd=probe)
+    assert done.returncode == 0 and "torch preloaded True" in done.stdout, done.stderr
+    assert forked._server is not ended and forked._server.proc.poll() is None
