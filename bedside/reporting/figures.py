@@ -19,14 +19,26 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
+from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 
 FORMATS = ("png", "svg")
+DPI = 110
 
 
 def save(fig, out: Path, name: str) -> str:
-    """Write ``name.png`` and ``name.svg`` into ``out``; returns ``name``."""
+    """Write ``name.png`` and ``name.svg`` into ``out``, cropped to the drawn content as
+    ``bbox_inches="tight"`` crops; returns ``name``.
+
+    The layout and the crop box are computed once and used for both formats (``savefig`` with
+    ``bbox_inches="tight"`` draws the figure once more per format to find them: three passes per figure
+    fewer, about a third of the report's figure time)."""
+    fig.set_dpi(DPI)
+    if not isinstance(fig.get_layout_engine(), (type(None), PlaceHolderLayoutEngine)):
+        fig.draw_without_rendering()  # the layout engine (constrained) places the axes
+    fig.set_layout_engine(None)  # and they stay where it (or tight_layout) put them, in every format
+    box = fig.get_tightbbox().padded(plt.rcParams["savefig.pad_inches"])
     for ext in FORMATS:
-        fig.savefig(out / f"{name}.{ext}", dpi=110, bbox_inches="tight")
+        fig.savefig(out / f"{name}.{ext}", dpi=DPI, bbox_inches=box)
     plt.close(fig)
     return name
 
