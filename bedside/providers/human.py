@@ -19,6 +19,8 @@ JSON is read by the same reader as a model's reply.
   whose other roles are deterministic) the journal's reply is returned at once, marked
   ``replayed`` in the output metadata, so a person never types an accepted reply twice. A different
   prompt (e.g. a sampled patient model's new wording) is a new call.
+- The page long-polls (``/api/pending?after=<version>`` returns as soon as the pending calls change,
+  or after :data:`LONG_POLL_SECONDS`), so the next turn appears the moment the eval asks for it.
 - Usage is honest: 0 model tokens; the person's seconds on the call are ``human_seconds`` in the
   output's metadata (and the wait counts as Inspect's waiting time, not working time).
 
@@ -39,6 +41,7 @@ from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
+from urllib.parse import parse_qs, urlsplit
 
 import anyio
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, ModelUsage
@@ -48,6 +51,10 @@ from bedside.protocols import tag_of
 PAGE = Path(__file__).with_name("human_page.html")
 DEFAULT_JOURNAL = Path("logs") / "human" / "replies.jsonl"
 HOST = "127.0.0.1"  # loopback only: the page shows clinical text
+#: the longest the page's request for the pending calls is held when nothing changes
+LONG_POLL_SECONDS = 20.0
+#: how often a waiting generate call looks whether its reply came (the person's side is the slow one)
+ANSWER_POLL_SECONDS = 0.05
 
 
 @dataclass
@@ -91,6 +98,9 @@ class Desk:
         self.journal = journal
         self.drafts_path = journal.with_suffix(".drafts.json")
         self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
+        self.changes = 0  # counts the changes of ``pending``: the page waits for the next one
+        self.started = f"{time.time():.6f}"  # a restarted eval's page never waits on the old count
         self.pending: dict[str, Call] = {}
         self.answered = self._read_journal()
         self.drafts: dict[str, str] = self._read_drafts()
@@ -147,13 +157,28 @@ class Desk:
         tmp.replace(self.drafts_path)
 
     # -- the page's requests ----------------------------------------------------------------------
-    def listing(self) -> dict[str, Any]:
+    def _bump(self) -> None:
+        """``pending`` changed (the lock is held): wake every page waiting for a change."""
+        self.changes += 1
+        self.changed.notify_all()
+
+    @property
+    def version(self) -> str:
+        """Names the current pending calls: this desk's start and its count of changes."""
+        return f"{self.started}-{self.changes}"
+
+    def listing(self, after: str | None = None, wait: float = LONG_POLL_SECONDS) -> dict[str, Any]:
+        """The pending calls; with ``after`` (the ``version`` the page last saw), held until they change
+        or ``wait`` seconds pass."""
         with self.lock:
+            if after is not None:
+                self.changed.wait_for(lambda: self.version != after, timeout=wait)
             calls = sorted(self.pending.values(), key=lambda c: c.opened)
             return {
                 "pending": [c.view() for c in calls],
                 "drafts": {c.id: self.drafts[c.id] for c in calls if c.id in self.drafts},
                 "answered": len(self.answered),
+                "version": self.version,
             }
 
     def submit(self, call_id: str, reply: str) -> tuple[HTTPStatus, str]:
@@ -170,6 +195,7 @@ class Desk:
             self.record(call, reply, time.time() - call.opened)
             call.reply = reply
             del self.pending[call_id]
+            self._bump()
         call.done.set()
         return HTTPStatus.OK, "accepted"
 
@@ -185,12 +211,14 @@ class Desk:
         with self.lock:
             known = self.answered.get(call.id)
             if known is None:
-                self.pending.setdefault(call.id, call)
+                if call.id not in self.pending:
+                    self.pending[call.id] = call
+                    self._bump()
                 call = self.pending[call.id]
         if known is not None:
             return str(known["reply"]), float(known.get("seconds", 0.0)), True
         while not call.done.is_set():
-            await anyio.sleep(0.2)
+            await anyio.sleep(ANSWER_POLL_SECONDS)
         return str(call.reply), time.time() - call.opened, False
 
 
@@ -314,8 +342,9 @@ def _handler(desk: Desk) -> type[BaseHTTPRequestHandler]:
         def do_GET(self) -> None:
             if self.path in ("/", "/index.html"):
                 self._send(HTTPStatus.OK, PAGE.read_bytes(), "text/html; charset=utf-8")
-            elif self.path == "/api/pending":
-                self._json(HTTPStatus.OK, desk.listing())
+            elif urlsplit(self.path).path == "/api/pending":
+                after = parse_qs(urlsplit(self.path).query).get("after", [None])[0]
+                self._json(HTTPStatus.OK, desk.listing(after))
             else:
                 self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
 

@@ -99,11 +99,11 @@ class Browser:
         return result["result"].get("value")
 
     async def wait_for(self, expression: str, timeout: float = 60.0) -> Any:
-        for _ in range(int(timeout / 0.2)):
+        for _ in range(int(timeout / 0.05)):
             value = await self.eval(expression)
             if value:
                 return value
-            await asyncio.sleep(0.2)
+            await asyncio.sleep(0.05)
         raise TimeoutError(f"the page never satisfied {expression}")
 
     async def type(self, text: str) -> None:

@@ -133,7 +133,7 @@ async def play(
         while proc.poll() is None and time.time() < deadline:
             call = await shown_call(browser)
             if call is None:
-                await asyncio.sleep(0.3)
+                await asyncio.sleep(0.05)
                 continue
             if stop_after is not None and len(answered) >= stop_after:
                 if on_call is not None:

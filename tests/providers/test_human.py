@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
+import urllib.request
 from http import HTTPStatus
 
 from bedside.providers.human import Call, Desk, call_id, schema_problem
@@ -65,4 +67,43 @@ def test_an_accepted_reply_is_journaled_and_answers_the_same_call_again(tmp_path
     again = Desk(0, journal)
     assert asyncio.run(again.answer(a_call(SCHEMA)))[::2] == ('{"failure": false}', True)
     assert again.listing()["pending"] == []
+    again.server.shutdown()
+
+
+def test_the_pages_request_is_held_until_the_pending_calls_change(tmp_path):
+    desk = Desk(0, tmp_path / "replies.jsonl")
+    try:
+        first = desk.listing()
+        assert first["pending"] == []
+        # nothing changes: the request is held for the whole wait and returns the same version
+        start = time.perf_counter()
+        assert desk.listing(first["version"], wait=0.3)["version"] == first["version"]
+        assert time.perf_counter() - start >= 0.3
+
+        # a call opened while the page waits: the held request returns with it, long before the wait ends
+        async def a_call_opens_while_the_page_waits() -> tuple[dict, float]:
+            start = time.perf_counter()
+            held = asyncio.create_task(asyncio.to_thread(desk.listing, first["version"], 30.0))
+            await asyncio.sleep(0.2)
+            waiting = asyncio.create_task(desk.answer(a_call()))
+            shown = await held
+            seconds = time.perf_counter() - start
+            assert desk.submit(shown["pending"][0]["id"], "hi")[0] == HTTPStatus.OK
+            await waiting
+            return shown, seconds
+
+        shown, seconds = asyncio.run(a_call_opens_while_the_page_waits())
+        assert [c["case"] for c in shown["pending"]] == ["c1"] and seconds < 10
+        assert shown["version"] != first["version"]
+        # the accepted reply is a change too
+        assert desk.listing(shown["version"], wait=5)["pending"] == []
+        # over HTTP, as the page asks
+        url = f"{desk.url}api/pending?after={shown['version']}"
+        with urllib.request.urlopen(url.replace(shown["version"], "unknown"), timeout=5) as answer:
+            assert json.load(answer)["version"] == desk.version  # another version: answered at once
+    finally:
+        desk.server.shutdown()
+    # a restarted eval's desk never has the version a page saw before
+    again = Desk(0, tmp_path / "replies.jsonl")
+    assert again.listing()["version"] != first["version"]
     again.server.shutdown()
