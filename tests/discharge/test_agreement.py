@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -282,6 +283,36 @@ def test_bootstrap_resamples_cases_not_rating_pairs():
     assert thrice["kappa"] == pytest.approx(once["kappa"]) and thrice["n_cases"] == 12 and thrice["n"] == 36
     assert (thrice["kappa_low"], thrice["kappa_high"]) == pytest.approx((once["kappa_low"], once["kappa_high"]))
     assert as_pairs["kappa_high"] - as_pairs["kappa_low"] < 0.8 * (once["kappa_high"] - once["kappa_low"])
+
+
+@pytest.mark.parametrize("kind", ["likert", "continuous", "constant"])
+def test_batched_rho_of_case_resamples_equals_scipys_on_the_drawn_pairs(kind):
+    from bedside.discharge.agreement import rho_of_resamples
+
+    rng = np.random.default_rng(11)
+    cases, pairs = 9, 30
+    index = rng.integers(0, cases, pairs)  # each pair's case: cases hold different numbers of pairs
+    x = {"likert": rng.integers(1, 6, pairs), "continuous": rng.random(pairs), "constant": np.full(pairs, 3)}[kind]
+    y = np.clip(x + rng.integers(-1, 2, pairs), 1, 5).astype(float)
+    drawn = rng.integers(0, cases, (200, cases))
+    drawn[0] = 4  # one case drawn every time: few pairs, often constant
+    batched = rho_of_resamples(x.astype(float), y, index, cases, drawn)
+    assert batched.shape == (200,)
+    for row, rho in zip(drawn, batched):
+        rows = np.concatenate([np.flatnonzero(index == k) for k in row])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # constant input: scipy warns and gives NaN
+            want = spearmanr(x[rows], y[rows]).statistic if len(rows) >= 2 else np.nan
+        assert rho == pytest.approx(want, abs=1e-12, nan_ok=True)
+    if kind == "constant":
+        assert np.isnan(batched).all()
+    else:
+        assert np.isfinite(batched[1:]).mean() > 0.9
+    # the statistic of the original sample (a 1-D draw), as scipy's bootstrap asks for it
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want = spearmanr(x, y).statistic
+    assert rho_of_resamples(x.astype(float), y, index, cases, np.arange(cases)) == pytest.approx(want, nan_ok=True)
 
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
