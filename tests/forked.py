@@ -9,9 +9,11 @@ server that imported them once (one server per test process, started on first us
 
 A command runs as a fresh process (plain ``subprocess.run``) instead when the fork could differ from
 one: a program that is not a Python console script of this venv or ``python -m MODULE`` (interpreter
-options, ``-c``, other programs), or an environment that differs from the server's in a variable a
-library reads when it loads (:data:`STARTUP`: Python's own, OpenMP / BLAS threads, torch's kernel
-choice, Hugging Face's cache and offline switches, matplotlib's, the locale, ``HOME``, ``TMPDIR``).
+options, ``-c``, other programs), or an environment that differs from the test process's own in a
+variable a library reads when it loads (:data:`STARTUP`: Python's own, OpenMP / BLAS threads, torch's
+kernel choice, Hugging Face's cache and offline switches, matplotlib's, the locale, ``HOME``,
+``TMPDIR``). The server always has the test process's settings: it is started anew when they have
+changed since it started, so which test happened to start it never decides how a later command runs.
 ``BEDSIDE_TESTS_FRESH_PROCESSES=1`` runs every command as a fresh process (to compare, or to rule
 the server out when a test fails).
 """
@@ -125,10 +127,16 @@ def run(
     args = [str(a) for a in args]
     env = dict(os.environ if env is None else env)
     program = None if os.environ.get("BEDSIDE_TESTS_FRESH_PROCESSES") else _program(args, env)
-    if program is not None and (_server is None or _server.proc.poll() is not None):
-        _server = _Server()  # the first command, or the server has ended: a new one
-    if program is None or _server is None or _startup(env) != _startup(_server.env):
+    ours = _startup(dict(os.environ))
+    if program is None or _startup(env) != ours:
+        # not a program the server can run, or the command sets a library setting of its own
         return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
+    if _server is None or _server.proc.poll() is not None or _startup(_server.env) != ours:
+        # the first command, the server has ended, or this process's own settings changed since it
+        # started (a library that sets one when imported): a server with this process's settings
+        if _server is not None:
+            _server.stop()
+        _server = _Server()
 
     with tempfile.TemporaryDirectory(prefix="forked-") as scratch:
         streams = {name: Path(scratch, name) for name in ("stdin", "stdout", "stderr")}

@@ -98,3 +98,15 @@ def test_a_server_that_ended_is_replaced(probe):
     done = forked.run(command("a"), cwd=probe)
     assert done.returncode == 0 and "torch preloaded True" in done.stdout, done.stderr
     assert forked._server is not ended and forked._server.proc.poll() is None
+
+
+def test_a_setting_the_test_process_gains_moves_the_server_with_it(probe, monkeypatch):
+    # importing sentence-transformers sets KMP_* and TORCHINDUCTOR_CACHE_DIR in this process's environment:
+    # the commands after it still run in a fork (of a server started with those settings), not fresh
+    assert "torch preloaded True" in forked.run(command(), cwd=probe).stdout
+    before = forked._server
+    monkeypatch.setenv("KMP_SET_BY_AN_IMPORT", "1")
+    done = forked.run(command(), cwd=probe)
+    assert done.returncode == 0 and "torch preloaded True" in done.stdout, done.stderr
+    assert forked._server is not before and forked._server.env["KMP_SET_BY_AN_IMPORT"] == "1"
+    assert before.proc.poll() is not None  # the old server is gone, not left running
