@@ -67,13 +67,24 @@ def _startup(env: dict[str, str]) -> dict[str, str]:
     return {k: v for k, v in env.items() if k.startswith(STARTUP)}
 
 
+#: the modules a new server imports (None: :data:`tests.forkserver.PRELOAD`); tests of the server itself
+#: start servers with a few light ones
+PRELOAD: tuple[str, ...] | None = None
+
+
 class _Server:
     def __init__(self) -> None:
         self.folder = Path(tempfile.mkdtemp(prefix="forkserver-"))
         self.socket = str(self.folder / "socket")
         self.env = dict(os.environ)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "tests.forkserver", self.socket],
+            [
+                sys.executable,
+                "-m",
+                "tests.forkserver",
+                self.socket,
+                *([",".join(PRELOAD)] if PRELOAD is not None else []),
+            ],
             cwd=REPO,
             env=self.env,
             stdin=subprocess.DEVNULL,
@@ -83,9 +94,21 @@ class _Server:
         )
         assert self.proc.stdout is not None
         ready = self.proc.stdout.readline()
-        if ready.strip() != "ready":
+        if not ready.startswith('{"ready"'):
             raise RuntimeError(f"tests/forkserver.py did not start (exit {self.proc.wait()})")
+        #: the variables the preloaded libraries set when imported (sentence-transformers: KMP_*,
+        #: TORCHINDUCTOR_CACHE_DIR); a process that imports them gets the same values
+        self.preload_set = {k: v for k, v in json.loads(ready)["ready"].items() if k not in self.env}
         atexit.register(self.stop)
+
+    def takes(self, env: dict[str, str]) -> bool:
+        """Whether a command with ``env`` runs in a fork of this server as in a fresh process: the same
+        library settings, but for those the preloaded libraries set themselves to the same value."""
+        ours, theirs = _startup(self.env), _startup(env)
+        return all(
+            theirs.get(k) == ours.get(k) or (k not in ours and theirs.get(k) == self.preload_set.get(k))
+            for k in ours.keys() | theirs.keys()
+        )
 
     def stop(self) -> None:
         self.proc.kill()
@@ -127,13 +150,12 @@ def run(
     args = [str(a) for a in args]
     env = dict(os.environ if env is None else env)
     program = None if os.environ.get("BEDSIDE_TESTS_FRESH_PROCESSES") else _program(args, env)
-    ours = _startup(dict(os.environ))
-    if program is None or _startup(env) != ours:
+    if program is None or _startup(env) != _startup(dict(os.environ)):
         # not a program the server can run, or the command sets a library setting of its own
         return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
-    if _server is None or _server.proc.poll() is not None or _startup(_server.env) != ours:
+    if _server is None or _server.proc.poll() is not None or not _server.takes(env):
         # the first command, the server has ended, or this process's own settings changed since it
-        # started (a library that sets one when imported): a server with this process's settings
+        # started: a server with this process's settings
         if _server is not None:
             _server.stop()
         _server = _Server()

@@ -1,6 +1,6 @@
 """A warm Python process that runs each command of the test suite in a fork of itself.
 
-Started by :mod:`tests.forked` (one per test process) as ``python -m tests.forkserver SOCKET``. It
+Started by :mod:`tests.forked` (one per test process) as ``python -m tests.forkserver SOCKET [MODULES]``. It
 imports the heavy third-party libraries a bedside command loads (Inspect, torch, transformers,
 sentence-transformers, pandas, scipy, scikit-learn, matplotlib, rouge-score, textstat, ppi-python)
 once, then for each request forks: the child takes the request's working folder, environment,
@@ -61,14 +61,16 @@ PRELOAD = (
 )
 
 
-def preload() -> None:
+def preload(names: tuple[str, ...] = PRELOAD) -> None:
     import importlib
 
-    for name in PRELOAD:
+    for name in names:
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001, S112 - a library this venv lacks is the command's business
             continue
+    if names != PRELOAD:
+        return
     from inspect_ai.model import get_model_info
 
     get_model_info("openai/gpt-4o")  # Inspect's model database, read from its YAML files once (~0.2 s)
@@ -87,7 +89,8 @@ def serve(path: str) -> dict[str, Any]:
     selector = selectors.DefaultSelector()
     selector.register(listener, selectors.EVENT_READ)
     running: dict[int, socket.socket] = {}
-    print("ready", flush=True)
+    # ready, with the environment the preloaded libraries left (some set variables when imported)
+    print(json.dumps({"ready": dict(os.environ)}), flush=True)
     while True:
         for _ in selector.select(timeout=0.05):
             conn, _ = listener.accept()
@@ -202,7 +205,7 @@ def finish(status: int) -> None:
 
 
 if __name__ == "__main__":
-    preload()
+    preload(tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else PRELOAD)
     gc.freeze()  # the children's collections leave the server's objects (and their shared pages) alone
     request = serve(sys.argv[1])
     become(request)

@@ -20,6 +20,7 @@ PROBE = textwrap.dedent(
     print("stdin", sys.stdin.read())
     print("torch preloaded", "torch" in sys.modules)
     print("bedside preloaded", "bedside" in sys.modules)
+    print("csv preloaded", "csv" in sys.modules)
     print("to stderr", file=sys.stderr)
     what = sys.argv[1] if len(sys.argv) > 1 else ""
     if what == "exit":
@@ -42,6 +43,18 @@ def probe(tmp_path, monkeypatch):
     monkeypatch.delenv("BEDSIDE_TESTS_FRESH_PROCESSES", raising=False)  # these tests are of the server
     (tmp_path / "forked_probe.py").write_text(PROBE)
     return tmp_path
+
+
+@pytest.fixture
+def own_server(probe, monkeypatch):
+    """Servers of this test's own that preload only ``csv`` (starting one with the full preload costs
+    seconds); the test process's server is back afterwards."""
+    shared = forked._server
+    monkeypatch.setattr(forked, "PRELOAD", ("csv",))
+    monkeypatch.setattr(forked, "_server", None)
+    yield probe
+    if forked._server is not None and forked._server is not shared:
+        forked._server.stop()
 
 
 def command(*args: str) -> list[str]:
@@ -90,23 +103,36 @@ def test_a_library_setting_of_another_value_runs_a_fresh_process(probe):
     assert done.stdout.strip() == "False"
 
 
-def test_a_server_that_ended_is_replaced(probe):
-    assert forked.run(command("a"), cwd=probe).returncode == 0
+def test_a_server_that_ended_is_replaced(own_server):
+    assert forked.run(command("a"), cwd=own_server).returncode == 0
     ended = forked._server
     ended.proc.kill()
     ended.proc.wait()
-    done = forked.run(command("a"), cwd=probe)
-    assert done.returncode == 0 and "torch preloaded True" in done.stdout, done.stderr
+    done = forked.run(command("a"), cwd=own_server)
+    assert done.returncode == 0 and "csv preloaded True" in done.stdout, done.stderr
     assert forked._server is not ended and forked._server.proc.poll() is None
 
 
-def test_a_setting_the_test_process_gains_moves_the_server_with_it(probe, monkeypatch):
-    # importing sentence-transformers sets KMP_* and TORCHINDUCTOR_CACHE_DIR in this process's environment:
-    # the commands after it still run in a fork (of a server started with those settings), not fresh
-    assert "torch preloaded True" in forked.run(command(), cwd=probe).stdout
+def test_a_setting_the_test_process_gains_moves_the_server_with_it(own_server, monkeypatch):
+    # a library imported in this process can set a library setting here (sentence-transformers sets KMP_*
+    # and TORCHINDUCTOR_CACHE_DIR): the commands after it run in a fork of a server with that setting
+    assert "csv preloaded True" in forked.run(command(), cwd=own_server).stdout
     before = forked._server
     monkeypatch.setenv("KMP_SET_BY_AN_IMPORT", "1")
-    done = forked.run(command(), cwd=probe)
-    assert done.returncode == 0 and "torch preloaded True" in done.stdout, done.stderr
+    done = forked.run(command(), cwd=own_server)
+    assert done.returncode == 0 and "csv preloaded True" in done.stdout, done.stderr
     assert forked._server is not before and forked._server.env["KMP_SET_BY_AN_IMPORT"] == "1"
     assert before.proc.poll() is not None  # the old server is gone, not left running
+
+
+def test_a_setting_the_preloaded_libraries_make_themselves_is_no_difference():
+    # the server imported sentence-transformers, which set KMP_INIT_AT_FORK=FALSE there; when this
+    # process imports it later it gets the same value, as a fresh process of the command would
+    server = object.__new__(forked._Server)
+    server.env = {"PATH": "/bin", "OMP_NUM_THREADS": "2"}
+    server.preload_set = {"KMP_INIT_AT_FORK": "FALSE"}
+    assert server.takes({"PATH": "/usr/bin", "OMP_NUM_THREADS": "2"})  # not a library setting
+    assert server.takes({"OMP_NUM_THREADS": "2", "KMP_INIT_AT_FORK": "FALSE"})
+    assert not server.takes({"OMP_NUM_THREADS": "2", "KMP_INIT_AT_FORK": "TRUE"})  # another value
+    assert not server.takes({"OMP_NUM_THREADS": "2", "KMP_OTHER": "1"})  # one the preload did not set
+    assert not server.takes({"OMP_NUM_THREADS": "1"}) and not server.takes({})

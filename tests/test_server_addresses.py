@@ -4,7 +4,6 @@ this process; the working forms also run as documented commands, tests/test_docu
 
 from __future__ import annotations
 
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,7 +11,7 @@ import pytest
 
 from bedside.compat import PrerequisiteError, forget_models, inspect_cli
 from bedside.testing.loopback import LoopbackServer
-from tests.conftest import REPO
+from tests import forked
 
 pytestmark = pytest.mark.eval  # Inspect's command line, run in this process, starts evals
 
@@ -55,8 +54,8 @@ def test_the_role_mapping_takes_the_address_in_model_args(server, data, tmp_path
 
 
 def test_a_base_url_at_the_top_of_a_role_mapping_fails_before_any_task_is_loaded(tmp_path):
-    """In a fresh process: Inspect refuses it while parsing the command line, before it imports bedside
-    (so bedside cannot say it in its own words)."""
+    """In a process of its own (a fork of the warm server, which has not imported bedside): Inspect refuses
+    it while parsing the command line, before it imports bedside (so bedside cannot say it in its own words)."""
     code = (
         "import sys\n"
         "from inspect_ai._cli.main import inspect\n"
@@ -77,7 +76,8 @@ def test_a_base_url_at_the_top_of_a_role_mapping_fails_before_any_task_is_loaded
         "--log-dir",
         str(tmp_path),
     ]
-    done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, cwd=REPO, timeout=300)
+    (tmp_path / "parse_only.py").write_text(code)
+    done = forked.run([sys.executable, "-m", "parse_only", *args], cwd=tmp_path, timeout=300)
     lines = done.stdout.splitlines()
     assert lines[0] == "Invalid config for model role 'monitor': 1 validation error for GenerateConfig", done.stdout
     assert lines[1].startswith(
