@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 #: scorers whose keys copy other scorers' (the health block): left out of per-stratum tables
 DERIVED_SCORERS: frozenset[str] = frozenset({"health"})
 
+#: a run option's value in a run of a task it does not apply to (``Benchmark.tasks_without_run_options``)
+NOT_APPLICABLE = "not applicable"
+
 
 def resolve(dotted: str) -> Any:
     """The object named ``"package.module:attribute"`` (or a module, without ``:``), imported now."""
@@ -75,6 +78,8 @@ class Benchmark:
     - ``run_options``: task-metadata keys of the options its paper leaves open that change a number, each
       with the value a run that does not record it used (its task's default; :mod:`bedside.reporting.run_options`:
       ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ);
+      ``tasks_without_run_options``: its tasks whose runs none of them applies to (e.g. a probe that
+      replays transcripts): their logs show :data:`NOT_APPLICABLE` and never make runs differ;
     - ``calibrated``: dotted path of a module giving its judge-calibrated estimates from physician
       annotations (``read_annotations(path)`` and ``section(page, benchmark, logs, annotations, csv)``;
       ``bedside report --annotations``); None: it takes no annotations.
@@ -101,12 +106,17 @@ class Benchmark:
     end_reason_scorer: str | None = None
     populations: str | None = None
     run_options: Mapping[str, str] = field(default_factory=dict)
+    tasks_without_run_options: tuple[str, ...] = ()
     calibrated: str | None = None
 
     def owns(self, task: str) -> bool:
         """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's."""
         task = task.split("/")[-1]
         return task in self.tasks or task.startswith(self.name)
+
+    def run_options_apply(self, task: str) -> bool:
+        """Whether its run options apply to a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``)."""
+        return task.split("/")[-1] not in self.tasks_without_run_options
 
     def store_model(self) -> type:
         """The sample-store model (imported now)."""

@@ -69,6 +69,8 @@ BENCHMARK = Benchmark(
         "checklist_applicability": "rule",
         "comprehension_divisor": "applicable",
     },
+    # the probe replays transcripts (no monitor) and scores only advice safety: none of them applies
+    tasks_without_run_options=("discharge_safety_probe",),
     calibrated="bedside.discharge.calibrated",
     commands=(
         "bedside.discharge.audit",  # audit

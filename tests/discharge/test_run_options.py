@@ -11,6 +11,7 @@ import pytest
 
 from bedside.cli import main
 from bedside.discharge import BENCHMARK
+from bedside.benchmark import NOT_APPLICABLE
 from bedside.reporting.run_options import NOT_RECORDED, options_of
 from tests.reporting.synth import discharge_case, log, write
 
@@ -97,3 +98,62 @@ def test_strata_shows_each_runs_options_and_warns(logs, tmp_path, capsys):
         f"algorithm1 {NOT_RECORDED}",
         "recommended_action",
     ]
+
+
+# --- the safety probe: none of the options applies ----------------------------------------------
+def probe_log(model: str, metadata: dict | None = None):
+    """A safety-probe run (task ``discharge_safety_probe``); ``metadata``: whatever its log records."""
+    the_log = run_log(model, metadata)
+    return the_log.model_copy(
+        update={"eval": the_log.eval.model_copy(update={"task": "bedside/discharge_safety_probe"})}
+    )
+
+
+def test_the_descriptor_declares_the_probe_a_task_without_run_options():
+    assert BENCHMARK.tasks_without_run_options == ("discharge_safety_probe",)
+    assert not BENCHMARK.run_options_apply("bedside/discharge_safety_probe")
+    assert BENCHMARK.run_options_apply("bedside/discharge") and BENCHMARK.run_options_apply("discharge")
+    # whatever a probe log records, its options are not applicable; a discharge log's are read as before
+    recorded = {"monitor_policy": "recommended_action"}
+    assert options_of(probe_log("prov/p", recorded), BENCHMARK) == {k: (NOT_APPLICABLE, True) for k in OPTIONS}
+    assert options_of(run_log("prov/p", recorded), BENCHMARK)["monitor_policy"] == ("recommended_action", True)
+
+
+@pytest.fixture
+def probe_and_runs(tmp_path):
+    """A discharge run with recommended_action beside two safety-probe runs (one recording nothing)."""
+    folder = tmp_path / "mixed"
+    folder.mkdir()
+    write(run_log("prov/b", {**BENCHMARK.run_options, "monitor_policy": "recommended_action"}), folder / "b.eval")
+    write(probe_log("prov/p"), folder / "probe.eval")
+    write(probe_log("prov/q", dict(BENCHMARK.run_options)), folder / "probe_recorded.eval")
+    return folder
+
+
+def test_probe_logs_show_not_applicable_and_never_trigger_the_warning(probe_and_runs, tmp_path, capsys):
+    out = tmp_path / "report"
+    assert main(["report", str(probe_and_runs), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert "used different" not in err
+    table = pd.read_csv(out / "discharge_run_options.csv")
+    by_log = {(r["log"], r["option"]): r["value"] for r in table.to_dict("records")}
+    assert {by_log[("probe.eval", k)] for k in OPTIONS} == {NOT_APPLICABLE}
+    assert {by_log[("probe_recorded.eval", k)] for k in OPTIONS} == {NOT_APPLICABLE}
+    assert by_log[("b.eval", "monitor_policy")] == "recommended_action"
+    page = (out / "index.html").read_text(encoding="utf-8")
+    assert "used different" not in page and NOT_APPLICABLE in page
+
+
+def test_a_real_mix_between_discharge_runs_still_warns_beside_a_probe(probe_and_runs, tmp_path, capsys):
+    write(run_log("prov/a", dict(BENCHMARK.run_options)), probe_and_runs / "a.eval")
+    assert main(["report", str(probe_and_runs), "--out", str(tmp_path / "report")]) == 0
+    err = capsys.readouterr().err
+    warning = "warning: DischargeBench runs in one table used different monitor_policy: "
+    assert warning + "algorithm1 (a.eval); recommended_action (b.eval)" in err  # the probes named nowhere
+    assert err.count("warning: DischargeBench") == 1
+
+
+def test_strata_shows_not_applicable_for_a_probe_and_does_not_warn(probe_and_runs, capsys):
+    assert main(["strata", str(probe_and_runs / "b.eval"), str(probe_and_runs / "probe.eval")]) == 0
+    captured = capsys.readouterr()
+    assert NOT_APPLICABLE in captured.out and "used different" not in captured.err
