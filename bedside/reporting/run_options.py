@@ -11,8 +11,10 @@ e.g. a probe that replays transcripts) has every option shown as
 ``not applicable``, whatever its log records.
 
 Runs of one benchmark that go into one table (Table 1's models are compared, logs with the same label
-are pooled) and used different values of an option (runs it does not apply to left out) get a warning: one line per option on the page and
-on stderr, naming each value and its logs (``bedside report``: at the top of the page).
+are pooled) and used different values of an option (runs it does not apply to left out) get a warning:
+one line per option on the page and on stderr, naming each value and its logs (``bedside report``: at the
+top of the page). ``bedside compare`` and the sweep leaderboard show the options of the runs they compare
+(:func:`pair`, :func:`by_model`) and say when two compared runs differ in one.
 """
 
 from __future__ import annotations
@@ -113,3 +115,25 @@ def section(page, benchmark: Benchmark, logs: Sequence, csv) -> None:
         f"(task metadata; '{NOT_RECORDED}': a log written before the option was recorded, which ran "
         f"with the default; '{NOT_APPLICABLE}': a task none of them applies to, such as a probe).",
     )
+
+
+def pair(a: EvalLog, b: EvalLog) -> list[dict[str, object]]:
+    """The run options of two runs side by side, for a comparison of ``b`` against ``a``: one row per option
+    of ``a``'s benchmark (none when the two logs are not of one benchmark that declares run options) with
+    ``option``, ``a`` and ``b`` (each as :func:`shown`) and ``differs`` (the values differ and the option
+    applies to both runs)."""
+    from bedside import benchmarks
+
+    benchmark = benchmarks.of_task(a.eval.task)
+    if benchmark is None or not benchmark.run_options or benchmarks.of_task(b.eval.task) != benchmark:
+        return []
+    mine, theirs = options_of(a, benchmark), options_of(b, benchmark)
+    return [
+        {
+            "option": key,
+            "a": shown(*mine[key]),
+            "b": shown(*theirs[key]),
+            "differs": mine[key][0] != theirs[key][0] and NOT_APPLICABLE not in (mine[key][0], theirs[key][0]),
+        }
+        for key in benchmark.run_options
+    ]

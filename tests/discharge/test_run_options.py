@@ -157,3 +157,43 @@ def test_strata_shows_not_applicable_for_a_probe_and_does_not_warn(probe_and_run
     assert main(["strata", str(probe_and_runs / "b.eval"), str(probe_and_runs / "probe.eval")]) == 0
     captured = capsys.readouterr()
     assert NOT_APPLICABLE in captured.out and "used different" not in captured.err
+
+
+# --- bedside compare and the sweep leaderboard show the options of the runs they compare -----------
+def test_compare_shows_both_runs_options_and_warns_when_they_differ(logs, tmp_path, capsys):
+    csv = tmp_path / "compare.csv"
+    code = main(["compare", str(logs / "a.eval"), str(logs / "b.eval"), "--metric", "naturalness", "--csv", str(csv)])
+    assert code == 0  # a legitimate comparison: shown and warned, never refused
+    captured = capsys.readouterr()
+    assert "| `monitor_policy` | algorithm1 | recommended_action ⚠️ |" in captured.out
+    assert "| `comprehension_divisor` | applicable | applicable |" in captured.out
+    warning = "warning: the two runs differ in monitor_policy (baseline algorithm1, candidate recommended_action)"
+    assert f"⚠️ **{warning}" in captured.out and warning in captured.err
+    assert captured.err.count("warning: the two runs differ") == 1
+    assert pd.read_csv(csv)["run_options_differ"].tolist() == ["monitor_policy"]
+
+
+def test_compare_shows_the_options_without_a_warning_when_the_runs_agree(logs, capsys):
+    """The old log records no option: its default, marked not recorded, is the same value."""
+    assert main(["compare", str(logs / "old.eval"), str(logs / "a.eval"), "--metric", "naturalness"]) == 0
+    captured = capsys.readouterr()
+    assert f"| `monitor_policy` | algorithm1 {NOT_RECORDED} | algorithm1 |" in captured.out
+    assert "differ in" not in captured.out + captured.err
+
+
+def test_the_sweep_leaderboard_shows_each_models_options_and_which_a_pair_differs_in(logs, tmp_path):
+    out = tmp_path / "report"
+    assert main(["report", str(logs), "--out", str(out)]) == 0
+    ranking = pd.read_csv(out / "leaderboard.csv")
+    options = dict(zip(ranking["model"], ranking["run_options"]))
+    assert options["prov/b"] == "monitor_policy=recommended_action, checklist_applicability=rule, " + (
+        "comprehension_divisor=applicable"
+    )
+    assert options["prov/a"] == options["prov/c"] == options["prov/b"].replace("recommended_action", "algorithm1")
+    pairs = pd.read_csv(out / "paired_differences.csv", keep_default_na=False)
+    differ = {frozenset((a, b)): d for a, b, d in zip(pairs["model_a"], pairs["model_b"], pairs["run_options_differ"])}
+    assert differ[frozenset(("prov/a", "prov/b"))] == differ[frozenset(("prov/b", "prov/c"))] == "monitor_policy"
+    assert differ[frozenset(("prov/a", "prov/c"))] == ""
+    page = (out / "index.html").read_text(encoding="utf-8")
+    note = "warning: the models ranked for DischargeBench (grader (no grader role)) ran with different monitor_policy"
+    assert note in page and page.index(note) > page.index("Leaderboard: models on the same cases")
