@@ -48,6 +48,9 @@ class Benchmark:
     - ``name``: the short name logs and reports use (its package's name); ``title``: the paper's name;
     - ``tasks``: the Inspect task names whose logs belong to it (a task name that starts with
       ``name`` also does, e.g. a test task ``<name>_smoke``);
+    - ``preparation_tasks``: its tasks that prepare data and have no scores to report (e.g. a case
+      extraction): their logs are its for the checks of its data and prompts (``bedside rescore``), never
+      reported with its runs (:meth:`owns` with ``preparation=True``);
     - ``subject_role``: what the model under test is called (its model events carry no role);
       ``roles``: the other model roles (``--model-role``) its tasks use;
     - ``end_reasons``: the end reasons its samples end with (shared :class:`~bedside.end_reasons.EndReason`
@@ -89,6 +92,7 @@ class Benchmark:
     title: str
     tasks: tuple[str, ...]
     subject_role: str
+    preparation_tasks: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     end_reasons: tuple[str, ...] = ()
     strata: tuple[str, ...] = ()
@@ -109,10 +113,19 @@ class Benchmark:
     tasks_without_run_options: tuple[str, ...] = ()
     calibrated: str | None = None
 
-    def owns(self, task: str) -> bool:
-        """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's."""
+    def __post_init__(self) -> None:
+        for field_name in ("preparation_tasks", "tasks_without_run_options"):
+            listed = getattr(self, field_name)
+            wrong = [t for t in listed if (t in self.tasks) == (field_name == "preparation_tasks")]
+            if wrong:
+                where = "also in" if field_name == "preparation_tasks" else "not in"
+                raise ValueError(f"benchmark {self.name!r}: {field_name}: {', '.join(wrong)} {where} its tasks")
+
+    def owns(self, task: str, preparation: bool = False) -> bool:
+        """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's
+        (``preparation``: its :attr:`preparation_tasks` too)."""
         task = task.split("/")[-1]
-        return task in self.tasks or task.startswith(self.name)
+        return task in self.tasks or task.startswith(self.name) or (preparation and task in self.preparation_tasks)
 
     def run_options_apply(self, task: str) -> bool:
         """Whether its run options apply to a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``)."""

@@ -131,6 +131,36 @@ def test_rescore_refuses_a_log_whose_prompts_differ_from_todays(tmp_path, capsys
     assert "prompts differs" in capsys.readouterr().out
 
 
+def test_rescore_checks_a_case_extraction_logs_prompts_and_refuses_a_mismatch_naming_the_hash(tmp_path, capsys):
+    """The extraction (``build_discharge_cases``) is no reported task of DischargeBench, but its log records
+    DischargeBench's prompt set (the extraction prompt is in it): rescore checks it like any other log's."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from bedside.reporting.rescore import check_prompts, rescore
+
+    task_args, _ = tiny_build_cases(tmp_path)
+    [extraction] = eval(
+        "bedside/build_discharge_cases", task_args=task_args, model=scripted(), log_dir=str(tmp_path), display="none"
+    )
+    assert extraction.status == "success", extraction.error
+    today = data_versions(None, "discharge")["prompts"]
+    assert check_prompts(extraction, "extraction.eval", allow=False) == today  # today's prompts: checked, passes
+
+    stale = read_eval_log(extraction.location)
+    stale.eval.metadata[KEY]["prompts"] = "sha256:" + "0" * 64
+    write_eval_log(stale, str(tmp_path / "stale.eval"))
+    with pytest.raises(ValueError) as refused:
+        rescore([str(tmp_path / "stale.eval")], scripted(), tmp_path / "out")
+    message = str(refused.value)
+    assert "prompts differs: the log recorded sha256:" + "0" * 64 in message
+    assert f"prompts/discharge/ is {today} today" in message and "--allow-different-data" in message
+    assert not list((tmp_path / "out").glob("*.eval"))
+    cli = ["rescore", str(tmp_path / "stale.eval"), "--grader", "bedside/scripted", "--out", str(tmp_path / "cli")]
+    assert main(cli) == 2
+    assert "sha256:" + "0" * 64 in capsys.readouterr().out
+    assert check_prompts(stale, "stale.eval", allow=True) == today  # told to: re-judged anyway
+
+
 def test_medsp_and_cpb_record_their_data_files(tmp_path):
     from bedside.tasks.cpb import cpb
     from bedside.tasks.medsp import medsp

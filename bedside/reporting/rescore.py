@@ -82,20 +82,22 @@ def rescore(paths: Sequence[str], grader: Model, out: str | Path, allow_differen
 
 
 def check_prompts(log: Any, source: str, allow: bool) -> str | None:
-    """Today's prompt-set hash of the log's benchmark; raises ValueError (one line) when the log recorded
-    another one, unless ``allow``. A log without a record is re-judged as before."""
+    """Today's prompt-set hash of the log's benchmark (a log of its data-preparation tasks too, e.g. the
+    case extraction); raises ValueError (one line, naming both hashes) when the log recorded another one,
+    unless ``allow``. A log without a record is re-judged as before."""
     from bedside import benchmarks
     from bedside.versions import data_versions, versions_of
 
-    benchmark = benchmarks.of_task(log.eval.task)
+    benchmark = benchmarks.of_task(log.eval.task, preparation=True)
     if benchmark is None:
         return None
     today = data_versions(None, benchmark.name)["prompts"]
     recorded = (versions_of(log) or {}).get("prompts")
     if recorded is not None and recorded != today and not allow:
         raise ValueError(
-            f"{source}: its prompts differ from today's prompt set (prompts differs): re-judged scores would not "
-            "pair with the run's; pass --allow-different-data to re-judge it anyway"
+            f"{source}: its prompts differ from today's prompt set (prompts differs: the log recorded "
+            f"{recorded}, prompts/{benchmark.name}/ is {today} today): re-judged scores would not pair with the "
+            "run's; pass --allow-different-data to re-judge it anyway"
         )
     return today
 
