@@ -119,6 +119,29 @@ def test_the_sweep_leaderboard_refuses_runs_on_different_data_unless_told(tmp_pa
     assert (tmp_path / "same" / "leaderboard.csv").exists()
 
 
+def test_a_safety_probe_log_beside_the_sweep_does_not_block_its_leaderboard(tmp_path):
+    """The probe is another task of DischargeBench with its own inputs (its transcripts): its data are
+    compared with other probe runs only, not with the discharge runs of the sweep."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from bedside.reporting.build import build
+
+    base = {"cases": "sha256:0", "prompts": "sha256:0", "bedside": "0.1"}
+    a = sweep_log(tmp_path, "a", "prov/a", base, 0)
+    b = sweep_log(tmp_path, "b", "prov/b", base, 1)
+    probes = []
+    for name, record in (("probe", {**base, "probes": "sha256:p"}), ("probe_other", {**base, "probes": "sha256:q"})):
+        probe = read_eval_log(sweep_log(tmp_path, name, "prov/p", record, 0))
+        probe.eval.task = "bedside/discharge_safety_probe"
+        write_eval_log(probe, str(tmp_path / f"{name}.eval"))
+        probes.append(str(tmp_path / f"{name}.eval"))
+    build([a, b, probes[0]], tmp_path / "with_probe")
+    assert (tmp_path / "with_probe" / "leaderboard.csv").exists()
+    build([a, b, *probes], tmp_path / "two_probes")  # two probe runs on other transcripts: still refused
+    page = (tmp_path / "two_probes" / "index.html").read_text()
+    assert "No leaderboard" in page and "probe_other.eval vs" in page and "probes differs" in page
+
+
 def test_rescore_refuses_a_log_whose_prompts_differ_from_todays(tmp_path, capsys):
     from bedside.reporting.rescore import rescore
 
