@@ -157,6 +157,15 @@ def test_strata_shows_not_applicable_for_a_probe_and_does_not_warn(probe_and_run
     assert main(["strata", str(probe_and_runs / "b.eval"), str(probe_and_runs / "probe.eval")]) == 0
     captured = capsys.readouterr()
     assert NOT_APPLICABLE in captured.out and "used different" not in captured.err
+    # each log named by its task and model, with only the variant arguments its task has
+    assert "discharge_safety_probe (prov/p)" in captured.out and "discharge (prov/b)" in captured.out
+    assert "behavior" not in captured.out
+
+
+def test_strata_names_a_variant_argument_the_log_holds(tmp_path, capsys):
+    write(run_log("prov/s", task_args={"behavior": "care_resistance"}), tmp_path / "s.eval")
+    assert main(["strata", str(tmp_path / "s.eval")]) == 0
+    assert "discharge behavior=care_resistance (prov/s)" in capsys.readouterr().out
 
 
 # --- bedside compare and the sweep leaderboard show the options of the runs they compare -----------
