@@ -83,6 +83,9 @@ class Benchmark:
       ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ);
       ``tasks_without_run_options``: its tasks whose runs none of them applies to (e.g. a probe that
       replays transcripts): their logs show :data:`NOT_APPLICABLE` and never make runs differ;
+    - ``rescore_guard``: dotted path of a check ``fn(log, grader, zero_retention)`` that ``bedside rescore``
+      runs on each of its logs before any call, raising an error (one line) when the log's data may not go
+      to the new ``grader`` (e.g. patient data under a data-use agreement); None: no check;
     - ``calibrated``: dotted path of a module giving its judge-calibrated estimates from physician
       annotations (``read_annotations(path)`` and ``section(page, benchmark, logs, annotations, csv)``;
       ``bedside report --annotations``); None: it takes no annotations.
@@ -112,6 +115,7 @@ class Benchmark:
     run_options: Mapping[str, str] = field(default_factory=dict)
     tasks_without_run_options: tuple[str, ...] = ()
     calibrated: str | None = None
+    rescore_guard: str | None = None
 
     def __post_init__(self) -> None:
         for field_name in ("preparation_tasks", "tasks_without_run_options"):

@@ -74,6 +74,8 @@ BENCHMARK = Benchmark(
     # the probe replays transcripts (no monitor) and scores only advice safety: none of them applies
     tasks_without_run_options=("discharge_safety_probe",),
     calibrated="bedside.discharge.calibrated",
+    # re-judging a run on MIMIC-derived cases sends their notes to the new grader: checked as in a run
+    rescore_guard="bedside.discharge.mimic.eval_guard:check_rescore",
     commands=(
         "bedside.discharge.audit",  # audit
         "bedside.discharge.agreement",  # agreement

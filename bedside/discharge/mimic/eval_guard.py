@@ -12,6 +12,9 @@ run anywhere. Case files written before cases carried a provenance have none, bu
 treated as MIMIC-derived, and the refusal says so (:func:`mimic_reason`). A case of unknown origin (no
 provenance, not synthetic, another id) runs, with a warning in the log and in its sample's transcript.
 
+``bedside rescore`` of a log of such cases checks its new grader the same way (:func:`check_rescore`, the
+descriptor's ``rescore_guard``; ``--zero-retention``).
+
 Checked twice: while Inspect builds the task (``inspect eval``, ``eval()`` of the task by name: the models
 are known, nothing is read past the case file), and per sample in the set-up (:func:`data_use_check`), so a
 ``Task`` built in Python before ``eval()`` refuses too, before its first model call.
@@ -146,6 +149,15 @@ def origin_warning():
         return state
 
     return solve
+
+
+def check_rescore(log: Any, grader: Model, zero_retention: bool) -> None:
+    """``bedside rescore`` of a log whose samples hold MIMIC-derived cases (:func:`mimic_reason`): the new
+    grader reads their notes, so it must be local unless ``zero_retention`` is declared
+    (:class:`DataUseRefused`, one line naming the role and model, before any call)."""
+    reason = restricted(case_of(s) for s in log.samples or [])
+    if reason:
+        check_role_models({"grader": grader}, zero_retention, reason)
 
 
 def guard(dataset: Iterable, subject: str | None, roles: Sequence[str], zero_retention: bool) -> list:
