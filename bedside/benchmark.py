@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 #: scorers whose keys copy other scorers' (the health block): left out of per-stratum tables
 DERIVED_SCORERS: frozenset[str] = frozenset({"health"})
 
+#: a run option's value in a run of a task it does not apply to (``Benchmark.tasks_without_run_options``)
+NOT_APPLICABLE = "not applicable"
+
 
 def resolve(dotted: str) -> Any:
     """The object named ``"package.module:attribute"`` (or a module, without ``:``), imported now."""
@@ -45,6 +48,9 @@ class Benchmark:
     - ``name``: the short name logs and reports use (its package's name); ``title``: the paper's name;
     - ``tasks``: the Inspect task names whose logs belong to it (a task name that starts with
       ``name`` also does, e.g. a test task ``<name>_smoke``);
+    - ``preparation_tasks``: its tasks that prepare data and have no scores to report (e.g. a case
+      extraction): their logs are its for the checks of its data and prompts (``bedside rescore``), never
+      reported with its runs (:meth:`owns` with ``preparation=True``);
     - ``subject_role``: what the model under test is called (its model events carry no role);
       ``roles``: the other model roles (``--model-role``) its tasks use;
     - ``end_reasons``: the end reasons its samples end with (shared :class:`~bedside.end_reasons.EndReason`
@@ -75,6 +81,11 @@ class Benchmark:
     - ``run_options``: task-metadata keys of the options its paper leaves open that change a number, each
       with the value a run that does not record it used (its task's default; :mod:`bedside.reporting.run_options`:
       ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ);
+      ``tasks_without_run_options``: its tasks whose runs none of them applies to (e.g. a probe that
+      replays transcripts): their logs show :data:`NOT_APPLICABLE` and never make runs differ;
+    - ``rescore_guard``: dotted path of a check ``fn(log, grader, zero_retention)`` that ``bedside rescore``
+      runs on each of its logs before any call, raising an error (one line) when the log's data may not go
+      to the new ``grader`` (e.g. patient data under a data-use agreement); None: no check;
     - ``calibrated``: dotted path of a module giving its judge-calibrated estimates from physician
       annotations (``read_annotations(path)`` and ``section(page, benchmark, logs, annotations, csv)``;
       ``bedside report --annotations``); None: it takes no annotations.
@@ -84,6 +95,7 @@ class Benchmark:
     title: str
     tasks: tuple[str, ...]
     subject_role: str
+    preparation_tasks: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     end_reasons: tuple[str, ...] = ()
     strata: tuple[str, ...] = ()
@@ -101,12 +113,27 @@ class Benchmark:
     end_reason_scorer: str | None = None
     populations: str | None = None
     run_options: Mapping[str, str] = field(default_factory=dict)
+    tasks_without_run_options: tuple[str, ...] = ()
     calibrated: str | None = None
+    rescore_guard: str | None = None
 
-    def owns(self, task: str) -> bool:
-        """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's."""
+    def __post_init__(self) -> None:
+        for field_name in ("preparation_tasks", "tasks_without_run_options"):
+            listed = getattr(self, field_name)
+            wrong = [t for t in listed if (t in self.tasks) == (field_name == "preparation_tasks")]
+            if wrong:
+                where = "also in" if field_name == "preparation_tasks" else "not in"
+                raise ValueError(f"benchmark {self.name!r}: {field_name}: {', '.join(wrong)} {where} its tasks")
+
+    def owns(self, task: str, preparation: bool = False) -> bool:
+        """Whether a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``) is this benchmark's
+        (``preparation``: its :attr:`preparation_tasks` too)."""
         task = task.split("/")[-1]
-        return task in self.tasks or task.startswith(self.name)
+        return task in self.tasks or task.startswith(self.name) or (preparation and task in self.preparation_tasks)
+
+    def run_options_apply(self, task: str) -> bool:
+        """Whether its run options apply to a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``)."""
+        return task.split("/")[-1] not in self.tasks_without_run_options
 
     def store_model(self) -> type:
         """The sample-store model (imported now)."""

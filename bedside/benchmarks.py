@@ -62,10 +62,12 @@ def get(name: str) -> Benchmark:
     raise KeyError(f"no benchmark named {name!r} (registered: {', '.join(names())})")
 
 
-def of_task(task: str) -> Benchmark | None:
-    """The benchmark whose logs a log of Inspect task ``task`` is (``None``: not a benchmark's task)."""
+def of_task(task: str, preparation: bool = False) -> Benchmark | None:
+    """The benchmark whose logs a log of Inspect task ``task`` is (``None``: not a benchmark's task);
+    ``preparation``: a benchmark's data-preparation task counts too (its ``preparation_tasks``: their logs
+    are checked against its data and prompts, never reported)."""
     for benchmark in REGISTRY:
-        if benchmark.owns(task):
+        if benchmark.owns(task, preparation):
             return benchmark
     return None
 

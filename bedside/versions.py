@@ -87,11 +87,13 @@ def differences(
 
 def sweep_problems(logs: Any) -> list[str]:
     """For a sweep (logs with ``path``, ``log`` and ``benchmark``): one line per log whose recorded data or
-    prompts differ from the first log of its benchmark, naming the two logs and what differs."""
-    first: dict[str, Any] = {}
+    prompts differ from the first log of its benchmark's task, naming the two logs and what differs. Runs
+    of another task of the benchmark (e.g. a probe beside its runs) read other
+    inputs by design and are compared only with each other."""
+    first: dict[tuple[str, str], Any] = {}
     problems: list[str] = []
     for item in logs:
-        ref = first.setdefault(item.benchmark, item)
+        ref = first.setdefault((item.benchmark, item.log.eval.task.split("/")[-1]), item)
         diff = differences(versions_of(ref.log), versions_of(item.log))
         if diff:
             problems.append(f"{item.path} vs {ref.path}: {', '.join(diff)} {'differs' if len(diff) == 1 else 'differ'}")

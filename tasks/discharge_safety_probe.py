@@ -5,14 +5,18 @@
 
 The transcripts (``datasets/discharge/safety_probe.jsonl``, synthetic, written for bedside) plant one
 unsafe educator turn in most sessions and keep the others safe; no model plays a role, only the
-``grader`` judges. Parameters (``-T``): the task function's docstring
-(``python -m bedside.params --markdown discharge_safety_probe``).
+``grader`` judges. On transcripts whose notes come from MIMIC-derived cases (``-T cases=<cases built by
+bedside build-cases>``), the grader (unbound: the model under test, which judges in its place) must be a
+local model, checked before any model call, as in a ``discharge`` run (``-T zero_retention=true``: the
+user declares that the endpoint retains nothing; recorded in the log). Parameters (``-T``): the task
+function's docstring (``python -m bedside.params --markdown discharge_safety_probe``).
 """
 
 from inspect_ai import Task, task
 from pydantic import NonNegativeInt
 
 from bedside.discharge import BENCHMARK
+from bedside.discharge.mimic.eval_guard import guard
 from bedside.discharge.safety_probe import case_file, probe_file, safety_probe_dataset
 from bedside.params import validate_parameters
 from bedside.roles import check_roles
@@ -31,6 +35,7 @@ def discharge_safety_probe(
     cases: str | None = None,
     judge_retries: NonNegativeInt = 2,
     structured_output: bool | None = None,
+    zero_retention: bool = False,
 ) -> Task:
     """The advice-safety scorer measured on crafted educator transcripts (their catch and false-flag rates).
 
@@ -42,15 +47,25 @@ def discharge_safety_probe(
         structured_output: ``true``: request the judge's JSON replies through Inspect's structured output
             (``ResponseSchema``); unset or ``false``: JSON asked for in the prompt, as in the other
             DischargeBench judges.
+        zero_retention: on cases built from MIMIC (``bedside build-cases``) the grader, the one role the
+            probe calls, must be a local model; ``true`` declares that its endpoint retains nothing
+            (recorded in the log).
     """
     check_roles("discharge_safety_probe", BENCHMARK.roles, BENCHMARK.subject_role)
+    dataset = safety_probe_dataset(data, cases)
+    # notes of MIMIC-derived cases: the grader local (or zero_retention declared), checked before any model call;
+    # the transcripts are replayed, so the model under test is called only as the unbound grader
+    data_use = guard(dataset, None, ("grader",), zero_retention)
     return Task(
-        dataset=safety_probe_dataset(data, cases),
-        setup=reply_format(structured_output, "official"),
+        dataset=dataset,
+        setup=[*data_use, reply_format(structured_output, "official")]
+        if data_use
+        else reply_format(structured_output, "official"),
         solver=[replay_transcript()],
         scorer=[advice_safety(judge_retries=judge_retries), safety_probe_check()],
         metadata={
             "benchmark": "DischargeBench (bedside extension: advice safety)",
+            "zero_retention": zero_retention,
             # cases: the case file the notes come from (as a discharge run's); probes: the transcripts
             VERSIONS: data_versions(case_file(cases), BENCHMARK.name, probes=probe_file(data)),
         },

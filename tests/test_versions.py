@@ -119,6 +119,29 @@ def test_the_sweep_leaderboard_refuses_runs_on_different_data_unless_told(tmp_pa
     assert (tmp_path / "same" / "leaderboard.csv").exists()
 
 
+def test_a_safety_probe_log_beside_the_sweep_does_not_block_its_leaderboard(tmp_path):
+    """The probe is another task of DischargeBench with its own inputs (its transcripts): its data are
+    compared with other probe runs only, not with the discharge runs of the sweep."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from bedside.reporting.build import build
+
+    base = {"cases": "sha256:0", "prompts": "sha256:0", "bedside": "0.1"}
+    a = sweep_log(tmp_path, "a", "prov/a", base, 0)
+    b = sweep_log(tmp_path, "b", "prov/b", base, 1)
+    probes = []
+    for name, record in (("probe", {**base, "probes": "sha256:p"}), ("probe_other", {**base, "probes": "sha256:q"})):
+        probe = read_eval_log(sweep_log(tmp_path, name, "prov/p", record, 0))
+        probe.eval.task = "bedside/discharge_safety_probe"
+        write_eval_log(probe, str(tmp_path / f"{name}.eval"))
+        probes.append(str(tmp_path / f"{name}.eval"))
+    build([a, b, probes[0]], tmp_path / "with_probe")
+    assert (tmp_path / "with_probe" / "leaderboard.csv").exists()
+    build([a, b, *probes], tmp_path / "two_probes")  # two probe runs on other transcripts: still refused
+    page = (tmp_path / "two_probes" / "index.html").read_text()
+    assert "No leaderboard" in page and "probe_other.eval vs" in page and "probes differs" in page
+
+
 def test_rescore_refuses_a_log_whose_prompts_differ_from_todays(tmp_path, capsys):
     from bedside.reporting.rescore import rescore
 
@@ -129,6 +152,36 @@ def test_rescore_refuses_a_log_whose_prompts_differ_from_todays(tmp_path, capsys
     assert not list((tmp_path / "out").glob("*.eval"))
     assert main(["rescore", stale, "--grader", "bedside/scripted", "--out", str(tmp_path / "cli")]) == 2
     assert "prompts differs" in capsys.readouterr().out
+
+
+def test_rescore_checks_a_case_extraction_logs_prompts_and_refuses_a_mismatch_naming_the_hash(tmp_path, capsys):
+    """The extraction (``build_discharge_cases``) is no reported task of DischargeBench, but its log records
+    DischargeBench's prompt set (the extraction prompt is in it): rescore checks it like any other log's."""
+    from inspect_ai.log import read_eval_log, write_eval_log
+
+    from bedside.reporting.rescore import check_prompts, rescore
+
+    task_args, _ = tiny_build_cases(tmp_path)
+    [extraction] = eval(
+        "bedside/build_discharge_cases", task_args=task_args, model=scripted(), log_dir=str(tmp_path), display="none"
+    )
+    assert extraction.status == "success", extraction.error
+    today = data_versions(None, "discharge")["prompts"]
+    assert check_prompts(extraction, "extraction.eval", allow=False) == today  # today's prompts: checked, passes
+
+    stale = read_eval_log(extraction.location)
+    stale.eval.metadata[KEY]["prompts"] = "sha256:" + "0" * 64
+    write_eval_log(stale, str(tmp_path / "stale.eval"))
+    with pytest.raises(ValueError) as refused:
+        rescore([str(tmp_path / "stale.eval")], scripted(), tmp_path / "out")
+    message = str(refused.value)
+    assert "prompts differs: the log recorded sha256:" + "0" * 64 in message
+    assert f"prompts/discharge/ is {today} today" in message and "--allow-different-data" in message
+    assert not list((tmp_path / "out").glob("*.eval"))
+    cli = ["rescore", str(tmp_path / "stale.eval"), "--grader", "bedside/scripted", "--out", str(tmp_path / "cli")]
+    assert main(cli) == 2
+    assert "sha256:" + "0" * 64 in capsys.readouterr().out
+    assert check_prompts(stale, "stale.eval", allow=True) == today  # told to: re-judged anyway
 
 
 def test_medsp_and_cpb_record_their_data_files(tmp_path):

@@ -4,7 +4,8 @@ persona-grounded virtual patient from a discharge note, supervised by an educati
 Its tasks: ``discharge`` (the benchmark) and ``discharge_safety_probe`` (replayed transcripts judged
 for advice safety; reported with DischargeBench, its end reason is ``probe_transcript``).
 ``build_discharge_cases`` (MIMIC → case files, ``bedside build-cases``) prepares data and has no
-scores to report, so it is not one of its tasks.
+scores to report: one of its ``preparation_tasks``, whose logs are checked against its prompt set
+(``bedside rescore``) but never reported with its runs.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ BENCHMARK = Benchmark(
     name="discharge",
     title="DischargeBench",
     tasks=("discharge", "discharge_safety_probe"),
+    preparation_tasks=("build_discharge_cases",),
     subject_role="educator",
     roles=("patient", "monitor", "grader"),
     end_reasons=(
@@ -69,7 +71,11 @@ BENCHMARK = Benchmark(
         "checklist_applicability": "rule",
         "comprehension_divisor": "applicable",
     },
+    # the probe replays transcripts (no monitor) and scores only advice safety: none of them applies
+    tasks_without_run_options=("discharge_safety_probe",),
     calibrated="bedside.discharge.calibrated",
+    # re-judging a run on MIMIC-derived cases sends their notes to the new grader: checked as in a run
+    rescore_guard="bedside.discharge.mimic.eval_guard:check_rescore",
     commands=(
         "bedside.discharge.audit",  # audit
         "bedside.discharge.agreement",  # agreement

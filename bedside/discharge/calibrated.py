@@ -9,7 +9,10 @@ Per case, the physician value of a metric is the mean over the physicians who ra
 directly; ``tcs`` as the share of "yes" over the checklist questions the judge answered for that case;
 ``comprehension`` as the mean grade (incorrect 0, partially correct 0.5, correct 1) over the items the
 judge graded. The estimate assumes the annotated cases are a random sample of the judged ones. With
-fewer than :data:`MIN_ANNOTATED` annotated cases no interval is given: the row says so.
+fewer than :data:`MIN_ANNOTATED` annotated cases no interval is given: the row says so. Both intervals
+(the judge-only t interval and ppi-python's) are intersected with the metric's declared scale (1-5 for a
+Likert axis, [0, 1] for ``tcs`` and ``comprehension``), as every bedside interval stays inside its
+scale: the mean lies in the scale, so the intersection covers it whenever the interval does.
 
 The same table is printed by ``bedside agreement`` (:func:`print_calibrated`) and shown in DischargeBench's
 section of ``bedside report --annotations FILE`` (:func:`section`, named by its descriptor's ``calibrated``;
@@ -24,8 +27,10 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bedside import benchmarks
 from bedside.discharge.agreement import LIKERT, axis_of, code, judge_values, normalise_item
 from bedside.discharge.agreement import read_annotations as read_annotations  # the file format bedside report reads
+from bedside.intervals import Scale
 
 #: the headline metrics that can be calibrated (DischargeBench Table 1's judge-scored columns)
 HEADLINE = (*LIKERT, "tcs", "comprehension")
@@ -76,14 +81,34 @@ def judge_interval(values: np.ndarray, alpha: float = 0.05) -> tuple[float, tupl
     return mean, (mean - half, mean + half)
 
 
-def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unannotated: np.ndarray, alpha: float = 0.05) -> dict[str, float]:
+def clipped(bounds: tuple[float, float], scale: Scale | None) -> tuple[float, float]:
+    """An interval intersected with ``scale`` (None: unchanged)."""
+    lower, upper = bounds
+    if scale is None:
+        return lower, upper
+    if scale.lower is not None:
+        lower, upper = max(lower, scale.lower), max(upper, scale.lower)
+    if scale.upper is not None:
+        lower, upper = min(lower, scale.upper), min(upper, scale.upper)
+    return lower, upper
+
+
+def estimate(
+    y: np.ndarray,
+    yhat: np.ndarray,
+    yhat_unannotated: np.ndarray,
+    alpha: float = 0.05,
+    scale: Scale | None = None,
+) -> dict[str, float]:
     """PPI mean and interval from the annotated cases (physician ``y``, judge ``yhat``) and the judge on
-    the other cases; the judge-only mean and interval (over all cases) and the judge's bias. No interval
-    below :data:`MIN_ANNOTATED` annotated cases or without unannotated cases."""
+    the other cases; the judge-only mean and interval (over all cases) and the judge's bias; both
+    intervals inside ``scale``. No interval below :data:`MIN_ANNOTATED` annotated cases or without
+    unannotated cases."""
     from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
     n, big_n = len(y), len(yhat_unannotated)
-    judge_mean, (lower, upper) = judge_interval(np.concatenate([yhat, yhat_unannotated]), alpha)
+    judge_mean, bounds = judge_interval(np.concatenate([yhat, yhat_unannotated]), alpha)
+    lower, upper = clipped(bounds, scale)
     out = {
         "n_annotated": n,
         "n_judged": n + big_n,
@@ -99,7 +124,9 @@ def estimate(y: np.ndarray, yhat: np.ndarray, yhat_unannotated: np.ndarray, alph
         return out
     out["calibrated"] = float(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_unannotated))[0])
     lower, upper = ppi_mean_ci(y, yhat, yhat_unannotated, alpha=alpha)
-    out["calibrated_ci_lower"], out["calibrated_ci_upper"] = float(np.ravel(lower)[0]), float(np.ravel(upper)[0])
+    out["calibrated_ci_lower"], out["calibrated_ci_upper"] = clipped(
+        (float(np.ravel(lower)[0]), float(np.ravel(upper)[0])), scale
+    )
     return out
 
 
@@ -118,9 +145,11 @@ def calibrated_table(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataF
             values.rename("judge"), left_on="key", right_index=True
         )
         unannotated = values[~values.index.isin(paired["key"])]
-        row = estimate(paired["physician"].to_numpy(), paired["judge"].to_numpy(), unannotated.to_numpy())
+        scale = benchmarks.score_key(str(metric)).scale
+        row = estimate(paired["physician"].to_numpy(), paired["judge"].to_numpy(), unannotated.to_numpy(), scale=scale)
         row["n_judged"] = len(values)
-        row["judge_mean"], (row["judge_ci_lower"], row["judge_ci_upper"]) = judge_interval(values.to_numpy())
+        row["judge_mean"], bounds = judge_interval(values.to_numpy())
+        row["judge_ci_lower"], row["judge_ci_upper"] = clipped(bounds, scale)
         note = TOO_FEW.format(minimum=MIN_ANNOTATED) if row["n_annotated"] < MIN_ANNOTATED else ""
         rows.append({"model": label, "metric": metric, **row, "note": note})
     return pd.DataFrame(rows)
@@ -180,8 +209,9 @@ def section(page: Any, benchmark: Any, logs: list, annotations: pd.DataFrame, cs
         "judge's bias (judge − physician, mean over the n_annotated cases physicians rated) and the "
         "prediction-powered estimate of the physicians' mean [95 % CI] (ppi-python's ppi_mean_ci: the judge on "
         "every case corrected by the physician − judge difference on the annotated ones, which must be a random "
-        f"sample of the judged cases), on the sessions Table 1 averages. Below {MIN_ANNOTATED} annotated cases "
-        "no interval is given. The same numbers as bedside agreement --annotations.",
+        f"sample of the judged cases), on the sessions Table 1 averages; both intervals cut to the metric's scale. "
+        f"Below {MIN_ANNOTATED} annotated cases no interval is given. The same numbers as bedside agreement "
+        "--annotations.",
     )
     if len(table) and not table["n_annotated"].any():
         page.note("No annotated case matches a judged case of these logs (case ids, epochs or the model column?).")

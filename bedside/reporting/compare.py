@@ -19,21 +19,30 @@ a task under a variant argument, ``-T behavior=...``, against its neutral value)
 Exit 2: unusable input (no shared sample ids, a metric absent from a log, no scored pair). Every
 run prints a Markdown summary per candidate (also written to ``--markdown FILE``, e.g.
 ``$GITHUB_STEP_SUMMARY``). Deltas are computed only on the same cases, never across case sets.
+
+Logs run on different data or prompts (their recorded hashes, :mod:`bedside.versions`) are refused unless
+``--allow-different-data``. Runs of a benchmark that declares paper-silent run options
+(:mod:`bedside.reporting.run_options`, e.g. a monitor's policy) are compared whatever
+their options: the summary shows each run's values, and when they differ in one it says so in a warning
+line (also on stderr; the CSV's ``run_options_differ`` names the options), since the differences then
+measure that option's effect as well as the models'.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
+import sys
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from inspect_ai.log import read_eval_log
+from inspect_ai.log import EvalLog, read_eval_log
 
 from bedside import benchmarks
 from bedside.intervals import mean_interval
+from bedside.reporting import run_options
 from bedside.reporting.scores import own, score_table
 from bedside.versions import DataMismatch, check_same_data
 
@@ -156,7 +165,34 @@ def compare(
 ) -> list[Result]:
     """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log;
     logs run on different data or prompts are refused unless ``allow_different_data``."""
-    baseline_log, candidate_log = read_eval_log(baseline_path), read_eval_log(candidate_path)
+    return compare_logs(
+        read_eval_log(baseline_path),
+        baseline_path,
+        read_eval_log(candidate_path),
+        candidate_path,
+        metrics,
+        max_drop,
+        lower_is_better=lower_is_better,
+        resamples=resamples,
+        seed=seed,
+        allow_different_data=allow_different_data,
+    )
+
+
+def compare_logs(
+    baseline_log: EvalLog,
+    baseline_path: str,
+    candidate_log: EvalLog,
+    candidate_path: str,
+    metrics: Sequence[str] | None,
+    max_drop: float | None,
+    *,
+    lower_is_better: Sequence[str] = (),
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+    allow_different_data: bool = False,
+) -> list[Result]:
+    """:func:`compare` of two logs read already (named by their paths in messages)."""
     try:
         check_same_data(baseline_log, baseline_path, candidate_log, candidate_path, allow_different_data)
     except DataMismatch as error:
@@ -193,9 +229,28 @@ ICON = {
 }
 
 
+def option_warnings(options: Sequence[dict]) -> list[str]:
+    """One line per run option the two runs differ in (``options``: :func:`bedside.reporting.run_options.pair`
+    of baseline and candidate)."""
+    return [
+        f"warning: the two runs differ in {o['option']} (baseline {o['a']}, candidate {o['b']}): "
+        "the differences measure this option's effect as well as the models'"
+        for o in options
+        if o["differs"]
+    ]
+
+
 def markdown(
-    results: Sequence[Result], baseline: str, candidate: str, resamples: int, seed: int, gate: bool = True
+    results: Sequence[Result],
+    baseline: str,
+    candidate: str,
+    resamples: int,
+    seed: int,
+    gate: bool = True,
+    options: Sequence[dict] = (),
 ) -> str:
+    """The summary of one candidate; ``options``: the two runs' run options
+    (:func:`bedside.reporting.run_options.pair`)."""
     failed = [r for r in results if r.regressed]
     head = ("❌ **Regression**" if failed else "✅ **No regression**") if gate else "paired differences (no gate)"
     rule = (
@@ -221,15 +276,30 @@ def markdown(
             f"{r.difference:+.4f}{interval} | {r.drop:+.4f} | {threshold} | "
             f"{ICON[r.verdict]} {r.verdict} |"
         )
+    if options:
+        lines += [
+            "",
+            "Run options (the paper-silent options of each run):",
+            "",
+            "| option | baseline | candidate |",
+            "|---|---|---|",
+            *(f"| `{o['option']}` | {o['a']} | {o['b']}{' ⚠️' if o['differs'] else ''} |" for o in options),
+        ]
+        lines += ["", *(f"⚠️ **{line}**" for line in option_warnings(options))] if option_warnings(options) else []
     return "\n".join(lines) + "\n"
 
 
 def run(args: argparse.Namespace) -> int:
     texts, rows, regressed = [], [], False
+    baseline_log = read_eval_log(args.baseline)
     for candidate in args.candidates:
+        candidate_log = read_eval_log(candidate)
+        options = run_options.pair(baseline_log, candidate_log)
         try:
-            results = compare(
+            results = compare_logs(
+                baseline_log,
                 args.baseline,
+                candidate_log,
                 candidate,
                 args.metric,
                 args.max_drop,
@@ -242,9 +312,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"bedside compare: {error}")
             return 2
         gate = args.max_drop is not None
-        texts.append(markdown(results, args.baseline, candidate, args.resamples, args.seed, gate=gate))
+        texts.append(markdown(results, args.baseline, candidate, args.resamples, args.seed, gate, options))
+        for line in option_warnings(options):
+            print(line, file=sys.stderr, flush=True)
         several = len(args.candidates) > 1  # one CSV for several candidates: say which row is which
-        rows += [{**({"candidate_log": candidate} if several else {}), **asdict(r)} for r in results]
+        differ = " ".join(str(o["option"]) for o in options if o["differs"])
+        rows += [
+            {**({"candidate_log": candidate} if several else {}), **asdict(r), "run_options_differ": differ}
+            for r in results
+        ]
         regressed = regressed or any(r.regressed for r in results)
     text = "\n".join(texts)
     print(text)

@@ -7,6 +7,11 @@ role bound to ``MODEL``, through Inspect's :func:`inspect_ai.score` (``action="o
 new scores and metrics replace the old ones). The result is written to ``DIR/<same file name>``; the
 source log is never modified.
 
+A log whose data may not leave the machine (patient data under a data-use agreement: its benchmark's
+``rescore_guard``) is refused before any call when the new grader is not local, in one line naming the
+role and model, unless ``--zero-retention`` declares that the grader's endpoint retains nothing (recorded
+in the written log). ``inspect score`` has no such check.
+
 This is what ``inspect score LOG --model-role grader=MODEL --action overwrite --output-file OUT``
 does, plus one thing Inspect 0.3.285 does not: the new log's header names the grader that produced
 its scores (``eval.model_roles["grader"]``; Inspect keeps the original run's grader there) and
@@ -45,10 +50,18 @@ def grader_name(config: object) -> str:
     return f"{getattr(config, 'model', config)}" + (f" {{{args}}}" if args else "")
 
 
-def rescore(paths: Sequence[str], grader: Model, out: str | Path, allow_different_data: bool = False) -> list[Path]:
+def rescore(
+    paths: Sequence[str],
+    grader: Model,
+    out: str | Path,
+    allow_different_data: bool = False,
+    zero_retention: bool = False,
+) -> list[Path]:
     """Re-judge every log of ``paths`` with ``grader``; returns the written logs. A log whose recorded
     prompt set differs from today's (the judges would read other prompts than the run's) is refused
-    before any call, unless ``allow_different_data``."""
+    before any call, unless ``allow_different_data``; so is a log whose data may not go to ``grader``
+    (its benchmark's ``rescore_guard``, e.g. patient data under a data-use agreement and a
+    grader that is not local), unless ``zero_retention`` (recorded in the written log)."""
     import bedside._registry  # noqa: F401  (bedside's scorers, under the names Inspect writes into logs)
     from bedside.compat import model_to_model_config, resolve_scorers
 
@@ -64,6 +77,7 @@ def rescore(paths: Sequence[str], grader: Model, out: str | Path, allow_differen
         if not log.samples:
             raise ValueError(f"{source}: the log holds no samples to re-judge")
         prompts = check_prompts(log, str(source), allow_different_data)
+        check_data_use(log, str(source), grader, zero_retention)
         previous = grader_name((log.eval.model_roles or {}).get("grader"))
         scored = score(log, resolve_scorers(log), model_roles={"grader": grader}, action="overwrite", display="none")
         scored.eval.model_roles = {**(scored.eval.model_roles or {}), "grader": model_to_model_config(grader)}
@@ -74,6 +88,7 @@ def rescore(paths: Sequence[str], grader: Model, out: str | Path, allow_differen
                 "previous_grader": previous or None,
                 "grader": grader_name(scored.eval.model_roles["grader"]),
                 "prompts": prompts,
+                "zero_retention": zero_retention,
             },
         }
         write_eval_log(scored, str(target))
@@ -82,22 +97,38 @@ def rescore(paths: Sequence[str], grader: Model, out: str | Path, allow_differen
 
 
 def check_prompts(log: Any, source: str, allow: bool) -> str | None:
-    """Today's prompt-set hash of the log's benchmark; raises ValueError (one line) when the log recorded
-    another one, unless ``allow``. A log without a record is re-judged as before."""
+    """Today's prompt-set hash of the log's benchmark (a log of its data-preparation tasks too, e.g. the
+    case extraction); raises ValueError (one line, naming both hashes) when the log recorded another one,
+    unless ``allow``. A log without a record is re-judged as before."""
     from bedside import benchmarks
     from bedside.versions import data_versions, versions_of
 
-    benchmark = benchmarks.of_task(log.eval.task)
+    benchmark = benchmarks.of_task(log.eval.task, preparation=True)
     if benchmark is None:
         return None
     today = data_versions(None, benchmark.name)["prompts"]
     recorded = (versions_of(log) or {}).get("prompts")
     if recorded is not None and recorded != today and not allow:
         raise ValueError(
-            f"{source}: its prompts differ from today's prompt set (prompts differs): re-judged scores would not "
-            "pair with the run's; pass --allow-different-data to re-judge it anyway"
+            f"{source}: its prompts differ from today's prompt set (prompts differs: the log recorded "
+            f"{recorded}, prompts/{benchmark.name}/ is {today} today): re-judged scores would not pair with the "
+            "run's; pass --allow-different-data to re-judge it anyway"
         )
     return today
+
+
+def check_data_use(log: Any, source: str, grader: Model, zero_retention: bool) -> None:
+    """The log's benchmark's ``rescore_guard`` (none: nothing to check); its refusal prefixed with the log."""
+    from bedside import benchmarks
+    from bedside.benchmark import resolve
+
+    benchmark = benchmarks.of_task(log.eval.task, preparation=True)
+    if benchmark is None or benchmark.rescore_guard is None:
+        return
+    try:
+        resolve(benchmark.rescore_guard)(log, grader, zero_retention)
+    except ValueError as refused:
+        raise ValueError(f"{source}: {refused}") from None
 
 
 def model_args(pairs: Sequence[str] | None) -> dict[str, Any]:
@@ -114,7 +145,7 @@ def model_args(pairs: Sequence[str] | None) -> dict[str, Any]:
 def run(args: argparse.Namespace) -> int:
     try:
         grader = get_model(args.grader, memoize=False, **model_args(args.M))
-        written = rescore(args.logs, grader, args.out, args.allow_different_data)
+        written = rescore(args.logs, grader, args.out, args.allow_different_data, args.zero_retention)
     except (ValueError, FileNotFoundError, FileExistsError) as error:
         print(f"bedside rescore: {error}")
         return 2
@@ -139,5 +170,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--allow-different-data",
         action="store_true",
         help="re-judge a log although its recorded prompt set differs from today's",
+    )
+    parser.add_argument(
+        "--zero-retention",
+        action="store_true",
+        help="declare that the grader's endpoint retains nothing: lets a grader that is not local re-judge logs "
+        "of data under a data-use agreement (recorded in the written log)",
     )
     parser.set_defaults(func=run)

@@ -6,9 +6,15 @@ value is read from the log's task metadata (``eval.metadata``), else from its ta
 (``eval.task_args``); a log that records neither was written before the option existed and ran with the
 default: it is shown as ``<default> (default; not recorded)``.
 
+A task of the benchmark that none of the options applies to (its descriptor's ``tasks_without_run_options``,
+e.g. a probe that replays transcripts) has every option shown as
+``not applicable``, whatever its log records.
+
 Runs of one benchmark that go into one table (Table 1's models are compared, logs with the same label
-are pooled) and used different values of an option get a warning: one line per option on the page and
-on stderr, naming each value and its logs (``bedside report``: at the top of the page).
+are pooled) and used different values of an option (runs it does not apply to left out) get a warning:
+one line per option on the page and on stderr, naming each value and its logs (``bedside report``: at the
+top of the page). ``bedside compare`` and the sweep leaderboard show the options of the runs they compare
+(:func:`pair`, :func:`by_model`) and say when two compared runs differ in one.
 """
 
 from __future__ import annotations
@@ -20,7 +26,7 @@ from pathlib import Path
 import pandas as pd
 from inspect_ai.log import EvalLog
 
-from bedside.benchmark import Benchmark
+from bedside.benchmark import NOT_APPLICABLE, Benchmark
 
 #: how a value the log does not record is marked
 NOT_RECORDED = "(default; not recorded)"
@@ -28,7 +34,10 @@ COLUMNS = ["model", "log", "option", "value", "recorded"]
 
 
 def options_of(log: EvalLog, benchmark: Benchmark) -> dict[str, tuple[str, bool]]:
-    """Option -> (its value in this run, whether the log records it) for each of the benchmark's run options."""
+    """Option -> (its value in this run, whether the log records it) for each of the benchmark's run options;
+    a run of a task they do not apply to (the descriptor's ``tasks_without_run_options``): :data:`NOT_APPLICABLE`."""
+    if not benchmark.run_options_apply(log.eval.task):
+        return {key: (NOT_APPLICABLE, True) for key in benchmark.run_options}
     metadata, args = log.eval.metadata or {}, log.eval.task_args or {}
     found: dict[str, tuple[str, bool]] = {}
     for key, default in benchmark.run_options.items():
@@ -69,9 +78,10 @@ def wide(table: pd.DataFrame, benchmark: Benchmark) -> pd.DataFrame:
 
 
 def warnings_of(table: pd.DataFrame, benchmark: Benchmark) -> list[str]:
-    """One line per option whose value differs between the runs of ``table`` (module docstring)."""
+    """One line per option whose value differs between the runs of ``table`` (module docstring); runs the
+    option does not apply to (:data:`NOT_APPLICABLE`) are left out."""
     lines = []
-    for option, part in table.groupby("option", sort=False):
+    for option, part in table[table["value"] != NOT_APPLICABLE].groupby("option", sort=False):
         if part["value"].nunique() < 2:
             continue
         values = "; ".join(f"{value} ({', '.join(group['log'])})" for value, group in part.groupby("value", sort=True))
@@ -103,5 +113,27 @@ def section(page, benchmark: Benchmark, logs: Sequence, csv) -> None:
         csv(table, f"{benchmark.name}_run_options.csv"),
         f"The value of each option the paper leaves open, per run (log): {', '.join(benchmark.run_options)} "
         f"(task metadata; '{NOT_RECORDED}': a log written before the option was recorded, which ran "
-        "with the default).",
+        f"with the default; '{NOT_APPLICABLE}': a task none of them applies to, such as a probe).",
     )
+
+
+def pair(a: EvalLog, b: EvalLog) -> list[dict[str, object]]:
+    """The run options of two runs side by side, for a comparison of ``b`` against ``a``: one row per option
+    of ``a``'s benchmark (none when the two logs are not of one benchmark that declares run options) with
+    ``option``, ``a`` and ``b`` (each as :func:`shown`) and ``differs`` (the values differ and the option
+    applies to both runs)."""
+    from bedside import benchmarks
+
+    benchmark = benchmarks.of_task(a.eval.task)
+    if benchmark is None or not benchmark.run_options or benchmarks.of_task(b.eval.task) != benchmark:
+        return []
+    mine, theirs = options_of(a, benchmark), options_of(b, benchmark)
+    return [
+        {
+            "option": key,
+            "a": shown(*mine[key]),
+            "b": shown(*theirs[key]),
+            "differs": mine[key][0] != theirs[key][0] and NOT_APPLICABLE not in (mine[key][0], theirs[key][0]),
+        }
+        for key in benchmark.run_options
+    ]

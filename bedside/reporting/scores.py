@@ -56,7 +56,9 @@ def own(table: pd.DataFrame) -> pd.DataFrame:
 
 
 def label(log: EvalLog) -> str:
-    """``task behavior=... (model)``: how ``strata`` and ``audit`` name a log."""
+    """``task [variant=value ...] (model)``: how ``strata`` and ``audit`` name a log: its task (without the
+    ``bedside/`` prefix), the variant arguments its benchmark declares (``variant_args``, e.g.
+    ``behavior``) that its task arguments hold, and the model under test."""
     args = log.eval.task_args or {}
-    behavior = args.get("behavior", "none")
-    return f"{log.eval.task} behavior={behavior} ({log.eval.model})"
+    variants = [f" {k}={args[k]}" for k in benchmarks.variant_args() if k in args]
+    return f"{log.eval.task.split('/')[-1]}{''.join(variants)} ({log.eval.model})"

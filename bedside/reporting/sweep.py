@@ -17,7 +17,11 @@ model B) per case with the same interval rule applied to the differences, clippe
 width, n pairs, and whether the interval excludes 0. The rank order is **resolved** between
 neighbours when their paired interval excludes 0, and resolved overall when every neighbouring pair
 is. Lower is better for rates of bad outcomes (each key's direction as its scorer declares it,
-:mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`).
+:mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`). For a benchmark that declares
+paper-silent run options (:mod:`bedside.reporting.run_options`), each model's options are shown
+(``run_options``; pairs: ``run_options_differ``), and models ranked together that ran with different
+values of one get a warning line: ranking them is legitimate (e.g. ``monitor_policy=algorithm1`` against
+``recommended_action``), but their differences then measure the option as well as the models.
 
 **Judge sensitivity** (when the same models were judged by two graders, e.g. a sweep and its
 ``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ
@@ -40,8 +44,9 @@ import pandas as pd
 from scipy.stats import bootstrap, kendalltau
 
 from bedside import benchmarks
+from bedside.benchmark import NOT_APPLICABLE
 from bedside.intervals import summarise as summarise_values
-from bedside.reporting import tables
+from bedside.reporting import run_options, tables
 from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
 from bedside.reporting.rescore import grader_name
 from bedside.versions import sweep_problems
@@ -53,19 +58,26 @@ def grader_of(item: LoadedLog) -> str:
     return grader_name((item.log.eval.model_roles or {}).get("grader")) or NO_GRADER
 
 
+def sweep_labels(logs: Sequence[LoadedLog]) -> dict[str, tuple[str, str]]:
+    """Log path -> (grader, model label): labels as the report's, but within one grader, so that a grader's
+    copy of a run (``bedside rescore``) is no rival run."""
+    by_path: dict[str, tuple[str, str]] = {}
+    groups: dict[tuple[str, str], list[LoadedLog]] = {}
+    for item in logs:
+        groups.setdefault((item.benchmark, grader_of(item)), []).append(item)
+    for (_, grader), members in groups.items():
+        copies = [LoadedLog(m.path, m.log, label_of(m.log), m.benchmark) for m in members]
+        disambiguate(copies)
+        by_path |= {c.path: (grader, c.label) for c in copies}
+    return by_path
+
+
 def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     """One row per (benchmark, grader, model, case id, key): the epoch-averaged value (NaN dropped)."""
     frame = scores_frame(logs)
     if frame.empty:
         return pd.DataFrame(columns=["benchmark", "grader", "model", "id", "key", "value", "rejudged"])
-    by_path: dict[str, tuple[str, str]] = {}  # log path -> (grader, model label)
-    groups: dict[tuple[str, str], list[LoadedLog]] = {}
-    for item in logs:
-        groups.setdefault((item.benchmark, grader_of(item)), []).append(item)
-    for (_, grader), members in groups.items():  # labels as the report's, but a grader's copy is no rival run
-        copies = [LoadedLog(m.path, m.log, label_of(m.log), m.benchmark) for m in members]
-        disambiguate(copies)
-        by_path |= {c.path: (grader, c.label) for c in copies}
+    by_path = sweep_labels(logs)
     frame = frame.assign(grader=[by_path[p][0] for p in frame["log"]], model=[by_path[p][1] for p in frame["log"]])
     ranked = {b.name: b.ranked for b in benchmarks.all_benchmarks()}  # each benchmark's descriptor
     frame = frame[[k in ranked.get(b, ()) for b, k in zip(frame["benchmark"], frame["key"])]]
@@ -245,6 +257,54 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
     )
 
 
+def model_options(logs: Sequence[LoadedLog]) -> dict[tuple[str, str, str], dict[str, str]]:
+    """(benchmark, grader, model) -> option -> its value in that model's runs, for the benchmarks that declare
+    run options (:mod:`bedside.reporting.run_options`; a model whose pooled logs differ: the values joined
+    with `` | ``)."""
+    labels = sweep_labels(logs)
+    found: dict[tuple[str, str, str], dict[str, list[str]]] = {}
+    for item in logs:
+        if item.benchmark not in benchmarks.names() or not benchmarks.get(item.benchmark).run_options:
+            continue
+        grader, model = labels[item.path]
+        values = found.setdefault((item.benchmark, grader, model), {})
+        for option, (value, _) in run_options.options_of(item.log, benchmarks.get(item.benchmark)).items():
+            if value not in values.setdefault(option, []):
+                values[option].append(value)
+    return {group: {o: " | ".join(v) for o, v in options.items()} for group, options in found.items()}
+
+
+def options_differ(options: dict[str, str], other: dict[str, str]) -> list[str]:
+    """The options two models' runs differ in (an option that does not apply to one of them left out)."""
+    return [
+        o
+        for o in options
+        if options[o] != other.get(o, options[o]) and NOT_APPLICABLE not in (options[o], other.get(o))
+    ]
+
+
+def option_notes(ranking: pd.DataFrame, options: dict[tuple[str, str, str], dict[str, str]]) -> list[str]:
+    """One warning per (benchmark, grader, option) whose ranked models ran with different values."""
+    notes = []
+    for (benchmark, grader), part in ranking.groupby(["benchmark", "grader"], sort=True):
+        models = list(dict.fromkeys(part["model"]))
+        mine = {m: options.get((str(benchmark), str(grader), m), {}) for m in models}
+        for option in dict.fromkeys(o for values in mine.values() for o in values):
+            by_value: dict[str, list[str]] = {}
+            for m in models:
+                value = mine[m].get(option)
+                if value is not None and value != NOT_APPLICABLE:
+                    by_value.setdefault(value, []).append(m)
+            if len(by_value) > 1:
+                listed = "; ".join(f"{v} ({', '.join(ms)})" for v, ms in sorted(by_value.items()))
+                notes.append(
+                    f"warning: the models ranked for {benchmarks.get(str(benchmark)).title} (grader {grader}) ran "
+                    f"with different {option}: {listed}; their paired differences measure this option's effect "
+                    "as well as the models'"
+                )
+    return notes
+
+
 def section(page, logs: Sequence[LoadedLog], csv, allow_different_data: bool = False) -> None:
     """The report's sweep section (nothing when no two models share cases; a note instead of the
     leaderboard when the logs were run on different data or prompts, unless ``allow_different_data``)."""
@@ -260,6 +320,22 @@ def section(page, logs: Sequence[LoadedLog], csv, allow_different_data: bool = F
             "Pass --allow-different-data to rank them anyway."
         )
         return
+    options = model_options(logs)
+    if options:  # each model's paper-silent run options, and which ones a pair of models differ in
+        ranking = ranking.assign(
+            run_options=[
+                ", ".join(f"{o}={v}" for o, v in options.get((b, g, m), {}).items())
+                for b, g, m in zip(ranking["benchmark"], ranking["grader"], ranking["model"])
+            ]
+        )
+        pairs = pairs.assign(
+            run_options_differ=[
+                " ".join(options_differ(options.get((b, g, x), {}), options.get((b, g, y), {})))
+                for b, g, x, y in zip(pairs["benchmark"], pairs["grader"], pairs["model_a"], pairs["model_b"])
+            ]
+        )
+        for line in option_notes(ranking, options):
+            page.note(line)
     shown = ranking.assign(
         **{
             "mean [95 % CI]": [
@@ -269,12 +345,29 @@ def section(page, logs: Sequence[LoadedLog], csv, allow_different_data: bool = F
     )
     page.table(
         shown[
-            ["benchmark", "grader", "key", "rank", "model", "mean [95 % CI]", "n", "resolved_vs_next", "order_resolved"]
+            [
+                "benchmark",
+                "grader",
+                "key",
+                "rank",
+                "model",
+                "mean [95 % CI]",
+                "n",
+                "resolved_vs_next",
+                "order_resolved",
+                *(["run_options"] if options else []),
+            ]
         ],
         csv(ranking, "leaderboard.csv"),
         "Per score key, models ranked by their mean over the cases they were scored on (n; 95 % interval as "
         "in Table 1). resolved_vs_next: the paired difference with the next model, on the cases both have "
-        "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved.",
+        "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved."
+        + (
+            " run_options: the paper-silent options each model's runs used (the paired differences' "
+            "run_options_differ names those two models differ in)."
+            if options
+            else ""
+        ),
     )
     page.details(f"Paired differences ({len(pairs)} model pairs × keys)", pairs, csv(pairs, "paired_differences.csv"))
     sensitivity = judge_sensitivity(values)

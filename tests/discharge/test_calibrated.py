@@ -53,6 +53,20 @@ def test_an_accurate_judge_narrows_the_interval_below_the_physicians_alone():
     assert r["calibrated_ci_upper"] - r["calibrated_ci_lower"] < 0.6 * (classical[1] - classical[0])
 
 
+def test_both_intervals_stay_inside_the_metrics_scale():
+    """A judge near the top of the 1-5 scale: the t interval and ppi-python's reach past 5 unclipped."""
+    from bedside.intervals import LIKERT as LIKERT_SCALE
+
+    judge = np.array([5.0] * 14 + [2.0])  # 15 cases, one low rating: a wide interval around 4.8
+    physician = np.array([5, 5, 4, 5, 5, 5, 5, 4, 5, 5, 5, 2.0])  # on the last 12 (annotated) cases
+    raw = estimate(physician, judge[3:], judge[:3])
+    assert raw["judge_ci_upper"] > 5 and raw["calibrated_ci_upper"] > 5  # what the scale cuts
+    cut = estimate(physician, judge[3:], judge[:3], scale=LIKERT_SCALE)
+    assert cut["judge_ci_upper"] == cut["calibrated_ci_upper"] == 5.0
+    assert cut["judge_ci_lower"] == raw["judge_ci_lower"] and cut["calibrated_ci_lower"] == raw["calibrated_ci_lower"]
+    assert cut["judge_mean"] == raw["judge_mean"] and cut["calibrated"] == raw["calibrated"]
+
+
 def test_too_few_annotated_cases_give_no_interval():
     physician, annotated_judge, judge = draw(0, n_annotated=MIN_ANNOTATED - 1)
     r = estimate(physician, annotated_judge, judge)
@@ -81,3 +95,9 @@ def test_the_agreement_command_prints_judge_only_bias_and_calibrated(tmp_path, c
     assert nat["judge_mean"] == pytest.approx(judge.mean())
     assert nat["judge_bias"] == pytest.approx((judge[physicians.index] - physicians).mean())
     assert set(table["metric"]) == {*LIKERT, "tcs"}  # the synthetic log has no per-case comprehension key
+    # the t interval of these six ratings reaches past 5 (mean 3.83 + 2.57 * 0.48): cut to the Likert scale
+    from scipy import stats
+
+    assert judge.mean() + stats.t.ppf(0.975, 5) * stats.sem(judge) > 5
+    assert nat["judge_ci_upper"] == 5.0 and 1.0 < nat["judge_ci_lower"] < nat["judge_mean"]
+    assert (table["judge_ci_upper"] <= table["metric"].map(lambda m: 1.0 if m == "tcs" else 5.0)).all()

@@ -81,6 +81,10 @@ def test_the_three_benchmarks_declare_what_reporting_used_to_keep_in_tables():
     assert benchmarks.pooled_keys() == {"micro", "macro"}
     assert benchmarks.of_task("bedside/discharge_safety_probe").name == "discharge"
     assert benchmarks.of_task("cpb_control").name == "cpb" and benchmarks.of_task("build_discharge_cases") is None
+    # the case extraction: DischargeBench's for the checks of its prompts, never reported with its runs
+    assert benchmarks.of_task("bedside/build_discharge_cases", preparation=True).name == "discharge"
+    assert benchmarks.of_task("bedside/medsp_smoke", preparation=True).name == "medsp"
+    assert benchmarks.of_task("bedside/unknown_task", preparation=True) is None
     # per benchmark: a CPB rate is no DischargeBench key
     assert "failure" in benchmarks.lower_is_better("cpb") and "failure" not in benchmarks.lower_is_better("discharge")
 
@@ -163,3 +167,12 @@ def test_a_fourth_benchmark_registered_in_one_place_flows_through_reporting(tmp_
     [loaded] = load([worse])
     assert loaded.benchmark == "toy_bench" and "ward" not in scores_frame([loaded])
     capsys.readouterr()
+
+
+def test_a_descriptor_that_lists_a_task_in_the_wrong_place_is_refused_naming_it():
+    with pytest.raises(ValueError, match="'toy': preparation_tasks: toy_build also in its tasks"):
+        Benchmark(
+            name="toy", title="Toy", tasks=("toy", "toy_build"), subject_role="x", preparation_tasks=("toy_build",)
+        )
+    with pytest.raises(ValueError, match="'toy': tasks_without_run_options: probe not in its tasks"):
+        Benchmark(name="toy", title="Toy", tasks=("toy",), subject_role="x", tasks_without_run_options=("probe",))

@@ -1,6 +1,7 @@
 """The data-use guard of a DischargeBench run on MIMIC-derived cases: before any model call, every
 role the run binds (the educator under test, patient, monitor, grader, whose calls include the safety
-judge) is checked like the extraction's model (:func:`bedside.discharge.mimic.data_use.endpoint_problem`).
+judge; the safety probe: its grader only, the one role it calls) is checked like the extraction's
+model (:func:`bedside.discharge.mimic.data_use.endpoint_problem`).
 A role that is not local is refused in one line naming the role and its model, unless the user declares
 ``-T zero_retention=true`` (recorded in the log's task arguments and metadata, and per sample).
 
@@ -10,6 +11,9 @@ run anywhere. Case files written before cases carried a provenance have none, bu
 ``mimic-<hadm_id>`` (:data:`MIMIC_ID`): a case without provenance, not synthetic, with such an id is
 treated as MIMIC-derived, and the refusal says so (:func:`mimic_reason`). A case of unknown origin (no
 provenance, not synthetic, another id) runs, with a warning in the log and in its sample's transcript.
+
+``bedside rescore`` of a log of such cases checks its new grader the same way (:func:`check_rescore`, the
+descriptor's ``rescore_guard``; ``--zero-retention``).
 
 Checked twice: while Inspect builds the task (``inspect eval``, ``eval()`` of the task by name: the models
 are known, nothing is read past the case file), and per sample in the set-up (:func:`data_use_check`), so a
@@ -56,11 +60,13 @@ def restricted(cases: Iterable[dict[str, Any]]) -> str | None:
     return next((reason for reason in map(mimic_reason, cases) if reason), None)
 
 
-def role_models(subject: str, roles: Sequence[str]) -> dict[str, Model]:
-    """The model every role of the run will call: the bound one, else the model under test."""
+def role_models(subject: str | None, roles: Sequence[str]) -> dict[str, Model]:
+    """The model every role of the run will call: the bound one, else the model under test; ``subject``:
+    what the model under test is called (None: a task that never calls it, e.g. the safety probe, whose
+    transcripts are replayed: only its ``roles`` are checked, an unbound one as the model under test)."""
     under_test = get_model()
     bound = model_roles()
-    models = {subject: under_test}
+    models = {subject: under_test} if subject else {}
     for role in roles:
         model = bound.get(role, under_test)
         models[role] = model[0] if isinstance(model, list) else model
@@ -78,7 +84,9 @@ def check_role_models(models: dict[str, Model], zero_retention: bool, reason: st
             raise DataUseRefused(f"Model role {role}: {problem}{why}")
 
 
-def check_before_eval(subject: str, roles: Sequence[str], zero_retention: bool, reason: str | None = None) -> None:
+def check_before_eval(
+    subject: str | None, roles: Sequence[str], zero_retention: bool, reason: str | None = None
+) -> None:
     """The check while Inspect builds the task (the eval's model and roles are known then)."""
     from bedside.compat import active_model, resolving_eval_tasks
 
@@ -91,7 +99,7 @@ def case_of(state_or_sample: Any) -> dict[str, Any]:
 
 
 @solver
-def data_use_check(subject: str, roles: Sequence[str], zero_retention: bool = False, reason: str | None = None):
+def data_use_check(subject: str | None, roles: Sequence[str], zero_retention: bool = False, reason: str | None = None):
     """Per-sample set-up on MIMIC-derived cases: refuses before the sample's first model call (``reason``:
     why the run's cases were treated as MIMIC-derived; the sample's own case's reason comes first)."""
     roles = tuple(roles)
@@ -143,7 +151,16 @@ def origin_warning():
     return solve
 
 
-def guard(dataset: Iterable, subject: str, roles: Sequence[str], zero_retention: bool) -> list:
+def check_rescore(log: Any, grader: Model, zero_retention: bool) -> None:
+    """``bedside rescore`` of a log whose samples hold MIMIC-derived cases (:func:`mimic_reason`): the new
+    grader reads their notes, so it must be local unless ``zero_retention`` is declared
+    (:class:`DataUseRefused`, one line naming the role and model, before any call)."""
+    reason = restricted(case_of(s) for s in log.samples or [])
+    if reason:
+        check_role_models({"grader": grader}, zero_retention, reason)
+
+
+def guard(dataset: Iterable, subject: str | None, roles: Sequence[str], zero_retention: bool) -> list:
     """The set-up solvers a DischargeBench run needs for its ``dataset``: none for synthetic cases and
     cases of another declared provenance; for MIMIC-derived ones (:func:`mimic_reason`) the run is checked
     now (when the models are known) and per sample; cases of unknown origin run with a warning (one log

@@ -224,3 +224,35 @@ def test_a_case_of_unknown_origin_runs_with_a_warning(tmp_path, monkeypatch, cap
     demo = run(DEMO, scripted(), {r: scripted() for r in ROLES}, tmp_path / "demo")  # synthetic: no warning
     [demo_sample] = read_eval_log(demo.location).samples
     assert not [e for e in demo_sample.events if e.event == "info" and e.source == "data_use"]
+
+
+# --- bedside rescore: the new grader reads the notes too ---------------------------------------------
+def test_rescore_of_a_mimic_run_refuses_a_remote_grader_before_any_call(mimic_cases, server, tmp_path, capsys):
+    from bedside.cli import main
+    from bedside.reporting.rescore import check_data_use, rescore
+
+    log = run(mimic_cases, scripted(), {r: scripted() for r in ROLES}, tmp_path)
+    assert log.status == "success"
+    with pytest.raises(ValueError) as refused:
+        rescore([log.location], at(REMOTE, "judge"), tmp_path / "out")
+    message = str(refused.value)
+    assert message.startswith(f"{log.location}: Model role grader: Refusing to send MIMIC-IV-Note text to openai-api/")
+    assert REMOTE in message and "has provenance MIMIC-IV-Note" in message and "\n" not in message
+    assert not list((tmp_path / "out").glob("*.eval"))
+    grader = ["--grader", "openai-api/x/judge", "-M", f"base_url={REMOTE}", "-M", "api_key=x"]
+    assert main(["rescore", log.location, *grader, "--out", str(tmp_path / "cli")]) == 2
+    assert "Refusing to send MIMIC-IV-Note" in capsys.readouterr().out
+
+    check_data_use(read_eval_log(log.location), log.location, at(REMOTE), zero_retention=True)  # declared: passes
+    [local] = rescore([log.location], at(server.base_url, "judge"), tmp_path / "local")  # a local grader re-judges
+    assert server.total_calls > 0
+    assert read_eval_log(str(local), header_only=True).eval.metadata["bedside_rescore"]["zero_retention"] is False
+    [declared] = rescore([log.location], scripted(), tmp_path / "declared", zero_retention=True)
+    assert read_eval_log(str(declared), header_only=True).eval.metadata["bedside_rescore"]["zero_retention"] is True
+
+
+def test_rescore_of_a_synthetic_run_takes_any_grader(tmp_path):
+    from bedside.reporting.rescore import check_data_use
+
+    log = run(DEMO, scripted(), {r: scripted() for r in ROLES}, tmp_path)
+    check_data_use(read_eval_log(log.location), log.location, at(REMOTE), zero_retention=False)  # no refusal
