@@ -756,15 +756,27 @@ def run_block(block: list[Command], servers: Servers, small: Path, root: Path, d
 def shard(commands: list[Command], k: int, n: int) -> list[Command]:
     """The commands of the blocks in share ``k`` of ``n``: whole blocks (a block's commands run in order, in
     one folder), each given to the share with the fewest commands so far, in the docs' order, so that
-    ``n`` workers finish at about the same time. The shares of 0..n-1 together are ``commands``."""
+    ``n`` workers finish at about the same time; but a block with a command that an earlier block of a
+    share already has (the same text: ``bedside build-cases --help`` shows the README's command) goes
+    to that share, where it passes as the same command (:func:`run_block`) instead of running twice,
+    unless that share would then hold more than the largest block above the smallest share. The shares
+    of 0..n-1 together are ``commands``."""
     blocks: dict[int, list[Command]] = {}
     for command in commands:
         blocks.setdefault(command.block, []).append(command)
+    largest = max((len(block) for block in blocks.values()), default=0)
     sizes = [0] * n
+    texts: list[set[str]] = [set() for _ in range(n)]
     mine: list[Command] = []
     for block in blocks.values():
         share = sizes.index(min(sizes))
+        for other in range(n):
+            fits = sizes[other] + len(block) - min(sizes) <= largest
+            if fits and any(c.text in texts[other] for c in block if classify(c) == "run"):
+                share = other
+                break
         sizes[share] += len(block)
+        texts[share].update(c.text for c in block)
         if share == k:
             mine += block
     return mine
