@@ -60,6 +60,7 @@ request log are described in :mod:`bedside.testing.loopback_requests`; the comma
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import math
 import random
@@ -171,6 +172,7 @@ class LoopbackServer:
         self._number = 0
         self._random = random.Random(0)
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._stopping: asyncio.Event | None = None  # set when the server stops: ends every hang at once
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
 
@@ -194,6 +196,7 @@ class LoopbackServer:
             loop = asyncio.new_event_loop()
             self._loop = loop
             asyncio.set_event_loop(loop)
+            self._stopping = asyncio.Event()
             try:
                 loop.run_until_complete(self._serve())
             except BaseException as ex:  # reported to start()
@@ -223,9 +226,11 @@ class LoopbackServer:
     def stop(self) -> None:
         if self._thread is None or self._loop is None:
             return
+        if self._stopping is not None:  # a hanging request would otherwise hold the shutdown for its hang
+            self._loop.call_soon_threadsafe(self._stopping.set)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(timeout=10)
-        self._thread, self._loop, self._runner = None, None, None
+        self._thread, self._loop, self._runner, self._stopping = None, None, None, None
 
     def __enter__(self) -> LoopbackServer:
         return self.start()
@@ -407,7 +412,8 @@ class LoopbackServer:
             )
             return _error(400, message, "invalid_request_error", code="context_length_exceeded", param="messages")
         if kind == TIMEOUT:
-            await asyncio.sleep(self.hang)
+            with contextlib.suppress(TimeoutError):  # the hang, or until the server stops
+                await asyncio.wait_for((self._stopping or asyncio.Event()).wait(), self.hang)
             return _drop(http, reset=False)
         await asyncio.sleep(self._delay())
         if kind == HTTP_500:

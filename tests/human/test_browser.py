@@ -287,10 +287,19 @@ def test_a_killed_session_resumes_without_asking_accepted_replies_again(tmp_path
     proc = start(args, tmp_path, port)
     draft = "Call your doctor if you get a fever"
 
+    def drafts_saved() -> dict[str, str]:
+        try:
+            return dict(json.loads((tmp_path / "replies.drafts.json").read_text()))
+        except (OSError, ValueError):  # not written yet
+            return {}
+
     async def type_a_draft(browser: Browser, call: dict[str, Any]) -> None:
         await fill(browser, draft)  # typed, not sent; then the eval dies
         await browser.wait_for(f"localStorage.getItem('bedside-human:{call['id']}') === {json.dumps(draft)}")
-        await asyncio.sleep(1.5)  # the page also saves the draft beside the journal (after 0.8 s)
+        # the page also saves the draft beside the journal (0.8 s after the last key)
+        deadline = time.time() + 60
+        while drafts_saved().get(call["id"]) != draft and time.time() < deadline:
+            await asyncio.sleep(0.1)
 
     url = f"http://127.0.0.1:{port}/"
     answered = asyncio.run(play(url, proc, discharge_answer, tmp_path / "profile", stop_after=2, on_call=type_a_draft))

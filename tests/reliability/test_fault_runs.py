@@ -65,8 +65,10 @@ def pointed_at(base_url: str) -> Iterator[None]:
 
 
 def run_eval(task: Task, roles: tuple[str, ...], log_dir: Any, **eval_args: Any) -> EvalLog:
+    """The eval, its log read back. Without Inspect's realtime sample buffer (for watching a running
+    eval in ``inspect view``; the log file is what these tests read)."""
     educator, role_models = models(roles)
-    eval_args = {"max_retries": MAX_RETRIES, "attempt_timeout": ATTEMPT_TIMEOUT, **eval_args}
+    eval_args = {"max_retries": MAX_RETRIES, "attempt_timeout": ATTEMPT_TIMEOUT, "log_realtime": False, **eval_args}
     [log] = eval(task, model=educator, model_roles=role_models, log_dir=str(log_dir), display="none", **eval_args)
     assert log.status == "success", log.error
     return read_eval_log(log.location)

@@ -11,7 +11,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, get_model
+from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, ModelOutput, get_model
 from openai import OpenAI
 
 from bedside.testing.loopback import (
@@ -201,7 +201,8 @@ def test_context_length_error_becomes_model_length_without_retries():
 def test_transport_faults_are_retried_by_inspect_and_counted(monkeypatch):
     # every transport fault once, then an answer: Inspect retries each (its own backoff, shortened)
     # and the server saw exactly one request per attempt (an attempt of 2 s: an answer on a busy
-    # machine is never cut off and retried; the hang outlasts it)
+    # machine is never cut off and retried; the hang outlasts it). The 12 calls run side by side,
+    # so their attempt timeouts overlap.
     with LoopbackServer(faults=[Fault(TRANSPORT_FAULTS, 0.5)], hang=4.0) as server:
         monkeypatch.setenv("LOOPBACK_BASE_URL", server.base_url)
         monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", server.base_url)
@@ -209,10 +210,14 @@ def test_transport_faults_are_retried_by_inspect_and_counted(monkeypatch):
         model = fast_model("patient")
         messages = [ChatMessageSystem(content=PATIENT[0]["content"])]
         config = GenerateConfig(max_retries=8, attempt_timeout=2)
-        outputs = [
-            asyncio.run(model.generate([*messages, ChatMessageUser(content=f"Question {i}?")], config=config))
-            for i in range(12)
-        ]
+
+        async def ask_all() -> list[ModelOutput]:
+            asks = (
+                model.generate([*messages, ChatMessageUser(content=f"Question {i}?")], config=config) for i in range(12)
+            )
+            return list(await asyncio.gather(*asks))
+
+        outputs = asyncio.run(ask_all())
         assert all(o.stop_reason == "stop" and o.completion for o in outputs)
         assert server.total_calls == 12
         assert server.requests == 12 + sum(server.faults.values()) and server.faults
