@@ -141,8 +141,9 @@ def _returncode(status: int) -> int:
 def become(request: dict[str, Any]) -> None:
     """Turn this forked child into the requested command (then run it: :func:`run`)."""
     os.setsid()  # its own process group, so a timeout kills what it started too
-    for sig in (signal.SIGCHLD, signal.SIGTERM, signal.SIGPIPE):
+    for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as the interpreter sets it: a closed socket raises, never kills
     signal.signal(signal.SIGINT, signal.default_int_handler)
     os.chdir(request["cwd"])
     os.environ.clear()

@@ -136,3 +136,13 @@ def test_a_setting_the_preloaded_libraries_make_themselves_is_no_difference():
     assert not server.takes({"OMP_NUM_THREADS": "2", "KMP_INIT_AT_FORK": "TRUE"})  # another value
     assert not server.takes({"OMP_NUM_THREADS": "2", "KMP_OTHER": "1"})  # one the preload did not set
     assert not server.takes({"OMP_NUM_THREADS": "1"}) and not server.takes({})
+
+
+def test_a_write_to_a_closed_pipe_raises_as_in_a_fresh_process(probe):
+    # Python ignores SIGPIPE: a server whose client has gone gets BrokenPipeError, it is not killed
+    (probe / "pipe_probe.py").write_text(
+        "import os\nr, w = os.pipe()\nos.close(r)\n"
+        "try:\n    os.write(w, b'x')\nexcept BrokenPipeError:\n    print('raised')\n"
+    )
+    done = forked.run([sys.executable, "-m", "pipe_probe"], cwd=probe)
+    assert done.returncode == 0 and done.stdout.strip() == "raised", (done.returncode, done.stderr)
