@@ -146,45 +146,131 @@ def run(
     input: str | None = None,  # noqa: A002 - subprocess.run's name
 ) -> subprocess.CompletedProcess[str]:
     """``subprocess.run(args, capture_output=True, text=True, ...)``, forked from the warm server."""
-    global _server
-    args = [str(a) for a in args]
-    env = dict(os.environ if env is None else env)
-    program = None if os.environ.get("BEDSIDE_TESTS_FRESH_PROCESSES") else _program(args, env)
-    if program is None or _startup(env) != _startup(dict(os.environ)):
-        # not a program the server can run, or the command sets a library setting of its own
+    args, env = [str(a) for a in args], dict(os.environ if env is None else env)
+    program = _forkable(args, env)
+    if program is None:
         return subprocess.run(args, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout, input=input)
+    proc = Forked(_server_for(env), program, args, cwd, env, input, merged=False)
+    try:
+        stdout, stderr = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc._conn.close()  # the server drops the reply to a client that has gone
+        raise subprocess.TimeoutExpired(args, timeout or 0, *_read(proc._streams)) from None
+    return subprocess.CompletedProcess(args, proc.wait(), stdout, stderr or "")
+
+
+def start(
+    args: list[str], *, cwd: str | Path | None = None, env: dict[str, str] | None = None, stderr: int | None = None
+) -> Forked | subprocess.Popen[str]:
+    """``subprocess.Popen(args, stdout=PIPE, stderr=PIPE or stderr, text=True, start_new_session=True)``
+    forked from the warm server (a fresh process where the server cannot stand for one, as in :func:`run`).
+    ``stderr=subprocess.STDOUT`` merges the two streams. The command has its own session: its pid is its
+    process group's."""
+    args, env = [str(a) for a in args], dict(os.environ if env is None else env)
+    program = _forkable(args, env)
+    if program is None:
+        return subprocess.Popen(
+            args,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE if stderr is None else stderr,
+            text=True,
+            start_new_session=True,
+        )
+    return Forked(_server_for(env), program, args, cwd, env, None, merged=stderr == subprocess.STDOUT)
+
+
+def _forkable(args: list[str], env: dict[str, str]) -> dict[str, Any] | None:
+    """What the server runs for the command, or None: it is not a program the server can run, or it sets
+    a library setting of its own (then it runs as a fresh process)."""
+    if os.environ.get("BEDSIDE_TESTS_FRESH_PROCESSES") or _startup(env) != _startup(dict(os.environ)):
+        return None
+    return _program(args, env)
+
+
+def _server_for(env: dict[str, str]) -> _Server:
+    """The running server, or a new one: the first command, the server has ended, or this process's own
+    settings changed since it started (a server with this process's settings)."""
+    global _server
     if _server is None or _server.proc.poll() is not None or not _server.takes(env):
-        # the first command, the server has ended, or this process's own settings changed since it
-        # started: a server with this process's settings
         if _server is not None:
             _server.stop()
         _server = _Server()
+    return _server
 
-    with tempfile.TemporaryDirectory(prefix="forked-") as scratch:
-        streams = {name: Path(scratch, name) for name in ("stdin", "stdout", "stderr")}
-        streams["stdin"].write_text(input or "", encoding="utf-8")
+
+class Forked:
+    """A command running in a fork of the server, with the part of :class:`subprocess.Popen` the tests
+    use: ``args``, ``pid``, ``returncode``, ``poll``, ``wait``, ``communicate`` and ``stdout`` (what it
+    printed so far, readable while it runs)."""
+
+    def __init__(
+        self,
+        server: _Server,
+        program: dict[str, Any],
+        args: list[str],
+        cwd: str | Path | None,
+        env: dict[str, str],
+        input: str | None,  # noqa: A002
+        merged: bool,
+    ) -> None:
+        self.args = args
+        self.returncode: int | None = None
+        self._scratch = tempfile.TemporaryDirectory(prefix="forked-")
+        self._streams = {name: Path(self._scratch.name, name) for name in ("stdin", "stdout", "stderr")}
+        self._streams["stdin"].write_text(input or "", encoding="utf-8")
         for name in ("stdout", "stderr"):
-            streams[name].touch()
+            self._streams[name].touch()
+        if merged:
+            self._streams["stderr"] = self._streams["stdout"]
         request = {
             **program,
             "cwd": str(Path(cwd or os.getcwd()).absolute()),
             "env": env,
-            **{name: str(path) for name, path in streams.items()},
+            **{name: str(path) for name, path in self._streams.items()},
         }
-        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as conn:
-            conn.connect(_server.socket)
-            conn.sendall(json.dumps(request).encode() + b"\n")
-            reader = conn.makefile("r", encoding="utf-8")
-            pid = json.loads(reader.readline())["pid"]
-            conn.settimeout(timeout)
+        self._conn = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self._conn.connect(server.socket)
+        self._conn.sendall(json.dumps(request).encode() + b"\n")
+        self._received = b""
+        self.pid: int = self._line(None)["pid"]
+        self.stdout = self._streams["stdout"].open(encoding=locale.getpreferredencoding(False))
+        self._merged = merged
+
+    def _line(self, timeout: float | None) -> dict[str, Any]:
+        """The server's next line; ``TimeoutError`` after ``timeout`` seconds without one."""
+        self._conn.settimeout(timeout)
+        while b"\n" not in self._received:
+            chunk = self._conn.recv(4096)
+            if not chunk:
+                raise RuntimeError("tests/forkserver.py ended while the command ran")
+            self._received += chunk
+        line, self._received = self._received.split(b"\n", 1)
+        return json.loads(line)
+
+    def wait(self, timeout: float | None = None) -> int:
+        if self.returncode is None:
             try:
-                done = json.loads(reader.readline())
+                self.returncode = self._line(timeout)["returncode"]
             except TimeoutError:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(pid, signal.SIGKILL)
-                raise subprocess.TimeoutExpired(args, timeout or 0, *_read(streams)) from None
-        stdout, stderr = _read(streams)
-    return subprocess.CompletedProcess(args, done["returncode"], stdout, stderr)
+                raise subprocess.TimeoutExpired(self.args, timeout or 0) from None
+            self._conn.close()
+        return self.returncode
+
+    def poll(self) -> int | None:
+        if self.returncode is None:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.wait(0.001)
+        return self.returncode
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str | None]:
+        self.wait(timeout)
+        stdout, stderr = _read(self._streams)
+        return stdout, None if self._merged else stderr
 
 
 def _read(streams: dict[str, Path]) -> tuple[str, str]:

@@ -149,6 +149,9 @@ def become(request: dict[str, Any]) -> None:
     os.environ.clear()
     os.environ.update(request["env"])
     for fd, name, mode in ((0, "stdin", os.O_RDONLY), (1, "stdout", os.O_WRONLY), (2, "stderr", os.O_WRONLY)):
+        if name == "stderr" and request["stderr"] == request["stdout"]:  # merged, as stderr=STDOUT
+            os.dup2(1, 2)
+            continue
         opened = os.open(request[name], mode)
         os.dup2(opened, fd)
         os.close(opened)

@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 from inspect_ai.log import read_eval_log
 
+from tests import forked
 from tests.conftest import REPO
 from tests.human.cdp import CHROMIUM, Browser
 
@@ -44,7 +45,8 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-STARTED: list[subprocess.Popen[str]] = []
+Process = forked.Forked | subprocess.Popen[str]
+STARTED: list[Process] = []
 
 
 @pytest.fixture(autouse=True)
@@ -58,23 +60,18 @@ def stop_leftovers():
             proc.wait(timeout=30)
 
 
-def start(args: list[str], tmp: Path, port: int) -> subprocess.Popen[str]:
+def start(args: list[str], tmp: Path, port: int) -> Process:
     command = [INSPECT, *args, "--log-dir", str(tmp / "logs"), "--display", "plain"]
     command += ["-M", f"port={port}", "-M", f"journal={tmp / 'replies.jsonl'}"] if args[0] == "eval" else []
-    proc = subprocess.Popen(
-        command,
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env={**os.environ, "INSPECT_LOG_DIR": str(tmp / "logs")},
-        start_new_session=True,
+    # the eval runs as its own process (a fork of the warm server: tests/forked.py), in its own session
+    proc = forked.start(
+        command, cwd=REPO, env={**os.environ, "INSPECT_LOG_DIR": str(tmp / "logs")}, stderr=subprocess.STDOUT
     )
     STARTED.append(proc)
     return proc
 
 
-async def served(url: str, proc: subprocess.Popen[str], timeout: float = 120) -> None:
+async def served(url: str, proc: Process, timeout: float = 120) -> None:
     """Waits until the eval's page answers (the server starts at the role's first call)."""
     import urllib.request
 
@@ -114,7 +111,7 @@ async def fill(browser: Browser, reply: str | dict[str, Any]) -> None:
 
 async def play(
     url: str,
-    proc: subprocess.Popen[str],
+    proc: Process,
     answer: Answer,
     profile: Path,
     shots: dict[str, Callable[[dict[str, Any]], bool]] | None = None,
@@ -156,7 +153,7 @@ async def play(
     return answered
 
 
-def finished(proc: subprocess.Popen[str], tmp: Path) -> Any:
+def finished(proc: Process, tmp: Path) -> Any:
     out, _ = proc.communicate(timeout=300)
     assert proc.returncode == 0, out[-3000:]
     [location] = sorted((tmp / "logs").glob("*.eval"), key=lambda p: p.stat().st_mtime)[-1:]
