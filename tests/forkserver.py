@@ -14,8 +14,9 @@ operation runs in the server, so no OpenMP thread pool exists when it forks. Var
 reads when it loads (see :data:`tests.forked.STARTUP`) are the server's; :mod:`tests.forked` runs a
 command whose environment differs in one of them as a fresh process instead.
 
-The server is single-threaded: it accepts a request, forks, answers with the child's pid, and when
-the child ends answers with its exit status. It exits when its parent (the test process) is gone.
+The server is single-threaded: it accepts a request and forks (the child, in a session of its own,
+answers with its pid); when the child ends it answers with its exit status. It exits when its parent
+(the test process) is gone.
 """
 
 from __future__ import annotations
@@ -97,6 +98,10 @@ def serve(path: str) -> dict[str, Any]:
             request = json.loads(_read_line(conn))
             pid = os.fork()
             if pid == 0:
+                # its own session (and process group) before the client learns its pid, so that the
+                # client can signal the group at once; then the connection is the server's alone
+                os.setsid()
+                _send(conn, {"pid": os.getpid()})
                 selector.close()
                 listener.close()
                 for other in running.values():
@@ -104,7 +109,6 @@ def serve(path: str) -> dict[str, Any]:
                 conn.close()
                 return request
             running[pid] = conn
-            _send(conn, {"pid": pid})
         while running:
             pid, status = os.waitpid(-1, os.WNOHANG)
             if pid == 0:
@@ -140,7 +144,6 @@ def _returncode(status: int) -> int:
 
 def become(request: dict[str, Any]) -> None:
     """Turn this forked child into the requested command (then run it: :func:`run`)."""
-    os.setsid()  # its own process group, so a timeout kills what it started too
     for sig in (signal.SIGCHLD, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)  # as the interpreter sets it: a closed socket raises, never kills

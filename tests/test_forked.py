@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -146,3 +147,13 @@ def test_a_write_to_a_closed_pipe_raises_as_in_a_fresh_process(probe):
     )
     done = forked.run([sys.executable, "-m", "pipe_probe"], cwd=probe)
     assert done.returncode == 0 and done.stdout.strip() == "raised", (done.returncode, done.stderr)
+
+
+def test_a_started_command_runs_beside_the_test_and_merges_its_streams(probe):
+    proc = forked.start(command("sleep"), cwd=probe, stderr=subprocess.STDOUT)
+    assert isinstance(proc, forked.Forked) and proc.poll() is None  # running, while the test goes on
+    os.killpg(proc.pid, signal.SIGKILL)  # its own session: the pid is its process group
+    assert proc.wait(timeout=30) == -9
+    done = forked.start(command("a"), cwd=probe, stderr=subprocess.STDOUT)
+    out, err = done.communicate(timeout=60)
+    assert done.returncode == 0 and err is None and "argv ['a']" in out and "to stderr" in out
