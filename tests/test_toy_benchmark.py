@@ -370,6 +370,7 @@ from tests.golden.make_golden import main as golden_main
     model_roles={"grader": "bedside/scripted"},
     log_dir=logs + "/true",
     display="none",
+    log_realtime=False,
 )
 log = read_eval_log(run.location)
 got = {
