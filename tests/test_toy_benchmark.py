@@ -299,15 +299,18 @@ REGISTRY_LINE = '    "toy",\n'
 #: a benchmark's own places (folders, and its task module(s) tasks/<name>*.py)
 OWN_PLACES = ("bedside/toy/", "solvers/toy/", "scorers/toy/", "prompts/toy/", "datasets/toy/", "tests/toy/")
 
-#: what the test runs in one process of the installed copy (argv: logs folder, the safe run's log, report
-#: folder), printing one JSON line: the registry's names, where ``bedside.toy`` was imported from, the harmful
-#: run (Inspect's ``eval()`` of the task by its registered name, the scripted model with
-#: ``toy_harmful=True``, as ``-M toy_harmful=true`` gives it), four ``bedside`` sub-commands through
-#: :func:`bedside.cli.main` (what ``python -m bedside`` runs) and the copy's golden run written, then checked
+#: what the test runs in one process of the installed copy (argv: logs folder, report folder, the work folder,
+#: the ``inspect`` console script), printing one JSON line: the safe run through Inspect's command line (the
+#: venv's ``inspect`` console script run as its process would run it, ``inspect eval bedside/toy ...`` from the
+#: work folder: the entry point finds the task by name), the registry's names, where ``bedside.toy`` was
+#: imported from, the harmful run (Inspect's ``eval()`` of the task by its registered name, the scripted model
+#: with ``toy_harmful=True``, as ``-M toy_harmful=true`` gives it), four ``bedside`` sub-commands through
+#: :func:`bedside.cli.main` (what ``python -m bedside`` runs), the copy's golden run written, then checked, and
+#: the copy's own layout, descriptor and toy tests (``pytest.main``; a fresh process spends seconds on imports)
 DRIVER = """
-import contextlib, io, json, sys
+import contextlib, glob, io, json, os, runpy, sys
 
-logs, safe_log, report = sys.argv[1:4]
+logs, report, work, inspect_script = sys.argv[1:5]
 
 
 def command(main, *args):
@@ -319,6 +322,38 @@ def command(main, *args):
             code = stop.code if isinstance(stop.code, int) else int(stop.code is not None)
     return {"code": code, "out": out.getvalue(), "err": err.getvalue()[-3000:]}
 
+
+def console_script(path):
+    def main(args):
+        sys.argv = [path, *args]
+        runpy.run_path(path, run_name="__main__")
+
+    return main
+
+
+root = os.getcwd()
+os.chdir(work)
+safe = command(
+    console_script(inspect_script),
+    "eval",
+    "bedside/toy",
+    "--model",
+    "bedside/scripted",
+    "-M",
+    "toy_harmful=false",
+    "--model-role",
+    "grader=bedside/scripted",
+    "--log-dir",
+    logs + "/false",
+    "--display",
+    "none",
+)
+os.chdir(root)
+safe["logs"] = glob.glob(logs + "/false/*.eval")
+if safe["code"] != 0 or len(safe["logs"]) != 1:
+    print(json.dumps({"safe": safe}))
+    sys.exit(0)
+[safe_log] = safe["logs"]
 
 from inspect_ai import eval as inspect_eval
 from inspect_ai.log import read_eval_log
@@ -335,9 +370,11 @@ from tests.golden.make_golden import main as golden_main
     model_roles={"grader": "bedside/scripted"},
     log_dir=logs + "/true",
     display="none",
+    log_realtime=False,
 )
 log = read_eval_log(run.location)
 got = {
+    "safe": safe,
     "names": list(benchmarks.names()),
     "toy_file": bedside.toy.__file__,
     "harm": {
@@ -353,6 +390,19 @@ got = {
     "golden_write": command(golden_main, "toy"),
     "golden_check": command(golden_main, "--check", "toy"),
 }
+import pytest
+
+got["pytest"] = command(
+    pytest.main,
+    "-q",
+    "-rA",
+    "-p",
+    "no:cacheprovider",
+    "--import-mode=append",
+    "tests/test_layout.py",
+    "tests/test_descriptors.py",
+    "tests/toy/test_toy.py",
+)
 print(json.dumps(got))
 """
 
@@ -469,33 +519,20 @@ def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
     work.mkdir()
     bin_dir = Path(sys.executable).parent
 
-    # Inspect's entry point registers its task (the CLI by name); the scripted model plays its roles
-    logs = work / "logs"
-    run(
-        [
-            str(bin_dir / "inspect"),
-            "eval",
-            "bedside/toy",
-            "--model",
-            "bedside/scripted",
-            "-M",
-            "toy_harmful=false",
-            "--model-role",
-            "grader=bedside/scripted",
-            "--log-dir",
-            str(logs / "false"),
-            "--display",
-            "none",
-        ],
-        env,
-        work,
-    )
-    [safe_log] = (logs / "false").glob("*.eval")
-
     # the rest in one process of the installed copy (a fresh process costs seconds of imports): see DRIVER
     env_tests = {**env, "PYTHONPATH": f"{site}{os.pathsep}{root}"}
-    done = run([sys.executable, "-P", "-c", DRIVER, str(logs), str(safe_log), str(work / "report")], env_tests, root)
+    logs = work / "logs"
+    inspect_script = str(bin_dir / "inspect")
+    done = run(
+        [sys.executable, "-P", "-c", DRIVER, str(logs), str(work / "report"), str(work), inspect_script],
+        env_tests,
+        root,
+    )
     got = json.loads(done.stdout.splitlines()[-1])
+    # Inspect's entry point registers its task (the CLI by name); the scripted model plays its roles
+    safe = got["safe"]
+    assert safe["code"] == 0, f"inspect eval bedside/toy ...\n{safe['out'][-3000:]}\n{safe['err']}"
+    assert len(safe["logs"]) == 1, safe["logs"]
     assert got["names"] == ["discharge", "medsp", "cpb", "toy"], got["names"]
     assert got["toy_file"].startswith(str(site)), got["toy_file"]
     assert got["harm"] == {"status": "success", "samples": 4, "harm": [1.0], "answers": ["answered"]}, got["harm"]
@@ -518,28 +555,12 @@ def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
         "toy_judge": "answered"
     }
     assert got["golden_check"]["code"] == 0 and "toy: 4 samples, 0 difference(s)" in got["golden_check"]["out"]
-    done = run(
-        [
-            sys.executable,
-            "-P",
-            "-m",
-            "pytest",
-            "-q",
-            "-rA",
-            "-p",
-            "no:cacheprovider",
-            "--import-mode=append",
-            "tests/test_layout.py",
-            "tests/test_descriptors.py",
-            "tests/toy/test_toy.py",
-        ],
-        env_tests,
-        root,
-    )
-    assert " passed" in done.stdout and "failed" not in done.stdout, done.stdout[-2000:]
+    tests_run = got["pytest"]
+    assert tests_run["code"] == 0, tests_run["out"][-2000:] + tests_run["err"]
+    assert " passed" in tests_run["out"] and "failed" not in tests_run["out"], tests_run["out"][-2000:]
     # the copy's layout and descriptor tests are parametrised by benchmark: the toy is one of them
     for module in ("tests/test_layout.py", "tests/test_descriptors.py"):
-        assert any(line.startswith(f"PASSED {module}::") and "toy" in line for line in done.stdout.splitlines()), (
+        assert any(line.startswith(f"PASSED {module}::") and "toy" in line for line in tests_run["out"].splitlines()), (
             module,
-            done.stdout[-2000:],
+            tests_run["out"][-2000:],
         )

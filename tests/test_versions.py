@@ -79,6 +79,7 @@ def test_a_run_records_the_hash_of_its_case_file(tmp_path):
             model_roles={r: scripted() for r in ("patient", "monitor", "grader")},
             log_dir=str(tmp_path / name),
             display="none",
+            log_realtime=False,  # no live sample buffer: the test reads the finished log
             limit=1,
         )
         return the_log
@@ -281,6 +282,7 @@ def test_every_registered_task_records_its_data_versions(task_name, tmp_path):
         model_roles={r: scripted() for r in benchmark.roles},
         log_dir=str(tmp_path / "logs"),
         display="none",
+        log_realtime=False,  # no live sample buffer: the test reads the finished log
         limit=1,
     )
     assert the_log.status == "success", the_log.error
@@ -316,6 +318,7 @@ def test_safety_probe_logs_are_refused_on_other_transcripts_or_cases(tmp_path, c
             model_roles={"grader": scripted()},
             log_dir=str(tmp_path / name),
             display="none",
+            log_realtime=False,  # no live sample buffer: the test reads the finished log
             limit=1,
         )
         assert the_log.status == "success"

@@ -31,6 +31,7 @@ def run_sweep(
         model_roles={"patient": scripted(), "monitor": scripted(), "grader": scripted(**(grader or {}))},
         limit=limit,
         display="none",
+        log_realtime=False,  # no live sample buffer: the test reads the finished log
     )
     assert ok, [log.error for log in logs]
     return [read_eval_log(log.location) for log in logs]

@@ -91,6 +91,7 @@ def test_a_four_case_pilot_estimates_the_24_case_run(tmp_path):
             task_args={"cache_references": False},  # no call answered from Inspect's cache of another test
             log_dir=str(tmp_path / f"run{n}"),
             display="none",
+            log_realtime=False,  # no live sample buffer: the test reads the finished log
             max_connections=4,
         )
         assert log.status == "success"

@@ -224,6 +224,7 @@ def test_cpb_doctor_sweep_through_the_report(tmp_path):
         model=[scripted(**d) for d in doctors],
         model_roles={"grader": scripted()},
         display="none",
+        log_realtime=False,  # no live sample buffer: the test reads the finished log
     )
     assert ok
     bedside("report", str(tmp_path / "logs"), "--out", str(tmp_path / "report"))
