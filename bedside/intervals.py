@@ -67,7 +67,8 @@ def _finite(values: Sequence[float] | np.ndarray) -> np.ndarray:
     return array[np.isfinite(array)]
 
 
-def _clip(low: float, high: float, scale: Scale) -> tuple[float, float]:
+def clip(low: float, high: float, scale: Scale) -> tuple[float, float]:
+    """The interval ``[low, high]`` intersected with ``scale``."""
     if scale.lower is not None:
         low, high = max(low, scale.lower), max(high, scale.lower)
     if scale.upper is not None:
@@ -105,7 +106,7 @@ def case_bootstrap(
         return None
     alpha = (1 - CONFIDENCE) / 2
     low, high = np.quantile(values, [alpha, 1 - alpha])
-    return _clip(float(low), float(high), scale)
+    return clip(float(low), float(high), scale)
 
 
 def mean_interval(
@@ -118,9 +119,9 @@ def mean_interval(
     if n < 2:
         return None
     if scale.binary and np.all((x == 0.0) | (x == 1.0)):
-        return _clip(*wilson(int(x.sum()), n), scale)
+        return clip(*wilson(int(x.sum()), n), scale)
     if np.ptp(x) == 0:  # no spread: every resample has the same mean
-        return _clip(float(x[0]), float(x[0]), scale)
+        return clip(float(x[0]), float(x[0]), scale)
     from scipy import stats
 
     with warnings.catch_warnings():
@@ -134,7 +135,7 @@ def mean_interval(
             method="percentile",
             rng=np.random.default_rng(seed),
         )
-    return _clip(float(result.confidence_interval.low), float(result.confidence_interval.high), scale)
+    return clip(float(result.confidence_interval.low), float(result.confidence_interval.high), scale)
 
 
 def summarise(values: Sequence[float], scale: Scale = UNBOUNDED) -> dict[str, float]:

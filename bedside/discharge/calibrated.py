@@ -30,7 +30,7 @@ import pandas as pd
 from bedside import benchmarks
 from bedside.discharge.agreement import LIKERT, axis_of, code, judge_values, normalise_item
 from bedside.discharge.agreement import read_annotations as read_annotations  # the file format bedside report reads
-from bedside.intervals import Scale
+from bedside.intervals import UNBOUNDED, Scale, clip
 
 #: the headline metrics that can be calibrated (DischargeBench Table 1's judge-scored columns)
 HEADLINE = (*LIKERT, "tcs", "comprehension")
@@ -81,24 +81,12 @@ def judge_interval(values: np.ndarray, alpha: float = 0.05) -> tuple[float, tupl
     return mean, (mean - half, mean + half)
 
 
-def clipped(bounds: tuple[float, float], scale: Scale | None) -> tuple[float, float]:
-    """An interval intersected with ``scale`` (None: unchanged)."""
-    lower, upper = bounds
-    if scale is None:
-        return lower, upper
-    if scale.lower is not None:
-        lower, upper = max(lower, scale.lower), max(upper, scale.lower)
-    if scale.upper is not None:
-        lower, upper = min(lower, scale.upper), min(upper, scale.upper)
-    return lower, upper
-
-
 def estimate(
     y: np.ndarray,
     yhat: np.ndarray,
     yhat_unannotated: np.ndarray,
     alpha: float = 0.05,
-    scale: Scale | None = None,
+    scale: Scale = UNBOUNDED,
 ) -> dict[str, float]:
     """PPI mean and interval from the annotated cases (physician ``y``, judge ``yhat``) and the judge on
     the other cases; the judge-only mean and interval (over all cases) and the judge's bias; both
@@ -108,7 +96,7 @@ def estimate(
 
     n, big_n = len(y), len(yhat_unannotated)
     judge_mean, bounds = judge_interval(np.concatenate([yhat, yhat_unannotated]), alpha)
-    lower, upper = clipped(bounds, scale)
+    lower, upper = clip(*bounds, scale)
     out = {
         "n_annotated": n,
         "n_judged": n + big_n,
@@ -124,8 +112,8 @@ def estimate(
         return out
     out["calibrated"] = float(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_unannotated))[0])
     lower, upper = ppi_mean_ci(y, yhat, yhat_unannotated, alpha=alpha)
-    out["calibrated_ci_lower"], out["calibrated_ci_upper"] = clipped(
-        (float(np.ravel(lower)[0]), float(np.ravel(upper)[0])), scale
+    out["calibrated_ci_lower"], out["calibrated_ci_upper"] = clip(
+        float(np.ravel(lower)[0]), float(np.ravel(upper)[0]), scale
     )
     return out
 
@@ -149,7 +137,7 @@ def calibrated_table(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataF
         row = estimate(paired["physician"].to_numpy(), paired["judge"].to_numpy(), unannotated.to_numpy(), scale=scale)
         row["n_judged"] = len(values)
         row["judge_mean"], bounds = judge_interval(values.to_numpy())
-        row["judge_ci_lower"], row["judge_ci_upper"] = clipped(bounds, scale)
+        row["judge_ci_lower"], row["judge_ci_upper"] = clip(*bounds, scale)
         note = TOO_FEW.format(minimum=MIN_ANNOTATED) if row["n_annotated"] < MIN_ANNOTATED else ""
         rows.append({"model": label, "metric": metric, **row, "note": note})
     return pd.DataFrame(rows)

@@ -153,8 +153,8 @@ def shared_metrics(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]
 
 
 def compare(
-    baseline_path: str,
-    candidate_path: str,
+    baseline: str | EvalLog,
+    candidate: str | EvalLog,
     metrics: Sequence[str] | None,
     max_drop: float | None,
     *,
@@ -163,53 +163,29 @@ def compare(
     seed: int = 0,
     allow_different_data: bool = False,
 ) -> list[Result]:
-    """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log;
-    logs run on different data or prompts are refused unless ``allow_different_data``."""
-    return compare_logs(
-        read_eval_log(baseline_path),
-        baseline_path,
-        read_eval_log(candidate_path),
-        candidate_path,
-        metrics,
-        max_drop,
-        lower_is_better=lower_is_better,
-        resamples=resamples,
-        seed=seed,
-        allow_different_data=allow_different_data,
-    )
-
-
-def compare_logs(
-    baseline_log: EvalLog,
-    baseline_path: str,
-    candidate_log: EvalLog,
-    candidate_path: str,
-    metrics: Sequence[str] | None,
-    max_drop: float | None,
-    *,
-    lower_is_better: Sequence[str] = (),
-    resamples: int = RESAMPLES,
-    seed: int = 0,
-    allow_different_data: bool = False,
-) -> list[Result]:
-    """:func:`compare` of two logs read already (named by their paths in messages)."""
+    """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log
+    (each a path, or a log read already, named in messages by its location); logs run on different data or
+    prompts are refused unless ``allow_different_data``."""
+    baseline_log = read_eval_log(baseline) if isinstance(baseline, str) else baseline
+    candidate_log = read_eval_log(candidate) if isinstance(candidate, str) else candidate
+    baseline_path, candidate_path = baseline_log.location, candidate_log.location
     try:
         check_same_data(baseline_log, baseline_path, candidate_log, candidate_path, allow_different_data)
     except DataMismatch as error:
         raise CompareError(str(error)) from None
-    baseline, candidate = score_table(baseline_log), score_table(candidate_log)
-    shared = set(baseline["id"]) & set(candidate["id"])
+    base_scores, cand_scores = score_table(baseline_log), score_table(candidate_log)
+    shared = set(base_scores["id"]) & set(cand_scores["id"])
     if not shared:
         raise CompareError(
             f"{baseline_path} and {candidate_path} share no sample id: a paired comparison needs the same cases"
         )
     benchmark = benchmarks.of_task(baseline_log.eval.task)
     lower = benchmarks.lower_is_better(benchmark.name if benchmark else None) | set(lower_is_better)
-    metrics = shared_metrics(baseline, candidate) if metrics is None else metrics
+    metrics = shared_metrics(base_scores, cand_scores) if metrics is None else metrics
     return [
         compare_metric(
-            baseline,
-            candidate,
+            base_scores,
+            cand_scores,
             m,
             max_drop,
             lower_is_better=m.rpartition("/")[2] in lower or m in lower,
@@ -285,7 +261,8 @@ def markdown(
             "|---|---|---|",
             *(f"| `{o['option']}` | {o['a']} | {o['b']}{' ⚠️' if o['differs'] else ''} |" for o in options),
         ]
-        lines += ["", *(f"⚠️ **{line}**" for line in option_warnings(options))] if option_warnings(options) else []
+        warnings = option_warnings(options)
+        lines += ["", *(f"⚠️ **{line}**" for line in warnings)] if warnings else []
     return "\n".join(lines) + "\n"
 
 
@@ -296,11 +273,9 @@ def run(args: argparse.Namespace) -> int:
         candidate_log = read_eval_log(candidate)
         options = run_options.pair(baseline_log, candidate_log)
         try:
-            results = compare_logs(
+            results = compare(
                 baseline_log,
-                args.baseline,
                 candidate_log,
-                candidate,
                 args.metric,
                 args.max_drop,
                 lower_is_better=args.lower_is_better or (),

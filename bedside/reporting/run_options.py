@@ -117,6 +117,12 @@ def section(page, benchmark: Benchmark, logs: Sequence, csv) -> None:
     )
 
 
+def differs(a: str, b: str) -> bool:
+    """Whether two runs' values of an option differ, one it does not apply to (:data:`NOT_APPLICABLE`)
+    differing from none."""
+    return a != b and NOT_APPLICABLE not in (a, b)
+
+
 def pair(a: EvalLog, b: EvalLog) -> list[dict[str, object]]:
     """The run options of two runs side by side, for a comparison of ``b`` against ``a``: one row per option
     of ``a``'s benchmark (none when the two logs are not of one benchmark that declares run options) with
@@ -133,7 +139,7 @@ def pair(a: EvalLog, b: EvalLog) -> list[dict[str, object]]:
             "option": key,
             "a": shown(*mine[key]),
             "b": shown(*theirs[key]),
-            "differs": mine[key][0] != theirs[key][0] and NOT_APPLICABLE not in (mine[key][0], theirs[key][0]),
+            "differs": differs(mine[key][0], theirs[key][0]),
         }
         for key in benchmark.run_options
     ]

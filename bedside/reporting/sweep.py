@@ -276,11 +276,7 @@ def model_options(logs: Sequence[LoadedLog]) -> dict[tuple[str, str, str], dict[
 
 def options_differ(options: dict[str, str], other: dict[str, str]) -> list[str]:
     """The options two models' runs differ in (an option that does not apply to one of them left out)."""
-    return [
-        o
-        for o in options
-        if options[o] != other.get(o, options[o]) and NOT_APPLICABLE not in (options[o], other.get(o))
-    ]
+    return [o for o in options if run_options.differs(options[o], other.get(o, options[o]))]
 
 
 def option_notes(ranking: pd.DataFrame, options: dict[tuple[str, str, str], dict[str, str]]) -> list[str]:

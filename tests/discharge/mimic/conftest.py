@@ -1,11 +1,15 @@
 """Shared fixtures of the MIMIC builder tests: the synthetic MIMIC-shaped folders (written once per
-test module into a temporary folder) and a cohort drawn from them."""
+test module into a temporary folder) and a cohort drawn from them; the loopback server of the data-use
+guard tests."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
 
 import pytest
 
 from bedside.discharge.mimic.cohort import select_cohort, write_cohort
+from bedside.testing.loopback import LoopbackServer
 from tests.discharge.mimic.fixture import write_fixture
 
 
@@ -24,3 +28,11 @@ def cohort_file(cohort, tmp_path_factory):
     path = tmp_path_factory.mktemp("cohort") / "cases.cohort.jsonl"
     write_cohort(cohort.records, path)
     return path
+
+
+@pytest.fixture
+def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopbackServer]:
+    """The loopback server, as the test channel too (the call's tag travels to the scripted answers)."""
+    with LoopbackServer() as running:
+        monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", running.base_url)
+        yield running

@@ -10,42 +10,23 @@ import json
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import get_model
 
 from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE, DataUseRefused
 from bedside.discharge.mimic.eval_guard import check_role_models
 from bedside.discharge.records import load_cases
-from bedside.paths import DATASETS_DIR
 from bedside.tasks.discharge import discharge
-from bedside.testing.loopback import LoopbackServer
 from tests.conftest import scripted
+from tests.discharge.mimic.guarded import DEMO, REMOTE, at, write_mimic_cases
 
-DEMO = DATASETS_DIR / "discharge" / "demo.jsonl"
-REMOTE = "https://llm.example.org/v1"
 ROLES = ("patient", "monitor", "grader")
 
 
 @pytest.fixture
 def mimic_cases(tmp_path):
     """Two demo cases written as build-cases writes them (provenance MIMIC-IV-Note)."""
-    path = tmp_path / "cases.jsonl"
-    lines = [json.loads(line) for line in DEMO.read_text().splitlines()[:2]]
-    path.write_text(
-        "".join(json.dumps({**c, "synthetic": False, "provenance": MIMIC_PROVENANCE}) + "\n" for c in lines)
-    )
+    path = write_mimic_cases(tmp_path / "cases.jsonl", limit=2)
     assert all(c.provenance == MIMIC_PROVENANCE for c in load_cases(path))
     return path
-
-
-@pytest.fixture
-def server(monkeypatch):
-    with LoopbackServer() as running:
-        monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", running.base_url)  # the test channel: the tag travels
-        yield running
-
-
-def at(url: str, name: str = "m"):
-    return get_model(f"openai-api/x/{name}", base_url=url, api_key="x", memoize=False)
 
 
 def run(data, model, roles, tmp_path, **task_args):

@@ -11,39 +11,18 @@ import json
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import read_eval_log
-from inspect_ai.model import get_model
 
-from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE, DataUseRefused
+from bedside.discharge.mimic.data_use import DataUseRefused
 from bedside.discharge.safety_probe import PROBES
-from bedside.paths import DATASETS_DIR
 from bedside.tasks.discharge_safety_probe import discharge_safety_probe
-from bedside.testing.loopback import LoopbackServer
 from tests.conftest import scripted
-
-DEMO = DATASETS_DIR / "discharge" / "demo.jsonl"
-REMOTE = "https://llm.example.org/v1"
+from tests.discharge.mimic.guarded import REMOTE, at, write_mimic_cases
 
 
 @pytest.fixture
 def mimic_cases(tmp_path):
     """The demo cases the shipped probes refer to, written as build-cases writes them (provenance MIMIC-IV-Note)."""
-    path = tmp_path / "cases.jsonl"
-    cases = [json.loads(line) for line in DEMO.read_text().splitlines() if line.strip()]
-    path.write_text(
-        "".join(json.dumps({**c, "synthetic": False, "provenance": MIMIC_PROVENANCE}) + "\n" for c in cases)
-    )
-    return path
-
-
-@pytest.fixture
-def server(monkeypatch):
-    with LoopbackServer() as running:
-        monkeypatch.setenv("BEDSIDE_LOOPBACK_URL", running.base_url)
-        yield running
-
-
-def at(url: str, name: str = "m"):
-    return get_model(f"openai-api/x/{name}", base_url=url, api_key="x", memoize=False)
+    return write_mimic_cases(tmp_path / "cases.jsonl")
 
 
 def run(cases, model, roles, tmp_path, **task_args):
