@@ -101,13 +101,20 @@ demo:
 /usr/bin/chromium:
 	-apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null
 
+# Two workers; an idle worker takes queued tests from the other (`worksteal`: with xdist's default
+# `load`, one worker sat idle for the last ~50 s while the other held a queue of quick tests behind the
+# long ones). Bytecode is written even where the environment says not to (PYTHONDONTWRITEBYTECODE, set
+# in some CI images): pytest caches its assertion rewriting there, and without it each worker spends
+# ~4 s more collecting. The caches go to __pycache__/ (git-ignored).
+PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 2 --dist worksteal
+
 test: $(VENV)/.installed | /usr/bin/chromium
-	$(BIN)/python -m pytest -n 2
+	$(PYTEST)
 
 # The unit tier: every test not classified `eval` (tests/conftest.py marks a test `eval` when it runs
 # an Inspect eval or a subprocess; see docs/development.md, "Tests").
 test-fast: $(VENV)/.installed
-	$(BIN)/python -m pytest -n 2 -m "not eval and not local_llm"
+	$(PYTEST) -m "not eval and not local_llm"
 
 # --- lint -------------------------------------------------------------------------------------
 # `make lint` checks; `make format` rewrites. mypy runs through .ci/mypy (see the note there);
