@@ -45,13 +45,18 @@ RUNNERS = frozenset({"eval", "eval_async", "eval_set", "eval_retry", "subprocess
 
 
 @functools.cache
-def eval_functions() -> frozenset[str]:
-    """Names of the functions and fixtures in tests/ that (transitively) run an eval or a subprocess."""
+def eval_functions(root: Path = Path(__file__).parent) -> frozenset[str]:
+    """Names of the functions and fixtures in ``root`` (tests/) that (transitively) run an eval or a
+    subprocess."""
     uses: dict[str, set[str]] = {}
-    for path in Path(__file__).parent.rglob("*.py"):
+    for path in root.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                # a name the function assigns is its own variable (``key = ...``), not the function of
+                # that name elsewhere in tests/ (a method ``key`` of the browser driver would otherwise
+                # mark every test that requests a fixture with a variable ``key``)
                 names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+                names -= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
                 names |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and not _event_loop(n.value)}
                 names |= {a.arg for a in node.args.args + node.args.kwonlyargs}  # fixtures it requests
                 uses.setdefault(node.name, set()).update(names)
