@@ -55,8 +55,8 @@ def eval_functions(root: Path = Path(__file__).parent) -> frozenset[str]:
                 # a name the function assigns is its own variable (``key = ...``), not the function of
                 # that name elsewhere in tests/ (a method ``key`` of the browser driver would otherwise
                 # mark every test that requests a fixture with a variable ``key``)
-                names = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
-                names -= {n.id for n in ast.walk(node) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store)}
+                named = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
+                names = {n.id for n in named} - {n.id for n in named if isinstance(n.ctx, ast.Store)}
                 names |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and not _event_loop(n.value)}
                 names |= {a.arg for a in node.args.args + node.args.kwonlyargs}  # fixtures it requests
                 uses.setdefault(node.name, set()).update(names)

@@ -16,7 +16,9 @@ def autouse_fixtures_of_conftests() -> list[str]:
     for path in (REPO / "tests").rglob("conftest.py"):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.FunctionDef) and any(
-                isinstance(d, ast.Call) and any(k.arg == "autouse" for k in d.keywords) for d in node.decorator_list
+                isinstance(d, ast.Call)
+                and any(k.arg == "autouse" and getattr(k.value, "value", None) is True for k in d.keywords)
+                for d in node.decorator_list
             ):
                 found.append(node.name)
     return found
