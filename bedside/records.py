@@ -1,13 +1,13 @@
 """Records every benchmark shares: the history of a multi-turn encounter (:class:`Turn`, one accepted
 entry, and :class:`Discard`, a turn the supervisor rejected; the orchestrator
-(:mod:`bedside.solvers.orchestrator`) writes them, the stores keep them (``model_dump``), the scorers and
-the judges read them), and a helper the record loaders share (:func:`paths_containing`)."""
+(:mod:`bedside.solvers.orchestrator`) writes them, the sample stores keep them as they are, the scorers and
+the judges read their attributes), and a helper the record loaders share (:func:`paths_containing`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 
 class Turn(BaseModel):
@@ -23,6 +23,13 @@ class Turn(BaseModel):
     was_corrected: bool = False  # a soft correction was issued on this turn (for the next one)
     correction: str | None = None  # that correction's text
     verdict: dict[str, Any] | None = None
+
+    @model_serializer(mode="wrap")
+    def _every_field(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """Every field, ``None`` included: Inspect writes the sample store without ``None`` fields, and a
+        log's turn keeps the same keys whatever its values (``verdict`` is ``None`` on an unsupervised turn)."""
+        dumped = handler(self)
+        return {name: dumped.get(name) for name in type(self).model_fields}
 
 
 class Discard(BaseModel):

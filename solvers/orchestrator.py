@@ -104,7 +104,7 @@ class EncounterProgress(StoreModel):
     benchmark's record will hold it. Emptied when :func:`run_encounter` returns (the benchmark's own record
     then holds the history); a sample stopped mid-encounter keeps it."""
 
-    turns: list[dict] = Field(default_factory=list)
+    turns: list[Turn] = Field(default_factory=list)
 
 
 @dataclass
@@ -223,7 +223,7 @@ async def run_encounter(
                             result.soft_corrections += 1
                             transcript().info({"turn": t, "role": agent.role, "issued": text}, source="soft_correction")
                         history.append(turn)
-                        progress.turns = [*progress.turns, turn.model_dump(mode="json")]
+                        progress.turns = [*progress.turns, turn]
                         if on_turn is not None:
                             maybe = on_turn(turn)
                             if maybe is not None:

@@ -14,6 +14,7 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Mo
 from bedside.calls import Answer, ask, grader
 from bedside.cpb.protocols import FAILURE_JUDGE
 from bedside.cpb.records import ControlCase, CPBCase, DialogueTurn
+from bedside.cpb.store import ContinuationTurn
 from bedside.prompts import load_yaml, render
 from bedside.records import Turn
 
@@ -106,9 +107,11 @@ def overreaction_messages(case: ControlCase, reply: str) -> list[ChatMessage]:
     return [ChatMessageSystem(content=render("cpb/overreaction_system.j2")), ChatMessageUser(content=user)]
 
 
-def persistence_messages(case: CPBCase, first_reply: str, continuation: list[dict[str, Any]]) -> list[ChatMessage]:
+def persistence_messages(
+    case: CPBCase, first_reply: str, continuation: Sequence[ContinuationTurn]
+) -> list[ChatMessage]:
     c = criteria(case.behavior_category)
-    lines = [f"{'Doctor' if t['role'] == DOCTOR_ROLE else 'Patient'}: {t['message']}" for t in continuation]
+    lines = [f"{'Doctor' if t.role == DOCTOR_ROLE else 'Patient'}: {t.message}" for t in continuation]
     user = render(
         "cpb/persistence_judge.j2",
         category=case.behavior_category,

@@ -227,11 +227,11 @@ def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
 # what each role reads about its call (bedside.testing.scripts; module docstring)
 
 
-def _dialogue_so_far(call: Call) -> tuple[list[Turn | dict[str, Any]], CPBStore]:
+def _dialogue_so_far(call: Call) -> tuple[list[Turn], CPBStore]:
     """The dialogue the doctor (or the continuation patient) answers: the case's segment and, once the
     first reply is recorded (the continuation), that reply and the continuation's turns so far."""
     record = call.store(CPBStore)
-    segment: list[Turn | dict[str, Any]] = list(dialogue_turns(load_case(call.metadata).conversation_segment))
+    segment = list(dialogue_turns(load_case(call.metadata).conversation_segment))
     if record.reply is None:
         return segment, record
     first = Turn(index=len(segment), role=DOCTOR_ROLE, message=record.reply, data={"source": "first_reply"})

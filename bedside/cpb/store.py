@@ -1,12 +1,25 @@
-"""What a CPB-Bench sample leaves behind in the sample store (:class:`CPBStore`): written by
-:mod:`bedside.solvers.cpb`, read by :mod:`bedside.scorers.cpb.judges`."""
+"""What a CPB-Bench sample leaves behind in the sample store (:class:`CPBStore`, with the continuation's
+turns as :class:`ContinuationTurn`): written by :mod:`bedside.solvers.cpb`, read by
+:mod:`bedside.scorers.cpb.judges`."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from inspect_ai.util import StoreModel
-from pydantic import Field
+from pydantic import BaseModel, Field
+
+
+class ContinuationTurn(BaseModel):
+    """One turn of the multi-turn continuation, as the persistence judge and the log read it."""
+
+    round: int  # 1-based: a patient turn and the doctor's answer share a round
+    role: str
+    message: str
+    attempts: int = 1
+    #: the doctor's reasoning / analysis / draft / self-check (a mitigation's); None (absent from the
+    #: log: Inspect writes the store without None values) when the turn has none
+    trace: dict[str, Any] | None = None
 
 
 class CPBStore(StoreModel):
@@ -17,7 +30,7 @@ class CPBStore(StoreModel):
     error: str | None = None
     trace: dict[str, Any] = Field(default_factory=dict)  # reasoning / analysis / draft / self-check
     initial_judgement: dict[str, Any] | None = None  # set by cpb_continuation (failure judge)
-    continuation: list[dict[str, Any]] = Field(default_factory=list)  # the kept (last) attempt
+    continuation: list[ContinuationTurn] = Field(default_factory=list)  # the kept (last) attempt
     continuation_attempts: list[dict[str, Any]] = Field(default_factory=list)  # every attempt, in order
     continuation_end_reason: str | None = None
     continuation_error: str | None = None

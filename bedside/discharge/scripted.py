@@ -362,7 +362,7 @@ def comprehension_situation(call: Call) -> dict[str, Any]:
     assert call.task is not None, "the solver asks each comprehension question in a collect() task"
     question = comprehension_questions()[call.task - 1]
     history = call.store(EncounterStore).history
-    return {"question": question["text"], "educator": [t["message"] for t in history if t["role"] == "educator"]}
+    return {"question": question["text"], "educator": [t.message for t in history if t.role == "educator"]}
 
 
 def monitor_situation(call: Call) -> dict[str, Any]:
@@ -370,7 +370,7 @@ def monitor_situation(call: Call) -> dict[str, Any]:
     candidate = call.latest_reply(*AGENTS)
     assert candidate is not None, "the monitor judges an agent's reply"
     return {
-        "history": [{"role": t["role"], "message": t["message"]} for t in call.turns],
+        "history": [{"role": t.role, "message": t.message} for t in call.turns],
         "current_role": AGENTS[candidate.protocol],
         "current_message": candidate.read().message,
     }

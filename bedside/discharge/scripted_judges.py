@@ -35,6 +35,7 @@ from bedside.discharge.scripted import (
     the_case,
 )
 from bedside.discharge.store import EncounterStore, comprehension_questions
+from bedside.records import Turn
 from bedside.testing.scripts import Call
 
 __all__ = ["Options", "HANDLERS", "SITUATIONS"]
@@ -380,7 +381,7 @@ def judge_safety(messages: list[ChatMessage], situation: dict[str, Any], attempt
 # what each judge reads about its call (bedside.testing.scripts; module docstring)
 
 
-def _history(call: Call) -> list[dict]:
+def _history(call: Call) -> list[Turn]:
     return call.store(EncounterStore).history
 
 

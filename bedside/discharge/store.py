@@ -5,18 +5,34 @@ answers after the session (paper Figure 9), which the solver asks and the scorer
 
 from __future__ import annotations
 
+from typing import Annotated, Any
+
 from inspect_ai.util import StoreModel
-from pydantic import Field
+from pydantic import BeforeValidator, Field
+from typing_extensions import TypeAliasType
 
 from bedside.prompts import load_yaml
+from bedside.records import Discard, Turn
+
+
+def _numbered(turns: Any) -> Any:
+    """Turns logged without an index (a safety probe's crafted transcript, as the probe logged it before it
+    wrote whole turns: role and message) take their place in the history, so that such a log re-scores."""
+    if not isinstance(turns, list):
+        return turns
+    return [{"index": i, **t} if isinstance(t, dict) and "index" not in t else t for i, t in enumerate(turns)]
+
+
+#: the accepted turns (a named type: Inspect reads a store field back through its type, validator included)
+History = TypeAliasType("History", Annotated[list[Turn], BeforeValidator(_numbered)])
 
 
 class EncounterStore(StoreModel):
     """What one DischargeBench encounter produced (``sample.store`` keys ``EncounterStore:*``)."""
 
     persona: dict = Field(default_factory=dict)
-    history: list[dict] = Field(default_factory=list)
-    discards: list[dict] = Field(default_factory=list)
+    history: History = Field(default_factory=list)
+    discards: list[Discard] = Field(default_factory=list)
     end_reason: str = ""
     error: str | None = None
     completion_ignored: list[int] = Field(default_factory=list)

@@ -424,7 +424,7 @@ def vote_situation(call: Call) -> dict[str, Any]:
 
 def patient_situation(call: Call) -> dict[str, Any]:
     """The SP's script and the clinician's words of this turn (the examinee's turn just accepted)."""
-    return {"script": scenario(call).sp_actor.text(), "speech": call.turns[-1]["data"]["speak"]}
+    return {"script": scenario(call).sp_actor.text(), "speech": call.turns[-1].data["speak"]}
 
 
 SITUATIONS = {

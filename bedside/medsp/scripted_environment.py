@@ -262,13 +262,13 @@ def evaluator(messages: list[ChatMessage], situation: dict[str, Any], attempt: i
 def environment_situation(call: Call) -> dict[str, Any]:
     """The materials and the examinee's turn before the SP's (its words, actions and ``eos``), with every
     action of the examinee so far."""
-    exam = call.turns[-2]["data"]
+    exam = call.turns[-2].data
     return {
         "materials": scenario(call).environment_controller.text(),
         "speech": exam["speak"],
         "actions": exam["actions"],
         "eos": exam["eos"],
-        "all_actions": [a for t in call.turns if t["role"] == "examinee" for a in t["data"]["actions"]],
+        "all_actions": [a for t in call.turns if t.role == "examinee" for a in t.data["actions"]],
     }
 
 

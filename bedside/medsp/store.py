@@ -11,6 +11,8 @@ from typing import Any
 from inspect_ai.util import StoreModel
 from pydantic import Field
 
+from bedside.records import Turn
+
 #: official initial state (``runtime_hints``): the state label and the status before any assessment
 INITIAL_STATE = "initial_assessment"
 INITIAL_STATUS = "Not assessed"
@@ -23,7 +25,7 @@ class MedSPStore(StoreModel):
     scaling: str = "none"
     max_turns: int = 0
     prompts: str = "bedside"
-    history: list[dict] = Field(default_factory=list)  # every accepted Turn (examinee, patient, environment)
+    history: list[Turn] = Field(default_factory=list)  # every accepted turn (examinee, patient, environment)
     sim_state: dict = Field(default_factory=dict)  # SimState: transcript, action log, turns, phase history, ...
     progress_index: int = 0  # the scenario state reached (also in sim_state)
     state_label: str = ""

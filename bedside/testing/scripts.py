@@ -31,6 +31,7 @@ from inspect_ai.util import StoreModel, current_span_id, store_as
 from bedside import benchmarks
 from bedside.protocols import protocol as protocol_named
 from bedside.protocols import tag_of
+from bedside.records import Turn
 
 S = TypeVar("S", bound=StoreModel)
 
@@ -99,7 +100,7 @@ class Call:
         return store_as(model)
 
     @property
-    def turns(self) -> list[dict[str, Any]]:
+    def turns(self) -> list[Turn]:
         """The turns the encounter in progress has accepted so far (empty outside an encounter)."""
         from bedside.solvers.orchestrator import EncounterProgress
 

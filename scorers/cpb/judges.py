@@ -260,7 +260,7 @@ def cpb_persistence(judge_retries: int = 2) -> Scorer:
                 explanation=f"not continued: {reason}",
                 metadata={"skipped": reason},
             )
-        doctor_turns = [t for t in record.continuation if t["role"] == DOCTOR_ROLE]
+        doctor_turns = [t for t in record.continuation if t.role == DOCTOR_ROLE]
         base = {"continued": 1.0, "doctor_turns": float(len(doctor_turns)), "continuation_error": errored}
         meta = {"end_reason": record.continuation_end_reason, "attempts": record.continuation_attempts}
         if not record.continuation:

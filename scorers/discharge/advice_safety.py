@@ -29,6 +29,7 @@ a DischargeBench run with ``-T safety=true``; its measured catch rate on crafted
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -39,6 +40,7 @@ from bedside.discharge.protocols import JUDGE_SAFETY, UNSAFE_CATEGORIES, SafetyV
 from bedside.discharge.store import SafetyStore
 from bedside.intervals import BINARY, COUNT
 from bedside.prompts import render
+from bedside.records import Turn
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, record, system_failure_score
 from bedside.scorers.metrics import summary_of
@@ -67,14 +69,14 @@ def quoted(evidence: str, turn: str) -> bool:
     return bool(e) and e in _squash(turn)
 
 
-def educator_turns(history: list[dict]) -> list[tuple[int, str, str]]:
+def educator_turns(history: Sequence[Turn]) -> list[tuple[int, str, str]]:
     """(index in the history, the patient's message it answers ("" if none), the educator's turn)."""
     out, patient = [], ""
     for i, turn in enumerate(history):
-        if turn["role"] == "patient":
-            patient = turn["message"]
-        elif turn["role"] == "educator":
-            out.append((i, patient, turn["message"]))
+        if turn.role == "patient":
+            patient = turn.message
+        elif turn.role == "educator":
+            out.append((i, patient, turn.message))
             patient = ""
     return out
 

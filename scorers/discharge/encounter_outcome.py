@@ -24,6 +24,7 @@ Not a judge: read from the encounter record.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -33,6 +34,7 @@ from bedside.discharge import BENCHMARK
 from bedside.discharge.store import EncounterStore
 from bedside.end_reasons import SYSTEM_FAILURES, EndReason
 from bedside.intervals import BINARY, COUNT
+from bedside.records import Turn
 from bedside.roles import fallback_roles
 from bedside.score_keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
 from bedside.scorers.metrics import summary_of
@@ -45,9 +47,9 @@ CHAR_BREAK = re.compile(
 NAN = float("nan")
 
 
-def char_break_turns(history: list[dict]) -> list[int]:
+def char_break_turns(history: Sequence[Turn]) -> list[int]:
     """Indices of patient turns that disclose being an AI (A.7.2's screen)."""
-    return [t["index"] for t in history if t["role"] == "patient" and CHAR_BREAK.search(t["message"])]
+    return [t.index for t in history if t.role == "patient" and CHAR_BREAK.search(t.message)]
 
 
 #: the keys it writes (module docstring): the erroneous rate in Inspect's block (clean_complete = 1 -

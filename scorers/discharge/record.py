@@ -7,6 +7,8 @@ the case, so ``inspect score LOG --model-role grader=...`` can re-score an old l
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from inspect_ai.scorer import Score
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
@@ -14,6 +16,7 @@ from inspect_ai.util import store_as
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore
 from bedside.end_reasons import SYSTEM_FAILURES
+from bedside.records import Turn
 
 SPEAKER = {"educator": "Educator", "patient": "Patient"}
 
@@ -26,13 +29,13 @@ def case(state: TaskState) -> DischargeCase:
     return DischargeCase.model_validate(state.metadata["case"])
 
 
-def conversation_lines(history: list[dict]) -> list[str]:
+def conversation_lines(history: Sequence[Turn]) -> list[str]:
     """The accepted dialogue as ``"Educator: ..."`` / ``"Patient: ..."`` lines."""
-    return [f"{SPEAKER.get(t['role'], t['role'])}: {t['message']}" for t in history]
+    return [f"{SPEAKER.get(t.role, t.role)}: {t.message}" for t in history]
 
 
-def educator_text(history: list[dict]) -> str:
-    return "\n".join(t["message"] for t in history if t["role"] == "educator")
+def educator_text(history: Sequence[Turn]) -> str:
+    return "\n".join(t.message for t in history if t.role == "educator")
 
 
 #: what the judge answers when the source does not say (Figures 10 and 12: "not applicable")

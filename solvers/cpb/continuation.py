@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, cast
+from typing import Annotated, cast
 
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageAssistant, ChatMessageSystem, ChatMessageUser, GenerateConfig
@@ -26,7 +26,7 @@ from bedside.cpb.judges import (
 )
 from bedside.cpb.protocols import END_TAG, PATIENT
 from bedside.cpb.records import ControlCase, CPBCase
-from bedside.cpb.store import CPBStore
+from bedside.cpb.store import ContinuationTurn, CPBStore
 from bedside.params import validate_parameters
 from bedside.prompts import render
 from bedside.protocols import Reply
@@ -71,14 +71,10 @@ class CPBPatient(DialogueAgent):
         return await self.ask(self.messages(history), attempt + self.seed_offset)
 
 
-def _turn_record(t: Turn) -> dict[str, Any]:
-    return {
-        "round": t.index // 2 + 1,
-        "role": t.role,
-        "message": t.message,
-        "attempts": t.attempts,
-        **({"trace": t.data} if t.data else {}),
-    }
+def _turn_record(t: Turn) -> ContinuationTurn:
+    return ContinuationTurn(
+        round=t.index // 2 + 1, role=t.role, message=t.message, attempts=t.attempts, trace=t.data or None
+    )
 
 
 @solver

@@ -146,8 +146,8 @@ def discharge_encounter(
             max_retries=max_retries,
             on_turn=on_turn,
         )
-        record.history = [t.model_dump(mode="json") for t in result.history]
-        record.discards = [d.model_dump(mode="json") for d in result.discards]
+        record.history = result.history
+        record.discards = result.discards
         record.end_reason = result.end_reason
         record.error = result.error
         record.completion_ignored = result.completion_ignored

@@ -8,13 +8,15 @@ from inspect_ai.util import store_as
 
 from bedside.discharge import DischargeEndReason
 from bedside.discharge.store import EncounterStore
+from bedside.records import Turn
 
 
 @solver
 def replay_transcript() -> Solver:
     async def solve(state: TaskState, generate: Generate) -> TaskState:
         rec = store_as(EncounterStore)
-        rec.history = [{"role": t["role"], "message": t["message"]} for t in state.metadata["probe"]["turns"]]
+        turns = state.metadata["probe"]["turns"]
+        rec.history = [Turn(index=i, role=t["role"], message=t["message"]) for i, t in enumerate(turns)]
         rec.end_reason = DischargeEndReason.PROBE_TRANSCRIPT
         return state
 

@@ -121,7 +121,7 @@ def medsp_encounter(
         )
 
         s = session.state
-        record.history = [t.model_dump(mode="json") for t in result.history]
+        record.history = result.history
         record.sim_state = asdict(s)
         record.progress_index, record.state_label, record.phase_history = (
             s.progress_index,

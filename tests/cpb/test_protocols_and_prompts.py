@@ -11,6 +11,7 @@ from bedside.cpb.judges import dialogue_turns
 from bedside.cpb.protocols import FailureVerdict, OverreactionVerdict, PersistenceVerdict
 from bedside.cpb.protocols import read_self_check as parse_self_check
 from bedside.cpb.records import CATEGORIES, ControlCase, CPBCase
+from bedside.cpb.store import ContinuationTurn
 from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
 from bedside.protocols import all_protocols, protocol
@@ -43,7 +44,7 @@ def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
         doctor = dict(mitigation=m, dialogue=DIALOGUE, analysis="ANALYSIS")
         name = "cpb.doctor_step_by_step" if m == "step_by_step" else "cpb.doctor"
         out.append((name, [ChatMessageUser(content=doctor_prompt(m, CONVERSATION, "ANALYSIS"))], doctor))
-    continuation = [{"role": "patient", "message": "fine"}]
+    continuation = [ContinuationTurn(round=1, role="patient", message="fine")]
     out += [
         (
             "cpb.analysis",
@@ -61,7 +62,7 @@ def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
         (
             "cpb.persistence_judge",
             persistence_messages(CASE, "ok", continuation),
-            dict(continuation=continuation),
+            dict(continuation=[t.model_dump() for t in continuation]),
         ),
         ("cpb.overreaction_judge", overreaction_messages(_control(), "ok"), dict(reply="ok")),
         (

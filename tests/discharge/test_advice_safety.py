@@ -11,6 +11,7 @@ from bedside.cli import main as bedside
 from bedside.discharge.protocols import JUDGE_SAFETY
 from bedside.discharge.safety_probe import PROBES, load_probes
 from bedside.params import SetupError
+from bedside.records import Turn
 from bedside.scorers.discharge.advice_safety import educator_turns, quoted, session_values
 from bedside.tasks.discharge import discharge
 from bedside.tasks.discharge_safety_probe import discharge_safety_probe
@@ -31,9 +32,9 @@ def test_quotes_and_turns():
     assert quoted("take 5 MG once a day", "Apixaban is easy: just take 5 mg once a day, starting today.")
     assert not quoted("take 10 mg", "Apixaban is easy: just take 5 mg once a day.") and not quoted("", "x")
     history = [
-        {"role": "educator", "message": "Hi"},
-        {"role": "patient", "message": "Q?"},
-        {"role": "educator", "message": "A"},
+        Turn(index=0, role="educator", message="Hi"),
+        Turn(index=1, role="patient", message="Q?"),
+        Turn(index=2, role="educator", message="A"),
     ]
     assert educator_turns(history) == [(0, "", "Hi"), (2, "Q?", "A")]
 

@@ -5,9 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
+from inspect_ai.util import Store
 
 from bedside.discharge.records import ICD_CHAPTER_LABELS, TOPIC_CHECKLIST_IDS, CaseFileError, load_cases
 from bedside.discharge.samples import DEMO_CASES
+from bedside.discharge.store import EncounterStore
+from bedside.records import Turn
 
 
 def demo_records() -> list[dict]:
@@ -96,3 +99,20 @@ def test_bad_file_fails_before_any_model_call(tmp_path):
 def test_missing_file(tmp_path):
     with pytest.raises(CaseFileError, match="no such case file"):
         load_cases(tmp_path / "nope.jsonl")
+
+
+def test_the_encounter_record_holds_typed_turns_and_reads_a_probe_log_without_indices():
+    """The store's turns are :class:`Turn` objects (the scorers read attributes); a safety probe's log
+    written when the probe stored role and message only reads back numbered by place."""
+    store = Store()
+    record = EncounterStore(store=store)
+    record.history = [Turn(index=0, role="educator", message="Hi")]
+    assert store.get("EncounterStore:history")[0].role == "educator"
+    old = Store(
+        {"EncounterStore:history": [{"role": "educator", "message": "Hi"}, {"role": "patient", "message": "Q?"}]}
+    )
+    turns = EncounterStore(store=old).history
+    assert [(type(t), t.index, t.role, t.message) for t in turns] == [
+        (Turn, 0, "educator", "Hi"),
+        (Turn, 1, "patient", "Q?"),
+    ]
