@@ -140,6 +140,28 @@ def test_the_orchestrator_knows_no_benchmark(module):
     assert not bad, f"{module} imports a benchmark's module: {' -> '.join(next(iter(bad.values())))}"
 
 
+def test_the_orchestrator_names_no_role():
+    """The loop knows its supervisor and agents only through their protocols: no string of its code
+    (docstrings aside) names a registered benchmark's model role or model under test (a supervisor's
+    events take the supervisor's own ``role``)."""
+    roles = {r for b in benchmarks.all_benchmarks() for r in (*b.roles, b.subject_role)}
+    tree = ast.parse(FILES["bedside.solvers.orchestrator"].read_text(encoding="utf-8"))
+    documented = (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, documented) and node.body and isinstance(node.body[0], ast.Expr)
+    }
+    strings = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+    ]
+    named = {role for role in roles for text in strings if re.search(rf"\b{re.escape(role)}\b", text)}
+    assert "monitor" in roles and "encounter" in strings  # the scan sees the roles and the code's strings
+    assert named == set(), f"the orchestrator names roles: {sorted(named)}"
+
+
 def test_every_package_folder_is_a_package_of_the_wheel():
     """setup.py finds the packages (tasks/, solvers/ and scorers/ are remapped into bedside): every folder of
     Python files under its roots must be one of them, or it would work in the editable install and be absent

@@ -41,7 +41,9 @@ policy                    verdict                                          decis
 :attr:`SupervisionState.max_retries` (2 by default). By default the monitor's own ``action`` field is
 recorded but not obeyed: the policy above decides, as in Algorithm 1. A FAIL without a severity counts as
 severe (the only case Algorithm 1 leaves for the discard branch). Session completion (rows 7 and 13:
-``session_complete`` honoured once ``|H| ≥ T_min``) is the orchestrator's minimum-turn guard.
+``session_complete`` honoured once ``|H| ≥ T_min``): the monitor tells the orchestrator that its verdict
+completes the session (:meth:`EducationMonitor.session_complete`), the orchestrator's minimum-turn guard
+decides whether it ends there.
 
 **The recommended action** (``-T monitor_policy=recommended_action``, a bedside option): the paper
 contradicts itself here. Appendix A.3.4 says the monitor "issued a hard-stop action in response to a severe
@@ -123,6 +125,9 @@ POLICIES = {"algorithm1": decide, "recommended_action": obey_action}
 class EducationMonitor:
     """The EMA as an encounter supervisor."""
 
+    #: its model role (``--model-role monitor=...``), the source of its verdicts' transcript events
+    role = "monitor"
+
     def __init__(
         self,
         model: Model,
@@ -184,6 +189,10 @@ class EducationMonitor:
     def decide(self, verdict: Verdict | None, state: SupervisionState) -> Decision:
         """Algorithm 1 (:func:`decide`), or the monitor's recommended action (:func:`obey_action`)."""
         return POLICIES[self.policy](verdict, state)
+
+    def session_complete(self, verdict: Verdict) -> bool:
+        """The verdict's own ``session_complete`` (Figure 6)."""
+        return verdict.session_complete
 
     def correction(self, verdict: Verdict) -> str:
         instruction = verdict.correction_instruction or verdict.reasoning or "Stay faithful to your instructions."

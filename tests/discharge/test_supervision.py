@@ -222,6 +222,8 @@ class StubAgent:
 class StubSupervisor:
     """Verdicts from a script: (role, reply number of that role) -> Verdict; PASS otherwise."""
 
+    role = "stub_supervisor"
+
     def __init__(self, script: dict[tuple[str, int], Verdict | None]) -> None:
         self.script = script
         self.counts: dict[str, int] = {}
@@ -238,6 +240,9 @@ class StubSupervisor:
 
     def correction(self, v: Verdict) -> str:
         return f"CORRECT: {v.correction_instruction}"
+
+    def session_complete(self, v: Verdict) -> bool:
+        return v.session_complete
 
 
 def run(agents, supervisor, **kw):
