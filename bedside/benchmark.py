@@ -71,9 +71,9 @@ class Benchmark:
       ``HANDLERS``, :mod:`bedside.testing.scripted`);
     - ``commands``: modules that add its own ``bedside`` sub-commands (each with ``register(subparsers)``);
     - ``engines``: its own ``bedside/<name>`` model engines, name -> dotted path of the engine class;
-    - ``report``: dotted path of its section of ``bedside report`` (``fn(page, benchmark, frame, logs,
-      out, csv, population=...)``, ``population``: the one of its :attr:`populations` the frame holds, or
-      None; None: the generic section of its headline keys per stratum);
+    - ``report``: dotted path of its section of ``bedside report`` (``fn(inputs)``,
+      :class:`bedside.reporting.section.SectionInputs`; None: the generic section of its headline keys
+      per stratum);
     - ``end_reason_scorer``: the scorer whose answer is the sample's end reason (None: no such scorer);
     - ``populations``: dotted path of a module naming the sample populations its reports may average
       (``POPULATIONS``, the default first, and ``in_population(sample, name)``; ``bedside report`` /

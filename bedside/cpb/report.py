@@ -3,15 +3,11 @@ dataset and language (``cpb.csv``)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
-from bedside.benchmark import Benchmark
 from bedside.cpb import BENCHMARK
 from bedside.reporting import tables
-from bedside.reporting.html import Page
-from bedside.reporting.load import LoadedLog
+from bedside.reporting.section import SectionInputs
 from bedside.reporting.tables import by_stratum
 
 
@@ -34,15 +30,9 @@ def cpb_table(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)
 
 
-def section(
-    page: Page,
-    benchmark: Benchmark,
-    frame: pd.DataFrame,
-    logs: list[LoadedLog],
-    out: Path,
-    csv,
-    population: str | None = None,
-) -> None:
+def section(inputs: SectionInputs) -> None:
+    """The section (module docstring)."""
+    page, frame, csv = inputs.page, inputs.frame, inputs.csv
     page.heading("CPB-Bench: failure and overreaction rates")
     table = cpb_table(frame)
     csv(table, "cpb.csv")

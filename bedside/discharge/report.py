@@ -29,18 +29,16 @@ Intervals and n as everywhere in the report (:mod:`bedside.reporting.tables`).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import pandas as pd
 
-from bedside.benchmark import Benchmark
 from bedside.discharge import BENCHMARK, PERSONA_AXES
 from bedside.discharge.audit import audit_table
 from bedside.discharge.population import COUNTED, POPULATIONS
 from bedside.end_reasons import EndReason
 from bedside.intervals import describe
-from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, per_case
+from bedside.reporting.section import SectionInputs
 from bedside.reporting.tables import SUMMARY_COLUMNS, by_stratum, fmt, summarise
 
 
@@ -157,17 +155,9 @@ def _basename(path: str) -> str:
     return path.rstrip("/").rsplit("/", 1)[-1]
 
 
-def section(
-    page: Page,
-    benchmark: Benchmark,
-    frame: pd.DataFrame,
-    logs: list[LoadedLog],
-    out: Path,
-    csv,
-    population: str | None = None,
-) -> None:
-    """The section (module docstring); ``population``: the population ``frame`` holds (default: evaluable),
-    named in Table 1's caption."""
+def section(inputs: SectionInputs) -> None:
+    """The section (module docstring); its population (default: evaluable) is named in Table 1's caption."""
+    page, frame, out, csv = inputs.page, inputs.frame, inputs.out, inputs.csv
     from bedside.reporting import figures  # matplotlib: imported only by this command
 
     page.heading("DischargeBench")
@@ -178,7 +168,7 @@ def section(
     page.table(
         wide[["model", "n", "system_failures"] + [c for _, c in columns]],
         csv(wide, "table1_wide.csv"),
-        f"Mean [95 % CI] per model. n = {COUNTED[population or POPULATIONS[0]]}. NA naturalness, RE "
+        f"Mean [95 % CI] per model. n = {COUNTED[inputs.population or POPULATIONS[0]]}. NA naturalness, RE "
         "responsiveness, CL clarity, CR clinical relevance (1–5), RD Flesch–Kincaid grade, TCS topic checklist "
         "score, Comprehension, ROUGE-L and cosine (factual consistency). " + describe() + "; each metric's own n "
         "(unscored sub-scores left out) is in the CSV.",
@@ -229,7 +219,7 @@ def section(
     )
 
     page.heading("Clean-complete audit (Appendix A.7.2)", 3)
-    audited = audit(logs)
+    audited = audit(inputs.logs)
     page.table(
         audited,
         csv(audited, "audit.csv"),

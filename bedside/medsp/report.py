@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from pathlib import Path
 
 import pandas as pd
 
-from bedside.benchmark import Benchmark
 from bedside.medsp import BENCHMARK
 from bedside.reporting import tables
-from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog
+from bedside.reporting.section import SectionInputs
 from bedside.reporting.tables import SUMMARY_COLUMNS
 
 
@@ -85,15 +83,9 @@ def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
     )
 
 
-def section(
-    page: Page,
-    benchmark: Benchmark,
-    frame: pd.DataFrame,
-    logs: list[LoadedLog],
-    out: Path,
-    csv,
-    population: str | None = None,
-) -> None:
+def section(inputs: SectionInputs) -> None:
+    """The section (module docstring)."""
+    page, logs, csv = inputs.page, inputs.logs, inputs.csv
     page.heading("MedSP1000: rubric completion")
     try:
         table, omitted = medsp_table(logs)

@@ -54,6 +54,7 @@ from bedside.reporting.population import (
     restricted_benchmarks,
     shown,
 )
+from bedside.reporting.section import Section, SectionInputs
 
 
 def build(
@@ -103,8 +104,8 @@ def build(
 
     for benchmark in benchmarks.all_benchmarks():  # in registry order; a benchmark without its own section
         if benchmark.name in present:  # gets the generic one (headline keys overall and per stratum)
-            section = resolve(benchmark.report) if benchmark.report else generic_section
-            section(page, benchmark, frame, logs, out, csv, population=shown(benchmark, population))
+            section: Section = resolve(benchmark.report) if benchmark.report else generic_section
+            section(SectionInputs(page, benchmark, frame, logs, out, csv, population=shown(benchmark, population)))
             run_options.section(page, benchmark, logs, csv)
             if benchmark.calibrated and benchmark.name in annotated:  # on the samples its section averages
                 mine = [replace(i, log=restrict_log(i.log, population)) for i in logs if i.benchmark == benchmark.name]
@@ -132,19 +133,12 @@ def _read_annotations(path: str | None, present: list[Benchmark]) -> dict[str, p
     return {name: resolve(module).read_annotations(path) for name, module in takers.items()}
 
 
-def generic_section(
-    page: Page,
-    benchmark: Benchmark,
-    frame: pd.DataFrame,
-    logs: list[LoadedLog],
-    out: Path,
-    csv,
-    population: str | None = None,
-) -> None:
+def generic_section(inputs: SectionInputs) -> None:
     """A benchmark without a section of its own: its headline keys overall and per declared stratum."""
+    page, benchmark = inputs.page, inputs.benchmark
     page.heading(benchmark.title)
-    table = tables.headline_table(frame, benchmark)
-    name = csv(table, f"{benchmark.name}.csv")
+    table = tables.headline_table(inputs.frame, benchmark)
+    name = inputs.csv(table, f"{benchmark.name}.csv")
     labels = {k.name: k.label for k in benchmark.headline}
     shown = table.assign(key=[labels.get(k, k) for k in table["key"]])
     page.table(
