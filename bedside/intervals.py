@@ -22,7 +22,10 @@ key declares it, :class:`bedside.score_keys.ScoreKey`), never by what its values
   bootstrap sees no variation;
 - statistics that are not a mean of per-case values (rates pooled over items, or a mean of such rates):
   the same percentile bootstrap with the **case** as the resampled unit (:func:`case_bootstrap`); a
-  ratio of sums of 0/1 items stays inside [0, 1] by construction.
+  ratio of sums of 0/1 items stays inside [0, 1] by construction;
+- agreement statistics (Cohen's κ and Spearman's ρ of judge and physician ratings, Kendall's τ of two
+  graders' rankings): :func:`scipy.stats.bootstrap`'s percentile interval with the **case** as the
+  resampled unit, :data:`AGREEMENT_RESAMPLES` resamples, seed :data:`SEED` (:func:`agreement_interval`).
 
 Bounds are finally clipped to the declared scale, which only removes floating-point dust
 (a mean of values in [0, 1] can round to 1.0000000000000002).
@@ -34,6 +37,7 @@ import math
 import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
@@ -41,6 +45,8 @@ CONFIDENCE = 0.95
 #: bootstrap resamples and seed (fixed: the same data always gives the same interval)
 RESAMPLES = 2000
 SEED = 0
+#: bootstrap resamples of an agreement statistic's interval (:func:`agreement_interval`)
+AGREEMENT_RESAMPLES = 1000
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,37 @@ def case_bootstrap(
     alpha = (1 - CONFIDENCE) / 2
     low, high = np.quantile(values, [alpha, 1 - alpha])
     return clip(float(low), float(high), scale)
+
+
+def agreement_interval(
+    cases: int,
+    statistic: Callable[..., Any],
+    resamples: int = AGREEMENT_RESAMPLES,
+    vectorized: bool = True,
+    seed: int = SEED,
+) -> tuple[float, float]:
+    """95 % percentile bootstrap interval (:func:`scipy.stats.bootstrap`) of an agreement statistic of
+    ``cases`` cases, each resample drawing whole cases with replacement. ``statistic`` gets the drawn case
+    numbers: with ``vectorized``, an array ``(..., cases)`` and ``axis=-1``, returning the statistic of each
+    row; otherwise one resample at a time. ``(nan, nan)`` below two cases, or when a resample's statistic
+    is undefined (e.g. every rating the same)."""
+    if cases < 2:
+        return math.nan, math.nan
+    from scipy import stats
+
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")  # degenerate resamples: NaN interval, reported as such
+        result = stats.bootstrap(
+            (np.arange(cases),),
+            statistic,
+            vectorized=vectorized,
+            n_resamples=resamples,
+            method="percentile",
+            confidence_level=CONFIDENCE,
+            random_state=seed,
+        )
+    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
+    return (low, high) if math.isfinite(low) and math.isfinite(high) else (math.nan, math.nan)
 
 
 def mean_interval(

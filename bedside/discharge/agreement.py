@@ -74,8 +74,9 @@ from dataclasses import dataclass
 import numpy as np
 import numpy.typing as npt
 import pandas as pd
-from scipy.stats import bootstrap, spearmanr
+from scipy.stats import spearmanr
 
+from bedside.intervals import AGREEMENT_RESAMPLES, agreement_interval
 from bedside.reporting.load import LoadedLog, load
 
 LIKERT = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
@@ -318,7 +319,7 @@ def kappa_from_counts(counts: np.ndarray, weights: str | None) -> np.ndarray:
 
 
 def case_interval(
-    x: np.ndarray, y: np.ndarray, cases: np.ndarray, stat: str, axis: Axis, resamples: int = 1000
+    x: np.ndarray, y: np.ndarray, cases: np.ndarray, stat: str, axis: Axis, resamples: int = AGREEMENT_RESAMPLES
 ) -> tuple[float, float]:
     """95 % percentile bootstrap interval of κ or ρ (``stat``) resampling whole cases (module docstring)."""
     labels, index = np.unique(cases, return_inverse=True)
@@ -342,19 +343,7 @@ def case_interval(
             return rho_of_resamples(x, y, index, len(labels), drawn)
 
         statistic = rho
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")  # degenerate resamples: NaN interval, reported as such
-        result = bootstrap(
-            (np.arange(len(labels)),),
-            statistic,
-            vectorized=True,
-            n_resamples=resamples,
-            method="percentile",
-            confidence_level=0.95,
-            random_state=0,
-        )
-    low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-    return (low, high) if math.isfinite(low) and math.isfinite(high) else (math.nan, math.nan)
+    return agreement_interval(len(labels), statistic, resamples)
 
 
 def statistics(
@@ -545,20 +534,7 @@ def mean_statistics(parts: list[tuple[Axis, list, list, list]]) -> dict[str, flo
     for key, statistic in (("kappa", kappa_mean), ("rho", rho_mean)):
         if not math.isfinite(out[key]):
             continue
-        with warnings.catch_warnings(), np.errstate(all="ignore"):
-            warnings.simplefilter("ignore")
-            result = bootstrap(
-                (np.arange(len(labels)),),
-                statistic,
-                vectorized=True,
-                n_resamples=1000,
-                method="percentile",
-                confidence_level=0.95,
-                random_state=0,
-            )
-        low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-        if math.isfinite(low) and math.isfinite(high):
-            out[f"{key}_low"], out[f"{key}_high"] = low, high
+        out[f"{key}_low"], out[f"{key}_high"] = agreement_interval(len(labels), statistic)
     return out
 
 

@@ -27,9 +27,9 @@ values of one get a warning line: ranking them is legitimate (e.g. ``monitor_pol
 ``bedside rescore``; the run's own grader is ``grader_a``): per key, Kendall's τ
 (:func:`scipy.stats.kendalltau`, τ-b) between the two graders' model means on the cases scored for
 every model under both graders, with a 95 % percentile bootstrap interval over **cases**
-(:func:`scipy.stats.bootstrap`, 1,000 resamples, seed 0: a resample draws cases and recomputes every
-model's mean under both graders), and each model's rank under each grader. τ = 1: same order;
-−1: reversed; NaN when a grader ties every model.
+(:func:`bedside.intervals.agreement_interval`: :func:`scipy.stats.bootstrap`, 1,000 resamples, seed 0; a
+resample draws cases and recomputes every model's mean under both graders), and each model's rank under
+each grader. τ = 1: same order; −1: reversed; NaN when a grader ties every model.
 """
 
 from __future__ import annotations
@@ -41,10 +41,11 @@ from collections.abc import Sequence
 
 import numpy as np
 import pandas as pd
-from scipy.stats import bootstrap, kendalltau
+from scipy.stats import kendalltau
 
 from bedside import benchmarks
 from bedside.benchmark import NOT_APPLICABLE
+from bedside.intervals import AGREEMENT_RESAMPLES, agreement_interval
 from bedside.intervals import summarise as summarise_values
 from bedside.reporting import run_options, tables
 from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
@@ -179,7 +180,7 @@ def _tau(x: np.ndarray, y: np.ndarray) -> float:
         return float(kendalltau(x, y).statistic)
 
 
-def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFrame:
+def judge_sensitivity(values: pd.DataFrame, resamples: int = AGREEMENT_RESAMPLES) -> pd.DataFrame:
     """Kendall's τ between two graders' rankings of the same models, with a case-bootstrap interval."""
     rows = []
     for (benchmark, key), part in values.groupby(["benchmark", "key"], sort=True):
@@ -199,25 +200,12 @@ def judge_sensitivity(values: pd.DataFrame, resamples: int = 1000) -> pd.DataFra
             x, y = a.loc[cases, models].to_numpy(), b.loc[cases, models].to_numpy()  # (cases, models)
             tau = _tau(x.mean(axis=0), y.mean(axis=0))
             low = high = math.nan
-            if len(cases) >= 2 and math.isfinite(tau):
+            if math.isfinite(tau):
 
                 def statistic(drawn: np.ndarray, x: np.ndarray = x, y: np.ndarray = y) -> float:
                     return _tau(x[drawn].mean(axis=0), y[drawn].mean(axis=0))
 
-                with warnings.catch_warnings(), np.errstate(all="ignore"):
-                    warnings.simplefilter("ignore")  # degenerate resamples: NaN interval, reported as such
-                    result = bootstrap(
-                        (np.arange(len(cases)),),
-                        statistic,
-                        vectorized=False,
-                        n_resamples=resamples,
-                        method="percentile",
-                        confidence_level=0.95,
-                        random_state=0,
-                    )
-                low, high = float(result.confidence_interval.low), float(result.confidence_interval.high)
-                if not (math.isfinite(low) and math.isfinite(high)):
-                    low = high = math.nan
+                low, high = agreement_interval(len(cases), statistic, resamples, vectorized=False)
             lower = key in benchmarks.lower_is_better(str(benchmark))
 
             def ranking(means: np.ndarray, models: list[str] = models, lower: bool = lower) -> str:
