@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import re
 import runpy
+from collections.abc import Callable
 from functools import cache
 from pathlib import Path
 
@@ -38,6 +39,8 @@ def module_files() -> dict[str, Path]:
 
 
 FILES = module_files()
+#: the test scaffolding that still ships under bedside/ (test_no_import_loops leaves it out)
+SCAFFOLDING = "bedside.testing"
 
 
 def canonical(name: str) -> str:
@@ -78,6 +81,49 @@ def direct_imports(module: str) -> frozenset[str]:
                     found.update(resolve(f"{base}.{alias.name}"))
     found.discard(module)
     return frozenset(found)
+
+
+@cache
+def named_imports(module: str) -> frozenset[str]:
+    """The bedside modules ``module`` names in its imports (anywhere in it, a function's too), without the
+    packages above them (that a package's submodule imports a sibling is no loop)."""
+    path = FILES[module]
+    found: set[str] = set()
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found.update(m for alias in node.names for m in resolve(alias.name)[-1:])
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
+            submodules = [f"{canonical(base)}.{a.name}" for a in node.names if f"{canonical(base)}.{a.name}" in FILES]
+            found.update(submodules or resolve(base)[-1:])
+    found.discard(module)
+    return frozenset(found)
+
+
+def import_loops(modules: set[str], imports: Callable[[str], frozenset[str]] = named_imports) -> list[list[str]]:
+    """The loops of imports among ``modules``: for each module on one, the shortest chain back to it (one chain
+    per set of modules on a loop)."""
+    loops: dict[frozenset[str], list[str]] = {}
+    for start in sorted(modules):
+        chains = {start: [start]}
+        queue = [start]
+        while queue:  # breadth first: the shortest way back to ``start``
+            current = queue.pop(0)
+            for nxt in sorted(imports(current) & modules):
+                if nxt == start:
+                    chain = [*chains[current], start]
+                    loops.setdefault(frozenset(chain), chain)
+                    queue = []
+                    break
+                if nxt not in chains:
+                    chains[nxt] = [*chains[current], nxt]
+                    queue.append(nxt)
+    return list(loops.values())
 
 
 def reachable(module: str) -> dict[str, list[str]]:
@@ -160,6 +206,16 @@ def test_the_orchestrator_names_no_role():
     named = {role for role in roles for text in strings if re.search(rf"\b{re.escape(role)}\b", text)}
     assert "monitor" in roles and "encounter" in strings  # the scan sees the roles and the code's strings
     assert named == set(), f"the orchestrator names roles: {sorted(named)}"
+
+
+def test_no_import_loops():
+    """No two modules of the product import each other, directly or through others (a loop makes the import
+    order matter and hides which concept depends on which). The scanner sees a loop where there is one."""
+    toy = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a", "d"}), "d": frozenset()}
+    assert import_loops(set(toy), toy.__getitem__) == [["a", "b", "c", "a"]]
+    assert "bedside.discharge.ratings" in named_imports("bedside.discharge.calibrated")
+    modules = {m for m in FILES if not m.startswith(SCAFFOLDING)}
+    assert import_loops(modules) == []
 
 
 def test_every_package_folder_is_a_package_of_the_wheel():

@@ -28,8 +28,8 @@ import numpy as np
 import pandas as pd
 
 from bedside import benchmarks
-from bedside.discharge.agreement import LIKERT, axis_of, code, judge_values, normalise_item
-from bedside.discharge.agreement import read_annotations as read_annotations  # the file format bedside report reads
+from bedside.discharge.ratings import LIKERT, axis_of, code, judge_values, normalise_item
+from bedside.discharge.ratings import read_annotations as read_annotations  # the file format bedside report reads
 from bedside.intervals import UNBOUNDED, Scale, clip
 
 #: the headline metrics that can be calibrated (DischargeBench Table 1's judge-scored columns)

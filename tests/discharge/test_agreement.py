@@ -13,7 +13,8 @@ from scipy.stats import spearmanr
 from sklearn.metrics import cohen_kappa_score
 
 from bedside.cli import main
-from bedside.discharge.agreement import agreement_table, judge_values, read_annotations
+from bedside.discharge.agreement import agreement_table
+from bedside.discharge.ratings import judge_values, read_annotations
 from bedside.reporting.load import load
 from tests.conftest import REPO
 from tests.reporting.synth import log, sample, write
@@ -268,7 +269,8 @@ def test_intervals_bracket_the_estimates_and_count_cases(table):
 
 
 def test_bootstrap_resamples_cases_not_rating_pairs():
-    from bedside.discharge.agreement import Axis, statistics
+    from bedside.discharge.agreement_statistics import statistics
+    from bedside.discharge.ratings import Axis
 
     axis = Axis("clarity", "likert", "quadratic", (1, 2, 3, 4, 5))
     rng = np.random.default_rng(1)
@@ -287,7 +289,7 @@ def test_bootstrap_resamples_cases_not_rating_pairs():
 
 @pytest.mark.parametrize("kind", ["likert", "continuous", "constant"])
 def test_batched_rho_of_case_resamples_equals_scipys_on_the_drawn_pairs(kind):
-    from bedside.discharge.agreement import rho_of_resamples
+    from bedside.discharge.agreement_statistics import rho_of_resamples
 
     rng = np.random.default_rng(11)
     cases, pairs = 9, 30
@@ -317,7 +319,7 @@ def test_batched_rho_of_case_resamples_equals_scipys_on_the_drawn_pairs(kind):
 
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
 def test_batched_kappa_equals_sklearn(weights):
-    from bedside.discharge.agreement import kappa_from_counts
+    from bedside.discharge.agreement_statistics import kappa_from_counts
 
     rng = np.random.default_rng(7)
     for _ in range(20):
@@ -345,7 +347,8 @@ def test_conversation_quality_mean_row(table):
 
 
 def test_conversation_quality_mean_interval_is_a_case_bootstrap_of_the_mean():
-    from bedside.discharge.agreement import axis_of, mean_statistics, statistics
+    from bedside.discharge.agreement_statistics import mean_statistics, statistics
+    from bedside.discharge.ratings import axis_of
 
     rng = np.random.default_rng(3)
     cases = [f"c{i}" for i in range(40)]

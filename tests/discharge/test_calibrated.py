@@ -75,7 +75,7 @@ def test_too_few_annotated_cases_give_no_interval():
 
 
 def test_the_agreement_command_prints_judge_only_bias_and_calibrated(tmp_path, capsys):
-    from bedside.discharge.agreement import read_annotations
+    from bedside.discharge.ratings import read_annotations
     from bedside.reporting.load import load
 
     path = write(judge_log(), tmp_path / "judge.eval")
@@ -83,7 +83,7 @@ def test_the_agreement_command_prints_judge_only_bias_and_calibrated(tmp_path, c
     out = capsys.readouterr().out
     assert "judge-calibrated headline estimates" in out and "judge bias" in out
     assert "too few annotated cases" in out  # the fixture annotates 6 cases
-    from bedside.discharge.agreement import judge_values
+    from bedside.discharge.ratings import judge_values
 
     table = calibrated_table(read_annotations(str(FIXTURE)), judge_values(load([path])))
     nat = table.set_index("metric").loc["naturalness"]

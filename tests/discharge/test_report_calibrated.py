@@ -13,8 +13,8 @@ import pytest
 from ppi_py import ppi_mean_ci
 
 from bedside.cli import main
-from bedside.discharge.agreement import judge_values, read_annotations
 from bedside.discharge.calibrated import MIN_ANNOTATED, TOO_FEW, calibrated_table
+from bedside.discharge.ratings import judge_values, read_annotations
 from bedside.reporting.load import load
 from tests.discharge.test_agreement import FIXTURE
 from tests.reporting.synth import discharge_case, log, sample, write
