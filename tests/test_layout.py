@@ -218,6 +218,16 @@ def test_no_import_loops():
     assert import_loops(modules) == []
 
 
+#: the longest a module of the product may be: past it, a module holds more than one concept to split by
+MAX_LINES = 600
+
+
+def test_no_module_is_longer_than_the_rule():
+    lines = {m: len(path.read_text(encoding="utf-8").splitlines()) for m, path in FILES.items()}
+    assert lines["bedside.solvers.orchestrator"] > 100  # the scan reads the modules
+    assert {m: n for m, n in lines.items() if n > MAX_LINES} == {}
+
+
 def test_every_package_folder_is_a_package_of_the_wheel():
     """setup.py finds the packages (tasks/, solvers/ and scorers/ are remapped into bedside): every folder of
     Python files under its roots must be one of them, or it would work in the editable install and be absent
