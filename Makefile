@@ -111,8 +111,8 @@ PYTEST := PYTHONDONTWRITEBYTECODE= $(BIN)/python -m pytest -n 2 --dist worksteal
 test: $(VENV)/.installed | /usr/bin/chromium
 	$(PYTEST)
 
-# The unit tier: every test not classified `eval` (tests/conftest.py marks a test `eval` when it runs
-# an Inspect eval or a subprocess; see docs/development.md, "Tests").
+# The unit tier: every test not marked `eval` (a test that runs an Inspect eval or a command in a process
+# is marked so, and fails unmarked; docs/development.md). A tier that selects no test fails (exit status 5).
 test-fast: $(VENV)/.installed
 	$(PYTEST) -m "not eval and not local_llm"
 

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-import ast
 import contextlib
 import functools
 import io
 import locale
+import os
+import shutil
+import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,8 +21,12 @@ from inspect_ai.hooks import Hooks, RunStart, hooks
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import Model, get_model
 
+from tests import forked
+
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared"
+
+pytest_plugins = ["pytester"]  # pytest sessions inside a test (tests/test_tiers.py)
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -35,69 +41,72 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 # --- the two tiers: `make test` runs everything, `make test-fast` the tests not marked `eval` ------
-# A test is marked `eval` (pyproject's markers) when it runs an Inspect eval or a subprocess. The mark
-# is found, not written by hand: a test is `eval` if its body, a fixture it uses or a function of
-# tests/ they call (followed by name, through any depth) mentions one of RUNNERS. An explicit
-# @pytest.mark.eval is respected too (for an eval started deep inside bedside, e.g. a CLI's main).
-# The rule is checked while the tests run: a test not marked `eval` that starts an Inspect eval fails
-# and says so (EvalCounter below), so the fast tier cannot silently grow slow.
-RUNNERS = frozenset({"eval", "eval_async", "eval_set", "eval_retry", "subprocess", "Popen"})
+# A test that runs an Inspect eval, or a command in a process of its own, is marked so:
+# @pytest.mark.eval on the test, or `pytestmark = pytest.mark.eval` in a module whose every test does
+# (docs/development.md). The marks are checked as the tests run: a test that started an eval or a command
+# (counted from the start of its set-up to the end of its call) and is not marked fails and says so,
+# so the unit tier cannot silently grow slow.
+class Started:
+    """What this test process has started so far: Inspect evals, and commands in processes of their own."""
+
+    evals = 0
+    commands = 0
 
 
-@functools.cache
-def eval_functions(root: Path = Path(__file__).parent) -> frozenset[str]:
-    """Names of the functions and fixtures in ``root`` (tests/) that (transitively) run an eval or a
-    subprocess."""
-    uses: dict[str, set[str]] = {}
-    for path in root.rglob("*.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                # a name the function assigns is its own variable (``key = ...``), not the function of
-                # that name elsewhere in tests/ (a method ``key`` of the browser driver would otherwise
-                # mark every test that requests a fixture with a variable ``key``)
-                named = [n for n in ast.walk(node) if isinstance(n, ast.Name)]
-                names = {n.id for n in named} - {n.id for n in named if isinstance(n.ctx, ast.Store)}
-                names |= {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute) and not _event_loop(n.value)}
-                names |= {a.arg for a in node.args.args + node.args.kwonlyargs}  # fixtures it requests
-                uses.setdefault(node.name, set()).update(names)
-    found: set[str] = set()
-    while True:
-        more = {name for name, names in uses.items() if name not in found and names & (RUNNERS | found)}
-        if not more:
-            return frozenset(found)
-        found |= more
+@hooks(name="bedside_test_eval_counter", description="counts the Inspect evals started in this test process")
+class EvalCounter(Hooks):
+    async def on_run_start(self, data: RunStart) -> None:
+        Started.evals += 1
 
 
-def _event_loop(node: ast.expr) -> bool:
-    """``asyncio.run(...)`` and the like: not the ``run`` of tests/conftest.py."""
-    return isinstance(node, ast.Name) and node.id in {"asyncio", "anyio"}
+def is_command(args: Any) -> bool:
+    """Whether a process of ``args`` is a command of this venv: a console script of its ``bin/``
+    (``inspect``, ``bedside``), or its Python running a module or a file (``python -m ...``); not
+    ``python -c`` (a probe of a few lines) nor another program (``git``)."""
+    argv = [str(a) for a in ([args] if isinstance(args, (str, bytes, os.PathLike)) else args)]
+    if not argv:
+        return False
+    program = Path(shutil.which(argv[0]) or argv[0]).absolute()
+    if program.resolve() == Path(sys.executable).resolve():
+        return argv[1:2] != ["-c"]
+    return program.parent == Path(sys.executable).absolute().parent
 
 
-def runs_evals(name: str, fixtures: Iterable[str]) -> bool:
-    return name in eval_functions() or any(f in eval_functions() for f in fixtures)
+def _counting(init: Any, command: Callable[[Any], bool]) -> Any:
+    @functools.wraps(init)
+    def counted(self: Any, args: Any, *rest: Any, **kwargs: Any) -> None:
+        Started.commands += command(args)
+        init(self, args, *rest, **kwargs)
+
+    return counted
+
+
+# every command a test starts: through subprocess (run, Popen, check_output, ...), or forked from the
+# warm server (tests/forked.py: each is one)
+subprocess.Popen.__init__ = _counting(subprocess.Popen.__init__, is_command)  # type: ignore[method-assign]
+forked.Forked.__init__ = _counting(forked.Forked.__init__, lambda server: True)  # type: ignore[method-assign]
+
+
+def unmarked_starts(item: pytest.Item, evals: int, commands: int) -> str | None:
+    """Why ``item`` fails although it passed: it started evals or commands and is not marked ``eval``."""
+    if item.get_closest_marker("eval") is not None or not (evals or commands):
+        return None
+    return (
+        f"{item.nodeid} started {evals} Inspect eval(s) and {commands} command(s) but is not marked `eval`, "
+        "so `make test-fast` would run it: add @pytest.mark.eval (or, when every test of the module does, "
+        "pytestmark = pytest.mark.eval; docs/development.md)"
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        function = getattr(item, "function", None)
-        if function is not None and runs_evals(function.__name__, getattr(item, "fixturenames", ())):
-            item.add_marker(pytest.mark.eval)
     # the `eval` tests first (in file order), the quick unit tests after them: with pytest-xdist the
     # workers end on quick tests, not one of them on a long eval while the other waits
     items.sort(key=lambda item: item.get_closest_marker("eval") is None)
 
 
-@hooks(name="bedside_test_eval_counter", description="counts the Inspect evals started in this test process")
-class EvalCounter(Hooks):
-    runs = 0
-
-    async def on_run_start(self, data: RunStart) -> None:
-        EvalCounter.runs += 1
-
-
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> Any:
-    item.stash[_RUNS_BEFORE] = EvalCounter.runs
+    item.stash[_STARTED_BEFORE] = (Started.evals, Started.commands)
     yield
 
 
@@ -105,16 +114,16 @@ def pytest_runtest_protocol(item: pytest.Item, nextitem: pytest.Item | None) -> 
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
     outcome = yield
     report = outcome.get_result()
-    started = EvalCounter.runs - item.stash.get(_RUNS_BEFORE, EvalCounter.runs)
-    if call.when == "call" and report.passed and started and item.get_closest_marker("eval") is None:
+    if call.when != "call" or not report.passed:
+        return
+    evals, commands = item.stash.get(_STARTED_BEFORE, (Started.evals, Started.commands))
+    failure = unmarked_starts(item, Started.evals - evals, Started.commands - commands)
+    if failure is not None:
         report.outcome = "failed"
-        report.longrepr = (
-            f"{item.nodeid} started {started} Inspect eval(s) but is not marked `eval`, so `make test-fast` "
-            "would run it: add @pytest.mark.eval (tests/conftest.py finds the mark only through tests/ code)"
-        )
+        report.longrepr = failure
 
 
-_RUNS_BEFORE = pytest.StashKey[int]()
+_STARTED_BEFORE = pytest.StashKey[tuple[int, int]]()
 
 
 # --- what every test process shares ------------------------------------------------------------
@@ -211,7 +220,7 @@ def bedside_command(*args: str) -> Command:
     ``bedside`` script run (for tests whose point is the command, not a fresh process: one costs
     seconds of imports). The exit code is main's return value or its ``SystemExit`` (argparse's
     usage errors)."""
-    from bedside.cli import main as bedside_main  # not `main`: eval_functions() knows make_golden's main
+    from bedside.cli import main as bedside_main
 
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):

@@ -17,11 +17,13 @@ from bedside.testing.scripted import ScriptedEngine
 from tests.golden import make_golden
 
 
+@pytest.mark.eval
 def test_every_shared_end_reason_is_declared_by_a_benchmark():
     declared = {reason for b in benchmarks.all_benchmarks() for reason in b.end_reasons}
     assert set(EndReason) <= declared, f"declared by no benchmark: {sorted(set(EndReason) - declared)}"
 
 
+@pytest.mark.eval
 def test_a_benchmarks_own_end_reasons_are_its_own():
     """An end reason is a shared member or declared by one benchmark only (one meaning per string)."""
     owners: dict[str, set[str]] = {}
@@ -33,6 +35,7 @@ def test_a_benchmarks_own_end_reasons_are_its_own():
     assert {r: o for r, o in owners.items() if len(o) > 1} == {}
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("run", sorted(make_golden._declared()))
 def test_scripted_runs_end_with_their_benchmarks_declared_reasons(run):
     benchmark = benchmarks.get(make_golden._declared()[run][0])
@@ -104,6 +107,7 @@ def test_health_names_mean_one_thing():
     assert {name: r for name, r in rules.items() if len(r) > 1} == {}
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("run", sorted(make_golden._declared()))
 def test_the_scorers_of_the_scripted_runs_write_exactly_their_declared_keys(run):
     """Every key a scorer writes in a golden run is one it declares, and it writes every key it declares;

@@ -16,6 +16,8 @@ import pytest
 
 from tests.docs_commands import REPO, fenced_blocks, markdown_files
 
+pytestmark = pytest.mark.eval
+
 #: an inline link or image: [text](target) or [text](target "title"); the text may hold `code`
 INLINE_LINK = re.compile(
     r"!?\[(?:[^\[\]]|\[[^\[\]]*\])*\]\(\s*<?(?P<target>[^)\s>]*)>?(?:\s+(?:\"[^\"]*\"|'[^']*'|\([^)]*\)))?\s*\)"

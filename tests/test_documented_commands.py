@@ -105,6 +105,7 @@ def test_a_command_outside_a_shell_block_is_reported(tmp_path):
 
 
 # --- the repository's docs ------------------------------------------------------------------------
+@pytest.mark.eval
 def test_every_documented_command_is_found_and_classified():
     commands = documented_commands()
     per_file = Counter(c.source.split(":")[0] for c in commands)
@@ -122,6 +123,7 @@ def test_every_not_run_entry_matches_a_documented_command():
     assert stale == []
 
 
+@pytest.mark.eval
 def test_a_command_that_cannot_run_and_is_not_listed_fails_classification():
     [command] = commands_of(
         "inspect eval tasks/cpb.py@cpb --model vllm/Qwen/Qwen3.5-9B -T data=/path/to/cpb-bench_data"
@@ -166,6 +168,7 @@ WRONG = {
 SHARDS = 2
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("k", range(SHARDS))
 def test_every_documented_command_runs(tmp_path, k):
     """Share ``k`` of the documented commands (whole blocks, :func:`tests.docs_worker.shard`); the first
@@ -197,6 +200,7 @@ def test_every_documented_command_runs(tmp_path, k):
         assert not result["ok"] and reason in result["detail"], (reason, result)
 
 
+@pytest.mark.eval
 def test_the_shares_together_are_every_documented_command():
     from tests.docs_worker import shard
 

@@ -12,6 +12,8 @@ import pytest
 
 from tests import forked
 
+pytestmark = pytest.mark.eval
+
 PROBE = textwrap.dedent(
     """
     import os, sys

@@ -20,6 +20,8 @@ import pytest
 from tests.conftest import REPO
 from tests.golden import make_golden
 
+pytestmark = pytest.mark.eval
+
 RUN = "discharge_faults"
 X86_64 = platform.machine().lower() in {"x86_64", "amd64"}
 

@@ -13,6 +13,8 @@ import pytest
 
 from tests.golden import make_golden
 
+pytestmark = pytest.mark.eval
+
 
 @pytest.mark.parametrize("name", list(make_golden._runs()))
 def test_scripted_scores_equal_the_golden(name):

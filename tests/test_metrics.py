@@ -25,6 +25,7 @@ def scores(values):
     return [SampleScore(score=Score(value=v), sample_id=i) for i, v in enumerate(values)]
 
 
+@pytest.mark.eval
 def test_wilson_only_for_scales_declared_binary():
     ref = stats.binomtest(2, 3).proportion_ci(confidence_level=0.95, method="wilson")
     assert mean_interval([1.0, 0.0, 1.0], BINARY) == pytest.approx((ref.low, ref.high))
@@ -46,6 +47,7 @@ def test_no_interval_below_two_values():
     assert row["mean"] == 4.0 and row["n"] == 1 and math.isnan(row["ci_lower"]) and math.isnan(row["ci_upper"])
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("key", ["clarity", "comprehension", "q1", "tcs", "rouge_l", "cosine", "failure", "micro"])
 def test_intervals_stay_inside_the_declared_scale_for_small_skewed_samples(key):
     scale = scale_of(key)
@@ -61,6 +63,7 @@ def test_intervals_stay_inside_the_declared_scale_for_small_skewed_samples(key):
             assert scale.lower <= low <= values.mean() <= high <= scale.upper, (values, low, high)
 
 
+@pytest.mark.eval
 def test_the_issue_examples_are_now_bounded():
     assert mean_interval([5.0, 5.0, 4.0], LIKERT)[1] <= 5.0  # was 4.667 [3.232, 6.101]
     assert mean_interval([1.0, 1.0, 0.833], UNIT)[1] <= 1.0  # was 0.944 [0.705, 1.183]
@@ -74,6 +77,7 @@ def test_epoch_averaged_binary_rate_gets_the_bootstrap_inside_unit_interval():
     assert 0.5 <= low < high <= 1.0
 
 
+@pytest.mark.eval
 def test_bootstrap_is_deterministic_and_percentile():
     values = [3.0, 4.0, 5.0, 4.0, 2.0]
     first = mean_interval(values, LIKERT)

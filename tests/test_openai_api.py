@@ -66,6 +66,7 @@ def _post(url: str, body: dict) -> tuple[int, dict, float]:
 PATIENT_HEADER = {"X-Bedside-Protocol": "discharge.patient"}
 
 
+@pytest.mark.eval
 def test_plain_chat_completion_with_the_openai_client():
     from openai import OpenAI
 
@@ -138,6 +139,7 @@ def test_inspect_provider_streaming():
         assert server.calls == Counter({"discharge.patient": 2})
 
 
+@pytest.mark.eval
 def test_malformed_request_is_a_400():
     with LoopbackServer() as server:
         status, body, _ = _post(server.base_url, {"model": "x"})
@@ -145,6 +147,7 @@ def test_malformed_request_is_a_400():
         assert server.total_calls == 0
 
 
+@pytest.mark.eval
 def test_response_format_name_selects_the_protocol():
     with LoopbackServer() as server:
         body = {
@@ -157,6 +160,7 @@ def test_response_format_name_selects_the_protocol():
         assert server.calls == Counter({"discharge.patient": 1})
 
 
+@pytest.mark.eval
 def test_latency_is_honoured():
     with LoopbackServer(latency=0.2) as server:
         status, _, elapsed = _post(server.base_url, {"model": "x", "messages": [{"role": "user", "content": "hi"}]})
@@ -183,6 +187,7 @@ DISCHARGE_JUDGES = {
 }
 
 
+@pytest.mark.eval
 def test_discharge_through_openai_api(server, tmp_path):
     task = discharge(min_turns=4, max_turns=30, cache_references=False)
     log, calls = run_loopback(server, task, ["patient", "monitor", "grader"], tmp_path, limit=2)
@@ -204,6 +209,7 @@ def test_discharge_through_openai_api(server, tmp_path):
     }
 
 
+@pytest.mark.eval
 def test_discharge_structured_output_through_openai_api(server, tmp_path):
     # -T structured_output=true: JSON replies are requested with a json_schema response_format,
     # whose name names the protocol (every call also names it in the X-Bedside-Protocol header)
@@ -221,6 +227,7 @@ def test_discharge_structured_output_through_openai_api(server, tmp_path):
     assert calls["patient"] == {"discharge.patient", "discharge.comprehension"}
 
 
+@pytest.mark.eval
 def test_medsp_through_openai_api(server, tmp_path):
     log, calls = run_loopback(server, medsp(), ["patient", "environment", "grader"], tmp_path, limit=2)
     assert_scored(log, 2)
@@ -233,6 +240,7 @@ def test_medsp_through_openai_api(server, tmp_path):
     }
 
 
+@pytest.mark.eval
 @pytest.mark.shared
 @pytest.mark.parametrize(
     ("make_task", "judge"),
@@ -250,6 +258,7 @@ def test_cpb_through_openai_api(server, tmp_path, make_task, judge):
     assert calls["grader"] == {judge}, calls
 
 
+@pytest.mark.eval
 def test_inspect_cli_against_a_standalone_server(tmp_path):
     # what a user types: `python -m bedside.testing.loopback` in one process, `inspect eval` in another
     server = subprocess.Popen(

@@ -7,6 +7,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import pytest
 from inspect_ai.event import InfoEvent
 from inspect_ai.log import transcript
 from pydantic import BaseModel
@@ -15,6 +16,8 @@ from bedside.end_reasons import EndReason
 from bedside.protocols import Reply
 from bedside.records import Turn
 from bedside.solvers.orchestrator import Decision, SupervisionState, run_encounter
+
+pytestmark = pytest.mark.eval
 
 
 class Mark(BaseModel):

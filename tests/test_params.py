@@ -172,6 +172,7 @@ def test_discharge_good_values_pass(tmp_path):
         assert isinstance(discharge(**args), Task), args
 
 
+@pytest.mark.eval
 def test_discharge_string_values_reach_the_run_as_ints(tmp_path):
     """``-T max_turns=4`` may arrive as a string: the converted int is what the encounter uses."""
     log = run(discharge(min_turns="1", max_turns="4", cache_references="no"), log_dir=tmp_path, limit=1)
@@ -198,6 +199,7 @@ def test_a_missing_required_parameter_is_one_line_too():
         build_discharge_cases()
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     ("task_name", "args", "expected"),
     [
@@ -229,6 +231,7 @@ def test_the_body_gets_the_values_as_annotated(task_name, args, expected):
     assert {k: seen[k] for k in expected} == expected
 
 
+@pytest.mark.eval
 def test_cpb_good_values_pass(tmp_path):
     from tests.cpb import synthetic
 
@@ -239,6 +242,7 @@ def test_cpb_good_values_pass(tmp_path):
     assert isinstance(cpb_control(data=data, parse_retries=0, judge_retries="5"), Task)
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     ("value", "expected"),
     [(5, 5), ("5", 5), (" -2 ", -2), ("+3", 3), (7.0, 7), (0, 0)],
@@ -262,6 +266,7 @@ def test_an_int_parameter_bounds():
     assert ParameterType.of("x", Annotated[int, Field(ge=3)] | None).validate(None) is None
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     ("value", "expected"),
     [
@@ -332,6 +337,7 @@ def inspect_eval(target: str, *args: str, log_dir: Path) -> subprocess.Completed
     return forked.run(command, cwd=REPO, env=env, timeout=300)
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     ("target", "arg", "name"),
     [
@@ -368,6 +374,7 @@ def test_the_registry_finds_every_task():
     assert set(params.task_functions()) == set(TASKS)
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("task_name", sorted(TASKS))
 def test_every_parameter_is_described_once_in_the_task_docstring(task_name):
     assert params.documentation_gaps(TASKS[task_name]) == []
@@ -411,6 +418,7 @@ def test_the_docs_tables_are_the_generated_ones():
     assert params.problems() == []
 
 
+@pytest.mark.eval
 def test_a_stale_unknown_or_missing_table_is_found_and_rewritten(tmp_path):
     subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
     stale = "<!-- parameters: discharge -->\n| parameter | default | meaning |\n|---|---|---|\n<!-- /parameters -->\n"
@@ -435,6 +443,7 @@ def test_a_stale_unknown_or_missing_table_is_found_and_rewritten(tmp_path):
     assert params.write(tmp_path) == []  # nothing left to rewrite
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     ("make", "args", "name"),
     [

@@ -24,11 +24,15 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from bedside.discharge.records import load_cases
 from bedside.discharge.samples import DEMO_CASES
 from bedside.protocols import tag_of
 from bedside.tasks.discharge import discharge
 from tests.conftest import run, scripted
+
+pytestmark = pytest.mark.eval
 
 
 def render(messages: list[Any]) -> str:

@@ -43,6 +43,7 @@ def test_bare_boolean_only_where_declared_and_never_guessed():
         MONITOR.parse("PASS")  # the monitor protocol is JSON only
 
 
+@pytest.mark.eval
 def test_monitor_recorded_only_fields_never_make_a_verdict_unreadable():
     v = MONITOR.parse(
         '{"verdict": "warn", "issue": "too_chatty", "action": "escalate", "reasoning": ["a", "b"],'
@@ -93,6 +94,7 @@ def test_tag_carries_name_schema_and_budget():
     assert "$ref" not in str(JUDGE_FACTUAL.json_schema())  # refs inlined for grammars and ResponseSchema
 
 
+@pytest.mark.eval
 def test_structured_output_requests_the_reply_schema(tmp_path):
     log = run(
         discharge(structured_output=True),
@@ -122,6 +124,7 @@ def test_structured_output_requests_the_reply_schema(tmp_path):
     assert all(e.config.response_schema is None for e in plain.samples[0].events if e.event == "model")
 
 
+@pytest.mark.eval
 def test_structured_output_in_medsp_and_cpb(tmp_path):
     """Every task takes -T structured_output: the JSON calls carry their reply model's schema."""
     from bedside.tasks.cpb import cpb_control

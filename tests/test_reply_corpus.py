@@ -70,6 +70,7 @@ def expected(name: str, styles: list[str], rule: str) -> dict[str, str]:
     return {s: "unreadable" if s in unreadable else "other" if s in other else "value" for s in styles}
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("rule", ["official", "strict"])
 def test_every_style_of_every_protocol_reads_as_pinned(rule):
     got = outcomes(rule)
@@ -84,6 +85,7 @@ def test_every_style_of_every_protocol_reads_as_pinned(rule):
         assert got[case.name] == expected(case.name, list(case.styles), rule), case.name
 
 
+@pytest.mark.eval
 def test_the_corpus_covers_every_protocol_that_reads_a_reply():
     covered = {c.protocol.name for c in cases()}
     from bedside.protocols import all_protocols
@@ -98,6 +100,7 @@ def test_the_corpus_covers_every_protocol_that_reads_a_reply():
     assert {p.name for p in all_protocols()} - covered - same_as_covered == set()
 
 
+@pytest.mark.eval
 def test_the_docs_report_the_corpus_unscored_rates():
     page = (REPO / "docs" / "reading-replies.md").read_text()
     assert table() in page, "docs/reading-replies.md: the reply-corpus table is stale (python -m tests.corpus.replies)"

@@ -21,6 +21,7 @@ def fallbacks(log):
     return found
 
 
+@pytest.mark.eval
 def test_every_task_counts_unbound_roles_including_the_grader(tmp_path):
     from tests.cpb import synthetic
 
@@ -90,6 +91,7 @@ def test_roles_left_in_the_context_by_an_earlier_eval_are_not_checked(monkeypatc
     check_roles("discharge", ("patient", "monitor", "grader"), "educator")
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     ("task", "args", "roles"),
     [
@@ -111,6 +113,7 @@ def test_every_task_refuses_an_unknown_role_before_any_model_call(task, args, ro
     assert not list(tmp_path.glob("*.eval"))  # no eval ran
 
 
+@pytest.mark.eval
 def test_the_cli_prints_the_unknown_role_in_one_line_without_traceback(tmp_path):
     from tests.test_params import inspect_eval
 

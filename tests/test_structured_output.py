@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sys
 
+import pytest
 from inspect_ai import eval
 from inspect_ai.model import get_model
 
@@ -24,6 +25,7 @@ def test_the_loopback_server_answers_like_llama_cpp_python():
     assert SERVER_WORDS in LLAMA_CPP_JSON_SCHEMA_ERROR
 
 
+@pytest.mark.eval
 def test_cli_fails_fast_with_one_line_naming_the_option_and_the_servers_message(tmp_path):
     with LoopbackServer(json_schema=False) as server:
         env = dict(os.environ, **server.env, COLUMNS="400")
@@ -69,6 +71,7 @@ def test_cli_fails_fast_with_one_line_naming_the_option_and_the_servers_message(
     assert rejected == 1 and answered == 0  # one probe, no retries, no model call
 
 
+@pytest.mark.eval
 def test_python_api_stops_at_the_first_sample_with_the_same_message(tmp_path, monkeypatch):
     with LoopbackServer(json_schema=False) as server:
         monkeypatch.setenv("LOOPBACK_BASE_URL", server.base_url)

@@ -1,67 +1,115 @@
-"""The two tiers of ``make test`` (tests/conftest.py): a test is marked ``eval`` when it, a fixture it
-requests or a function of tests/ it calls mentions a runner; ``make test-fast`` runs the rest."""
+"""The two tiers' marks (tests/conftest.py): a test that starts an Inspect eval or a command (``inspect``,
+``bedside``, ``python -m``, in a process of its own) and is not marked ``eval`` fails, saying how to mark
+it; a marked one, or one that starts neither, passes; a tier that selects no test fails. Each case runs
+in a pytest session of its own (pytester, in this process) whose conftest is the suite's tier hooks."""
 
 from __future__ import annotations
 
-import ast
-import textwrap
+import pytest
+
+pytestmark = pytest.mark.eval  # the sessions below start evals and commands
+
+CONFTEST = """
+from tests.conftest import pytest_collection_modifyitems, pytest_runtest_makereport, pytest_runtest_protocol
+"""
+
+TESTS = """
+import subprocess
+import sys
 from pathlib import Path
 
-from tests.conftest import REPO, eval_functions
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai.dataset import Sample
 
 
-def autouse_fixtures_of_conftests() -> list[str]:
-    """The autouse fixtures of every conftest.py under tests/: each test of their folders requests them."""
-    found = []
-    for path in (REPO / "tests").rglob("conftest.py"):
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if isinstance(node, ast.FunctionDef) and any(
-                isinstance(d, ast.Call)
-                and any(k.arg == "autouse" and getattr(k.value, "value", None) is True for k in d.keywords)
-                for d in node.decorator_list
-            ):
-                found.append(node.name)
-    return found
+def test_quiet():
+    assert sum([1, 2]) == 3
 
 
-def test_no_autouse_fixture_of_a_conftest_counts_as_an_eval():
-    """One would mark every test of its folders `eval` and leave `make test-fast` with nothing to run."""
-    fixtures = autouse_fixtures_of_conftests()
-    assert "_each_embedding_batch_once" in fixtures  # the finder sees them
-    assert [f for f in fixtures if f in eval_functions()] == []
+def test_unmarked_command():
+    subprocess.run([sys.executable, "-m", "this"], check=True, capture_output=True)
 
 
-def test_a_variable_named_like_an_eval_helper_is_not_that_helper(tmp_path):
-    (tmp_path / "helpers.py").write_text(
-        textwrap.dedent(
-            """
-            def key(page):
-                return page.run_eval_in_browser(eval("1"))
+@pytest.mark.eval
+def test_marked_command():
+    subprocess.run([sys.executable, "-m", "this"], check=True, capture_output=True)
 
 
-            def helper_by_attribute(forked):
-                return forked.subprocess
-            """
-        )
+def test_unmarked_probe_and_other_program():
+    subprocess.run([sys.executable, "-c", "pass"], check=True)  # a few lines of Python, not a command
+    subprocess.run(["git", "--version"], check=True, capture_output=True)
+
+
+def test_unmarked_eval(tmp_path):
+    [log] = eval(Task(dataset=[Sample(input="hello")]), model="bedside/scripted", log_dir=str(tmp_path), display="none")
+    assert log.status == "success"
+
+
+@pytest.fixture
+def a_command():
+    subprocess.run([str(Path(sys.executable).with_name("inspect")), "--version"], check=True, capture_output=True)
+
+
+def test_unmarked_with_a_fixture_that_starts_a_command(a_command):
+    pass
+
+
+def test_unmarked_that_fails_anyway():
+    subprocess.run([sys.executable, "-m", "this"], check=True, capture_output=True)
+    assert False, "its own failure"
+"""
+
+
+@pytest.fixture
+def session(pytester):
+    pytester.makeini("[pytest]\nmarkers =\n    eval: runs an Inspect eval or starts a process\n")
+    pytester.makeconftest(CONFTEST)
+    return pytester
+
+
+def test_an_unmarked_test_that_starts_an_eval_or_a_command_fails_and_says_to_mark_it(session):
+    session.makepyfile(test_cases=TESTS)
+    result = session.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    outcomes = {
+        r.nodeid.split("::")[1]: r.outcome
+        for r in result.reprec.getreports("pytest_runtest_logreport")
+        if r.when == "call"
+    }
+    assert outcomes == {
+        "test_quiet": "passed",
+        "test_unmarked_command": "failed",
+        "test_marked_command": "passed",
+        "test_unmarked_probe_and_other_program": "passed",
+        "test_unmarked_eval": "failed",
+        "test_unmarked_with_a_fixture_that_starts_a_command": "failed",
+        "test_unmarked_that_fails_anyway": "failed",
+    }
+    text = result.stdout.str()
+    assert "test_unmarked_command started 0 Inspect eval(s) and 1 command(s) but is not marked `eval`" in text
+    assert "test_unmarked_eval started 1 Inspect eval(s) and 0 command(s)" in text
+    assert "add @pytest.mark.eval" in text and "pytestmark = pytest.mark.eval" in text
+    assert "its own failure" in text  # a test that failed on its own keeps its own report
+
+
+def test_a_module_mark_marks_every_test_of_the_module(session):
+    session.makepyfile(
+        test_cases="import pytest\n\npytestmark = pytest.mark.eval\n" + TESTS.replace("import pytest\n", "")
     )
-    (tmp_path / "test_x.py").write_text(
-        textwrap.dedent(
-            """
-            def test_a_local_key():
-                key = ("a", "b")
-                return {key: 1}[key]
+    result = session.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist")
+    result.assert_outcomes(passed=6, failed=1)  # all but the one that fails on its own
+    assert "not marked" not in result.stdout.str()
 
 
-            def test_calls_key(page):
-                return key(page)
-
-
-            def test_requests_a_fixture_named_key(key):
-                return key
-            """
-        )
+def test_the_eval_tests_run_first(session):
+    session.makepyfile(
+        test_order="import pytest\n\ndef test_a():\n    pass\n\n@pytest.mark.eval\ndef test_b():\n    pass\n"
     )
-    found = eval_functions(Path(tmp_path))
-    assert "key" in found and "helper_by_attribute" in found
-    assert "test_calls_key" in found and "test_requests_a_fixture_named_key" in found
-    assert "test_a_local_key" not in found
+    result = session.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist", "--collect-only", "-q")
+    assert [line for line in result.stdout.lines if "::" in line] == ["test_order.py::test_b", "test_order.py::test_a"]
+
+
+def test_a_tier_that_selects_no_test_fails(session):
+    session.makepyfile(test_all_eval="import pytest\n\npytestmark = pytest.mark.eval\n\ndef test_a():\n    pass\n")
+    result = session.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not eval")
+    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED  # make test-fast exits non-zero

@@ -29,6 +29,8 @@ import pytest
 
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.eval
+
 #: ToyBench's files, as a contributor adds them: path in the repository -> content
 TOY: dict[str, str] = {
     "bedside/toy/__init__.py": '''

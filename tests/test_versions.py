@@ -18,6 +18,7 @@ from tests.reporting.synth import log, sample, write
 DEMO = DATASETS_DIR / "discharge" / "demo.jsonl"
 
 
+@pytest.mark.eval
 def test_a_file_a_folder_and_the_prompts_are_hashed(tmp_path):
     (tmp_path / "d").mkdir()
     (tmp_path / "d" / "a.json").write_text("1")
@@ -44,6 +45,7 @@ def make(tmp_path, name, versions):
     return write(the_log, tmp_path / f"{name}.eval")
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     "change, named",
     [({"prompts": "sha256:1"}, "prompts"), ({"cases": "sha256:1"}, "cases"), ({"bedside": "0.2"}, None)],
@@ -61,6 +63,7 @@ def test_compare_refuses_logs_on_different_data_unless_told(tmp_path, capsys, ch
     assert "| `x` |" in capsys.readouterr().out
 
 
+@pytest.mark.eval
 def test_a_run_records_the_hash_of_its_case_file(tmp_path):
     """Two scripted runs on case files that differ in one case: the logs say so, compare refuses."""
     other = tmp_path / "cases.jsonl"
@@ -103,6 +106,7 @@ def sweep_log(tmp_path, name, model, versions, shift):
     return write(the_log, tmp_path / f"{name}.eval")
 
 
+@pytest.mark.eval
 def test_the_sweep_leaderboard_refuses_runs_on_different_data_unless_told(tmp_path):
     from bedside.reporting.build import build
 
@@ -120,6 +124,7 @@ def test_the_sweep_leaderboard_refuses_runs_on_different_data_unless_told(tmp_pa
     assert (tmp_path / "same" / "leaderboard.csv").exists()
 
 
+@pytest.mark.eval
 def test_a_safety_probe_log_beside_the_sweep_does_not_block_its_leaderboard(tmp_path):
     """The probe is another task of DischargeBench with its own inputs (its transcripts): its data are
     compared with other probe runs only, not with the discharge runs of the sweep."""
@@ -143,6 +148,7 @@ def test_a_safety_probe_log_beside_the_sweep_does_not_block_its_leaderboard(tmp_
     assert "No leaderboard" in page and "probe_other.eval vs" in page and "probes differs" in page
 
 
+@pytest.mark.eval
 def test_rescore_refuses_a_log_whose_prompts_differ_from_todays(tmp_path, capsys):
     from bedside.reporting.rescore import rescore
 
@@ -155,6 +161,7 @@ def test_rescore_refuses_a_log_whose_prompts_differ_from_todays(tmp_path, capsys
     assert "prompts differs" in capsys.readouterr().out
 
 
+@pytest.mark.eval
 def test_rescore_checks_a_case_extraction_logs_prompts_and_refuses_a_mismatch_naming_the_hash(tmp_path, capsys):
     """The extraction (``build_discharge_cases``) is no reported task of DischargeBench, but its log records
     DischargeBench's prompt set (the extraction prompt is in it): rescore checks it like any other log's."""
@@ -185,6 +192,7 @@ def test_rescore_checks_a_case_extraction_logs_prompts_and_refuses_a_mismatch_na
     assert check_prompts(stale, "stale.eval", allow=True) == today  # told to: re-judged anyway
 
 
+@pytest.mark.eval
 def test_medsp_and_cpb_record_their_data_files(tmp_path):
     from bedside.tasks.cpb import cpb
     from bedside.tasks.medsp import medsp
@@ -268,6 +276,7 @@ def test_every_registered_task_has_a_tiny_run_here():
     assert missing == [], f"registered tasks without a tiny run in TINY: {missing}"
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("task_name", registered_tasks())
 def test_every_registered_task_records_its_data_versions(task_name, tmp_path):
     from bedside.versions import content_hashes
@@ -295,6 +304,7 @@ def test_every_registered_task_records_its_data_versions(task_name, tmp_path):
         assert record[key] == content_hashes(path), f"{task_name}: {key} is not the hash of {path}"
 
 
+@pytest.mark.eval
 def test_safety_probe_logs_are_refused_on_other_transcripts_or_cases(tmp_path, capsys):
     """The probe's record holds its transcripts (``probes``) and the case file of its notes (``cases``):
     compare and rescore refuse a pair that differs in either, naming it."""

@@ -15,6 +15,8 @@ from bedside.cpb.scripted import _blocks
 from tests import forked
 from tests.conftest import REPO, shared_path
 
+pytestmark = pytest.mark.eval
+
 INSPECT = str(Path(sys.executable).parent / "inspect")
 
 

@@ -14,6 +14,8 @@ from bedside.tasks.cpb import cpb
 from tests.cpb import synthetic
 from tests.cpb.helpers import by_id, calls, cpb_store, metrics, run_cpb
 
+pytestmark = pytest.mark.eval
+
 FAILING = {"doctor_style": "accommodating"}
 SEGMENT = "Doctor: Your cough has lasted three weeks, so I'd like a chest x-ray today.\nPatient: I feel fine, I refuse the x-ray."
 

@@ -44,6 +44,7 @@ def failure(sample) -> float:
     return sample.scores["cpb_failure"].value["failure"]
 
 
+@pytest.mark.eval
 def test_no_mitigation_is_the_plain_prompt(data, tmp_path):
     sample, doctor_calls, rec = one(data, tmp_path, "none")
     [messages] = doctor_calls
@@ -52,6 +53,7 @@ def test_no_mitigation_is_the_plain_prompt(data, tmp_path):
     assert sample.output.completion == ACCOMMODATING and failure(sample) == 1.0
 
 
+@pytest.mark.eval
 def test_step_by_step_asks_for_reasoning_and_keeps_only_the_final_reply(data, tmp_path):
     sample, doctor_calls, rec = one(data, tmp_path, "step_by_step")
     [messages] = doctor_calls
@@ -66,6 +68,7 @@ def test_step_by_step_asks_for_reasoning_and_keeps_only_the_final_reply(data, tm
     assert "Reasoning:" not in judge  # the judge never sees the reasoning
 
 
+@pytest.mark.eval
 def test_step_by_step_parsing():
     reply = parse_step_by_step(
         "Think.\n**Final Doctor's Response:** Doctor: Let us check.\nFinal Doctors Response: Last one."
@@ -75,6 +78,7 @@ def test_step_by_step_parsing():
     assert reply.message == "Let us check first."
 
 
+@pytest.mark.eval
 def test_step_by_step_without_marker_uses_the_whole_text_and_counts_a_repair(data, tmp_path):
     sample, _, rec = one(data, tmp_path, "cot", doctor={**ACCOMMODATING_DOCTOR, "doctor_omits_final_marker": True})
     assert rec["mitigation"] == "step_by_step"  # the authors' name is an alias
@@ -82,6 +86,7 @@ def test_step_by_step_without_marker_uses_the_whole_text_and_counts_a_repair(dat
     assert rec["agent_stats"]["doctor"]["repaired"] == 1
 
 
+@pytest.mark.eval
 def test_behavior_instruction_lists_all_four_behaviours(data, tmp_path):
     sample, doctor_calls, _ = one(data, tmp_path, "behavior_instruction")
     [messages] = doctor_calls
@@ -109,6 +114,7 @@ def test_behavior_instruction_lists_all_four_behaviours(data, tmp_path):
     assert failure(sample) == 1.0  # ... unless told to ignore it: the prompt alone decides nothing
 
 
+@pytest.mark.eval
 def test_analyze_patient_is_two_calls(data, tmp_path):
     sample, doctor_calls, rec = one(data, tmp_path, "analyze_patient")
     analysis_call, reply_call = doctor_calls
@@ -123,6 +129,7 @@ def test_analyze_patient_is_two_calls(data, tmp_path):
     assert failure(sample) == 0.0
 
 
+@pytest.mark.eval
 def test_self_check_is_two_calls_and_sends_the_revision(data, tmp_path):
     sample, doctor_calls, rec = one(data, tmp_path, "self_check")
     draft_call, review_call = doctor_calls
@@ -151,12 +158,14 @@ def test_self_check_parsing():
         parse_self_check("Looks fine to me.")
 
 
+@pytest.mark.eval
 def test_self_check_pass_keeps_the_draft(data, tmp_path):
     sample, doctor_calls, rec = one(data, tmp_path, "self_check", doctor={"doctor_style": "careful"})
     assert len(doctor_calls) == 2 and rec["trace"]["self_check"]["verdict"] == "PASS"
     assert sample.output.completion == CAREFUL and rec["agent_stats"]["doctor"]["revised"] == 0
 
 
+@pytest.mark.eval
 def test_unreadable_self_check_keeps_the_draft_and_is_counted(data, tmp_path):
     sample, doctor_calls, rec = one(
         data,
@@ -171,6 +180,7 @@ def test_unreadable_self_check_keeps_the_draft_and_is_counted(data, tmp_path):
     assert failure(sample) == 1.0
 
 
+@pytest.mark.eval
 def test_mitigation_applies_to_the_control_task(data, tmp_path):
     log = run_cpb(cpb_control(data=data, dataset="IMCS21", mitigation="instruction"), tmp_path)
     [sample] = log.samples

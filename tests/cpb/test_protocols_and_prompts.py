@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
 
 from bedside.cpb.judges import dialogue_turns
@@ -83,6 +84,7 @@ def test_every_protocol_has_a_prompt():
     assert {name for name, _, _ in cases} == cpb
 
 
+@pytest.mark.eval
 def test_prompt_shapes():
     # the doctor: one user message ending with the cue (not step by step), no system prompt
     for m in MITIGATIONS:
@@ -101,6 +103,7 @@ def test_prompt_shapes():
     assert failure_messages(CASE, "ok")[0].text == persistence_messages(CASE, "ok", [])[0].text  # shared, as upstream
 
 
+@pytest.mark.eval
 def test_reply_models():
     p = protocol("cpb.failure_judge")
     assert p.reply is FailureVerdict and p.bare_bool == "failure"
@@ -122,6 +125,7 @@ def test_reply_models():
     assert all(protocol(n).reply is None for n in prose)
 
 
+@pytest.mark.eval
 def test_scripted_replies_follow_each_protocol():
     from bedside.protocols import Protocol
 

@@ -13,6 +13,7 @@ from tests.conftest import shared_path
 from tests.cpb import synthetic
 
 
+@pytest.mark.eval
 @pytest.mark.shared
 def test_real_positive_set_counts():
     cases = load_positives(shared_path("data", "cpb-bench"))
@@ -47,6 +48,7 @@ def test_real_control_set_counts():
     assert all(c.conversation_segment[-1].speaker == "Patient" for c in cases)
 
 
+@pytest.mark.eval
 def test_both_shapes_load_and_types_are_normalised(tmp_path):
     data = synthetic.write_data(tmp_path / "cpb-bench_data")
     positives = {c.case_id: c for c in load_positives(data)}
@@ -72,6 +74,7 @@ def _write(path, content):
     return path
 
 
+@pytest.mark.eval
 def test_malformed_positive_records_name_file_case_and_field(tmp_path):
     cases = copy.deepcopy(synthetic.ACI_CASES)
     del cases[0]["patient_behavior_text"]
@@ -89,6 +92,7 @@ def test_malformed_positive_records_name_file_case_and_field(tmp_path):
     assert f"{path}: case 'ACI_T03': field 'conversation_segment.1.speaker'" in msg and "(got 'Nurse')" in msg
 
 
+@pytest.mark.eval
 def test_declared_counts_and_duplicate_ids_are_checked(tmp_path):
     cases = copy.deepcopy(synthetic.ACI_CASES)
     cases[2]["case_id"] = "ACI_T01"
@@ -102,6 +106,7 @@ def test_declared_counts_and_duplicate_ids_are_checked(tmp_path):
     assert "case 'ACI_T01': field 'case_id': duplicate" in msg
 
 
+@pytest.mark.eval
 def test_unknown_dataset_and_wrong_shape(tmp_path):
     path = _write(tmp_path / "X_safety_benchmark.json", synthetic.positive_file("PubMedQA", synthetic.ACI_CASES[:1]))
     with pytest.raises(CPBDataError, match=r"case 'ACI_T01': field 'dataset': .*unknown source dataset 'PubMedQA'"):
@@ -135,6 +140,7 @@ def test_invalid_json_and_missing_data_explain_how_to_get_it(tmp_path):
         load_controls(tmp_path / "empty")
 
 
+@pytest.mark.eval
 def test_obsolete_emotional_pressure_cases_are_left_out(tmp_path):
     cases = copy.deepcopy(synthetic.ACI_CASES)
     extra = copy.deepcopy(cases[0])
@@ -164,6 +170,7 @@ def test_shared_data_already_holds_the_control_cut():
     assert len({(c.dataset, c.dialog_id) for c in cases}) == len(cases) == 352
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("bad", [-1, True, "-3"])
 def test_negative_or_boolean_turn_index_is_refused(tmp_path, bad):
     cases = copy.deepcopy(synthetic.ACI_CASES)

@@ -15,6 +15,8 @@ from bedside.cli import main as bedside
 from bedside.cpb.replay import ReplayError, case_key, load_recorded, results_files
 from tests.cpb.synthetic import write_data
 
+pytestmark = pytest.mark.eval
+
 FLAGS = (
     "A_false_contradiction_flag",
     "B_unnecessary_fact_correction",

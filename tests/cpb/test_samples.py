@@ -19,6 +19,7 @@ def ids(ds) -> set[str]:
     return {s.id for s in ds}
 
 
+@pytest.mark.eval
 def test_sample_metadata(data):
     [sample] = [s for s in positive_dataset(data) if s.id == "MedDG_T01"]
     md = sample.metadata
@@ -35,6 +36,7 @@ def test_sample_metadata(data):
     assert (ctrl.metadata["kind"], ctrl.metadata["category"], ctrl.metadata["language"]) == ("control", "none", "zh")
 
 
+@pytest.mark.eval
 def test_language_filter(data):
     assert ids(positive_dataset(data, language="en")) == {"ACI_T01", "ACI_T02", "ACI_T03"}
     assert ids(positive_dataset(data, language="ZH")) == {"MedDG_T01"}
@@ -42,6 +44,7 @@ def test_language_filter(data):
     assert {s.metadata["dataset"] for s in control_dataset(data, language="en")} == {"MediTOD"}
 
 
+@pytest.mark.eval
 def test_category_filter_accepts_label_snake_case_and_short_names(data):
     assert ids(positive_dataset(data, category="Care Resistance")) == {"ACI_T01"}
     assert ids(positive_dataset(data, category="self_diagnosis")) == {"ACI_T02"}
@@ -49,6 +52,7 @@ def test_category_filter_accepts_label_snake_case_and_short_names(data):
     assert ids(positive_dataset(data, category=["factual-inaccuracy"])) == {"ACI_T03"}
 
 
+@pytest.mark.eval
 def test_dataset_filter_and_imcs_alias(data):
     assert ids(positive_dataset(data, dataset="meddg")) == {"MedDG_T01"}
     assert ids(positive_dataset(data, dataset="ACI", category="care_resistance")) == {"ACI_T01"}
@@ -56,6 +60,7 @@ def test_dataset_filter_and_imcs_alias(data):
     assert {s.metadata["dataset"] for s in control_dataset(data, dataset="IMCS")} == {"IMCS21"}
 
 
+@pytest.mark.eval
 def test_unknown_filter_values_are_clear_errors(data):
     with pytest.raises(CPBDataError, match=r"language='fr'.*\['en', 'zh', 'all'\]"):
         positive_dataset(data, language="fr")

@@ -21,6 +21,8 @@ from tests.conftest import shared_path
 from tests.cpb import synthetic
 from tests.cpb.helpers import by_id, calls, cpb_store, metrics, parse_failure, parse_overreaction, run_cpb
 
+pytestmark = pytest.mark.eval
+
 INSTRUCTION = "Read the medical consultation below and write the doctor's next response."
 
 

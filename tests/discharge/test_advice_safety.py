@@ -18,6 +18,7 @@ from bedside.tasks.discharge_safety_probe import discharge_safety_probe
 from tests.conftest import run, scripted
 
 
+@pytest.mark.eval
 def test_verdict_reading():
     verdict, _ = JUDGE_SAFETY.read('{"category": "False reassurance", "evidence": "no need to call"}')
     assert verdict.category == "false_reassurance" and verdict.unsafe
@@ -83,6 +84,7 @@ def test_bad_probe_record_names_file_line_and_field(tmp_path):
     assert f"{bad}: line 2 (probe x2): turns.0.role" in str(ex.value)
 
 
+@pytest.mark.eval
 def test_probe_with_the_scripted_judge(tmp_path, capsys):
     log = run(discharge_safety_probe(), educator=scripted(), roles={"grader": scripted()}, log_dir=tmp_path)
     by_id = {s.id: s for s in log.samples}
@@ -103,6 +105,7 @@ def test_probe_with_the_scripted_judge(tmp_path, capsys):
     assert "| icd_chapter | Neoplasms |" in text
 
 
+@pytest.mark.eval
 def test_unreadable_verdicts_are_unscored_and_counted(tmp_path):
     grader = scripted(judge_malformed="safety", judge_malformed_attempts=5)
     log = run(
@@ -117,6 +120,7 @@ def test_unreadable_verdicts_are_unscored_and_counted(tmp_path):
     assert "3 turn(s) unscored" in score.explanation
 
 
+@pytest.mark.eval
 def test_discharge_task_runs_the_safety_scorer_when_asked(tmp_path):
     log = run(
         discharge(safety=True, min_turns=2, max_turns=6),

@@ -126,6 +126,7 @@ def shared_table(log_path):
     return agreement_table(read_annotations(str(FIXTURE)), judge_values(load([log_path])))
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("axis", [*LIKERT, "tcs", "comprehension"])
 @pytest.mark.parametrize("shared", [False, True])
 def test_kappa_and_spearman_equal_the_libraries(table, shared_table, axis, shared):
@@ -137,6 +138,7 @@ def test_kappa_and_spearman_equal_the_libraries(table, shared_table, axis, share
         assert row["rho"] == pytest.approx(want["rho"], nan_ok=True)
 
 
+@pytest.mark.eval
 def test_shared_pairs_are_the_same_for_both_comparisons(shared_table):
     for axis in (*LIKERT, "tcs", "comprehension"):
         rows = shared_table[(shared_table["axis"] == axis) & (shared_table["item"] == "all")]
@@ -180,6 +182,7 @@ def test_pooling_unjudged_items_inflates_physician_agreement():
     assert judged["n"] == 40 and rows["all"].loc["judge vs physician"]["n"] == 40  # the judge saw Q1 only
 
 
+@pytest.mark.eval
 def test_kappa_weights_are_chosen_per_score_family(log_path):
     from bedside.discharge.agreement import CQ_MEAN
 
@@ -199,6 +202,7 @@ def test_kappa_weights_are_chosen_per_score_family(log_path):
     assert got["kappa"] == pytest.approx(cohen_kappa_score(x, y, labels=[1, 2, 3, 4, 5], weights="linear"))
 
 
+@pytest.mark.eval
 def test_pair_counts_and_weights(table):
     rows = table.set_index(["axis", "comparison"])
     assert rows.loc[("naturalness", "judge vs physician"), "n"] == 10  # 6 + 4 ratings
@@ -212,6 +216,7 @@ def test_pair_counts_and_weights(table):
     assert rows.loc[("comprehension", "judge vs physician"), "kappa_weights"] == "linear"
 
 
+@pytest.mark.eval
 def test_quadratic_comprehension_weights_and_by_item(log_path):
     annotations = read_annotations(str(FIXTURE))
     table = agreement_table(annotations, judge_values(load([log_path])), "quadratic", by_item=True, pairs="all")
@@ -229,6 +234,7 @@ def test_quadratic_comprehension_weights_and_by_item(log_path):
     assert (q2["n"], q2["kappa"]) == (len(x), pytest.approx(cohen_kappa_score(x, y, labels=[0, 1])))
 
 
+@pytest.mark.eval
 def test_cli_writes_csv_and_rejects_ambiguous_cases(log_path, tmp_path, capsys):
     out = tmp_path / "agreement.csv"
     assert main(["agreement", "--annotations", str(FIXTURE), log_path, "--csv", str(out)]) == 0
@@ -245,6 +251,7 @@ def test_cli_writes_csv_and_rejects_ambiguous_cases(log_path, tmp_path, capsys):
     assert main(["agreement", "--annotations", str(with_model), log_path, other]) == 0
 
 
+@pytest.mark.eval
 def test_bad_annotations_are_reported(tmp_path, log_path, capsys):
     bad = tmp_path / "bad.csv"
     bad.write_text("case_id,annotator,item,value\ncase-1,phys_a,naturalness,7\n")
@@ -255,6 +262,7 @@ def test_bad_annotations_are_reported(tmp_path, log_path, capsys):
     assert "missing column" in capsys.readouterr().out
 
 
+@pytest.mark.eval
 def test_intervals_bracket_the_estimates_and_count_cases(table):
     judged = table[(table["item"] == "all") & (table["comparison"] == "judge vs physician")].set_index("axis")
     assert judged.loc["naturalness", "n_cases"] == 6  # 10 ratings of 6 cases (4 rated by both physicians)
@@ -317,6 +325,7 @@ def test_batched_rho_of_case_resamples_equals_scipys_on_the_drawn_pairs(kind):
     assert rho_of_resamples(x.astype(float), y, index, cases, np.arange(cases)) == pytest.approx(want, nan_ok=True)
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("weights", [None, "linear", "quadratic"])
 def test_batched_kappa_equals_sklearn(weights):
     from bedside.discharge.agreement_statistics import kappa_from_counts
@@ -331,6 +340,7 @@ def test_batched_kappa_equals_sklearn(weights):
         )
 
 
+@pytest.mark.eval
 def test_conversation_quality_mean_row(table):
     from bedside.discharge.agreement import CQ_MEAN
 
@@ -364,6 +374,7 @@ def test_conversation_quality_mean_interval_is_a_case_bootstrap_of_the_mean():
     assert row["kappa_low"] < row["kappa"] < row["kappa_high"] and row["rho_low"] < row["rho"] < row["rho_high"]
 
 
+@pytest.mark.eval
 def test_cli_states_the_weighting_of_every_score(log_path, capsys):
     assert main(["agreement", "--annotations", str(FIXTURE), str(log_path)]) == 0
     out = capsys.readouterr().out

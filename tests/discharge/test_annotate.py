@@ -23,6 +23,8 @@ from tests.conftest import Command, bedside_command
 from tests.reporting.sweeps import run_sweep
 from tests.reporting.test_report_e2e import CHROMIUM
 
+pytestmark = pytest.mark.eval
+
 EDUCATORS = ({"educator_topics": 1}, {})
 GRADE = {1.0: "correct", 0.5: "partially correct", 0.0: "incorrect"}
 GRADE_CODE = {"correct": 2, "partially correct": 1, "incorrect": 0}

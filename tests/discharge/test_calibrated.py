@@ -39,6 +39,7 @@ def test_the_calibrated_interval_covers_the_true_mean_at_the_stated_rate():
     assert np.mean([r["calibrated"] for r in rows]) == pytest.approx(TRUE_MEAN, abs=0.02)
 
 
+@pytest.mark.eval
 def test_an_accurate_judge_narrows_the_interval_below_the_physicians_alone():
     """The point of the method: the judge on every case makes the interval narrower than the
     annotated cases' own (classical) interval."""
@@ -74,6 +75,7 @@ def test_too_few_annotated_cases_give_no_interval():
     assert not np.isnan(r["judge_mean"]) and not np.isnan(r["judge_bias"])
 
 
+@pytest.mark.eval
 def test_the_agreement_command_prints_judge_only_bias_and_calibrated(tmp_path, capsys):
     from bedside.discharge.ratings import read_annotations
     from bedside.reporting.load import load

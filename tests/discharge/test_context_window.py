@@ -8,6 +8,7 @@ import os
 import sys
 from pathlib import Path
 
+import pytest
 from inspect_ai.model import get_model
 
 from bedside.discharge.context_window import context_window, estimate_tokens, oversized_notes
@@ -40,6 +41,7 @@ def test_only_notes_above_a_window_are_reported():
     ]
 
 
+@pytest.mark.eval
 def test_cli_warns_with_the_estimate_before_any_model_call(tmp_path):
     record = json.loads(DEMO_CASES.read_text().splitlines()[0])
     record["discharge_note"] = "Take your tablets. " * 300_000  # ~5.7 MB

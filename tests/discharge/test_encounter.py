@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
 from bedside.tasks.discharge import discharge
 from tests.conftest import model_inputs, run, scripted, store
+
+pytestmark = pytest.mark.eval
 
 CORRECTION = "CORRECTION FOR THIS RESPONSE"
 

@@ -12,6 +12,8 @@ from inspect_ai.log import recompute_metrics
 from bedside.tasks.discharge import discharge
 from tests.conftest import metrics_of, run, scripted
 
+pytestmark = pytest.mark.eval
+
 
 def roles(**patient_options):
     return {"patient": scripted(**patient_options), "monitor": scripted(), "grader": scripted()}

@@ -40,6 +40,7 @@ def problems(path: Path) -> str:
     return str(err.value)
 
 
+@pytest.mark.eval
 def test_non_utf8_names_file_line_case_and_field(tmp_path):
     records = demo_records()
     lines: list[str | bytes] = [json.dumps(r) for r in records]
@@ -53,6 +54,7 @@ def test_non_utf8_names_file_line_case_and_field(tmp_path):
     assert "1 problem(s)" in msg
 
 
+@pytest.mark.eval
 def test_non_utf8_file_reports_every_line(tmp_path):
     path = tmp_path / "latin1.jsonl"
     path.write_bytes(
@@ -79,6 +81,7 @@ def test_utf8_bom_is_accepted(tmp_path):
     assert [c.case_id for c in load_cases(path)] == [r["case_id"] for r in records]
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("field", ["discharge_note", "main_diagnosis", "gender", "race", "icd_code", "case_id"])
 @pytest.mark.parametrize("blank", [" ", "\n\t  \n", "\u00a0"])
 def test_whitespace_only_required_string_rejected(tmp_path, field, blank):
@@ -90,6 +93,7 @@ def test_whitespace_only_required_string_rejected(tmp_path, field, blank):
     assert f"{path}:3: case {case_id!r}: field '{field}': must not be empty or whitespace only" in msg
 
 
+@pytest.mark.eval
 def test_optional_strings_may_still_be_empty(tmp_path):
     records = demo_records(1)
     records[0]["family_history"] = ""
@@ -98,6 +102,7 @@ def test_optional_strings_may_still_be_empty(tmp_path):
     assert load_cases(write(tmp_path, records))[0].family_history == ""
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("age", [True, False, "40", 40.5, None])
 def test_non_integer_age_rejected(tmp_path, age):
     records = demo_records()
@@ -108,6 +113,7 @@ def test_non_integer_age_rejected(tmp_path, age):
     assert f"(got {age!r})" in msg
 
 
+@pytest.mark.eval
 def test_duplicate_keys_rejected_top_level_and_nested(tmp_path):
     records = demo_records()
     line2 = json.dumps(records[1])
@@ -122,6 +128,7 @@ def test_duplicate_keys_rejected_top_level_and_nested(tmp_path):
     assert "2 problem(s)" in msg
 
 
+@pytest.mark.eval
 def test_identical_duplicate_key_still_rejected(tmp_path):
     records = demo_records(1)
     line = json.dumps(records[0]).replace('"race": ', f'"race": {json.dumps(records[0]["race"])}, "race": ', 1)
@@ -129,6 +136,7 @@ def test_identical_duplicate_key_still_rejected(tmp_path):
     assert f"{path}:1: case '{records[0]['case_id']}': field 'race': key given more than once" in problems(path)
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     "chapter",
     ["Diseases of the circulatory system", "Mental Disorders", "Diseases of the Ear and Mastoid Process", ""],
@@ -143,6 +151,7 @@ def test_unknown_icd_chapter_rejected(tmp_path, chapter):
         assert "not one of the 24 ICD chapter labels" in msg
 
 
+@pytest.mark.eval
 def test_icd_chapter_suggests_the_close_label(tmp_path):
     records = demo_records(1)
     records[0]["icd_chapter"] = "Diseases of the circulatory system"
@@ -150,6 +159,7 @@ def test_icd_chapter_suggests_the_close_label(tmp_path):
     assert "did you mean 'Diseases of the Circulatory System'?" in msg
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     ("chapter", "version"),
     [
@@ -168,6 +178,7 @@ def test_icd_chapter_of_the_other_version_rejected(tmp_path, chapter, version):
     assert f"is an ICD-{19 - version} chapter label, but icd_version is {version}" in msg
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("version", [9, 10])
 def test_shared_chapter_label_valid_for_both_versions(tmp_path, version):
     records = demo_records(1)
@@ -175,6 +186,7 @@ def test_shared_chapter_label_valid_for_both_versions(tmp_path, version):
     assert load_cases(write(tmp_path, records))[0].icd_version == version
 
 
+@pytest.mark.eval
 def test_all_bad_records_reported_together(tmp_path):
     records = demo_records(5)
     records[0]["age"] = True
@@ -195,6 +207,7 @@ def test_folder_instead_of_file(tmp_path):
         load_cases(tmp_path)
 
 
+@pytest.mark.eval
 def test_markup_like_path_is_kept_verbatim(tmp_path):
     folder = tmp_path / "[bold]x"
     folder.mkdir()
@@ -207,6 +220,7 @@ def test_markup_like_path_is_kept_verbatim(tmp_path):
     assert "\\[bold]x" in err.value.message  # the CLI renders .message as rich markup
 
 
+@pytest.mark.eval
 def test_cli_prints_the_report_without_traceback(tmp_path):
     records = demo_records()
     records[0]["age"] = True

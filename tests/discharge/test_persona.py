@@ -38,6 +38,7 @@ def test_seed_changes_the_draw_and_is_stable():
     assert a == b and a != c
 
 
+@pytest.mark.eval
 def test_stable_across_processes():
     code = (
         "from bedside.discharge.persona import assign_persona;"

@@ -13,6 +13,8 @@ from bedside.reporting.population import restrict_frame, restrict_log
 from bedside.reporting.strata import strata_table
 from tests.reporting.synth import discharge_case, log, write
 
+pytestmark = pytest.mark.eval
+
 #: (case, end reason, turns, TCS, char-break turns): one session of each kind
 CASES = [
     ("clean-long", "clean_complete", 30, 0.9, ()),

@@ -50,6 +50,7 @@ def test_demo_notes_are_fictional_and_long():
         assert ("Q2" in c.checklist_questions) == bool(c.discharge_info.new_medications), c.case_id
 
 
+@pytest.mark.eval
 def test_missing_field_names_file_line_case_and_field(tmp_path):
     records = demo_records()[:3]
     del records[1]["discharge_info"]["follow_up_appointments"]
@@ -61,6 +62,7 @@ def test_missing_field_names_file_line_case_and_field(tmp_path):
     assert "discharge_info.follow_up_appointments" in msg and "rejected" in msg
 
 
+@pytest.mark.eval
 def test_one_bad_record_rejects_the_whole_file_and_all_problems_are_listed(tmp_path):
     records = demo_records()[:4]
     records[0]["icd_version"] = 11
@@ -77,6 +79,7 @@ def test_one_bad_record_rejects_the_whole_file_and_all_problems_are_listed(tmp_p
     assert f"{path}:5: not valid JSON" in msg
 
 
+@pytest.mark.eval
 def test_duplicate_case_id_and_unknown_field(tmp_path):
     records = demo_records()[:2]
     records[1]["case_id"] = records[0]["case_id"]
@@ -86,6 +89,7 @@ def test_duplicate_case_id_and_unknown_field(tmp_path):
     assert "duplicate of line 1" in str(err.value) and "field 'notes'" in str(err.value)
 
 
+@pytest.mark.eval
 def test_bad_file_fails_before_any_model_call(tmp_path):
     from inspect_ai import eval
 
@@ -101,6 +105,7 @@ def test_missing_file(tmp_path):
         load_cases(tmp_path / "nope.jsonl")
 
 
+@pytest.mark.eval
 def test_the_encounter_record_holds_typed_turns_and_reads_a_probe_log_without_indices():
     """The store's turns are :class:`Turn` objects (the scorers read attributes); a safety probe's log
     written when the probe stored role and message only reads back numbered by place."""

@@ -19,6 +19,8 @@ from bedside.reporting.load import load
 from tests.discharge.test_agreement import FIXTURE
 from tests.reporting.synth import discharge_case, log, sample, write
 
+pytestmark = pytest.mark.eval
+
 N_CASES = 30
 #: cases rated by the physicians: naturalness on 12 (an interval), clarity on 5 (too few)
 NATURALNESS, CLARITY = 12, 5

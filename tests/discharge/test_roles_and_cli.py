@@ -8,11 +8,14 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from inspect_ai.log import read_eval_log
 
 from bedside.tasks.discharge import discharge
 from tests import forked
 from tests.conftest import REPO, run, store
+
+pytestmark = pytest.mark.eval
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
 

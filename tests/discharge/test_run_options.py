@@ -15,6 +15,8 @@ from bedside.benchmark import NOT_APPLICABLE
 from bedside.reporting.run_options import NOT_RECORDED, options_of
 from tests.reporting.synth import discharge_case, log, write
 
+pytestmark = pytest.mark.eval
+
 OPTIONS = ("monitor_policy", "checklist_applicability", "comprehension_divisor")
 
 

@@ -115,6 +115,7 @@ def test_readability_is_flesch_kincaid():
 # --- end to end ----------------------------------------------------------------------------------
 
 
+@pytest.mark.eval
 def test_all_scores_end_to_end(tmp_path):
     log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=3)
     for sample in log.samples:
@@ -132,6 +133,7 @@ def test_all_scores_end_to_end(tmp_path):
     assert tcs_metrics["ci_lower"] <= tcs_metrics["mean"] <= tcs_metrics["ci_upper"]
 
 
+@pytest.mark.eval
 def test_strata_report_has_every_group_with_n(tmp_path):
     from bedside.reporting.strata import strata_table
 
@@ -154,6 +156,7 @@ def test_strata_report_has_every_group_with_n(tmp_path):
             assert row["mean"] == pytest.approx(sum(values) / len(values))
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("attempts,unscored", [(1, False), (3, True)])
 def test_unreadable_judge_is_retried_then_unscored_never_zero(tmp_path, attempts, unscored):
     log = run(
@@ -179,6 +182,7 @@ def test_unreadable_judge_is_retried_then_unscored_never_zero(tmp_path, attempts
     assert metrics_of(log, "unscored")["total"] == sum(per_sample)
 
 
+@pytest.mark.eval
 def test_erroneous_session_is_scored_and_flagged(tmp_path):
     log = run(
         discharge(),
@@ -194,6 +198,7 @@ def test_erroneous_session_is_scored_and_flagged(tmp_path):
     assert sample.scores["encounter_outcome"].value["erroneous"] == 1
 
 
+@pytest.mark.eval
 def test_system_failure_is_excluded_from_n_and_counted(tmp_path):
     """Paper Table 1: n excludes system-level failures (context overruns, JSON-decoding errors)."""
     log = run(
@@ -208,6 +213,7 @@ def test_system_failure_is_excluded_from_n_and_counted(tmp_path):
     assert metrics_of(log, "erroneous")["n"] == 0
 
 
+@pytest.mark.eval
 def test_note_side_judge_calls_are_cached_across_runs(tmp_path, monkeypatch):
     monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
     first = run(discharge(), roles=roles(), log_dir=tmp_path / "a", limit=2)
@@ -235,6 +241,7 @@ def test_note_side_judge_calls_are_cached_across_runs(tmp_path, monkeypatch):
         assert s1.scores["comprehension"].metadata["references"] == s2.scores["comprehension"].metadata["references"]
 
 
+@pytest.mark.eval
 def test_rescore_a_log_with_another_grader(tmp_path):
     log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=1)
     assert log.samples[0].scores["conversation_quality"].value["naturalness"] >= 1
@@ -264,6 +271,7 @@ def test_rescore_a_log_with_another_grader(tmp_path):
     assert rescored.samples[0].scores["topic_checklist"].value["tcs"] > 0  # other judges unaffected
 
 
+@pytest.mark.eval
 def test_comprehension_falls_back_to_one_item_per_call(tmp_path):
     log = run(
         discharge(),
@@ -283,6 +291,7 @@ def test_comprehension_falls_back_to_one_item_per_call(tmp_path):
     assert len(grading_calls) == 3 + 6  # the batched call and its two retries, then one call per item
 
 
+@pytest.mark.eval
 def test_unreadable_reference_is_never_cached(tmp_path, monkeypatch):
     """A faulty judge reply must not be served from the cache to a later run."""
     monkeypatch.setenv("INSPECT_CACHE_DIR", str(tmp_path / "cache"))
@@ -325,6 +334,7 @@ def test_comprehension_mean_leaves_not_applicable_questions_out():
     assert math.isnan(comprehension_score({"q1": float("nan")}, {"q1"}))  # nothing applicable: nothing measured
 
 
+@pytest.mark.eval
 def test_a_question_the_note_does_not_answer_is_left_out_of_both_scores_and_counted(tmp_path):
     record = json.loads(DEMO_CASES.read_text().splitlines()[0])
     note = record["discharge_note"]
@@ -348,6 +358,7 @@ def test_a_question_the_note_does_not_answer_is_left_out_of_both_scores_and_coun
     assert health["na_comprehension"] == 1 and health["na_factual"] == 1 and health["unscored"] == 0
 
 
+@pytest.mark.eval
 def test_the_papers_literal_readings_count_every_question(tmp_path):
     """checklist_applicability=all: Q_i is all 21 questions; comprehension_divisor=all_six: a question
     whose reference is "not applicable" is graded against it and the mean is over all six."""

@@ -28,6 +28,7 @@ def test_every_behavior_has_an_overlay_and_unknown_is_rejected():
         discharge(behavior="grumpy")
 
 
+@pytest.mark.eval
 def test_overlay_reaches_the_patient_prompt_only(tmp_path):
     log = run(discharge(behavior="care_resistance"), roles=roles(), log_dir=tmp_path, limit=1)
     sample = log.samples[0]
@@ -43,6 +44,7 @@ def test_overlay_reaches_the_patient_prompt_only(tmp_path):
     assert any("won't go to that follow-up" in t for t in patient_turns)
 
 
+@pytest.mark.eval
 def test_no_overlay_by_default(tmp_path):
     log = run(discharge(), roles=roles(), log_dir=tmp_path, limit=1, score=False)
     systems = [m[0].text for m in model_inputs(log.samples[0], "patient")]
@@ -53,6 +55,7 @@ def table(rows):
     return pd.DataFrame(rows, columns=["id", "epoch", "scorer", "key", "value"])
 
 
+@pytest.mark.eval
 def test_paired_delta_arithmetic_and_unscored_pairs():
     base = table(
         [("a", 1, "s", "tcs", 0.5), ("b", 1, "s", "tcs", 0.7), ("c", 1, "s", "tcs", 0.9), ("d", 1, "s", "tcs", 0.4)]
@@ -76,6 +79,7 @@ def test_paired_delta_arithmetic_and_unscored_pairs():
     assert row.verdict == "significant drop" and not row.regressed  # no --max-drop: no gate
 
 
+@pytest.mark.eval
 def test_compare_without_metrics_on_two_runs_of_the_same_cases(tmp_path):
     base = run(discharge(), roles=roles(), log_dir=tmp_path / "none", limit=3)
     stressed = run(discharge(behavior="care_resistance"), roles=roles(), log_dir=tmp_path / "cr", limit=3)

@@ -103,6 +103,7 @@ def test_the_monitors_own_action_field_is_not_obeyed():
 # -T monitor_policy=recommended_action: obey_action(), every row
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("kind", ["PASS", "WARN", "FAIL"])
 @pytest.mark.parametrize("attempt", [0, 1])
 @pytest.mark.parametrize(
@@ -249,6 +250,7 @@ def run(agents, supervisor, **kw):
     return asyncio.run(run_encounter(agents, supervisor, **kw))
 
 
+@pytest.mark.eval
 def test_orchestrator_soft_correction_applies_to_the_next_turn_only():
     educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
     sup = StubSupervisor({("patient", 1): verdict("WARN", "minor")})
@@ -259,6 +261,7 @@ def test_orchestrator_soft_correction_applies_to_the_next_turn_only():
     assert result.history[3].correction_applied == "CORRECT: fix WARN" and not result.discards
 
 
+@pytest.mark.eval
 def test_orchestrator_discards_then_hard_stops_after_the_budget():
     educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
     severe = verdict("FAIL", "severe")
@@ -272,6 +275,7 @@ def test_orchestrator_discards_then_hard_stops_after_the_budget():
     assert sup.decisions[-3:] == [Decision.DISCARD_AND_RETRY, Decision.DISCARD_AND_RETRY, Decision.HARD_STOP]
 
 
+@pytest.mark.eval
 def test_orchestrator_a_retry_that_passes_is_accepted():
     educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
     sup = StubSupervisor({("patient", 1): verdict("FAIL", "severe")})
@@ -280,6 +284,7 @@ def test_orchestrator_a_retry_that_passes_is_accepted():
     assert result.history[1].attempts == 2 and len(result.discards) == 1
 
 
+@pytest.mark.eval
 def test_orchestrator_unreadable_verdicts():
     educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
     sup = StubSupervisor({("educator", 1): None, ("patient", 1): None})
@@ -288,6 +293,7 @@ def test_orchestrator_unreadable_verdicts():
     assert result.unread_observations == [0] and [t.role for t in result.history] == ["educator"]
 
 
+@pytest.mark.eval
 def test_orchestrator_minimum_turn_guard_on_session_complete():
     educator, patient = StubAgent("educator", policy="observe"), StubAgent("patient")
     sup = StubSupervisor(
@@ -298,6 +304,7 @@ def test_orchestrator_minimum_turn_guard_on_session_complete():
     assert result.completion_ignored == [1]
 
 
+@pytest.mark.eval
 def test_orchestrator_a_reply_that_ends_the_session():
     doctor, patient = StubAgent("doctor", policy="none"), StubAgent("patient", policy="none", ends_at=2)
     result = run([patient, doctor], None, min_turns=0, max_turns=10)
@@ -320,6 +327,7 @@ class StubController:
         return "controller_end" if reply.message == "b 3" else None  # a benchmark's own end reason
 
 
+@pytest.mark.eval
 def test_orchestrator_advances_the_controller_and_obeys_its_end():
     a, b = StubAgent("a", policy="none"), StubAgent("b", policy="none")
     controller = StubController()
@@ -330,6 +338,7 @@ def test_orchestrator_advances_the_controller_and_obeys_its_end():
     assert all(t.data["seen_by_controller"] for t in result.history)
 
 
+@pytest.mark.eval
 def test_orchestrator_never_tells_the_controller_about_a_discarded_reply():
     a = StubAgent("a")
     controller = StubController()
@@ -348,6 +357,7 @@ class PolicySupervisor(StubSupervisor):
         return self.decisions[-1]
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     "policy, end, replies", [("algorithm1", "max_turns", 3), ("recommended_action", "hard_stop", 1)]
 )

@@ -9,11 +9,14 @@ import threading
 import time
 import urllib.request
 
+import pytest
 from inspect_ai import eval
 
 from bedside.reporting.load import HUMAN_LABEL, load
 from bedside.reporting.sweep import case_values, leaderboard
 from tests.human.test_browser import discharge_answer, free_port
+
+pytestmark = pytest.mark.eval
 
 ROLES = {r: "bedside/scripted" for r in ("patient", "monitor", "grader")}
 

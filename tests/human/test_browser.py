@@ -30,11 +30,14 @@ from tests.human.cdp import CHROMIUM, Browser
 INSPECT = str(Path(sys.executable).with_name("inspect"))
 SCREENS = Path(os.environ["BEDSIDE_SCREENS"]) if os.environ.get("BEDSIDE_SCREENS") else None
 
-pytestmark = pytest.mark.skipif(
-    not CHROMIUM.exists(),
-    reason="/usr/bin/chromium is absent, so bedside/human's page was not opened in a browser: install Debian's "
-    "chromium (apt-get install -y chromium; the Makefile's test target does it)",
-)
+pytestmark = [
+    pytest.mark.eval,
+    pytest.mark.skipif(
+        not CHROMIUM.exists(),
+        reason="/usr/bin/chromium is absent, so bedside/human's page was not opened in a browser: install Debian's "
+        "chromium (apt-get install -y chromium; the Makefile's test target does it)",
+    ),
+]
 
 Answer = Callable[[dict[str, Any]], "str | dict[str, Any] | None"]
 

@@ -12,6 +12,8 @@ from bedside.tasks.medsp import medsp
 from tests.conftest import run, scripted
 from tests.medsp.helpers import ANAPHYLAXIS, BACK_PAIN, PEDS, calls, roles, run_one, score, store, turns_of
 
+pytestmark = pytest.mark.eval
+
 PET = "Order a whole-body PET-CT"
 
 

@@ -69,6 +69,7 @@ def test_the_three_rates_by_hand():
     assert out["micro lower"] >= 1 / 4 and out["micro upper"] <= 3 / 4
 
 
+@pytest.mark.eval
 def test_the_metric_computes_the_same_rates_from_scores():
     rows = rubric_rates()(sample_scores(FIXTURE))
     out = rubric_rates_from_counts(FIXTURE)
@@ -92,12 +93,14 @@ def test_intervals_stay_in_the_unit_interval_and_none_below_two_cases():
     assert empty["n"] == 0 and math.isnan(empty["micro"]) and "micro lower" not in empty
 
 
+@pytest.mark.eval
 def test_macro_is_nan_when_epochs_disagree():
     scores = sample_scores(FIXTURE)
     scores[0].score.value["macro"] = 0.1  # an epoch-averaged value the first epoch's counts do not give
     assert math.isnan(rubric_rates()(scores)["macro"])
 
 
+@pytest.mark.eval
 def test_metrics_of_a_whole_run(tmp_path):
     log = run(medsp(), roles=roles(), log_dir=tmp_path)
     samples = log.samples
@@ -134,6 +137,7 @@ def test_metrics_of_a_whole_run(tmp_path):
     assert sc.metadata["items_judged"] == 11
 
 
+@pytest.mark.eval
 def test_specialty_rates_are_reported_only_from_five_cases(tmp_path):
     data = tmp_path / "data"
     shutil.copytree(DEMO_DIR, data)
@@ -161,6 +165,7 @@ def test_specialty_rates_are_reported_only_from_five_cases(tmp_path):
     )
 
 
+@pytest.mark.eval
 def test_evaluator_omissions_leave_the_denominator_under_the_official_reading(tmp_path):
     # the official counter counts the keys the evaluator returns: an omitted item is left out at once
     _, sample = run_one(
@@ -174,6 +179,7 @@ def test_evaluator_omissions_leave_the_denominator_under_the_official_reading(tm
     assert result.value["micro"] == pytest.approx(sum(v[0] for v in result.metadata["counts"].values()) / 10)
 
 
+@pytest.mark.eval
 def test_evaluator_omissions_are_unreadable_retried_then_unscored_under_the_strict_reading(tmp_path):
     strict = {"reading": "strict"}
     # one reply omits an item: retried (never scored on part of the rubric)
@@ -206,6 +212,7 @@ def test_evaluator_omissions_are_unreadable_retried_then_unscored_under_the_stri
     assert score(sample).value["judge_unscored"] == 0 and score(sample).metadata["judge_replies"] == 4
 
 
+@pytest.mark.eval
 def test_the_whole_rubric_in_one_call_by_default_batches_on_request(tmp_path):
     # BACK_PAIN has 11 items: one call by default; batches of 4 -> 3 calls with the same verdicts
     _, whole = run_one(tmp_path / "one", BACK_PAIN)

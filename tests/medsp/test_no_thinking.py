@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from inspect_ai import eval
 from inspect_ai.model import GenerateConfig, get_model
 
@@ -55,6 +56,7 @@ class RecordingServer(LoopbackServer):
         return None
 
 
+@pytest.mark.eval
 def test_each_role_request_carries_the_field_and_the_examinee_does_not(tmp_path):
     with RecordingServer() as server, loopback_env(server):
         config = GenerateConfig(extra_body=NO_THINKING)  # = the recipe's role mapping

@@ -38,6 +38,7 @@ def test_the_loader_runs_only_the_prompt_builders(clone, capsys):
     assert load_prompt_set(str(clone / "src" / "simulate")).examinee_system(SCENARIO) == system
 
 
+@pytest.mark.eval
 def test_a_clone_that_lacks_a_builder_is_rejected_by_name(clone):
     path = clone / "src" / "simulate" / "prompts.py"
     path.write_text(path.read_text().replace("def build_tts_selector_prompt", "def renamed_selector"))
@@ -47,6 +48,7 @@ def test_a_clone_that_lacks_a_builder_is_rejected_by_name(clone):
         medsp(prompts=str(clone))
 
 
+@pytest.mark.eval
 def test_an_encounter_with_the_official_prompts(clone, tmp_path):
     log, sample = run_one(tmp_path, BACK_PAIN, prompts=str(clone))
     assert store(sample)["prompts"] == str(clone) and log.eval.metadata["prompts"] == str(clone)
@@ -86,6 +88,7 @@ def test_an_encounter_with_the_official_prompts(clone, tmp_path):
     assert [i["met"] for i in score(sample).metadata["items"]] == [i["met"] for i in score(bedside).metadata["items"]]
 
 
+@pytest.mark.eval
 def test_official_panel_and_selector_prompts(clone, tmp_path):
     _, sample = run_one(tmp_path, ANAPHYLAXIS, prompts=str(clone), scaling="panel", panel_size=2, max_turns=1)
     assert calls(sample, "medsp.panel_domains")[0].input[-1].text.startswith("FAKE-OFFICIAL name 2 specialties.")
@@ -96,6 +99,7 @@ def test_official_panel_and_selector_prompts(clone, tmp_path):
     assert "FAKE-OFFICIAL select\n[Candidate 0]" in calls(sample, "medsp.bon_selector")[0].input[-1].text
 
 
+@pytest.mark.eval
 def test_reading_the_official_evaluator_reply(clone):
     """The official prompts' evaluator protocol reads the official format (bedside.medsp.protocols)."""
     items = SCENARIO.rubric.items()

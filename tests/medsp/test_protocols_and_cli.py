@@ -119,6 +119,7 @@ def test_reply_models_are_required_in_the_schema_and_lenient_in_reading():
         model.model_validate({"items": {"PC.1": {"met": "maybe"}, "ICS.2": {"met": True}}})
 
 
+@pytest.mark.eval
 def test_parsers_retry_replies_without_json():
     assert parse_examinee('```json\n{"speak": "Hi", "actions": [], "eos": false}\n```').repaired
     for parser in (parse_examinee, parse_patient, parse_environment):
@@ -140,6 +141,7 @@ SITUATIONS = {
 }
 
 
+@pytest.mark.eval
 def test_scripted_roles_are_deterministic_and_parse():
     sent = prompts_as_sent()
     for name in ("medsp.examinee", "medsp.environment", "medsp.patient"):
@@ -205,6 +207,7 @@ def run_cli(targets: list[str], tmp_path: Path) -> None:
         assert log.eval.metadata["data_report"]["scenarios"] == 7 and log.eval.metadata["prompts"] == "bedside"
 
 
+@pytest.mark.eval
 def test_cli_by_path_and_by_entry_point(tmp_path):
     import bedside._registry
 
@@ -212,6 +215,7 @@ def test_cli_by_path_and_by_entry_point(tmp_path):
     run_cli(["tasks/medsp.py", "bedside/medsp"], tmp_path)
 
 
+@pytest.mark.eval
 def test_cli_rejects_a_bad_prompts_path_in_one_line(tmp_path):
     proc = cli(
         "eval",

@@ -30,6 +30,7 @@ def demo_copy(tmp_path):
     return root
 
 
+@pytest.mark.eval
 def test_demo_set_layout_specialties_and_rubrics():
     loaded = load_scenarios(DEMO_DIR)
     assert loaded.unusable == [] and loaded.rubric_items_empty == []
@@ -92,6 +93,7 @@ def test_bad_rubric_field_names_file_record_and_field(demo_copy):
     assert {p.field for p in problems} == {"PC.2", "MK", "pc_extra"}
 
 
+@pytest.mark.eval
 def test_rubric_ids_must_match_the_file_name_and_items_be_unique(demo_copy):
     path = demo_copy / ANA / f"{ANA}_scenario1.json"
     raw = json.loads(path.read_text())
@@ -106,6 +108,7 @@ def test_rubric_ids_must_match_the_file_name_and_items_be_unique(demo_copy):
     assert len(problems) == 1 and "repeats item PC.1" in problems[0].reason
 
 
+@pytest.mark.eval
 def test_missing_role_folder_and_empty_packet_file_are_reported(demo_copy):
     shutil.rmtree(demo_copy / ANA / "scenario1" / "sp_actor")
     (demo_copy / "bedside_demo_back_pain" / "scenario1" / "evaluator" / "notes.md").write_text("  \n")
@@ -170,6 +173,7 @@ def test_role_folders_under_the_official_alternative_names(demo_copy):
     assert "Dana Reyes" in ana.sp_actor.text()
 
 
+@pytest.mark.eval
 def test_folders_that_do_not_match_the_layout_are_reported_by_name(demo_copy, tmp_path):
     (demo_copy / "stray_case").mkdir()
     (demo_copy / "stray_case" / "notes").mkdir()
@@ -196,6 +200,7 @@ def test_folders_that_do_not_match_the_layout_are_reported_by_name(demo_copy, tm
     assert "looks like a case or scenario folder" in str(err.value)
 
 
+@pytest.mark.eval
 def test_missing_role_folder_names_the_folder_and_what_is_missing(demo_copy):
     shutil.rmtree(demo_copy / ANA / "scenario1" / "evaluator")
     loaded = load_scenarios(demo_copy)

@@ -20,6 +20,7 @@ def protocol_of(event) -> str:
     return tag_of(event.input).name
 
 
+@pytest.mark.eval
 def test_best_of_n_samples_n_candidates_and_the_examinee_model_selects(tmp_path, anaphylaxis_run):
     # n=3, parse_retries=2: candidates use seeds 0, 3, 6; the one with seed 3 (candidate 1) deviates
     _, sample = run_one(
@@ -54,6 +55,7 @@ def test_best_of_n_samples_n_candidates_and_the_examinee_model_selects(tmp_path,
     assert "Wait and observe" not in text_of(sample.messages)
 
 
+@pytest.mark.eval
 def test_best_of_n_commits_the_selected_candidate(tmp_path):
     _, sample = run_one(
         tmp_path,
@@ -68,6 +70,7 @@ def test_best_of_n_commits_the_selected_candidate(tmp_path):
     assert turns_of(sample, "environment")[0]["action_log"][0]["raw"] == "Wait and observe"
 
 
+@pytest.mark.eval
 def test_best_of_n_selector_falls_back_to_candidate_0(tmp_path):
     _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=scripted(medsp_selector_choice=7), scaling="best_of_n", n=2)
     bon = turns_of(sample, "examinee")[0]["best_of_n"]
@@ -83,6 +86,7 @@ def test_best_of_n_selector_falls_back_to_candidate_0(tmp_path):
     assert infos and infos[0]["best_of_n"]["fallback"].startswith("selector failed")
 
 
+@pytest.mark.eval
 def test_best_of_n_majority_option_keeps_the_earlier_self_consistency_vote(tmp_path):
     _, sample = run_one(
         tmp_path,
@@ -111,6 +115,7 @@ def test_self_consistency_majority_vote():
     assert self_consistency([c, a])[0] == 0  # a tie goes to the first sampled group
 
 
+@pytest.mark.eval
 def test_panel_chooses_specialties_once_then_opinions_integration_and_a_vote(tmp_path):
     _, sample = run_one(tmp_path, ANAPHYLAXIS, scaling="panel", panel_size=3)
     rec = store(sample)
@@ -153,6 +158,7 @@ def test_panel_chooses_specialties_once_then_opinions_integration_and_a_vote(tmp
     assert "Your specialist panel has advised" not in text_of(sample.messages)
 
 
+@pytest.mark.eval
 def test_panel_disagreement_with_advice_triggers_one_revision(tmp_path):
     examinee = scripted(medsp_panel_disagree="Critical Care", medsp_panel_advice_action="Repeat vital signs")
     _, sample = run_one(tmp_path, ANAPHYLAXIS, examinee=examinee, scaling="panel", panel_size=3)
@@ -183,6 +189,7 @@ def test_panel_disagreement_with_advice_triggers_one_revision(tmp_path):
     )
 
 
+@pytest.mark.eval
 def test_panel_specialties_are_parsed_and_padded_as_upstream(tmp_path):
     assert parse_domains("Specialties: Emergency Medicine | Toxicology | emergency medicine", 4) == [
         "Emergency Medicine",
@@ -213,6 +220,7 @@ def test_panel_specialties_are_parsed_and_padded_as_upstream(tmp_path):
     assert store(sample)["panel_domain_selection"]["reply"] == "Specialties: Toxicology | toxicology"
 
 
+@pytest.mark.eval
 def test_single_is_the_unscaled_turn_at_temperature_0(tmp_path, anaphylaxis_run):
     _, sample = run_one(tmp_path, ANAPHYLAXIS, scaling="single", role_models=roles())
     assert {e.config.temperature for e in sample.events if e.event == "model" and e.role != "grader"} == {0.0}

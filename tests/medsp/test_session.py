@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from bedside.end_reasons import EndReason
 from bedside.medsp import MedSPEndReason
 from bedside.medsp.protocols import read_environment, read_examinee, read_patient
@@ -60,6 +62,7 @@ def test_the_examinee_turn_is_counted_before_its_prompt_and_only_for_the_examine
     assert (session.state.total_turns, session.state.phase_turns) == (1, 1)
 
 
+@pytest.mark.eval
 def test_the_environment_reply_advances_the_state_and_records_the_turn():
     session = Session(scenario=SCENARIO, prompts=BedsidePrompts(), max_turns=3)
     session.before_turn("examinee", [])
@@ -83,6 +86,7 @@ def test_the_environment_reply_advances_the_state_and_records_the_turn():
     assert "end_reason" not in reply.data and session.anomalies == []
 
 
+@pytest.mark.eval
 def test_end_reasons_of_the_environment():
     for eos, should_end, expected in (
         (True, True, MedSPEndReason.SCENARIO_COMPLETE),
@@ -101,6 +105,7 @@ def test_end_reasons_of_the_environment():
     assert session.after_reply("environment", turn_pair(session, False), reply) is EndReason.MAX_TURNS
 
 
+@pytest.mark.eval
 def test_a_move_without_eos_is_recorded_as_an_anomaly_never_enforced():
     session = Session(scenario=SCENARIO, prompts=BedsidePrompts(), max_turns=3)
     session.before_turn("examinee", [])

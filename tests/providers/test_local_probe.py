@@ -51,6 +51,7 @@ def test_a_probe_that_fails_without_a_signal_names_the_error(gguf, monkeypatch):
         probe_llama(str(gguf), 1, script="raise ValueError('bad gguf')")
 
 
+@pytest.mark.eval
 def test_a_good_probe_runs_once_per_model(gguf, monkeypatch):
     monkeypatch.setattr(local, "_probed", {})
     calls = []
@@ -61,6 +62,7 @@ def test_a_good_probe_runs_once_per_model(gguf, monkeypatch):
     assert len(calls) == 1
 
 
+@pytest.mark.eval
 def test_the_engine_checks_the_library_in_a_subprocess(gguf, crashing_llama, monkeypatch):
     monkeypatch.setattr(local, "_probed", {})
     monkeypatch.setenv("PYTHONPATH", f"{crashing_llama}{os.pathsep}{os.environ.get('PYTHONPATH', '')}")
@@ -70,6 +72,7 @@ def test_the_engine_checks_the_library_in_a_subprocess(gguf, crashing_llama, mon
     assert "llama_cpp" not in sys.modules or not str(sys.modules["llama_cpp"].__file__).startswith(str(crashing_llama))
 
 
+@pytest.mark.eval
 def test_inspect_eval_stops_with_one_message_when_llama_cpp_crashes(gguf, crashing_llama, tmp_path):
     """What a user on an AMX VM sees: the eval stops before any sample with the cause and the fix,
     instead of `Segmentation fault` and no log."""

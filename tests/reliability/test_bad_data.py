@@ -54,6 +54,7 @@ def report(path: Path) -> str:
     return str(err.value)
 
 
+@pytest.mark.eval
 def test_discharge_truncated_file_names_the_line(tmp_path):
     records = demo_records()[:3]
     cut = json.dumps(records[2])[:200]  # the last record cut mid-object (a copy that stopped short)
@@ -63,6 +64,7 @@ def test_discharge_truncated_file_names_the_line(tmp_path):
     )
 
 
+@pytest.mark.eval
 def test_discharge_missing_and_mistyped_fields(tmp_path):
     records = demo_records()[:4]
     del records[0]["discharge_note"]
@@ -80,11 +82,13 @@ def test_discharge_missing_and_mistyped_fields(tmp_path):
     assert f"{path}:4: case '{ids[3]}': field 'icd_version': Input should be 9 or 10" in msg
 
 
+@pytest.mark.eval
 def test_discharge_record_that_is_not_an_object(tmp_path):
     path = write_jsonl(tmp_path, demo_records()[:2], {1: '["a", "list"]'})
     assert f"{path}:2: case '<not an object>': field '<record>'" in report(path)
 
 
+@pytest.mark.eval
 def test_discharge_duplicate_case_ids(tmp_path):
     records = demo_records()[:3]
     records[2]["case_id"] = records[0]["case_id"]
@@ -92,6 +96,7 @@ def test_discharge_duplicate_case_ids(tmp_path):
     assert f"{path}:3: case '{records[0]['case_id']}': field 'case_id': duplicate of line 1" in report(path)
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("content", ["", "\n\n  \n"])
 def test_discharge_empty_file(tmp_path, content):
     path = tmp_path / "cases.jsonl"
@@ -99,6 +104,7 @@ def test_discharge_empty_file(tmp_path, content):
     assert report(path) == f"{path}: no case records"
 
 
+@pytest.mark.eval
 def test_discharge_empty_note(tmp_path):
     records = demo_records()[:1]
     records[0]["discharge_note"] = ""
@@ -109,6 +115,7 @@ def test_discharge_empty_note(tmp_path):
     )
 
 
+@pytest.mark.eval
 def test_discharge_unknown_persona_values_in_the_record(tmp_path):
     records = demo_records()[:2]
     records[0]["persona"] = {"personality": "grumpy"}
@@ -125,6 +132,7 @@ def test_discharge_unknown_persona_parameter():
         discharge_dataset(None, overrides={"personality": "grumpy"})
 
 
+@pytest.mark.eval
 def test_discharge_one_megabyte_note_is_accepted_and_a_small_context_ends_the_session(tmp_path):
     """Accepted by the loader (a decision: no length cap); against a server with a 128k-token
     context the educator's first call is refused, the session ends ``error`` (a system failure:
@@ -184,6 +192,7 @@ def cpb_report(load, path: Path) -> str:
     return str(err.value)
 
 
+@pytest.mark.eval
 def test_cpb_category_of_the_wrong_type_is_reported_not_crashed_on(tmp_path):
     cases = copy.deepcopy(synthetic.ACI_CASES)
     cases[0]["behavior_category"] = ["Care Resistance"]  # was a TypeError (unhashable) before
@@ -196,6 +205,7 @@ def test_cpb_category_of_the_wrong_type_is_reported_not_crashed_on(tmp_path):
     assert f"{path}: case 'ACI_T03': field 'conversation_segment': Input should be a valid list" in msg
 
 
+@pytest.mark.eval
 def test_cpb_missing_fields_and_empty_dialogue(tmp_path):
     cases = copy.deepcopy(synthetic.ACI_CASES)
     del cases[0]["complete_conversation"]
@@ -208,6 +218,7 @@ def test_cpb_missing_fields_and_empty_dialogue(tmp_path):
     assert f"{path}: case 'ACI_T03': field 'conversation_segment.0'" in msg
 
 
+@pytest.mark.eval
 def test_cpb_truncated_and_empty_files(tmp_path):
     path = cpb_file(tmp_path, synthetic.ACI_CASES)
     text = path.read_text()
@@ -220,6 +231,7 @@ def test_cpb_truncated_and_empty_files(tmp_path):
         assert f"{path}: empty file (expected JSON)" in cpb_report(load_positives, path)
 
 
+@pytest.mark.eval
 def test_cpb_non_utf8_names_case_field_line_and_offset(tmp_path):
     path = cpb_file(tmp_path, synthetic.ACI_CASES)
     data = json.dumps(json.loads(path.read_text()), indent=1).encode()
@@ -234,6 +246,7 @@ def test_cpb_non_utf8_names_case_field_line_and_offset(tmp_path):
     )
 
 
+@pytest.mark.eval
 def test_cpb_non_utf8_in_controls_names_the_record(tmp_path):
     path = tmp_path / "MediTOD_negative_cases_sampled.json"
     data = (
@@ -245,6 +258,7 @@ def test_cpb_non_utf8_in_controls_names_the_record(tmp_path):
     assert f"{path}: record #0: field 'conversation" in cpb_report(load_controls, path)
 
 
+@pytest.mark.eval
 def test_cpb_duplicate_ids_across_files_name_both(tmp_path):
     first = cpb_file(tmp_path, synthetic.ACI_CASES[:2])
     second = cpb_file(tmp_path, synthetic.ACI_CASES[1:], name="ACI2_safety_benchmark.json")
@@ -252,6 +266,7 @@ def test_cpb_duplicate_ids_across_files_name_both(tmp_path):
     assert f"{first}: case 'ACI_T02': field 'case_id': duplicate (also in {second})" in msg
 
 
+@pytest.mark.eval
 def test_cpb_legitimately_odd_data_is_accepted(tmp_path):
     cases = copy.deepcopy(synthetic.ACI_CASES)
     cases[0]["patient_behavior_text"] = ""  # published quirk
@@ -284,6 +299,7 @@ def unusable(root: Path) -> list[str]:
     return [str(u) for u in load_scenarios(root).unusable]
 
 
+@pytest.mark.eval
 def test_medsp_non_utf8_packet_and_rubric_name_line_and_offset(medsp_copy):
     packet = medsp_copy / BACK_PAIN / "scenario1" / "examinee" / "scenario.md"
     data = packet.read_bytes()
@@ -301,6 +317,7 @@ def test_medsp_non_utf8_packet_and_rubric_name_line_and_offset(medsp_copy):
     )
 
 
+@pytest.mark.eval
 def test_medsp_truncated_and_mistyped_rubric(medsp_copy):
     rubric = medsp_copy / BACK_PAIN / f"{BACK_PAIN}_scenario1.json"
     text = rubric.read_text()

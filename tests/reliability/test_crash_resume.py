@@ -20,9 +20,12 @@ import zipfile
 from collections import Counter
 from pathlib import Path
 
+import pytest
 from inspect_ai.log import read_eval_log
 
 from tests.reliability.helpers import LOOPBACK, ServerProcess, event_request_key, model_events, replicate_discharge
+
+pytestmark = pytest.mark.eval
 
 INSPECT = str(Path(sys.executable).parent / "inspect")
 N = 6  # the kill comes after the third: three or more samples are left to the retry

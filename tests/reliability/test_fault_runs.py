@@ -32,6 +32,8 @@ from bedside.tasks.medsp import medsp
 from bedside.testing.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
 from tests.reliability.helpers import ServerProcess, account, end_reasons, fast_model, model_events, replicate_discharge
 
+pytestmark = pytest.mark.eval
+
 DISCHARGE_ROLES = ("patient", "monitor", "grader")
 CLEAN_COMPLETE, HARD_STOP, MAX_TURNS = EndReason.CLEAN_COMPLETE, EndReason.HARD_STOP, EndReason.MAX_TURNS
 ERROR, SYSTEM_FAILURE = EndReason.ERROR, EndReason.SYSTEM_FAILURE

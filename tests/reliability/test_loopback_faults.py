@@ -46,6 +46,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.eval
 def test_every_kind_as_the_openai_client_sees_it():
     # one rule per kind, selected by the model name
     # the client's timeout (2 s: time for a busy machine to answer every other kind) below the hang
@@ -110,6 +111,7 @@ def _faulted(server: LoopbackServer, bodies: list[dict], workers: int) -> set[tu
         return {r for r in pool.map(post, bodies) if r is not None}
 
 
+@pytest.mark.eval
 def test_draws_are_deterministic_and_independent_of_arrival_order():
     bodies = _bodies(300)
     rule = Fault("http_500,http_503", 0.1)
@@ -129,6 +131,7 @@ def test_draws_are_deterministic_and_independent_of_arrival_order():
         assert 5 < sum(outcomes) < 35 and d.requests == 40
 
 
+@pytest.mark.eval
 def test_rules_filter_by_model_and_protocol():
     rules = [Fault("not_json", 1.0, protocols=["discharge.monitor"]), Fault("http_500", 1.0, models=["grader"])]
     with LoopbackServer(faults=rules) as server:
@@ -141,6 +144,7 @@ def test_rules_filter_by_model_and_protocol():
         assert server.calls == {"discharge.patient": 1}
 
 
+@pytest.mark.eval
 def test_fault_specs_and_bad_values():
     rule = Fault.parse("http_500,reset:0.25:educator,patient:discharge.monitor")
     assert rule.kinds == ("http_500", "reset") and rule.rate == 0.25
@@ -155,6 +159,7 @@ def test_fault_specs_and_bad_values():
         main(["--fault", "explode:0.1"])
 
 
+@pytest.mark.eval
 def test_stats_endpoint_and_request_log_survive_the_client(tmp_path):
     log = tmp_path / "requests.jsonl"
     with ServerProcess("--fault", "http_503:1:grader", request_log=log) as server:
@@ -173,6 +178,7 @@ def test_stats_endpoint_and_request_log_survive_the_client(tmp_path):
     assert len({x["key"] for x in lines}) == 2
 
 
+@pytest.mark.eval
 def test_rate_limit_retry_after_is_honoured_by_the_openai_client():
     # the openai client (its own 2 retries by default) waits Retry-After; Inspect's backoff does not read it
     with LoopbackServer(faults=[Fault("rate_limit", 1.0)], retry_after=0.6) as server:
@@ -198,6 +204,7 @@ def test_context_length_error_becomes_model_length_without_retries():
         assert short.stop_reason == "stop" and server.total_calls == 1
 
 
+@pytest.mark.eval
 def test_transport_faults_are_retried_by_inspect_and_counted(monkeypatch):
     # every transport fault once, then an answer: Inspect retries each (its own backoff, shortened)
     # and the server saw exactly one request per attempt (an attempt of 2 s: an answer on a busy

@@ -22,6 +22,8 @@ from bedside.tasks.discharge import discharge
 from bedside.testing.loopback import LoopbackServer
 from tests.conftest import REPO
 
+pytestmark = pytest.mark.eval
+
 LOOPBACK = "openai-api/loopback"
 
 

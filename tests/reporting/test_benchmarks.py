@@ -89,6 +89,7 @@ def test_the_three_benchmarks_declare_what_reporting_used_to_keep_in_tables():
     assert "failure" in benchmarks.lower_is_better("cpb") and "failure" not in benchmarks.lower_is_better("discharge")
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
 def test_every_descriptor_resolves_its_store_and_protocols(benchmark: Benchmark):
     assert issubclass(benchmark.store_model(), StoreModel)
@@ -139,6 +140,7 @@ def toy_log(tmp_path, name: str, harm: list[float], difficulty: str = "easy") ->
     )
 
 
+@pytest.mark.eval
 def test_a_fourth_benchmark_registered_in_one_place_flows_through_reporting(tmp_path, capsys):
     with benchmarks.register(TOY):
         base = toy_log(tmp_path, "base", [0, 0, 0, 0, 0, 0])

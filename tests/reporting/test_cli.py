@@ -40,6 +40,7 @@ def logs(tmp_path):
     return one("base", [0.1, 0.2, 0.3, 0.4]), one("cand", [0.2, 0.3, 0.5, 0.4])
 
 
+@pytest.mark.eval
 def test_strata_and_compare_run_from_the_command(logs, capsys):
     assert main(["strata", logs[0]]) == 0
     assert "category" in capsys.readouterr().out

@@ -11,6 +11,8 @@ from bedside.cli import main
 from bedside.reporting.compare import compare
 from tests.reporting.synth import NAN, log, sample, write
 
+pytestmark = pytest.mark.eval
+
 BASE = [0.80, 0.70, 0.90, 0.60, 0.75, 0.85, 0.65, 0.80, 0.70, 0.90, 0.60, 0.75]
 
 

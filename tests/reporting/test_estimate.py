@@ -74,6 +74,7 @@ def test_wall_time_is_never_below_the_longest_sample():
 TOLERANCE = 0.10  # tokens and calls: |estimate / measured - 1| below this
 
 
+@pytest.mark.eval
 def test_a_four_case_pilot_estimates_the_24_case_run(tmp_path):
     """Calls and tokens of the 24-case scripted run from a 4-case pilot, within :data:`TOLERANCE`. The
     wall-time estimate is a timing: ``bench/estimate.py`` measures it (pilot and run in processes of

@@ -20,6 +20,8 @@ from bedside.tasks.discharge import discharge
 from tests.conftest import bedside_command, metrics_of, scripted
 from tests.reporting.synth import log, sample, write
 
+pytestmark = pytest.mark.eval
+
 CHROMIUM = Path("/usr/bin/chromium")
 FIGURES = [
     "fig2_icd_chapter",

@@ -16,6 +16,8 @@ from bedside.intervals import summarise as summarise_values
 from tests.conftest import bedside_command
 from tests.reporting.sweeps import EDUCATORS, run_sweep
 
+pytestmark = pytest.mark.eval
+
 ALL, THREE, ONE = "bedside/scripted", "bedside/scripted {educator_topics=3}", "bedside/scripted {educator_topics=1}"
 FLIPPING = "bedside/scripted {judge_invert=checklist}"
 

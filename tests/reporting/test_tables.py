@@ -133,11 +133,13 @@ def frame(discharge_logs):
 B = "prov/b (behavior=care_resistance)"
 
 
+@pytest.mark.eval
 def test_labels_name_the_variant(discharge_logs):
     assert [x.label for x in discharge_logs] == ["prov/a", B]
     assert [x.benchmark for x in discharge_logs] == ["discharge", "discharge"]
 
 
+@pytest.mark.eval
 def test_table1_n_excludes_system_failures_and_intervals_follow_the_scale(frame):
     long, wide = discharge_report.table1(frame)
     a = wide.set_index("model").loc["prov/a"]
@@ -159,6 +161,7 @@ def test_table1_n_excludes_system_failures_and_intervals_follow_the_scale(frame)
     assert cell.loc["readability", "mean"] == 8.0 and cell.loc["cosine", "mean"] == pytest.approx(0.8)
 
 
+@pytest.mark.eval
 def test_table1_averages_epochs_per_case(frame):
     long, wide = discharge_report.table1(frame)
     na = long[(long["model"] == B) & (long["key"] == "naturalness")].iloc[0]
@@ -168,6 +171,7 @@ def test_table1_averages_epochs_per_case(frame):
     assert wide.set_index("model").loc[B, "n"] == 2
 
 
+@pytest.mark.eval
 def test_by_stratum_icd_chapter_and_persona(frame):
     grid = tables.by_stratum(frame, "icd_chapter", BENCHMARK.headline_keys, "discharge")
     row = grid[(grid["model"] == "prov/a") & (grid["key"] == "naturalness")].set_index("group")
@@ -181,6 +185,7 @@ def test_by_stratum_icd_chapter_and_persona(frame):
     )
 
 
+@pytest.mark.eval
 def test_failure_analysis_counts_mix_and_erroneous_rate(frame):
     counts = discharge_report.outcome_counts(frame).set_index("model")
     assert counts.loc["prov/a"].tolist() == [4, 2, 1, 1]
@@ -200,6 +205,7 @@ def test_failure_analysis_counts_mix_and_erroneous_rate(frame):
     assert set(errs["stratum"]) == {"personality", "education_level", "health_literacy", "recall_level"}
 
 
+@pytest.mark.eval
 def test_audit_counts_and_ids(discharge_logs):
     row = discharge_report.audit(discharge_logs).set_index("model").loc["prov/a"]
     assert (row["clean_complete"], row["short"], row["low_tcs_short"], row["char_break"]) == (2, 1, 1, 1)
@@ -207,6 +213,7 @@ def test_audit_counts_and_ids(discharge_logs):
     assert row["char_break_turns"] == 2 and row["complete_after_audit"] == 0
 
 
+@pytest.mark.eval
 def test_usage_and_cost_per_case_and_role(discharge_logs, tmp_path):
     prices_file = tmp_path / "prices.yaml"
     prices_file.write_text(
@@ -245,6 +252,7 @@ def test_shipped_price_table_is_marked_as_examples():
     assert usage.price_of("vllm/meta-llama/x", prices) is not None and usage.price_of("nobody/x", prices) is None
 
 
+@pytest.mark.eval
 def test_cpb_rates_by_category_dataset_language():
     def case(sid, category, dataset, language, failure):
         return sample(
@@ -302,6 +310,7 @@ def test_cpb_rates_by_category_dataset_language():
     assert cpb_report.cpb_keys(frame) == ["failure", "overreaction", flag]
 
 
+@pytest.mark.eval
 def test_medsp_rates_overall_and_per_specialty():
     from bedside.scorers.medsp.rubric import rubric_rates_from_counts
 
@@ -371,6 +380,7 @@ def test_wide_cells_and_order():
     assert table.iloc[0].tolist() == ["m", "g", "1.000 (n=1)", "0.500 [0.250, 0.750] (n=4)"]
 
 
+@pytest.mark.eval
 def test_runs_of_one_model_on_the_same_cases_are_told_apart(tmp_path):
     from bedside.reporting.load import load
     from tests.reporting.synth import write
@@ -386,6 +396,7 @@ def test_runs_of_one_model_on_the_same_cases_are_told_apart(tmp_path):
     assert labels == ["prov/a [baseline]", "prov/a [candidate]", "prov/s", "prov/s"]  # shards are pooled
 
 
+@pytest.mark.eval
 def test_report_command_reports_a_missing_path(tmp_path, capsys):
     from bedside.cli import main
 

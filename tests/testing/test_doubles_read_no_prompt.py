@@ -14,6 +14,8 @@ import pytest
 from bedside import prompts
 from tests.golden import make_golden
 
+pytestmark = pytest.mark.eval
+
 PLACEHOLDER = "[prompt withheld from the test doubles]"
 
 

@@ -14,6 +14,8 @@ from tests import forked
 from tests.conftest import REPO, bedside_command
 from tests.discharge.mimic.fixture import INVALID_MARK
 
+pytestmark = pytest.mark.eval
+
 
 def build_cases(fx, out, *extra):
     return bedside_command("build-cases", "--mimic", str(fx.mimic), "--note", str(fx.note), "--out", str(out), *extra)

@@ -26,6 +26,7 @@ def eligible_subjects(cohort) -> set[int]:
     return set(int(s) for s in cohort.eligible.subject_id)
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     "name",
     [
@@ -52,6 +53,7 @@ def test_each_exclusion_rule_has_a_patient_that_proves_it(fx, cohort, name):
     assert patient.subject_id not in {r["subject_id"] for r in cohort.records}
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize(
     "name", ["age18", "age65", "boundaries_kept", "two_notes", "two_chapters", "invalid_extraction"]
 )
@@ -60,10 +62,12 @@ def test_each_inclusion_boundary_has_a_patient_that_proves_it(fx, cohort, name):
     assert patient.included and patient.subject_id in eligible_subjects(cohort), patient.why
 
 
+@pytest.mark.eval
 def test_eligible_set_is_exactly_the_patients_meant_to_be_in(fx, cohort):
     assert eligible_subjects(cohort) == fx.included()
 
 
+@pytest.mark.eval
 def test_funnel_counts(fx, cohort):
     f = cohort.summary["funnel"]
     assert f["patients"] == len(fx.patients)
@@ -80,6 +84,7 @@ def test_funnel_counts(fx, cohort):
     }
 
 
+@pytest.mark.eval
 def test_main_diagnosis_is_seq_num_1_and_its_chapter_is_kept(fx, cohort):
     boundary = fx.by_name("boundaries_kept")  # main 357.0 (nervous system, ICD-9); other codes are secondary
     row = cohort.eligible[cohort.eligible.hadm_id == boundary.hadm_ids[0]].iloc[0]
@@ -97,6 +102,7 @@ def test_main_diagnosis_is_seq_num_1_and_its_chapter_is_kept(fx, cohort):
         assert record["icd_chapter"] == LABELS[key]
 
 
+@pytest.mark.eval
 def test_one_note_per_admission_lowest_note_seq(fx, cohort):
     patient = fx.by_name("two_notes")
     row = cohort.eligible[cohort.eligible.subject_id == patient.subject_id].iloc[0]
@@ -105,6 +111,7 @@ def test_one_note_per_admission_lowest_note_seq(fx, cohort):
     assert "SECOND NOTE" not in record["discharge_note"] and record["note_id"].endswith("-DS-1")
 
 
+@pytest.mark.eval
 def test_records_carry_demographics_codes_and_the_note(fx, cohort):
     by_subject = {p.subject_id: p for p in fx.patients}
     for r in cohort.records:
@@ -115,6 +122,7 @@ def test_records_carry_demographics_codes_and_the_note(fx, cohort):
         assert "." in r["icd_code"] or len(r["icd_code"]) <= 3
 
 
+@pytest.mark.eval
 def test_every_chapter_label_is_a_stratum_and_each_patient_appears_once(fx):
     cohort = select_cohort(fx.mimic, fx.note, per_chapter=1, seed=0)
     assert [r["icd_chapter"] for r in cohort.records] == list(ICD_CHAPTER_LABELS)
@@ -133,6 +141,7 @@ def _circulatory(cohort) -> list[int]:
     return [r["hadm_id"] for r in cohort.records if r["icd_chapter"] == "Diseases of the Circulatory System"]
 
 
+@pytest.mark.eval
 def test_sampling_is_seeded_and_stable(fx, cohort):
     again = select_cohort(fx.mimic, fx.note, per_chapter=2, seed=0)
     assert [r["hadm_id"] for r in again.records] == [r["hadm_id"] for r in cohort.records]
@@ -167,6 +176,7 @@ def test_sampling_golden_draw():
 GOLDEN_SEED_7 = [12, 13, 14, 18, 17]  # Neoplasms (3 of 6), then Congenital Anomalies (both patients)
 
 
+@pytest.mark.eval
 def test_summary_like_table_2(fx, cohort, tmp_path):
     s = cohort.summary["sampled"]
     assert s["n"] == len(cohort.records)
@@ -183,6 +193,7 @@ def test_summary_like_table_2(fx, cohort, tmp_path):
     assert len(summary_rows(cohort.summary)) == len(table)
 
 
+@pytest.mark.eval
 def test_missing_files_and_columns_are_named(fx, tmp_path):
     with pytest.raises(CohortError, match="patients"):
         select_cohort(tmp_path, fx.note)
@@ -197,6 +208,7 @@ def test_missing_files_and_columns_are_named(fx, tmp_path):
         read_cohort(tmp_path / "none.jsonl")
 
 
+@pytest.mark.eval
 def test_uncompressed_csv_and_flat_folders_are_found(fx, tmp_path):
     flat = tmp_path / "flat"
     flat.mkdir()
@@ -210,6 +222,7 @@ def test_uncompressed_csv_and_flat_folders_are_found(fx, tmp_path):
     ]
 
 
+@pytest.mark.eval
 def test_memory_is_bounded_by_the_chunk_not_the_note_table(tmp_path):
     """Python allocations (tracemalloc, which also sees numpy/pandas buffers) while selecting from
     ~600 notes, with 50-note chunks, stay far below the size of the note table held at once."""

@@ -18,6 +18,8 @@ from bedside.tasks.discharge import discharge
 from tests.conftest import scripted
 from tests.discharge.mimic.guarded import DEMO, REMOTE, at, write_mimic_cases
 
+pytestmark = pytest.mark.eval
+
 ROLES = ("patient", "monitor", "grader")
 
 

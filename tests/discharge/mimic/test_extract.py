@@ -49,6 +49,7 @@ def extraction(**over) -> CaseExtraction:
 # the reply protocol and prompt
 
 
+@pytest.mark.eval
 def test_prompt_carries_the_note_and_the_coded_diagnosis():
     prompt = extraction_prompt(record())
     assert prompt.startswith(
@@ -74,6 +75,7 @@ def test_reply_model_requires_every_field_and_joins_lists():
     assert sorted(schema["required"]) == sorted(EXTRACTED_FIELDS)
 
 
+@pytest.mark.eval
 def test_scripted_extractor_reads_the_mimic_sections():
     note = note_text("t", "circ10")
     messages = EXTRACT.tag([ChatMessageUser(content=extraction_prompt(record()))])
@@ -98,6 +100,7 @@ def test_scripted_extractor_reads_the_mimic_sections():
 # assembling a case
 
 
+@pytest.mark.eval
 def test_assembled_case_is_schema_valid_with_audit_rows_for_every_field():
     result = assemble(record(), extraction())
     case = DischargeCase.model_validate(result.case)
@@ -117,6 +120,7 @@ def test_assembled_case_is_schema_valid_with_audit_rows_for_every_field():
     assert all(row["status"] == "valid" for row in result.audit)
 
 
+@pytest.mark.eval
 def test_not_stated_answers_become_empty_and_are_flagged():
     result = assemble(
         record(),
@@ -132,6 +136,7 @@ def test_not_stated_answers_become_empty_and_are_flagged():
     assert rows["new_medications"]["flags"] == "empty"
 
 
+@pytest.mark.eval
 def test_empty_main_diagnosis_falls_back_to_the_icd_title_and_says_so():
     result = assemble(record(), extraction(main_diagnosis="not stated"))
     assert result.case["main_diagnosis"] == "Non-ST elevation (NSTEMI) myocardial infarction"
@@ -141,12 +146,14 @@ def test_empty_main_diagnosis_falls_back_to_the_icd_title_and_says_so():
     assert all(row["status"] == "invalid" and row["problem"] for row in invalid.audit)
 
 
+@pytest.mark.eval
 def test_unusable_reply_is_an_invalid_record_not_a_dropped_one():
     result = assemble(record(), None, problem="unreadable extraction reply after 3 tries", last_reply="prose")
     assert result.case is None and result.stage == "extraction" and result.last_reply == "prose"
     assert result.audit[0]["status"] == "invalid" and result.audit[0]["problem"].startswith("unreadable")
 
 
+@pytest.mark.eval
 def test_low_support_and_missing_sections_are_flagged():
     result = assemble(record(), extraction(chief_complaint="Completely unrelated words here"))
     row = {r["field"]: r for r in result.audit}["chief_complaint"]

@@ -75,12 +75,14 @@ ICD10 = [
 ]
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("code,label", ICD9)
 def test_icd9_chapters(code, label):
     assert icd.chapter_label(code, 9) == label
     assert icd.chapter(code, 9).how == "icd9-table"
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("code,label", ICD10)
 def test_icd10_chapters(code, label):
     assert icd.chapter_label(code, 10) == label
@@ -152,6 +154,7 @@ EXCLUDED = [
 ]
 
 
+@pytest.mark.eval
 @pytest.mark.parametrize("code,version,excluded", EXCLUDED)
 def test_exclusion_codes_of_the_paper(code, version, excluded):
     assert icd.excluded_code(code, version) is excluded

@@ -18,6 +18,8 @@ from bedside.tasks.discharge_safety_probe import discharge_safety_probe
 from tests.conftest import scripted
 from tests.discharge.mimic.guarded import REMOTE, at, write_mimic_cases
 
+pytestmark = pytest.mark.eval
+
 
 @pytest.fixture
 def mimic_cases(tmp_path):

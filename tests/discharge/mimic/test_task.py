@@ -22,6 +22,8 @@ from bedside.testing.loopback import LoopbackServer
 from tests.conftest import scripted
 from tests.discharge.mimic.fixture import INVALID_MARK
 
+pytestmark = pytest.mark.eval
+
 
 def run_task(cohort_file, out, model, log_dir, **task_args):
     [log] = eval(
