@@ -18,9 +18,12 @@ $(BIN)/python:
 # setuptools leaves bedside.egg-info in the source tree; with the repo root on sys.path it would
 # shadow the installed metadata and make Inspect register bedside's objects without their
 # "bedside/" prefix, so that logs written here could not be re-scored elsewhere. Remove it.
-$(VENV)/.installed: pyproject.toml setup.py | $(BIN)/python
-	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[test]"
-	rm -rf bedside.egg-info
+# Beside bedside, the test environment gets the loopback test channel, an Inspect plugin of the
+# tests (tests/loopback/channel/: every eval process of this venv loads it; the wheel does not ship it).
+CHANNEL := tests/loopback/channel
+$(VENV)/.installed: pyproject.toml setup.py $(CHANNEL)/pyproject.toml | $(BIN)/python
+	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[test]" -e $(CHANNEL)
+	rm -rf bedside.egg-info $(CHANNEL)/*.egg-info
 	touch $@
 
 # --- the local engine (llama.cpp, built from source) -------------------------------------
@@ -112,7 +115,7 @@ test: $(VENV)/.installed | /usr/bin/chromium
 	$(PYTEST)
 
 # The unit tier: every test not marked `eval` (a test that runs an Inspect eval or a command in a process
-# is marked so, and fails unmarked; docs/development.md). A tier that selects no test fails (exit status 5).
+# is marked so, and fails unmarked; docs/testing.md). A tier that selects no test fails (exit status 5).
 test-fast: $(VENV)/.installed
 	$(PYTEST) -m "not eval and not local_llm"
 

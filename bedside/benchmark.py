@@ -4,7 +4,7 @@ Each benchmark is the package ``bedside/<name>/``; its ``__init__.py`` describes
 ``BENCHMARK = Benchmark(...)``, and :mod:`bedside.benchmarks` lists the registered ones, one line each.
 Everything that must know every benchmark asks the registry instead of keeping its own per-benchmark
 table: Inspect's entry point (:mod:`bedside._registry`: every task module), the ``bedside`` command
-(:mod:`bedside.cli`: every benchmark's own sub-commands), the scripted model (:mod:`bedside.testing.scripted`:
+(:mod:`bedside.cli`: every benchmark's own sub-commands), the scripted model (:mod:`bedside.providers.scripted`:
 every script module), the ``bedside`` model provider (:mod:`bedside.providers.api`: a benchmark's own
 engines), the reply protocols (:func:`bedside.protocols.all_protocols`), and every number shown: the score
 keys its scorers declare (:mod:`bedside.score_keys`: scale, label, direction, role) for Inspect's blocks
@@ -68,7 +68,7 @@ class Benchmark:
       protocols (each with a ``PROTOCOLS`` tuple);
     - ``task_modules``: the modules that define its Inspect tasks (registered by Inspect's entry point);
     - ``scripts``: the modules of its scripted roles for ``bedside/scripted`` (each with ``Options`` and
-      ``HANDLERS``, :mod:`bedside.testing.scripted`);
+      ``HANDLERS``, :mod:`bedside.providers.scripted`);
     - ``commands``: modules that add its own ``bedside`` sub-commands (each with ``register(subparsers)``);
     - ``engines``: its own ``bedside/<name>`` model engines, name -> dotted path of the engine class;
     - ``report``: dotted path of its section of ``bedside report`` (``fn(inputs)``,

@@ -174,7 +174,7 @@ def task_modules() -> tuple[str, ...]:
 
 
 def script_modules() -> tuple[str, ...]:
-    """Every benchmark's scripted-role modules (:mod:`bedside.testing.scripted`)."""
+    """Every benchmark's scripted-role modules (:mod:`bedside.providers.scripted`)."""
     return _union([b.scripts for b in REGISTRY])
 
 

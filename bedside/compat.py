@@ -2,19 +2,15 @@
 
 Inspect's public API (``inspect_ai``, ``inspect_ai.model``, ``inspect_ai.log``, ...) does not offer
 these; they may move or change in any Inspect release. pyproject pins ``inspect-ai``; when the pin
-moves, this file is the list to check (``tests/test_compat.py`` fails on a private Inspect import
-anywhere else in the repository, tests included). Each entry says who uses it and for what.
+moves, this file and its counterpart for the tests, ``tests/compat.py``, are the list to check
+(``tests/test_compat.py`` fails on a private Inspect import anywhere else in the repository). Each
+entry says who uses it and for what.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 # What `inspect score` uses to rebuild a log's scorers (bedside.reporting.rescore).
 from inspect_ai._eval.score import resolve_scorers
-
-# The value Inspect reports for a metric when every sample is unscored (tests/test_metrics.py).
-from inspect_ai._eval.task.results import empty_metric_value
 
 # `-M key=value` parsing exactly as `inspect eval` does it (the `bedside build-cases` command's -M).
 from inspect_ai._util.config import parse_cli_args
@@ -31,7 +27,7 @@ from inspect_ai._util.registry import RegistryInfo, registry_add, registry_info,
 from inspect_ai.log._samples import awaiting_human, sample_active
 
 # Inspect's cache key (bedside.calls.forget_cached drops the cache entry of an unreadable reply)
-# and the epoch of the running sample (bedside.testing.scripted's only_epochs option).
+# and the epoch of the running sample (bedside.providers.scripted's only_epochs option).
 from inspect_ai.model._cache import CacheEntry, epoch
 from inspect_ai.model._cache import _cache_entry_path as cache_entry_path
 
@@ -45,16 +41,8 @@ from inspect_ai.model._model import active_model
 from inspect_ai.model._model_config import model_to_model_config
 
 # The running sample's state (the `bedside/replay` engine answers per sample; `bedside/human` shows its
-# case; the scripted model's scripts read the sample's metadata, bedside.testing.scripts).
+# case; the scripted model's scripts read the sample's metadata, bedside.providers.scripts).
 from inspect_ai.solver._task_state import sample_state
-
-
-def parse_model_role_cli_args(args: Any) -> Any:
-    """``--model-role`` parsing exactly as the ``inspect`` CLI does it (the tests of role options).
-    Imported on use: Inspect's CLI package is not loaded by ``import inspect_ai``."""
-    from inspect_ai._cli.util import parse_model_role_cli_args as parse
-
-    return parse(args)
 
 
 def resolving_eval_tasks() -> bool:
@@ -74,52 +62,10 @@ def resolving_eval_tasks() -> bool:
     return False
 
 
-def inspect_cli() -> Any:
-    """The ``inspect`` command (its click group), to parse and run documented commands in one process
-    (tests/docs_worker.py). Imported on use, as above."""
-    from inspect_ai._cli.main import inspect
-
-    return inspect
-
-
-def forget_models() -> None:
-    """Drop the models Inspect memoizes for the rest of the process (by model string, not by the
-    environment) and the vLLM servers it has resolved (one per model name, for the process), so that a
-    command run after another one in the same process points its models at its own addresses, as a
-    new ``inspect`` process would (tests/docs_worker.py runs every documented command in one process).
-    No server is stopped: vLLM servers that Inspect started itself are not touched by tests."""
-    from inspect_ai.model._model import _models
-    from inspect_ai.model._providers._vllm_lora import _vllm_servers
-
-    _models.clear()
-    for name, server in list(_vllm_servers.items()):
-        if server.process is None:
-            del _vllm_servers[name]
-
-
-def generating_model() -> Any:
-    """The Inspect ``Model`` whose ``generate()`` runs on the current call stack, or None. Inspect's
-    ``on_before_model_generate`` hooks are given the model's name only, not the model; they run inside
-    ``Model._generate`` (its retried ``generate`` closure), whose ``self`` is the model (the loopback test
-    channel's hook needs the model's base URL, bedside.testing.channel)."""
-    import sys
-    from types import FrameType
-
-    from inspect_ai.model import Model
-
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None:
-        candidate = frame.f_locals.get("self")
-        if isinstance(candidate, Model):
-            return candidate
-        frame = frame.f_back
-    return None
-
-
 def collect_task(name: str, kind: str | None) -> int | None:
     """The 1-based index of a ``collect()`` task from its span, or None for any other span:
     ``inspect_ai.util.collect`` runs its i-th coroutine in ``span(f"task-{i}", type="task")`` (which of a
-    collect's calls a scripted role is answering, bedside.testing.scripts)."""
+    collect's calls a scripted role is answering, bedside.providers.scripts)."""
     if kind != "task" or not name.startswith("task-") or not name[5:].isdigit():
         return None
     return int(name[5:])
@@ -134,14 +80,9 @@ __all__ = [
     "active_model",
     "cache_entry_path",
     "collect_task",
-    "empty_metric_value",
     "epoch",
-    "forget_models",
-    "generating_model",
-    "inspect_cli",
     "model_to_model_config",
     "parse_cli_args",
-    "parse_model_role_cli_args",
     "registry_add",
     "registry_info",
     "registry_lookup",

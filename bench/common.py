@@ -2,7 +2,7 @@
 synthetic full-size data sets, machine facts and the analysis of an eval log (critical path, calls
 and tokens per role per case).
 
-The loopback server (:mod:`bedside.testing.loopback`) runs in a *child process*, so the benchmark process's
+The loopback server (:mod:`tests.loopback.server`) runs in a *child process*, so the benchmark process's
 CPU time and peak RSS are the harness's alone (Inspect + bedside + the ``openai`` client), as against
 a remote API or vLLM server. The child sleeps, for each request, ``latency ± jitter`` drawn as a
 function of the request (model name, seed, message texts), so the benchmark recomputes the delay of
@@ -68,7 +68,7 @@ def event_key(event: Any) -> str:
 
 
 def _serve(conn: Any, latency: float, jitter: float, options: dict[str, Any], port: int) -> None:  # child process
-    from bedside.testing.loopback import LoopbackServer
+    from tests.loopback.server import LoopbackServer
 
     delays: dict[str, float] = {}
     handling: dict[str, float] = {}

@@ -136,7 +136,7 @@ def write_report(run_dir: Path, out: Path, command: str = "make bench", argv: li
         "The machine is shared: other engineers ran test suites during the run, so every row gives the 1-minute load average "
         "before → after its timed part. Compare ratios measured within one run.",
         "",
-        "All runs go through Inspect's real `openai-api` provider (HTTP, `openai` client) to `bedside.testing.loopback` in a child "
+        "All runs go through Inspect's real `openai-api` provider (HTTP, `openai` client) to `tests.loopback.server` in a child "
         "process, for the model under test and every role; the benchmark process's CPU and RSS are the harness's alone. "
         "Calls sleep `latency ± jitter` (a function of the request, so the delay of every logged call is known); the "
         "`longest chain` is the heaviest chain of sequential calls of one sample computed from its ModelEvents (calls that "

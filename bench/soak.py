@@ -5,7 +5,7 @@ concurrency through Inspect's ``openai-api`` provider against the loopback serve
     .venv/bin/python bench/soak.py --n 96 --fault-rate 0.1 --out logs/soak.json
     make soak SOAK_ARGS="--n 120"
 
-The loopback server (``python -m bedside.testing.loopback``) runs in its own process with every transport
+The loopback server (``python -m tests.loopback``) runs in its own process with every transport
 and content fault kind at ``--fault-rate`` (``--fault-seed``), ``--latency`` ± ``--jitter`` per reply
 and a request log; the eval runs in this process. Cases are the 24 demo cases replicated with new
 ids (no patient data). Retries: the ``openai`` client's own are off (``--client-retries``), so each
@@ -85,14 +85,14 @@ def open_sockets(pid: int | str = "self") -> int:
 
 
 class Server:
-    """``python -m bedside.testing.loopback`` in a child process."""
+    """``python -m tests.loopback`` in a child process."""
 
     def __init__(self, args: argparse.Namespace, request_log: Path) -> None:
         kinds = "http_500,http_503,rate_limit,timeout,reset,truncated,not_json,missing_fields"
         command = [
             sys.executable,
             "-m",
-            "bedside.testing.loopback",
+            "tests.loopback",
             "--port",
             "0",
             "--latency",

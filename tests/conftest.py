@@ -43,7 +43,7 @@ def pytest_configure(config: pytest.Config) -> None:
 # --- the two tiers: `make test` runs everything, `make test-fast` the tests not marked `eval` ------
 # A test that runs an Inspect eval, or a command in a process of its own, is marked so:
 # @pytest.mark.eval on the test, or `pytestmark = pytest.mark.eval` in a module whose every test does
-# (docs/development.md). The marks are checked as the tests run: a test that started an eval or a command
+# (docs/testing.md). The marks are checked as the tests run: a test that started an eval or a command
 # (counted from the start of its set-up to the end of its call) and is not marked fails and says so,
 # so the unit tier cannot silently grow slow.
 class Started:
@@ -94,7 +94,7 @@ def unmarked_starts(item: pytest.Item, evals: int, commands: int) -> str | None:
     return (
         f"{item.nodeid} started {evals} Inspect eval(s) and {commands} command(s) but is not marked `eval`, "
         "so `make test-fast` would run it: add @pytest.mark.eval (or, when every test of the module does, "
-        "pytestmark = pytest.mark.eval; docs/development.md)"
+        "pytestmark = pytest.mark.eval; docs/testing.md)"
     )
 
 

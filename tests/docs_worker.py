@@ -6,7 +6,7 @@ links to ``tasks/`` and ``datasets/``) and no model that Inspect memoized for an
 
 **Addresses.** Every address a command gives a model (a base URL in a role mapping's ``model_args``,
 ``--model-base-url``, ``<SERVICE>_BASE_URL`` / ``VLLM_BASE_URL`` in its environment) gets its own
-loopback server (:class:`bedside.testing.loopback.LoopbackServer`, which plays every bedside role with
+loopback server (:class:`tests.loopback.server.LoopbackServer`, which plays every bedside role with
 the scripted replies), the same one for that address in every command; the URL in the command is
 replaced by the server's. A native API model (``openai/gpt-5.5``, ``anthropic/...``) is first checked
 as written, with a placeholder key, up to the model call (``--limit 0``: Inspect parses the command,
@@ -110,7 +110,7 @@ def inspect_params(argv: list[str]) -> dict[str, Any]:
     """``inspect <sub-command> ...`` parsed by Inspect's own command-line parser (click)."""
     import click
 
-    from bedside.compat import inspect_cli
+    from tests.compat import inspect_cli
 
     group = inspect_cli()
     command = group.commands.get(argv[1]) if len(argv) > 1 else None
@@ -167,7 +167,7 @@ class Servers:
         self.by_address: dict[str, Any] = {}
 
     def url(self, address: str) -> str:
-        from bedside.testing.loopback import LoopbackServer
+        from tests.loopback.server import LoopbackServer
 
         if address not in self.by_address:
             self.by_address[address] = LoopbackServer(options=OPTIONS).start()
@@ -518,7 +518,7 @@ def set_option(argv: list[str], option: str, value: str) -> list[str]:
 
 
 def invoke_inspect(argv: list[str]) -> None:
-    from bedside.compat import forget_models, inspect_cli
+    from tests.compat import forget_models, inspect_cli
 
     forget_models()
     try:
@@ -653,7 +653,7 @@ def run_bedside(
     command: Command, argv: list[str], cwd: Path, servers: Servers, inputs: Inputs, env: dict[str, str]
 ) -> Result:
     from bedside.cli import main as bedside
-    from bedside.compat import forget_models
+    from tests.compat import forget_models
 
     result = Result(command.source, command.text, "run", ok=False)
     argv = with_servers(argv, servers)

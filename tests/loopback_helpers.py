@@ -1,4 +1,4 @@
-"""Running bedside tasks through Inspect's ``openai-api`` provider against :mod:`bedside.testing.loopback`.
+"""Running bedside tasks through Inspect's ``openai-api`` provider against :mod:`tests.loopback.server`.
 
 Models are ``openai-api/loopback/<role>``, with the endpoint and key read from ``LOOPBACK_BASE_URL``
 and ``LOOPBACK_API_KEY`` (:func:`loopback_env`) as for a user's API key or vLLM server.
@@ -25,9 +25,9 @@ from inspect_ai.log import EvalLog, EvalSample, read_eval_log
 from inspect_ai.model import Model, get_model
 
 from bedside.protocols import tag_of
-from bedside.testing.channel import BODY_KEY, LOOPBACK_URL_ENV
-from bedside.testing.loopback import ENV_API_KEY, ENV_BASE_URL, UNKNOWN, UNKNOWN_REPLY, LoopbackServer
-from bedside.testing.scripted import ScriptedEngine
+from bedside.providers.scripted import ScriptedEngine
+from loopback_channel import BODY_KEY, LOOPBACK_URL_ENV
+from tests.loopback.server import ENV_API_KEY, ENV_BASE_URL, UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 
 LOOPBACK = "openai-api/loopback"
 #: bedside/scripted with default options: what the loopback server (default options) answers
@@ -106,7 +106,7 @@ def assert_through_openai_api(log: EvalLog, roles: set[str]) -> None:
 def assert_answered_as_tagged(events: list[Any]) -> int:
     """The server answered each tagged call exactly as ``bedside/scripted`` does when it dispatches on
     the call's protocol tag and the situation the test channel's hook sent with it (the logged call's
-    ``extra_body``, :mod:`bedside.testing.channel`). Returns how many calls were tagged (calls a
+    ``extra_body``, :mod:`loopback_channel`). Returns how many calls were tagged (calls a
     benchmark does not tag are checked by the role -> protocol routes only)."""
     tagged = 0
     for e in events:

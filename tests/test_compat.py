@@ -1,14 +1,17 @@
-"""Inspect's private modules (``inspect_ai.*._*``) are imported only in ``bedside/compat.py``."""
+"""Inspect's private modules (``inspect_ai.*._*``) are imported in one place per side: ``bedside/compat.py``
+for bedside, ``tests/compat.py`` for what only the tests use."""
 
 from __future__ import annotations
 
 import ast
 import os
+import re
 from pathlib import Path
 
 from tests.conftest import REPO
 
 COMPAT = "bedside/compat.py"
+TESTS_COMPAT = "tests/compat.py"
 
 
 def private_inspect_imports(source: str) -> list[tuple[int, str]]:
@@ -57,16 +60,29 @@ def test_the_scan_finds_private_imports_in_every_form():
     ]
 
 
-def test_private_inspect_imports_live_only_in_the_compat_module():
+def test_private_inspect_imports_live_only_in_the_compat_modules():
     files = python_files()
-    assert COMPAT in files and "tests/test_compat.py" in files and len(files) > 100
+    assert COMPAT in files and TESTS_COMPAT in files and len(files) > 100
     offenders = [
         f"{path}:{line}: {module}"
         for path in files
-        if path != COMPAT
+        if path not in (COMPAT, TESTS_COMPAT)
         for line, module in private_inspect_imports(Path(REPO, path).read_text(encoding="utf-8"))
     ]
     assert not offenders, (
-        "import these through bedside.compat (add the name there, saying who uses it and why):\n" + "\n".join(offenders)
+        "import these through bedside.compat (or, for what only the tests use, tests.compat), adding the name "
+        "there with who uses it and why:\n" + "\n".join(offenders)
     )
-    assert private_inspect_imports(Path(REPO, COMPAT).read_text(encoding="utf-8")), "compat imports nothing private"
+    for path in (COMPAT, TESTS_COMPAT):
+        assert private_inspect_imports(Path(REPO, path).read_text(encoding="utf-8")), f"{path} imports nothing private"
+
+
+def test_bedside_compat_holds_no_name_that_only_the_tests_use():
+    """A name of ``bedside.compat`` is for bedside: the product uses each one (what only the tests need
+    belongs in ``tests/compat.py``, which the product never imports)."""
+    import bedside.compat
+
+    product = [p for p in python_files() if not p.startswith(("tests/", "bench/")) and p != COMPAT]
+    sources = "\n".join(Path(REPO, p).read_text(encoding="utf-8") for p in product)
+    unused = [name for name in bedside.compat.__all__ if not re.search(rf"\b{name}\b", sources)]
+    assert not unused, f"bedside.compat names that no bedside module uses: {unused} (move them to tests/compat.py)"

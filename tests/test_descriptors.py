@@ -12,8 +12,8 @@ import pytest
 
 from bedside import benchmarks
 from bedside.end_reasons import EndReason
+from bedside.providers.scripted import ScriptedEngine
 from bedside.score_keys import ScoreKey
-from bedside.testing.scripted import ScriptedEngine
 from tests.golden import make_golden
 
 

@@ -4,7 +4,8 @@
   (what both need, store models and records, lives in ``bedside/`` and ``bedside/<benchmark>/``);
 - the orchestrator and the generic agent know no benchmark: they import nothing of a registered
   benchmark's folders (``bedside/<b>/``, ``solvers/<b>/``, ``scorers/<b>/``, ``tasks/<b>*.py``);
-- every package folder is a package of the wheel (setup.py finds them: nothing to list by hand).
+- every package folder is a package of the wheel (setup.py finds them: nothing to list by hand);
+- the product imports no test code (the loopback server and its channel, the test helpers).
 """
 
 from __future__ import annotations
@@ -39,8 +40,6 @@ def module_files() -> dict[str, Path]:
 
 
 FILES = module_files()
-#: the test scaffolding that still ships under bedside/ (test_no_import_loops leaves it out)
-SCAFFOLDING = "bedside.testing"
 
 
 def canonical(name: str) -> str:
@@ -162,6 +161,43 @@ def test_no_scorer_imports_a_solver(module):
     assert not bad, f"{module} imports solvers: {' -> '.join(next(iter(bad.values())))}"
 
 
+#: what exists only for the tests and the benchmarks (the loopback server and its channel, the fork
+#: server, the test helpers): the product (every module of the wheel) imports none of it
+NOT_PRODUCT = ("tests", "loopback_channel", "bench")
+
+
+def imported_names(source: str) -> set[str]:
+    """The top-level names of every module ``source`` imports (absolute imports, at any depth)."""
+    found = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found |= {alias.name.partition(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            found.add(node.module.partition(".")[0])
+    return found
+
+
+def test_the_product_imports_no_test_code():
+    assert imported_names("import tests.x\ndef f():\n    from loopback_channel import y\n") == {
+        "tests",
+        "loopback_channel",
+    }
+    bad = {
+        module: sorted(imported_names(path.read_text(encoding="utf-8")) & set(NOT_PRODUCT))
+        for module, path in FILES.items()
+    }
+    assert "bedside._registry" in bad and {m: names for m, names in bad.items() if names} == {}
+
+
+def test_the_product_registers_no_inspect_hook():
+    """Inspect runs a registered hook in every eval of the environment (and lists it in each eval's
+    banner): bedside adds none; the loopback test channel's hook is a plugin of the test environment
+    (tests/loopback/channel/)."""
+    hooks = [m for m, path in FILES.items() if "inspect_ai.hooks" in path.read_text(encoding="utf-8")]
+    assert hooks == []
+    assert "inspect_ai.hooks" in (REPO / "tests" / "loopback" / "channel" / "loopback_channel.py").read_text()
+
+
 def benchmark_modules(name: str) -> set[str]:
     """The modules of benchmark ``name``'s folders: ``bedside/<b>/``, ``solvers/<b>/``, ``scorers/<b>/`` and
     ``tasks/<b>*.py``."""
@@ -219,8 +255,7 @@ def test_no_import_loops():
     toy = {"a": frozenset({"b"}), "b": frozenset({"c"}), "c": frozenset({"a", "d"}), "d": frozenset()}
     assert import_loops(set(toy), toy.__getitem__) == [["a", "b", "c", "a"]]
     assert "bedside.discharge.ratings" in named_imports("bedside.discharge.calibrated")
-    modules = {m for m in FILES if not m.startswith(SCAFFOLDING)}
-    assert import_loops(modules) == []
+    assert import_loops(set(FILES)) == []
 
 
 #: the longest a module of the product may be: past it, a module holds more than one concept to split by

@@ -12,9 +12,9 @@ from inspect_ai.scorer import SampleScore, Score
 from scipy import stats
 
 from bedside import benchmarks
-from bedside.compat import empty_metric_value
 from bedside.intervals import BINARY, LIKERT, UNBOUNDED, UNIT, case_bootstrap, mean_interval, summarise, wilson
 from bedside.scorers.metrics import gather_health, health_counts, summary
+from tests.compat import empty_metric_value
 
 
 def scale_of(key: str):

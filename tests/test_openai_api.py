@@ -26,9 +26,9 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig,
 from bedside.tasks.cpb import cpb, cpb_control
 from bedside.tasks.discharge import discharge
 from bedside.tasks.medsp import medsp
-from bedside.testing.loopback import UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from tests import forked
 from tests.conftest import REPO, shared_path, store
+from tests.loopback.server import UNKNOWN, UNKNOWN_REPLY, LoopbackServer
 from tests.loopback_helpers import (
     LOOPBACK,
     assert_answered_as_tagged,
@@ -260,9 +260,9 @@ def test_cpb_through_openai_api(server, tmp_path, make_task, judge):
 
 @pytest.mark.eval
 def test_inspect_cli_against_a_standalone_server(tmp_path):
-    # what a user types: `python -m bedside.testing.loopback` in one process, `inspect eval` in another
+    # what a user types: `python -m tests.loopback` in one process, `inspect eval` in another
     server = subprocess.Popen(
-        [sys.executable, "-m", "bedside.testing.loopback", "--port", "0", "--latency", "0.001"],
+        [sys.executable, "-m", "tests.loopback", "--port", "0", "--latency", "0.001"],
         cwd=REPO,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

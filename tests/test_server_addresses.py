@@ -9,9 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from bedside.compat import PrerequisiteError, forget_models, inspect_cli
-from bedside.testing.loopback import LoopbackServer
+from bedside.compat import PrerequisiteError
 from tests import forked
+from tests.compat import forget_models, inspect_cli
+from tests.loopback.server import LoopbackServer
 
 pytestmark = pytest.mark.eval  # Inspect's command line, run in this process, starts evals
 

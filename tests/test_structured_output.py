@@ -14,9 +14,9 @@ from inspect_ai.model import get_model
 import bedside.protocols as protocols
 from bedside.cpb.protocols import FAILURE_JUDGE, OVERREACTION_JUDGE
 from bedside.tasks.discharge import discharge
-from bedside.testing.loopback import LLAMA_CPP_JSON_SCHEMA_ERROR, LoopbackServer
 from tests import forked
 from tests.conftest import REPO
+from tests.loopback.server import LLAMA_CPP_JSON_SCHEMA_ERROR, LoopbackServer
 
 SERVER_WORDS = "Input should be 'text' or 'json_object'"
 
@@ -60,7 +60,7 @@ def test_cli_fails_fast_with_one_line_naming_the_option_and_the_servers_message(
     out = result.stdout + result.stderr
     assert result.returncode == 1, out
     # Inspect's banner of the registered hooks (the loopback test channel's) comes before the message
-    banner = ("inspect_ai v", "- hooks enabled:", "  bedside/bedside_loopback_channel:")
+    banner = ("inspect_ai v", "- hooks enabled:", "  bedside_loopback_channel:")
     lines = [ln for ln in out.splitlines() if ln.strip() and not ln.startswith(banner)]
     assert len(lines) == 1, out
     assert (

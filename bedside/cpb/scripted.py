@@ -1,4 +1,4 @@
-"""Scripted CPB-Bench roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed
+"""Scripted CPB-Bench roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`), keyed
 by protocol name (:mod:`bedside.cpb.protocols`). Every role reads its call's situation from the sample
 (``SITUATIONS``), never the prompt text: the case's dialogue (sample metadata), the first reply, its
 mitigation and the continuation (``CPBStore``), the continuation's turns so far (the encounter in
@@ -45,9 +45,9 @@ from inspect_ai.model import ChatMessage
 from bedside.cpb.judges import DOCTOR_ROLE, dialogue_turns, load_case
 from bedside.cpb.protocols import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
 from bedside.cpb.store import CPBStore
+from bedside.providers.scripts import Call
 from bedside.records import Turn
 from bedside.solvers.cpb import END_TAG, SEED_STRIDE
-from bedside.testing.scripts import Call
 
 
 @dataclass
@@ -224,7 +224,7 @@ def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
 
 
 # ---------------------------------------------------------------------------------------------
-# what each role reads about its call (bedside.testing.scripts; module docstring)
+# what each role reads about its call (bedside.providers.scripts; module docstring)
 
 
 def _dialogue_so_far(call: Call) -> tuple[list[Turn], CPBStore]:

@@ -1,4 +1,4 @@
-"""Scripted DischargeBench roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`).
+"""Scripted DischargeBench roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`).
 
 - educator: prose that walks the discharge topics found in the note (reason for admission,
   diagnosis, medications, tests, treatments, home care, follow-up, warning signs) one per turn,
@@ -31,7 +31,7 @@ from bedside.discharge.mimic.extract import note_sections
 from bedside.discharge.persona import Persona
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore, comprehension_questions
-from bedside.testing.scripts import Call, last_user_text
+from bedside.providers.scripts import Call, last_user_text
 
 
 @dataclass
@@ -325,7 +325,7 @@ def monitor(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
 
 
 # ---------------------------------------------------------------------------------------------
-# what each role reads about its call (bedside.testing.scripts)
+# what each role reads about its call (bedside.providers.scripts)
 
 #: the agents whose turns the monitor judges, by protocol
 AGENTS = {"discharge.educator": "educator", "discharge.patient": "patient"}

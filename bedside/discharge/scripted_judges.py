@@ -1,4 +1,4 @@
-"""Scripted DischargeBench judges for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`):
+"""Scripted DischargeBench judges for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`):
 rule-based readings of the conversation and the note (keyword coverage of each topic, token overlap of
 answers with references, turn-length clarity, the advice-safety keyword rules). They give scores that
 move with the dialogue, so scorer arithmetic and strata can be tested; they say nothing about quality.
@@ -35,8 +35,8 @@ from bedside.discharge.scripted import (
     the_case,
 )
 from bedside.discharge.store import EncounterStore, comprehension_questions
+from bedside.providers.scripts import Call
 from bedside.records import Turn
-from bedside.testing.scripts import Call
 
 __all__ = ["Options", "HANDLERS", "SITUATIONS"]
 
@@ -378,7 +378,7 @@ def judge_safety(messages: list[ChatMessage], situation: dict[str, Any], attempt
 
 
 # ---------------------------------------------------------------------------------------------
-# what each judge reads about its call (bedside.testing.scripts; module docstring)
+# what each judge reads about its call (bedside.providers.scripts; module docstring)
 
 
 def _history(call: Call) -> list[Turn]:

@@ -1,4 +1,4 @@
-"""Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.testing.scripted`), keyed by protocol.
+"""Scripted MedSP1000 roles for ``bedside/scripted`` (see :mod:`bedside.providers.scripted`), keyed by protocol.
 
 Every reply is grounded in what the role reads about its call from the sample (``SITUATIONS``), never in
 the prompt text: the packet texts of the scenario (sample metadata; the examinee's scenario packet, the SP
@@ -46,7 +46,7 @@ from typing import Any
 from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
 from bedside.medsp.records import MedSPStore, Scenario
-from bedside.testing.scripts import Call
+from bedside.providers.scripts import Call
 
 
 @dataclass
@@ -368,7 +368,7 @@ def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
 
 
 # ---------------------------------------------------------------------------------------------
-# what each role reads about its call (bedside.testing.scripts; module docstring)
+# what each role reads about its call (bedside.providers.scripts; module docstring)
 
 
 def scenario(call: Call) -> Scenario:

@@ -1,5 +1,5 @@
 """Scripted MedSP1000 environment controller and evaluator for ``bedside/scripted`` (see
-:mod:`bedside.testing.scripted` and the conventions in :mod:`bedside.medsp.scripted`, whose
+:mod:`bedside.providers.scripted` and the conventions in :mod:`bedside.medsp.scripted`, whose
 ``Options`` they share). Both read their call's situation (``SITUATIONS``), never the prompt: the
 environment materials (the scenario, sample metadata) and the clinician's speech and actions (the
 encounter's turns so far); the rubric items (the evaluator's reply schema, or the scenario's whole rubric
@@ -26,7 +26,7 @@ from bedside.medsp.scripted import (
     section,
     stems,
 )
-from bedside.testing.scripts import Call
+from bedside.providers.scripts import Call
 
 __all__ = ["Options", "HANDLERS", "SITUATIONS", "action_results", "scenario_states", "timed_events"]
 
@@ -256,7 +256,7 @@ def evaluator(messages: list[ChatMessage], situation: dict[str, Any], attempt: i
 
 
 # ---------------------------------------------------------------------------------------------
-# what each role reads about its call (bedside.testing.scripts; module docstring)
+# what each role reads about its call (bedside.providers.scripts; module docstring)
 
 
 def environment_situation(call: Call) -> dict[str, Any]:

@@ -25,7 +25,7 @@ class BedsideAPI(ModelAPI):
         **model_args: Any,
     ) -> None:
         if model_name == "scripted":
-            from bedside.testing.scripted import ScriptedEngine
+            from bedside.providers.scripted import ScriptedEngine
 
             self.engine: Any = ScriptedEngine(**dict(model_args))
         elif model_name == "local":

@@ -16,13 +16,13 @@ from bedside.cpb.store import ContinuationTurn
 from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
 from bedside.protocols import all_protocols, protocol
+from bedside.providers.scripted import ScriptedEngine
 from bedside.scorers.cpb.judges import failure_messages, overreaction_messages, persistence_messages
 from bedside.solvers.cpb import (
     MITIGATIONS,
     doctor_prompt,
     patient_system_prompt,
 )
-from bedside.testing.scripted import ScriptedEngine
 from tests.cpb import synthetic
 from tests.cpb.helpers import parse_failure, parse_overreaction, parse_persistence
 

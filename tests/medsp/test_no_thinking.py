@@ -10,10 +10,10 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.model import GenerateConfig, get_model
 
-from bedside.compat import parse_model_role_cli_args
 from bedside.tasks.medsp import medsp
-from bedside.testing.loopback import LoopbackServer
+from tests.compat import parse_model_role_cli_args
 from tests.docs_commands import documented_commands
+from tests.loopback.server import LoopbackServer
 from tests.loopback_helpers import LOOPBACK, loopback_env
 
 NO_THINKING = {"thinking": {"type": "disabled"}}

@@ -27,9 +27,9 @@ from bedside.medsp.protocols import read_patient as parse_patient
 from bedside.medsp.records import SimState, load_scenarios
 from bedside.medsp.samples import DEMO_DIR
 from bedside.protocols import all_protocols, protocol
+from bedside.providers.scripted import ScriptedEngine
 from bedside.scorers.medsp.evaluator import BedsideEvaluatorPrompts
 from bedside.solvers.medsp import BedsidePrompts
-from bedside.testing.scripted import ScriptedEngine
 from tests import forked
 from tests.conftest import REPO
 

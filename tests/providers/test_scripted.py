@@ -15,8 +15,8 @@ from bedside.discharge.records import load_cases
 from bedside.discharge.samples import DEMO_CASES
 from bedside.discharge.scripted import educator_plan
 from bedside.protocols import all_protocols, tag_of
+from bedside.providers.scripted import ScriptedEngine
 from bedside.solvers.discharge.encounter import educator_prompt, patient_prompt
-from bedside.testing.scripted import ScriptedEngine
 from tests.conftest import scripted
 
 CASE = load_cases(DEMO_CASES)[0]

@@ -125,7 +125,7 @@ def end_reasons(log: EvalLog, store_key: str = "EncounterStore:end_reason") -> C
 
 
 class ServerProcess:
-    """``python -m bedside.testing.loopback`` in a child process (its own interpreter: no GIL shared with
+    """``python -m tests.loopback`` in a child process (its own interpreter: no GIL shared with
     the eval), with a request log; ``stats()`` reads ``GET /stats``. A context manager."""
 
     def __init__(self, *args: str, request_log: Path | None = None, cwd: Path | None = None) -> None:
@@ -135,7 +135,7 @@ class ServerProcess:
         from tests.conftest import REPO
 
         self.request_log = request_log
-        command = [sys.executable, "-m", "bedside.testing.loopback", "--port", "0", *args]
+        command = [sys.executable, "-m", "tests.loopback", "--port", "0", *args]
         if request_log is not None:
             command += ["--request-log", str(request_log)]
         self.proc = subprocess.Popen(
@@ -189,7 +189,7 @@ def event_request_key(event: Any) -> str:
     """The loopback server's request key (as in its request log) of the request a ModelEvent made:
     the server reads the protocol from the call's ``X-Bedside-Protocol`` header (the call's tag)."""
     from bedside.protocols import tag_of
-    from bedside.testing.loopback import Request, request_key
+    from tests.loopback.server import Request, request_key
 
     found = tag_of(event.input)
     request = Request(

@@ -28,8 +28,8 @@ from inspect_ai.model import (
 )
 
 from bedside.protocols import tag_of
+from bedside.providers.scripted import ScriptedEngine
 from bedside.tasks.discharge import discharge
-from bedside.testing.scripted import ScriptedEngine
 from tests.conftest import run, scripted, store
 from tests.reliability.helpers import demo_records
 

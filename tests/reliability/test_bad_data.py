@@ -142,7 +142,7 @@ def test_discharge_one_megabyte_note_is_accepted_and_a_small_context_ends_the_se
     from bedside.scorers.discharge.encounter_outcome import encounter_outcome
     from bedside.scorers.discharge.topic_checklist import topic_checklist
     from bedside.tasks.discharge import discharge
-    from bedside.testing.loopback import LoopbackServer
+    from tests.loopback.server import LoopbackServer
     from tests.reliability.helpers import fast_model
 
     record = demo_records()[0]

@@ -3,7 +3,7 @@ eval-retry LOG`` completes it, re-using the samples that had finished. The loopb
 its own process and logs every request to a file, so its counts survive the crash and prove that
 the retry called the models for the unfinished samples only.
 
-Everything a user types: two ``inspect`` command lines against ``python -m bedside.testing.loopback``. The
+Everything a user types: two ``inspect`` command lines against ``python -m tests.loopback``. The
 task is DischargeBench with its judge scorers that need no embedding model, written to a task file
 in the test's folder (``eval-retry`` reloads a task from its file). ``XDG_DATA_HOME`` points
 Inspect's sample buffer (what ``eval-retry`` recovers a crashed log from) into the test's folder.

@@ -29,7 +29,7 @@ from bedside.scorers.discharge.encounter_outcome import encounter_outcome
 from bedside.scorers.discharge.topic_checklist import topic_checklist
 from bedside.tasks.discharge import discharge
 from bedside.tasks.medsp import medsp
-from bedside.testing.loopback import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
+from tests.loopback.server import CONTENT_FAULTS, TRANSPORT_FAULTS, Fault, LoopbackServer
 from tests.reliability.helpers import ServerProcess, account, end_reasons, fast_model, model_events, replicate_discharge
 
 pytestmark = pytest.mark.eval

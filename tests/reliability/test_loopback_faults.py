@@ -14,7 +14,8 @@ import pytest
 from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig, ModelOutput, get_model
 from openai import OpenAI
 
-from bedside.testing.loopback import (
+from tests.loopback.__main__ import main
+from tests.loopback.server import (
     CONTENT_FAULTS,
     CONTEXT_LENGTH,
     FAULT_KINDS,
@@ -22,7 +23,6 @@ from bedside.testing.loopback import (
     TRANSPORT_FAULTS,
     Fault,
     LoopbackServer,
-    main,
     spoil,
 )
 from tests.reliability.helpers import ServerProcess, fast_model

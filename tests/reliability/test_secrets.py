@@ -19,8 +19,8 @@ from inspect_ai.model import get_model
 
 from bedside.scorers.discharge.encounter_outcome import encounter_outcome
 from bedside.tasks.discharge import discharge
-from bedside.testing.loopback import LoopbackServer
 from tests.conftest import REPO
+from tests.loopback.server import LoopbackServer
 
 pytestmark = pytest.mark.eval
 

@@ -26,7 +26,7 @@ from typing import Any
 from inspect_ai.model import ChatMessage
 
 from bedside.discharge.mimic.extract import note_sections
-from bedside.testing.scripts import Call
+from bedside.providers.scripts import Call
 
 
 @dataclass

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 import pytest
 
 from bedside.discharge.mimic.cohort import select_cohort, write_cohort
-from bedside.testing.loopback import LoopbackServer
 from tests.discharge.mimic.fixture import write_fixture
+from tests.loopback.server import LoopbackServer
 
 
 @pytest.fixture(scope="module")

@@ -16,8 +16,8 @@ from bedside.discharge.mimic.scripted import extract_fields
 from bedside.discharge.records import DischargeCase, load_cases
 from bedside.discharge.samples import DEMO_CASES
 from bedside.prompts import render
+from bedside.providers.scripted import ScriptedEngine
 from bedside.solvers.discharge.build_cases import extraction_prompt
-from bedside.testing.scripted import ScriptedEngine
 from tests.conftest import scripted
 from tests.discharge.mimic.fixture import note_text
 

@@ -18,9 +18,9 @@ from bedside.discharge.mimic.extract import output_paths
 from bedside.discharge.mimic.protocol import EXTRACTED_FIELDS
 from bedside.discharge.records import load_cases
 from bedside.tasks.discharge_build_cases import build_discharge_cases, default_out
-from bedside.testing.loopback import LoopbackServer
 from tests.conftest import scripted
 from tests.discharge.mimic.fixture import INVALID_MARK
+from tests.loopback.server import LoopbackServer
 
 pytestmark = pytest.mark.eval
 

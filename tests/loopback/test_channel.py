@@ -1,5 +1,5 @@
-"""The loopback test channel's hook (:mod:`bedside.testing.channel`) sends a call's protocol and situation
-over HTTP to the loopback test server only: a real OpenAI-compatible server (any base URL other than
+"""The loopback test channel's hook (``tests/loopback/channel/loopback_channel.py``) sends a call's protocol
+and situation over HTTP to the loopback test server only: a real OpenAI-compatible server (any base URL other than
 ``BEDSIDE_LOOPBACK_URL``) gets neither the ``X-Bedside-Protocol`` header nor the ``bedside_call`` body
 field, so its request and Inspect's cache key carry nothing of bedside's; production code passes nothing
 for it (the hook gathers the situation itself)."""
@@ -15,8 +15,8 @@ from inspect_ai.model import get_model
 from bedside.calls import ask
 from bedside.discharge import scripted as discharge_scripts
 from bedside.protocols import protocol
-from bedside.testing.channel import BODY_KEY, LOOPBACK_URL_ENV, LoopbackChannel, on_channel
-from bedside.testing.loopback import UNKNOWN, LoopbackServer
+from loopback_channel import BODY_KEY, LOOPBACK_URL_ENV, LoopbackChannel, on_channel
+from tests.loopback.server import UNKNOWN, LoopbackServer
 
 SITUATION = {"personality": "neutral", "behavior": "none", "corrected": False}
 
@@ -124,3 +124,31 @@ def test_a_call_tag_holds_the_protocol_alone():
 
     [tagged] = protocol("discharge.patient").tag([ChatMessageUser(content="hi")])
     assert set(tagged.metadata[TAG]) == {"name", "schema", "max_tokens"}
+
+
+PLUGIN_PROBE = """
+from importlib.metadata import entry_points
+
+for plugin in entry_points(group="inspect_ai"):  # as Inspect loads its plugins, before an eval
+    plugin.load()
+import loopback_channel
+print(loopback_channel.__file__, loopback_channel._registered)
+"""
+
+
+@pytest.mark.eval
+def test_every_process_of_the_test_environment_loads_the_channel_as_an_inspect_plugin(tmp_path):
+    """In any folder (the crash test's ``inspect eval`` runs in its own), with the variable set at start."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != LOOPBACK_URL_ENV}
+    for named, registered in (("http://127.0.0.1:1/v1", True), (None, False)):
+        run_env = {**env, LOOPBACK_URL_ENV: named} if named else env
+        done = subprocess.run(
+            [sys.executable, "-c", PLUGIN_PROBE], cwd=tmp_path, env=run_env, capture_output=True, text=True
+        )
+        assert done.returncode == 0, done.stderr
+        path, flag = done.stdout.split()
+        assert path.endswith("tests/loopback/channel/loopback_channel.py") and flag == str(registered)

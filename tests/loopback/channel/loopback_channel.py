@@ -1,9 +1,9 @@
-"""The loopback test channel: what a call to bedside's loopback test server (:mod:`bedside.testing.loopback`)
+"""The loopback test channel: what a call to bedside's loopback test server (:mod:`tests.loopback.server`)
 carries besides the request any OpenAI-compatible server gets, and the Inspect hook that adds it.
 
-The server plays every bedside role with the scripted replies (:mod:`bedside.testing.scripted`), which
+The server plays every bedside role with the scripted replies (:mod:`bedside.providers.scripted`), which
 need the call's protocol and *situation* (what the role reads about the call from the sample it runs in,
-:mod:`bedside.testing.scripts`). The server runs apart from the sample (another thread, possibly another
+:mod:`bedside.providers.scripts`). The server runs apart from the sample (another thread, possibly another
 process), so the situation is gathered in the Inspect process, just before the call, by the hook
 :class:`LoopbackChannel` (Inspect's ``on_before_model_generate``, which runs before the cache lookup and
 whose changes to the call's config reach the request): the protocol name as the header
@@ -17,10 +17,15 @@ separated by commas). With the variable unset the hook is off; any other server'
 Inspect's cache key for it, carry nothing of bedside's. (A ``vllm/`` model learns its base URL at its
 first call, so that call goes untagged.)
 
-The hook is registered with Inspect (:func:`register`) only in a process that can use it: one whose
-environment names a loopback server when bedside's entry point loads, or one that imports the server
-(:mod:`bedside.testing.loopback`: a test). Inspect prints a banner of the registered hooks before every
-eval, even of disabled ones, so a user's run with no test server shows nothing of the test doubles.
+This module is not part of bedside: bedside never imports it, and the wheel does not ship it. It is an
+Inspect plugin of its own, installed into the test environment only (``make`` installs
+``tests/loopback/channel/`` beside bedside, editable): Inspect loads every ``inspect_ai`` entry point of
+the environment, so each process there — a test, a fork of the test suite's fork server, a fresh
+``inspect eval`` in any folder, a command a developer types beside ``python -m tests.loopback`` — loads
+this module, which registers the hook (:func:`register`) when its environment names a loopback server.
+A process that imports the server (:mod:`tests.loopback.server`: a test that sets the variable later)
+registers it too. Inspect prints a banner of the registered hooks before every eval, even of disabled
+ones, so a run with no test server shows nothing of the test channel.
 """
 
 from __future__ import annotations
@@ -61,8 +66,7 @@ class LoopbackChannel(Hooks):
         return bool(channel_urls())
 
     async def on_before_model_generate(self, data: BeforeModelGenerate) -> None:
-        from bedside.compat import generating_model
-        from bedside.testing.scripts import situation_of
+        from bedside.providers.scripts import situation_of
 
         tag = tag_of(data.input)
         if tag is None or not on_channel(generating_model()):
@@ -75,6 +79,26 @@ class LoopbackChannel(Hooks):
         }
 
 
+def generating_model() -> Any:
+    """The Inspect ``Model`` whose ``generate()`` runs on the current call stack, or None. Inspect's
+    ``on_before_model_generate`` hooks are given the model's name only, not the model; they run inside
+    ``Model._generate`` (its retried ``generate`` closure), whose ``self`` is the model (the hook needs the
+    model's base URL). It reads Inspect's call stack, not its API: check it when the ``inspect-ai`` pin
+    moves (``tests/loopback/test_channel.py`` fails if it finds no model)."""
+    import sys
+    from types import FrameType
+
+    from inspect_ai.model import Model
+
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None:
+        candidate = frame.f_locals.get("self")
+        if isinstance(candidate, Model):
+            return candidate
+        frame = frame.f_back
+    return None
+
+
 _registered = False
 
 
@@ -84,3 +108,8 @@ def register() -> None:
     if not _registered:
         hooks(name="bedside_loopback_channel", description="bedside's loopback test channel")(LoopbackChannel)
         _registered = True
+
+
+# loaded as an Inspect plugin (module docstring): registered where a loopback server is named
+if channel_urls():
+    register()

@@ -3,7 +3,7 @@
 It is NOT a language model. It reads which role it is playing from the call's protocol tag
 (:func:`bedside.protocols.tag_of`; every bedside call carries one), what the call is about from the
 sample it runs in (the call's *situation*: the case, the records the solvers keep, the encounter so
-far, earlier replies; :mod:`bedside.testing.scripts`) and the conversation from the chat messages'
+far, earlier replies; :mod:`bedside.providers.scripts`) and the conversation from the chat messages'
 roles, never from the prompt text, and answers in that role's format, with the scripts of that
 benchmark (the modules its descriptor names in ``scripts``, e.g. ``bedside/<benchmark>/scripted.py``;
 each exports ``Options``, a dataclass of behaviour switches that modules of one benchmark share,
@@ -12,8 +12,11 @@ each exports ``Options``, a dataclass of behaviour switches that modules of one 
 The same input (messages and ``seed``) always gives byte-identical output, and every output
 carries token usage (estimated as characters / 4), so Inspect never needs tiktoken.
 
-Behaviours for tests are injected with ``-M`` options (or ``get_model(..., option=value)``);
-list options accept ``3`` or ``"3,5"`` from the command line. A regeneration
+It is bedside's offline model for testing a pipeline (docs/providers.md, "The scripted model").
+Behaviours are injected as model options: ``get_model(..., option=value)``, ``-M option=value`` for the
+model under test (Inspect's ``-M`` reaches it only), a role mapping's ``model_args`` for a role
+(``--model-role 'monitor={model: bedside/scripted, model_args: {monitor_warn_turns: 3}}'``); list
+options accept ``3`` or ``"3,5"`` from the command line. A regeneration
 carries ``seed = attempt`` (see ``bedside.calls.attempt_config``); options that act "for the
 first k attempts" read the attempt from the seed. The generic option ``context_window`` (in
 estimated tokens) makes any longer prompt end with ``stop_reason="model_length"``, as a real
@@ -30,7 +33,7 @@ from typing import Any
 from inspect_ai.model import ChatMessage, GenerateConfig
 
 from bedside.protocols import tag_of
-from bedside.testing.scripts import script_modules, situation_of
+from bedside.providers.scripts import script_modules, situation_of
 
 
 def _coerce(spec: dataclasses.Field, value: Any) -> Any:
@@ -93,7 +96,7 @@ class ScriptedEngine:
         self, protocol: str | None, messages: list[ChatMessage], seed: int = 0, situation: dict[str, Any] | None = None
     ) -> str:
         """The scripted reply of ``protocol`` (``"<benchmark>.<role>"``) to ``messages`` in ``situation``
-        (what its script reads about the call, :func:`bedside.testing.scripts.situation_of`; a request
+        (what its script reads about the call, :func:`bedside.providers.scripts.situation_of`; a request
         that brings none gets the script's defaults where it has any)."""
         if protocol is None or protocol not in self.handlers:
             return "bedside/scripted has no script for this prompt (it only plays bedside's roles)."

@@ -2,7 +2,7 @@
 placeholder string (so no heading, persona sentence, case-fact layout or correction block reaches
 them), the scripted runs still give the golden scores (compared as ``tests/test_golden_scores.py``
 does: exactly, embedding cosines within their kernel tolerance). What a scripted role needs, it reads
-from the sample the call runs in (its situation, :mod:`bedside.testing.scripts`) and from the
+from the sample the call runs in (its situation, :mod:`bedside.providers.scripts`) and from the
 conversation's chat roles."""
 
 from __future__ import annotations

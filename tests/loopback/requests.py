@@ -1,4 +1,4 @@
-"""Requests to the loopback server (:mod:`bedside.testing.loopback`) and what can go wrong with them:
+"""Requests to the loopback server (:mod:`tests.loopback.server`) and what can go wrong with them:
 OpenAI chat messages read as Inspect messages, the protocol found for a request, the fault rules and
 the error and dropped-connection responses.
 
@@ -220,7 +220,7 @@ class Request:
     model: str
     number: int  # 1-based, in order of arrival
     found_by: str  # how the protocol was found: "header", "response_format" or UNKNOWN
-    #: what the role reads about the call (bedside.testing.scripts), as the test channel's hook sent it
+    #: what the role reads about the call (bedside.providers.scripts), as the test channel's hook sent it
     situation: dict[str, Any] = field(default_factory=dict)
 
 

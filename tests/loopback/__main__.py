@@ -1,4 +1,4 @@
-"""``python -m bedside.testing.loopback``: the loopback server's command line."""
+"""``python -m tests.loopback`` (from the repository's root): the loopback server's command line."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import time
 from typing import Any
 
 from bedside import benchmarks
-from bedside.testing.loopback import LoopbackServer
-from bedside.testing.loopback_requests import FAULT_KINDS, Fault
+from tests.loopback.requests import FAULT_KINDS, Fault
+from tests.loopback.server import LoopbackServer
 
 
 def _option(text: str) -> tuple[str, Any]:
@@ -31,7 +31,7 @@ def _fault(text: str) -> Fault:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(
-        prog="python -m bedside.testing.loopback",
+        prog="python -m tests.loopback",
         description="Serve bedside's scripted roles as an OpenAI-compatible endpoint on 127.0.0.1.",
     )
     parser.add_argument("--port", type=int, default=8765, help="port (0: any free port; default 8765)")
@@ -116,3 +116,7 @@ def main(argv: list[str] | None = None) -> None:
             print(f"served {server.total_calls} requests: {dict(server.calls)}", flush=True)
             if server.faults:
                 print(f"faults injected: {dict(server.faults)}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -4,7 +4,7 @@ It lets a bedside task run through Inspect's real ``openai-api/...`` provider (H
 client, retries, usage accounting) — the same code path as a user's API key or a vLLM server — with
 no network and no model weights. Point Inspect at it like at any OpenAI-compatible endpoint::
 
-    python -m bedside.testing.loopback --port 8765            # prints the base URL and the variables below
+    python -m tests.loopback --port 8765   # in the repository root; prints the base URL and the variables below
 
     LOOPBACK_API_KEY=x LOOPBACK_BASE_URL=http://127.0.0.1:8765/v1 BEDSIDE_LOOPBACK_URL=http://127.0.0.1:8765/v1 \\
     inspect eval bedside/<task> --model openai-api/loopback/<model under test> \\
@@ -22,9 +22,9 @@ How it answers: the request's messages become Inspect ``ChatMessage``\\ s; the c
 situation (what the role reads about the call from the sample it runs in) come with the request on
 the test channel only: when the model's base URL is one ``BEDSIDE_LOOPBACK_URL`` names (which
 :attr:`LoopbackServer.env` exports), bedside's Inspect hook adds the ``X-Bedside-Protocol`` header (the
-name) and the ``bedside_call`` body field (name and situation; :mod:`bedside.testing.channel`); a
+name) and the ``bedside_call`` body field (name and situation; :mod:`loopback_channel`); a
 JSON-schema ``response_format`` names the protocol too (``.`` -> ``_``). The server never reads the
-prompt. The reply is :meth:`bedside.testing.scripted.ScriptedEngine.reply_for` with the request's
+prompt. The reply is :meth:`bedside.providers.scripted.ScriptedEngine.reply_for` with the request's
 ``seed`` (0 if absent) and situation (``{}`` if absent: the scripts' defaults), so it is deterministic
 and protocol-valid for every role; prompts of no known protocol get :data:`UNKNOWN_REPLY`. The
 scripted engine's behaviour options (``LoopbackServer(options=...)``, ``--option key=value``) apply to
@@ -53,8 +53,8 @@ subclasses: the scale benchmark sets its per-request delay there), then through 
 plan.
 
 Fault injection (``LoopbackServer(faults=[...])``, ``--fault SPEC``), the ``context_limit`` and the
-request log are described in :mod:`bedside.testing.loopback_requests`; the command line is
-:mod:`bedside.testing.loopback_cli`.
+request log are described in :mod:`tests.loopback.requests`; the command line is
+:mod:`tests.loopback.__main__` (``python -m tests.loopback``).
 """
 
 from __future__ import annotations
@@ -74,9 +74,10 @@ from typing import IO, Any
 
 from aiohttp import web
 
+from bedside.providers.scripted import ScriptedEngine
 from bedside.structured import PROBE_NAME
-from bedside.testing.channel import BODY_KEY, HEADER, LOOPBACK_URL_ENV, register
-from bedside.testing.loopback_requests import (  # noqa: F401  (re-exported: the server's public names)
+from loopback_channel import BODY_KEY, HEADER, LOOPBACK_URL_ENV, register
+from tests.loopback.requests import (  # noqa: F401  (re-exported: the server's public names)
     CONTENT_FAULTS,
     CONTEXT_LENGTH,
     FAULT_KINDS,
@@ -104,7 +105,6 @@ from bedside.testing.loopback_requests import (  # noqa: F401  (re-exported: the
     spoil,
     to_chat_messages,
 )
-from bedside.testing.scripted import ScriptedEngine
 
 # a process that starts a server (a test) may call it: the test channel's hook is registered here
 register()
@@ -352,7 +352,7 @@ class LoopbackServer:
 
     def _read(self, body: dict[str, Any], header: str | None = None) -> Request:
         messages = to_chat_messages(body["messages"])
-        call = body.get(BODY_KEY)  # as the test channel's hook sends it (bedside.testing.channel)
+        call = body.get(BODY_KEY)  # as the test channel's hook sends it (loopback_channel)
         situation = call.get("situation") if isinstance(call, dict) else None
         name, found_by = protocol_from_schema_name(body.get("response_format")), "response_format"
         if name is None:
@@ -523,14 +523,3 @@ class LoopbackServer:
         await response.write(b"data: [DONE]\n\n")
         await response.write_eof()
         return response
-
-
-def main(argv: list[str] | None = None) -> None:
-    """The command line (:mod:`bedside.testing.loopback_cli`)."""
-    from bedside.testing.loopback_cli import main as cli
-
-    cli(argv)
-
-
-if __name__ == "__main__":
-    main()

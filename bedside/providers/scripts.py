@@ -1,5 +1,5 @@
 """What the scripted model's scripts share (each benchmark's scripts are in its package, e.g.
-``bedside/<benchmark>/scripted.py``; :mod:`bedside.testing.scripted`).
+``bedside/<benchmark>/scripted.py``; :mod:`bedside.providers.scripted`).
 
 A script module exports ``Options`` (a dataclass of behaviour switches), ``HANDLERS`` (protocol name →
 ``fn(messages, situation, attempt, options) -> str``: the reply) and ``SITUATIONS`` (protocol name →
@@ -10,7 +10,7 @@ turns so far), the call's protocol tag (name and reply schema), which of a ``col
 runs in, and the earlier calls of the sample in its transcript (their replies, read by their own
 protocols; the info events the solvers write). It is gathered where the sample is — by
 ``bedside/scripted`` itself, or, for the loopback test server, by its Inspect hook
-(:mod:`bedside.testing.channel`), which sends it along with the request — as plain JSON values, so that
+(:mod:`loopback_channel`), which sends it along with the request — as plain JSON values, so that
 both give a handler the same input. A protocol without an entry in ``SITUATIONS`` gets ``{}``.
 """
 
