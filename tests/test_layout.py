@@ -138,7 +138,6 @@ def reachable(module: str) -> dict[str, list[str]]:
     return chains
 
 
-@pytest.mark.eval
 def test_the_scan_sees_the_imports():
     """The scanner itself: it finds known edges, so that the rules below cannot pass vacuously."""
     assert "bedside.solvers.orchestrator" in direct_imports("bedside.solvers.medsp.solver")
@@ -147,14 +146,12 @@ def test_the_scan_sees_the_imports():
     assert any(m.startswith("bedside.solvers.") for m in FILES) and any(m.startswith("bedside.scorers.") for m in FILES)
 
 
-@pytest.mark.eval
 @pytest.mark.parametrize("module", sorted(m for m in FILES if m.startswith("bedside.solvers")))
 def test_no_solver_imports_a_scorer(module):
     bad = {m: chain for m, chain in reachable(module).items() if m.startswith("bedside.scorers")}
     assert not bad, f"{module} imports scorers: {' -> '.join(next(iter(bad.values())))}"
 
 
-@pytest.mark.eval
 @pytest.mark.parametrize("module", sorted(m for m in FILES if m.startswith("bedside.scorers")))
 def test_no_scorer_imports_a_solver(module):
     bad = {m: chain for m, chain in reachable(module).items() if m.startswith("bedside.solvers")}
@@ -218,7 +215,6 @@ def test_every_registered_benchmark_has_its_folders():
             assert module in found, f"{benchmark.name} declares {module}, which is not in its own folders"
 
 
-@pytest.mark.eval
 @pytest.mark.parametrize("module", ["bedside.solvers.orchestrator", "bedside.solvers.agent"])
 def test_the_orchestrator_knows_no_benchmark(module):
     specific = set().union(*(benchmark_modules(b.name) for b in benchmarks.all_benchmarks()))
@@ -248,7 +244,6 @@ def test_the_orchestrator_names_no_role():
     assert named == set(), f"the orchestrator names roles: {sorted(named)}"
 
 
-@pytest.mark.eval
 def test_no_import_loops():
     """No two modules of the product import each other, directly or through others (a loop makes the import
     order matter and hides which concept depends on which). The scanner sees a loop where there is one."""

@@ -7,7 +7,6 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-import pytest
 from inspect_ai.event import InfoEvent
 from inspect_ai.log import transcript
 from pydantic import BaseModel
@@ -16,8 +15,6 @@ from bedside.end_reasons import EndReason
 from bedside.protocols import Reply
 from bedside.records import Turn
 from bedside.solvers.orchestrator import Decision, SupervisionState, run_encounter
-
-pytestmark = pytest.mark.eval
 
 
 class Mark(BaseModel):
