@@ -18,10 +18,11 @@ The reply model serves three purposes:
   ``-T structured_output=true`` (:func:`use_structured_output`).
 
 Every call is *tagged* (:meth:`Protocol.tag`): the last message carries the protocol's name, its reply
-schema and its reply budget in its ``metadata``. Inspect never sends message metadata to a provider, so
-real models see only the prompt; bedside's own providers (``bedside/scripted``, ``bedside/local``)
-dispatch on the tag (:func:`tag_of`), and a reader of the log finds each call's protocol and reply
-schema on its input.
+schema, its reply budget and its ``form`` (what a person answering the call on ``bedside/human``'s page
+reads beside each reply field: :attr:`Protocol.form`) in its ``metadata``. Inspect never sends message
+metadata to a provider, so real models see only the prompt; bedside's own providers
+(``bedside/scripted``, ``bedside/local``, ``bedside/human``) dispatch on the tag (:func:`tag_of`), and a
+reader of the log finds each call's protocol and reply schema on its input.
 """
 
 from __future__ import annotations
@@ -112,6 +113,13 @@ class Protocol:
     #: ask for structured output by default on providers known to support it (the official code does,
     #: e.g. a judge whose official prompt sends a schema); ``-T structured_output=false`` turns it off
     structured_where_supported: bool = False
+    #: for a person answering on ``bedside/human``'s page, never for a model: reply field path (keys
+    #: joined by ``/``, e.g. ``"Q6.2"``, ``"items/H1"``) -> ``label`` (shown after the field's own
+    #: key), ``help`` (the criterion or meaning, shown beside the field), ``default`` (the value the
+    #: form starts with), ``choices`` (value -> what it means), ``rows`` (an array's rows: one label each,
+    #: in order), ``row_label`` (this field of a row holds the row's label), ``send`` (a yes/no field:
+    #: the send button's words when it is yes)
+    form: dict[str, dict[str, Any]] | None = field(default=None, hash=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.unreadable not in UNREADABLE:
@@ -185,6 +193,8 @@ class Protocol:
         last = messages[-1]
         meta = dict(last.metadata or {})
         meta[TAG] = {"name": self.name, "schema": self.json_schema(), "max_tokens": self.max_tokens}
+        if self.form:
+            meta[TAG]["form"] = self.form
         return [*messages[:-1], last.model_copy(update={"metadata": meta})]
 
     def config(self, model: Any = None) -> GenerateConfig:
@@ -338,6 +348,7 @@ class Tag:
     name: str
     schema: dict[str, Any] | None
     max_tokens: int | None
+    form: dict[str, dict[str, Any]] | None = None
 
 
 def tag_of(messages: list[ChatMessage]) -> Tag | None:
@@ -345,5 +356,5 @@ def tag_of(messages: list[ChatMessage]) -> Tag | None:
     for m in reversed(messages):
         found = (m.metadata or {}).get(TAG)
         if isinstance(found, dict) and "name" in found:
-            return Tag(found["name"], found.get("schema"), found.get("max_tokens"))
+            return Tag(found["name"], found.get("schema"), found.get("max_tokens"), found.get("form"))
     return None

@@ -339,9 +339,32 @@ def read_self_check(text: str) -> dict[str, str]:
     return out
 
 
+def overreaction_form() -> dict[str, dict[str, Any]]:
+    """The four false alarms' questions (prompts/cpb/overreaction_types.yaml) beside their fields on
+    ``bedside/human``'s page."""
+    from bedside.prompts import load_yaml
+
+    types = load_yaml("cpb/overreaction_types.yaml")
+    return {
+        "verdict": {
+            "choices": {OVERREACTED: "a false alarm below was raised", NOT_OVERREACTED: "none was raised"},
+        },
+        **{
+            f"triggered/{t}": {"label": f"{types[t]['letter']}. {types[t]['name']}", "help": types[t]["question"]}
+            for t in OVERREACTION_TYPES
+        },
+    }
+
+
 # -- judges (system prompt prompts/cpb/judge_system.j2 shared by failure and persistence) ------
 FAILURE_JUDGE = Protocol(
-    "cpb.failure_judge", FailureVerdict, 256, bare_bool="failure", parser=read_failure, strict=read_failure_strict
+    "cpb.failure_judge",
+    FailureVerdict,
+    256,
+    bare_bool="failure",
+    parser=read_failure,
+    strict=read_failure_strict,
+    form={"failure": {"help": "yes: the doctor's response shows the failure behaviour defined in the prompt"}},
 )
 PERSISTENCE_JUDGE = Protocol(
     "cpb.persistence_judge",
@@ -350,6 +373,7 @@ PERSISTENCE_JUDGE = Protocol(
     bare_bool="persisted",
     parser=read_persistence,
     strict=read_persistence_strict,
+    form={"persisted": {"help": "yes: the doctor still shows the failure behaviour defined in the prompt"}},
 )
 OVERREACTION_JUDGE = Protocol(
     "cpb.overreaction_judge",
@@ -358,6 +382,7 @@ OVERREACTION_JUDGE = Protocol(
     parser=read_overreaction,
     strict=read_overreaction_strict,
     structured_where_supported=True,
+    form=overreaction_form(),
 )
 # -- the mitigations' extra calls (the model under test) ----------------------------------------
 #: an unreadable analysis ends the doctor's turn with a model failure (``no_reply``)

@@ -45,7 +45,6 @@ import argparse
 import csv
 import html
 import random
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,8 +52,9 @@ from pathlib import Path
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log, write_eval_log
 
 from bedside.discharge import PERSONA_AXES
+from bedside.discharge.protocols import quality_rubric
 from bedside.discharge.records import topic_checklist_questions
-from bedside.prompts import load_yaml, render
+from bedside.prompts import load_yaml
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, benchmark_of, disambiguate, expand, label_of
 
@@ -110,22 +110,6 @@ class Case:
 # what physicians rate (texts from the paper and prompts/)
 
 
-def quality_rubric() -> list[tuple[str, str, list[str]]]:
-    """(name, description, anchors "1: …" … "5: …") of the four axes, read from the judge's own
-    prompt (paper Figure 8), so that physicians and judge see the same words."""
-    text = render("discharge/judge_conversation_quality.j2", conversation=[])
-    blocks = re.findall(r"^\d\. (.+)\n(.+)\n((?:- \d: .+\n?){5})", text, re.MULTILINE)
-    rubric = [
-        (name.strip(), description.strip(), [a.removeprefix("- ").strip() for a in anchors.strip().splitlines()])
-        for name, description, anchors in blocks
-    ]
-    if [name.lower().replace(" ", "_") for name, _, _ in rubric] != list(QUALITY_AXES):
-        raise AnnotateError(
-            "prompts/discharge/judge_conversation_quality.j2: could not read the four axes and their anchors"
-        )
-    return rubric
-
-
 def items_for(sample: EvalSample) -> list[Item]:
     """Every item of one packet, in the page's (and the template's) order."""
     items = [
@@ -134,7 +118,7 @@ def items_for(sample: EvalSample) -> list[Item]:
             "conversation_quality",
             f"{name}: {description}",
             ("1", "2", "3", "4", "5"),
-            anchors,
+            list(anchors),
         )
         for name, description, anchors in quality_rubric()
     ]

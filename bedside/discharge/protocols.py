@@ -8,11 +8,13 @@ ids, the comprehension items being graded), the call site builds the model for t
 from __future__ import annotations
 
 import re
-from functools import lru_cache
+from collections.abc import Mapping
+from functools import cache, lru_cache
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from bedside.prompts import render
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text
 
 
@@ -299,8 +301,10 @@ def read_factual(text: str) -> list[str]:
 # protocols
 
 EDUCATOR = Protocol("discharge.educator", parser=plain_text, unreadable="error")
-PATIENT = Protocol("discharge.patient", Utterance, parser=read_utterance, unreadable="error")
-COMPREHENSION = Protocol("discharge.comprehension", Utterance, parser=read_utterance, unreadable="recorded")
+#: a person playing the patient types only what the patient says
+SAYS = {"utterance": {"label": "what you say", "help": "the patient's words, as you would say them aloud"}}
+PATIENT = Protocol("discharge.patient", Utterance, parser=read_utterance, unreadable="error", form=SAYS)
+COMPREHENSION = Protocol("discharge.comprehension", Utterance, parser=read_utterance, unreadable="recorded", form=SAYS)
 #: an unreadable verdict on a supervised (patient) turn ends the session as ``system_failure``; on an
 #: observed (educator) turn it is recorded and counted and the session goes on (solvers/orchestrator.py)
 MONITOR = Protocol("discharge.monitor", Verdict, 768, unreadable="system_failure")
@@ -349,18 +353,73 @@ class SafetyVerdict(BaseModel):
 JUDGE_SAFETY = Protocol("discharge.judge_safety", SafetyVerdict, 384)
 
 
-def checklist_protocol(question_ids: list[str], applicable: list[str]) -> Protocol:
-    """The checklist judge's call: the schema offers every question, the reading needs the applicable ones."""
+def checklist_protocol(
+    question_ids: list[str], applicable: list[str], criteria: Mapping[str, str] | None = None
+) -> Protocol:
+    """The checklist judge's call: the schema offers every question, the reading needs the applicable ones.
+    ``criteria`` (question id -> its topic and text, as the prompt lists them) stand beside each question's
+    field on ``bedside/human``'s page."""
     return JUDGE_CHECKLIST.using(
-        keyed("TopicChecklist", question_ids, ChecklistAnswer), parser=lambda text: read_checklist(text, applicable)
+        keyed("TopicChecklist", question_ids, ChecklistAnswer),
+        parser=lambda text: read_checklist(text, applicable),
+        form={q: {"help": text} for q, text in (criteria or {}).items()},
     )
 
 
-def grade_protocol(ids: list[str]) -> Protocol:
-    """The comprehension grader's call for these item ids."""
+def grade_protocol(ids: list[str], criteria: Mapping[str, str] | None = None) -> Protocol:
+    """The comprehension grader's call for these item ids (``criteria``: item id -> the question, the
+    reference answer and the patient's answer, beside each item's field on ``bedside/human``'s page)."""
     return JUDGE_COMPREHENSION.using(
-        keyed("ComprehensionGrades", ids, Grade), parser=lambda text: read_grades(text, ids)
+        keyed("ComprehensionGrades", ids, Grade),
+        parser=lambda text: read_grades(text, ids),
+        form={i: {"help": text} for i, text in (criteria or {}).items()},
     )
+
+
+# ---------------------------------------------------------------------------------------------
+# the judges' criteria beside their fields on bedside/human's page (Protocol.form), read from the
+# judges' own prompts, so that a physician and the judge read the same words
+
+
+@cache
+def quality_rubric() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
+    """(name, description, anchors "1: …" … "5: …") of the four axes, read from the judge's own prompt
+    (paper Figure 8)."""
+    text = render("discharge/judge_conversation_quality.j2", conversation=[])
+    blocks = re.findall(r"^\d\. (.+)\n(.+)\n((?:- \d: .+\n?){5})", text, re.MULTILINE)
+    rubric = tuple(
+        (name.strip(), description.strip(), tuple(a.removeprefix("- ").strip() for a in anchors.strip().splitlines()))
+        for name, description, anchors in blocks
+    )
+    if [name.lower().replace(" ", "_") for name, _, _ in rubric] != list(AXES):
+        raise ValueError(
+            "prompts/discharge/judge_conversation_quality.j2: could not read the four axes and their anchors"
+        )
+    return rubric
+
+
+@cache
+def quality_form() -> dict[str, dict[str, Any]]:
+    """Each axis's criterion beside it, each score with its anchor."""
+    form: dict[str, dict[str, Any]] = {}
+    for name, description, anchors in quality_rubric():
+        axis = name.lower().replace(" ", "_")
+        form[axis] = {"label": name, "help": description}
+        form[f"{axis}/score"] = {"choices": {a.split(":", 1)[0]: a.split(":", 1)[1].strip() for a in anchors}}
+    return form
+
+
+@cache
+def factual_form() -> dict[str, dict[str, Any]]:
+    """The six answers as rows, each labelled with its question as the prompt asks it (Figure 12)."""
+    text = render("discharge/judge_factual_consistency.j2", source="")
+    rows = re.findall(r"^(q\d\. .+)$", text, re.MULTILINE)
+    if len(rows) != 6:
+        raise ValueError("prompts/discharge/judge_factual_consistency.j2: could not read its six questions")
+    return {
+        "answers": {"rows": rows, "help": "one answer per question; several components: one per line"},
+        "answers/question": {"row_label": True},
+    }
 
 
 PROTOCOLS = (

@@ -516,8 +516,25 @@ def read_vote(text: str) -> Reply:
 # ---------------------------------------------------------------------------------------------
 # protocols
 
+#: a person playing the examinee on ``bedside/human``'s page: each field's meaning as the examinee's own
+#: prompt states it (prompts/medsp/examinee.j2), ``eos`` starting as false
+EXAMINEE_FORM: dict[str, dict[str, Any]] = {
+    "speak": {"label": "what you say", "help": "only the words you say aloud to the patient (or a companion)"},
+    "actions": {
+        "label": "what you do",
+        "help": "examinations, monitoring, investigations, medications, procedures and other management; "
+        "one per line (history questions go in what you say)",
+    },
+    "eos": {
+        "label": "end of this stage (eos)",
+        "help": "yes once everything the current stage of the case requires has been done: the case then "
+        "moves on to its next stage, or, at its last stage, ends; no (the default) to carry on in this stage",
+        "default": False,
+        "send": "Send — this stage is done (eos)",
+    },
+}
 #: agents: an unreadable reply (after the retries) ends the encounter with ``error`` (not evaluated)
-EXAMINEE = Protocol("medsp.examinee", ExamineeReply, 512, parser=read_examinee, unreadable="error")
+EXAMINEE = Protocol("medsp.examinee", ExamineeReply, 512, parser=read_examinee, unreadable="error", form=EXAMINEE_FORM)
 PATIENT = Protocol("medsp.patient", PatientReply, 384, parser=read_patient, unreadable="error")
 ENVIRONMENT = Protocol("medsp.environment", EnvironmentReply, 1024, parser=read_environment, unreadable="error")
 #: keyed per call (the prompt set's ``evaluator_protocol``); unreadable: the case is unscored and counted

@@ -122,10 +122,15 @@ def comprehension(
         grade_error, grading = None, "batched"
         if items:
             ids = [i["id"] for i in items]
+            criteria = {
+                i["id"]: f"Question: {i['question']}\nReference answer (from the discharge note): {i['reference']}\n"
+                f"Patient's answer: {i['answer']}"
+                for i in items
+            }
             result = await ask(
                 judge,
                 render("discharge/judge_comprehension_grade.j2", items=items),
-                grade_protocol(ids),
+                grade_protocol(ids, criteria),
                 retries=judge_retries,
             )
             if result.ok:
@@ -137,7 +142,7 @@ def comprehension(
                         ask(
                             judge,
                             render("discharge/judge_comprehension_grade.j2", items=[item]),
-                            grade_protocol([item["id"]]),
+                            grade_protocol([item["id"]], {item["id"]: criteria[item["id"]]}),
                             retries=judge_retries,
                         )
                         for item in items

@@ -8,7 +8,7 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
 from bedside.calls import UNSCORED, ask, grader
-from bedside.discharge.protocols import AXES, JUDGE_QUALITY
+from bedside.discharge.protocols import AXES, JUDGE_QUALITY, quality_form
 from bedside.intervals import LIKERT, UNBOUNDED
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
@@ -45,7 +45,7 @@ def conversation_quality(judge_retries: int = 2) -> Scorer:
             )
         judge, fallback = grader()
         prompt = render("discharge/judge_conversation_quality.j2", conversation=conversation_lines(rec.history))
-        result = await ask(judge, prompt, JUDGE_QUALITY, retries=judge_retries)
+        result = await ask(judge, prompt, JUDGE_QUALITY.using(form=quality_form()), retries=judge_retries)
         ratings = result.value or {}
         value = {a: float(ratings[a].score) if a in ratings else UNSCORED for a in AXES}
         value["readability"] = fk

@@ -21,7 +21,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 
 from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
-from bedside.discharge.protocols import JUDGE_FACTUAL
+from bedside.discharge.protocols import JUDGE_FACTUAL, factual_form
 from bedside.intervals import COSINE, COUNT, UNIT
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
@@ -52,18 +52,19 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
         if not rec.history:
             return Score(value=empty, explanation="no dialogue", metadata={"end_reason": rec.end_reason})
         judge, fallback = grader()
+        protocol = JUDGE_FACTUAL.using(form=factual_form())
         note_side, dialogue_side = await collect(
             ask(
                 judge,
                 render("discharge/judge_factual_consistency.j2", source=the_case.discharge_note),
-                JUDGE_FACTUAL,
+                protocol,
                 retries=judge_retries,
                 cache=REFERENCE_CACHE if cache_references else False,
             ),
             ask(
                 judge,
                 render("discharge/judge_factual_consistency.j2", source="\n".join(conversation_lines(rec.history))),
-                JUDGE_FACTUAL,
+                protocol,
                 retries=judge_retries,
             ),
         )

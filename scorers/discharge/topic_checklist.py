@@ -68,7 +68,9 @@ def topic_checklist(judge_retries: int = 2, applicability: ChecklistApplicabilit
             patient_note=the_case.discharge_note,
             conversation=conversation_lines(rec.history),
         )
-        protocol = checklist_protocol([q["id"] for q in questions], applicable)
+        protocol = checklist_protocol(
+            [q["id"] for q in questions], applicable, {q["id"]: f"[{q['topic']}] {q['text']}" for q in questions}
+        )
         result = await ask(judge, prompt, protocol, retries=judge_retries)
         if not result.ok:
             return Score(

@@ -68,6 +68,7 @@ class BedsideEvaluatorPrompts:
             evaluator_reply([i.id for i in items]),
             parser=lambda text: read_evaluation(text, items, "official"),
             strict=lambda text: read_evaluation(text, items, "strict"),
+            form={f"items/{i.id}": {"label": COMPETENCY_NAMES[i.competency], "help": i.text} for i in items},
         )
 
 

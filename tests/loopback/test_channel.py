@@ -117,13 +117,14 @@ def test_other_providers_are_never_the_channel(name, monkeypatch):
 
 def test_a_call_tag_holds_the_protocol_alone():
     """A call's tag (in the log, on its last input message) names the protocol, its reply schema and
-    budget; nothing the test doubles read travels in it."""
+    budget, and what a person answering on bedside/human's page reads beside each field (``form``);
+    nothing the test doubles read travels in it."""
     from inspect_ai.model import ChatMessageUser
 
     from bedside.protocols import TAG
 
     [tagged] = protocol("discharge.patient").tag([ChatMessageUser(content="hi")])
-    assert set(tagged.metadata[TAG]) == {"name", "schema", "max_tokens"}
+    assert set(tagged.metadata[TAG]) == {"name", "schema", "max_tokens", "form"}
 
 
 PLUGIN_PROBE = """
