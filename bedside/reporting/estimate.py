@@ -24,8 +24,10 @@ interval from the pilot's spread.
   concurrency times its samples under other contention, and a pilot's first samples also pay the
   process's start-up (loading the scorers' embedding model), so a short pilot overestimates wall time.
 - Calls served from Inspect's local cache are counted as calls but not as tokens (as in the report).
-- Sample time: Inspect's ``total_time`` of each pilot sample; ``human_seconds`` (``bedside/human``'s
-  typing time) is summed into the person's hours.
+- Sample time: Inspect's ``total_time`` of each pilot sample. Person hours (a pilot with
+  ``bedside/human``): each pilot sample's person-time is the union of its human calls' working intervals
+  (:mod:`bedside.person_time`), never the time a call waited; the pilot's own person-time (the union
+  over all its samples: tabs open side by side count once) is printed beside the estimate.
 """
 
 from __future__ import annotations
@@ -40,6 +42,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bedside.person_time import person_seconds
 from bedside.protocols import tag_of
 
 #: the per-sample quantities estimated
@@ -52,7 +55,8 @@ class Pilot:
     the sample's seconds and the person's seconds."""
 
     calls: pd.DataFrame  # one row per (sample, role, role_model, protocol) with FIELDS
-    samples: pd.DataFrame  # one row per sample: seconds, human_seconds
+    samples: pd.DataFrame  # one row per sample: seconds, human_seconds (its person-time)
+    person_seconds: float = 0.0  # the pilot's person-time: the union of every human call's working intervals
 
 
 def subject_of(task: str) -> str:
@@ -68,6 +72,7 @@ def read_pilot(paths: Sequence[str | Path]) -> Pilot:
 
     rows: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
+    human_outputs: list[dict[str, Any]] = []
     for path in paths:
         log = read_eval_log(str(path))
         if not log.samples:
@@ -75,7 +80,7 @@ def read_pilot(paths: Sequence[str | Path]) -> Pilot:
         subject = subject_of(log.eval.task)
         for sample in log.samples:
             key = f"{path}|{sample.id}|{sample.epoch}"
-            human = 0.0
+            human: list[dict[str, Any]] = []
             for event in sample.events:
                 if event.event != "model":
                     continue
@@ -92,10 +97,14 @@ def read_pilot(paths: Sequence[str | Path]) -> Pilot:
                     row[field] = int(getattr(usage, field, None) or 0) if usage is not None else 0
                 rows.append(row)
                 meta = event.output.metadata if event.output is not None else None
-                human += float((meta or {}).get("human_seconds") or 0.0)
-            samples.append({"sample": key, "seconds": float(sample.total_time or 0.0), "human_seconds": human})
+                if meta and meta.get("human"):
+                    human.append(meta)
+            human_outputs += human
+            samples.append(
+                {"sample": key, "seconds": float(sample.total_time or 0.0), "human_seconds": person_seconds(human)}
+            )
     calls = pd.DataFrame(rows, columns=["sample", "role", "role_model", "protocol", *FIELDS])
-    return Pilot(calls=calls, samples=pd.DataFrame(samples))
+    return Pilot(calls=calls, samples=pd.DataFrame(samples), person_seconds=person_seconds(human_outputs))
 
 
 def predictive_totals(values: np.ndarray, planned: int, draws: int, rng: np.random.Generator) -> np.ndarray:
@@ -196,6 +205,7 @@ def estimate(
     if human.any():
         s = summarise(planned * human.mean() / 3600, predictive_totals(human, planned, draws, rng) / 3600, level)
         totals.update({"person_hours": s["estimate"], "person_hours_low": s["low"], "person_hours_high": s["high"]})
+        totals["pilot_person_hours"] = pilot.person_seconds / 3600
     if prices is not None and "cost" in by_role:
         totals["cost"] = float(by_role["cost"].sum(min_count=1))
     return {"by_role": by_role, "by_protocol": by_protocol, "totals": pd.DataFrame([totals])}
@@ -245,6 +255,7 @@ def render(tables: dict[str, pd.DataFrame], level: float, currency: str = "") ->
         lines.append(
             f"  {'person hours':<24} "
             f"{_fmt(totals['person_hours'], totals['person_hours_low'], totals['person_hours_high'], 1)}"
+            f"  (the pilot: {totals['pilot_person_hours']:.2f} h worked, the union of its working intervals)"
         )
     if "cost" in totals and not math.isnan(totals["cost"]):
         lines.append(f"  {'cost':<24} {totals['cost']:,.2f} {currency} (sum of the roles' estimates)")
