@@ -118,9 +118,16 @@ class Controller(Protocol):
 class EncounterProgress(StoreModel):
     """The encounter in progress (store keys ``EncounterProgress:*``): every turn accepted so far, as the
     benchmark's record will hold it. Emptied when :func:`run_encounter` returns (the benchmark's own record
-    then holds the history); a sample stopped mid-encounter keeps it."""
+    then holds the history); a sample stopped mid-encounter keeps it. Beside it, the encounter's turn
+    budget, which a person playing one of its roles reads on ``bedside/human``'s page: the agents' roles in
+    turn order, ``max_turns`` and ``min_turns`` (of the history, every agent's turns counted) and a role's
+    own cap on its turns (``role_limits``: a controller's cap on one role, e.g. an examinee's turns)."""
 
     turns: list[Turn] = Field(default_factory=list)
+    roles: list[str] = Field(default_factory=list)
+    max_turns: int = 0
+    min_turns: int = 0
+    role_limits: dict[str, int] = Field(default_factory=dict)
 
 
 @dataclass
@@ -166,6 +173,8 @@ class Encounter:
     max_retries: int
     on_turn: Callable[[Turn], Awaitable[None] | None] | None
     controller: Controller | None
+    #: a role's own cap on its turns that the controller enforces (for the store's turn budget only)
+    role_limits: dict[str, int] = field(default_factory=dict)
     result: EncounterResult = field(default_factory=lambda: EncounterResult(history=[], discards=[], end_reason=""))
     pending: dict[str, str] = field(default_factory=dict)  # role -> soft correction for that role's next turn
     progress: EncounterProgress = field(default_factory=lambda: store_as(EncounterProgress))
@@ -177,6 +186,9 @@ class Encounter:
     async def run(self) -> EncounterResult:
         """Rounds of turns, ``agents[0]`` first, until a step stops the encounter."""
         self.progress.turns = []
+        self.progress.roles = [agent.role for agent in self.agents]
+        self.progress.max_turns, self.progress.min_turns = self.max_turns, self.min_turns
+        self.progress.role_limits = dict(self.role_limits)
         try:
             while True:
                 turns_at_round_start = len(self.history)
@@ -331,9 +343,13 @@ async def run_encounter(
     max_retries: int = 2,
     on_turn: Callable[[Turn], Awaitable[None] | None] | None = None,
     controller: Controller | None = None,
+    role_limits: dict[str, int] | None = None,
 ) -> EncounterResult:
     """Run the agents until an end reason (module docstring). Agents only need ``role``, ``policy``,
     ``active``, ``prompt(correction)`` and ``async reply(history, correction, attempt)``: a subclass of
-    :class:`ChatAgent` can replace ``reply`` (e.g. best-of-N sampling or a panel of advisers)."""
-    encounter = Encounter(agents, supervisor, min_turns, max_turns, max_retries, on_turn, controller)
+    :class:`ChatAgent` can replace ``reply`` (e.g. best-of-N sampling or a panel of advisers).
+    ``role_limits``: a role's own cap on its turns that the controller enforces (:class:`EncounterProgress`)."""
+    encounter = Encounter(
+        agents, supervisor, min_turns, max_turns, max_retries, on_turn, controller, dict(role_limits or {})
+    )
     return await encounter.run()

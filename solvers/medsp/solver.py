@@ -117,7 +117,12 @@ def medsp_encounter(
         )
         # the history cap is a safety net only: three turns per examinee turn never exceed it
         result = await run_encounter(
-            [examinee, patient, environment], None, min_turns=0, max_turns=3 * max_turns + 3, controller=session
+            [examinee, patient, environment],
+            None,
+            min_turns=0,
+            max_turns=3 * max_turns + 3,
+            controller=session,
+            role_limits={"examinee": max_turns},
         )
 
         s = session.state
