@@ -10,6 +10,10 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 
 from bedside import benchmarks
 from bedside.benchmark import resolve
+from bedside.params import SetupError
+
+#: bedside/human's options (bedside.providers.human.OPTIONS), refused by name on the other engines
+HUMAN_OPTIONS = ("port", "journal", "replay", "notices")
 
 
 class BedsideAPI(ModelAPI):
@@ -24,24 +28,20 @@ class BedsideAPI(ModelAPI):
         config: GenerateConfig = GenerateConfig(),  # noqa: B008  (Inspect's ModelAPI signature)
         **model_args: Any,
     ) -> None:
-        if model_name == "scripted":
-            from bedside.providers.scripted import ScriptedEngine
-
-            self.engine: Any = ScriptedEngine(**dict(model_args))
-        elif model_name == "local":
-            from bedside.providers.local import LocalEngine
-
-            self.engine = LocalEngine(**model_args)
-            self.engine.check_runnable()  # a probe subprocess: a crashing build stops here, with one line
-        elif model_name == "human":
-            from bedside.providers.human import HumanEngine
-
-            self.engine = HumanEngine(**model_args)
-        elif model_name in (engines := benchmarks.engines()):
-            self.engine = resolve(engines[model_name])(**dict(model_args))
-        else:
-            known = ", ".join(f"bedside/{name}" for name in ("scripted", "local", "human", *engines))
-            raise ValueError(f"unknown bedside model {model_name!r}: use {known}")
+        human_options = sorted(set(model_args) & set(HUMAN_OPTIONS))
+        if model_name != "human" and human_options:
+            option = human_options[0]
+            raise SetupError(
+                f"bedside/{model_name} takes no option {option!r} (bedside/human's): -M gives options to the model "
+                f"under test; give them to a role's person in the role's mapping, e.g. --model-role "
+                f"'grader={{model: bedside/human, model_args: {{{option}: ...}}}}'"
+            )
+        try:
+            self.engine = self._engine(model_name, model_args)
+        except SetupError:
+            raise
+        except ValueError as ex:  # an engine's option it cannot use: one line, no traceback
+            raise SetupError(str(ex)) from None
         # Inspect's generation cache keys on the model name and base_url, not on model args: give
         # each configuration (GGUF file, context size; scripted options) its own identity, so that
         # a cached reply of one model is never served for another.
@@ -52,6 +52,27 @@ class BedsideAPI(ModelAPI):
             api_key_vars=[],
             config=config,
         )
+
+    @staticmethod
+    def _engine(model_name: str, model_args: dict[str, Any]) -> Any:
+        if model_name == "scripted":
+            from bedside.providers.scripted import ScriptedEngine
+
+            return ScriptedEngine(**dict(model_args))
+        if model_name == "local":
+            from bedside.providers.local import LocalEngine
+
+            engine = LocalEngine(**model_args)
+            engine.check_runnable()  # a probe subprocess: a crashing build stops here, with one line
+            return engine
+        if model_name == "human":
+            from bedside.providers.human import HumanEngine
+
+            return HumanEngine(**model_args)
+        if model_name in (engines := benchmarks.engines()):
+            return resolve(engines[model_name])(**dict(model_args))
+        known = ", ".join(f"bedside/{name}" for name in ("scripted", "local", "human", *engines))
+        raise ValueError(f"unknown bedside model {model_name!r}: use {known}")
 
     async def count_text_tokens(self, text: str) -> int:
         return max(1, len(text) // 4)

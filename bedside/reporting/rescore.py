@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -72,6 +73,7 @@ def rescore(
     if clash := [str(t) for t in targets if t.exists() or targets.count(t) > 1]:
         raise FileExistsError(f"{clash[0]}: already exists or two inputs share this file name; choose another --out")
     written = []
+    person = str(grader) == "bedside/human"  # a physician re-judging in the browser: a run per rescored log
     for source, target in zip(sources, targets):
         log = read_eval_log(source)
         if not log.samples:
@@ -79,7 +81,10 @@ def rescore(
         prompts = check_prompts(log, str(source), allow_different_data)
         check_data_use(log, str(source), grader, zero_retention)
         previous = grader_name((log.eval.model_roles or {}).get("grader"))
-        scored = score(log, resolve_scorers(log), model_roles={"grader": grader}, action="overwrite", display="none")
+        with judged_by_person(person, target, log.eval.task):
+            scored = score(
+                log, resolve_scorers(log), model_roles={"grader": grader}, action="overwrite", display="none"
+            )
         scored.eval.model_roles = {**(scored.eval.model_roles or {}), "grader": model_to_model_config(grader)}
         scored.eval.metadata = {
             **(scored.eval.metadata or {}),
@@ -93,7 +98,20 @@ def rescore(
         }
         write_eval_log(scored, str(target))
         written.append(target)
+    if person:
+        from bedside.providers.human import finish
+
+        finish()
     return written
+
+
+def judged_by_person(person: bool, target: Path, task: str) -> AbstractContextManager[None]:
+    """A person's re-judging of one log is a run of its own (:func:`bedside.providers.human.scoring`)."""
+    if not person:
+        return nullcontext()
+    from bedside.providers.human import scoring
+
+    return scoring(target, task)
 
 
 def check_prompts(log: Any, source: str, allow: bool) -> str | None:

@@ -122,6 +122,18 @@ MonitorPolicy = Literal["algorithm1", "recommended_action"]
 POLICIES = {"algorithm1": decide, "recommended_action": obey_action}
 
 
+def tell_person(role: str, verdict: Verdict) -> None:
+    """A WARN or FAIL on a turn of a role a person plays (``bedside/human``) is shown to them at their next
+    turn: an educator's turns are only observed, so a model educator is never told (the page says so)."""
+    if verdict.verdict == "PASS":
+        return
+    from bedside.providers.human import tell
+
+    kind = f"{verdict.issue}, {verdict.severity}" if verdict.severity else verdict.issue
+    why = verdict.correction_instruction or verdict.reasoning
+    tell(role, f"The education monitor rated your last reply {verdict.verdict} ({kind})" + (f": {why}" if why else "."))
+
+
 class EducationMonitor:
     """The EMA as an encounter supervisor."""
 
@@ -182,6 +194,7 @@ class EducationMonitor:
             raise GenerationError(answer.error or "monitor call failed")
         if answer.ok:
             self.stats["repaired"] += int(answer.repaired)
+            tell_person(role, answer.require())
             return answer.value
         self.stats["unparsed_verdicts"] += 1
         return None

@@ -180,6 +180,10 @@ class Session:
             self.state.action_history.append(entry)
             self.statuses[entry["status"]] += 1
             logged.append(entry)
+            if entry["status"] == "unsupported":  # a person playing the examinee is told (a model is not)
+                from bedside.providers.human import tell
+
+                tell("examinee", f"Your action “{action}” was not carried out: the scenario does not support it.")
         return logged
 
     def _check_progression(self, turn: int, before: tuple[int, str], eos: bool) -> None:

@@ -19,8 +19,9 @@ CHROMIUM = Path("/usr/bin/chromium")
 
 
 class Browser:
-    def __init__(self, profile: Path) -> None:
+    def __init__(self, profile: Path, width: int = 1280, height: int = 900) -> None:
         self.profile = profile
+        self.size = (width, height)
         self.proc: subprocess.Popen[str] | None = None
         self.session: aiohttp.ClientSession | None = None
         self.ws: Any = None
@@ -38,7 +39,7 @@ class Browser:
                 "--no-first-run",
                 "--remote-debugging-port=0",
                 f"--user-data-dir={self.profile}",
-                "--window-size=1200,900",
+                f"--window-size={self.size[0]},{self.size[1]}",
                 "about:blank",
             ],
             stderr=subprocess.PIPE,
@@ -61,6 +62,7 @@ class Browser:
         self.page = attached["sessionId"]
         await self.send("Page.enable", session=True)
         await self.send("Runtime.enable", session=True)
+        await self.viewport(*self.size)
         return self
 
     async def __aexit__(self, *exc: Any) -> None:
@@ -125,7 +127,23 @@ class Browser:
     async def ctrl_enter(self) -> None:
         await self.key("Enter", "Enter", 13, modifiers=2)
 
-    async def screenshot(self, path: Path) -> None:
-        shot = await self.send("Page.captureScreenshot", session=True, format="png", captureBeyondViewport=True)
+    async def viewport(self, width: int, height: int = 900) -> None:
+        """The page's size, as a screen of that size shows it (the page's own media queries follow)."""
+        await self.send(
+            "Emulation.setDeviceMetricsOverride",
+            session=True,
+            width=width,
+            height=height,
+            deviceScaleFactor=1,
+            mobile=False,
+        )
+
+    async def click(self, selector: str) -> None:
+        """Clicks the element as a person would (input and change events fire)."""
+        await self.eval(f"document.querySelector({json.dumps(selector)}).click()")
+
+    async def screenshot(self, path: Path, full: bool = False) -> None:
+        """The viewport (``full``: the whole page, beyond the viewport), as a PNG."""
+        shot = await self.send("Page.captureScreenshot", session=True, format="png", captureBeyondViewport=full)
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(base64.b64decode(shot["data"]))

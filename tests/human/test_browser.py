@@ -1,22 +1,31 @@
-"""``bedside/human`` in a real browser: headless Chromium (Debian's package) opens the page the eval serves,
-types the person's replies (the educator and the patient of a DischargeBench session, a CPB doctor and
-its judge, a MedSP examinee) and submits them with Ctrl+Enter; the eval completes and scores. A session
-killed mid-way resumes with ``inspect eval-retry`` without asking an accepted reply again, and with the
-text typed before the crash still in the box.
+"""``bedside/human`` in a real browser: headless Chromium (Debian's package) opens the page the eval serves
+at 1280 px, types the person's replies (the educator and the patient of a DischargeBench session, a
+physician judging one, a CPB doctor and its judge, a MedSP examinee) and submits them with Ctrl+Enter;
+the eval completes and scores, and the page says the session is complete and where the log is. Along the
+way each test checks what a physician meets on the page: the turn budget and the last-turn notice, the
+note pinned beside the reply box, each judge criterion beside its field under the id the refusals use,
+structured rows instead of JSON, refusals at the field, the monitor's verdicts and the scenario's
+unsupported actions, a call asked again with its reason, person-time as working time. A session killed
+mid-way resumes with the ``inspect eval-retry`` command the page names, at the same address, without
+asking an accepted reply again and with the text typed before the crash still in the box (and counted).
 
-Screenshots go to ``BEDSIDE_SCREENS`` (when set): the page at a patient turn and at a judge form."""
+Screenshots go to ``BEDSIDE_SCREENS`` (when set): each test's characteristic page at 1280 px and 1920 px."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import shlex
 import signal
 import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+import urllib.error
+import urllib.request
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -39,13 +48,21 @@ pytestmark = [
     ),
 ]
 
-Answer = Callable[[dict[str, Any]], "str | dict[str, Any] | None"]
+Reply = "str | dict[str, Any] | None"
+Answer = Callable[[dict[str, Any]], Any]
+#: a test's look at a call before it is answered; returning True means the test answered it itself
+Look = Callable[["Browser", dict[str, Any]], Awaitable[Any]]
 
 
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def human(**options: Any) -> str:
+    """A role bound to a person, with ``bedside/human``'s options: the role-mapping form."""
+    return "{model: bedside/human, model_args: %s}" % json.dumps(options)
 
 
 Process = forked.Forked | subprocess.Popen[str]
@@ -63,9 +80,10 @@ def stop_leftovers():
             proc.wait(timeout=30)
 
 
-def start(args: list[str], tmp: Path, port: int) -> Process:
-    command = [INSPECT, *args, "--log-dir", str(tmp / "logs"), "--display", "plain"]
-    command += ["-M", f"port={port}", "-M", f"journal={tmp / 'replies.jsonl'}"] if args[0] == "eval" else []
+def start(args: list[str], tmp: Path) -> Process:
+    command = [INSPECT, *args, "--display", "plain"]
+    if "--log-dir" not in args:
+        command += ["--log-dir", str(tmp / "logs")]
     # the eval runs as its own process (a fork of the warm server: tests/forked.py), in its own session
     proc = forked.start(
         command, cwd=REPO, env={**os.environ, "INSPECT_LOG_DIR": str(tmp / "logs")}, stderr=subprocess.STDOUT
@@ -76,8 +94,6 @@ def start(args: list[str], tmp: Path, port: int) -> Process:
 
 async def served(url: str, proc: Process, timeout: float = 120) -> None:
     """Waits until the eval's page answers (the server starts at the role's first call)."""
-    import urllib.request
-
     deadline = time.time() + timeout
     while time.time() < deadline:
         assert proc.poll() is None, proc.stdout.read()[-3000:] if proc.stdout else "the eval exited"
@@ -89,27 +105,70 @@ async def served(url: str, proc: Process, timeout: float = 120) -> None:
     raise TimeoutError(f"nothing served at {url}")
 
 
+def post(url: str, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+    request = urllib.request.Request(url + path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request) as response:
+            return response.status, json.load(response)
+    except urllib.error.HTTPError as error:
+        return error.code, json.load(error)
+
+
 async def shown_call(browser: Browser) -> dict[str, Any] | None:
     return await browser.eval("shownId ? calls.find(c => c.id === shownId) : null")
 
 
 async def fill(browser: Browser, reply: str | dict[str, Any]) -> None:
-    """Types ``reply`` as a person would: into the reply box, or field by field into the form."""
+    """Types ``reply`` as a person would: into the reply box, or field by field into the form (a field
+    by its path: its keys joined by ``/``); a choice is clicked."""
     if isinstance(reply, str):
         await browser.eval("document.getElementById('text').focus()")
         await browser.type(reply)
         return
     for name, value in reply.items():
-        selector = json.dumps(f'[name="reply.{name}"]')
-        kind = await browser.eval(f"document.querySelector({selector}).tagName")
-        if kind == "SELECT":
-            await browser.eval(
-                f"(e => {{ e.value = {json.dumps(json.dumps(value))}; e.dispatchEvent(new Event('change', {{bubbles: true}})); }})"
-                f"(document.querySelector({selector}))"
-            )
+        selector = json.dumps(f'[name="{name}"]')
+        kind = await browser.eval(f"(e => e ? e.type : null)(document.querySelector({selector}))")
+        assert kind is not None, f"the form has no field {name}"
+        if kind == "radio":
+            choice = json.dumps(value).lower() if isinstance(value, bool) else str(value)
+            await browser.click(f'[name="{name}"][value="{choice}"]')
         else:
             await browser.eval(f"(e => {{ e.focus(); e.value = ''; }})(document.querySelector({selector}))")
             await browser.type("\n".join(value) if isinstance(value, list) else str(value))
+
+
+async def send(browser: Browser, call: dict[str, Any]) -> Any:
+    """Ctrl+Enter; True once the page moved on, else the page's refusal."""
+    await browser.eval("(e => { if (e) e.textContent = ''; })(document.getElementById('message'))")
+    await browser.ctrl_enter()
+    return await browser.wait_for(
+        f"shownId !== {json.dumps(call['id'])} || document.getElementById('message').textContent"
+    )
+
+
+async def shoot(browser: Browser, name: str) -> None:
+    """The page at 1280 px and at a wide screen (1920 px), into BEDSIDE_SCREENS."""
+    if SCREENS is None:
+        return
+    for width in (1280, 1920):
+        await browser.viewport(width, 1000)
+        await asyncio.sleep(0.2)
+        await browser.screenshot(SCREENS / f"{name}-{width}.png")
+    await browser.viewport(1280, 900)
+
+
+async def text_of(browser: Browser, selector: str) -> str | None:
+    return await browser.eval(f"(e => e ? e.innerText : null)(document.querySelector({json.dumps(selector)}))")
+
+
+@dataclass
+class Played:
+    answered: list[dict[str, Any]] = field(default_factory=list)
+    #: the page once the eval has exited: its complete state
+    end: str = ""
+    #: when each call was shown and answered (time.time())
+    shown_at: dict[str, float] = field(default_factory=dict)
+    answered_at: dict[str, float] = field(default_factory=dict)
 
 
 async def play(
@@ -117,14 +176,15 @@ async def play(
     proc: Process,
     answer: Answer,
     profile: Path,
-    shots: dict[str, Callable[[dict[str, Any]], bool]] | None = None,
+    look: Look | None = None,
     stop_after: int | None = None,
-    on_call: Callable[[Browser, dict[str, Any]], Any] | None = None,
-) -> list[dict[str, Any]]:
+    on_call: Callable[[Browser, dict[str, Any]], Awaitable[Any]] | None = None,
+    dwell: float = 0.0,
+) -> Played:
     """Answers every call the page shows until the eval exits (or ``stop_after`` replies, leaving the
-    next call shown); returns the calls answered."""
-    answered: list[dict[str, Any]] = []
-    shots = dict(shots or {})
+    next call shown for ``on_call``); ``look`` sees each call first; ``dwell``: seconds the person reads
+    each call before typing. Returns the calls answered and the page's end state."""
+    played = Played()
     await served(url, proc)
     async with Browser(profile) as browser:
         await browser.goto(url)
@@ -135,25 +195,26 @@ async def play(
             if call is None:
                 await asyncio.sleep(0.05)
                 continue
-            if stop_after is not None and len(answered) >= stop_after:
+            played.shown_at.setdefault(call["id"], time.time())
+            if stop_after is not None and len(played.answered) >= stop_after:
                 if on_call is not None:
                     await on_call(browser, call)
-                return answered
-            for name, wanted in list(shots.items()):
-                if SCREENS is not None and wanted(call):
-                    await browser.screenshot(SCREENS / f"{name}.png")
-                    del shots[name]
+                return played
+            if look is not None and await look(browser, call):
+                await browser.wait_for(f"shownId !== {json.dumps(call['id'])}")
+                continue
             reply = answer(call)
             assert reply is not None, f"no answer scripted for {call['protocol']} turn {call['turn']}"
+            if dwell:
+                await asyncio.sleep(dwell)
             await fill(browser, reply)
-            await browser.ctrl_enter()
-            note = await browser.wait_for(
-                f"shownId !== {json.dumps(call['id'])} || document.getElementById('message').textContent"
-            )
+            note = await send(browser, call)
             assert note is True, f"the page refused the reply: {note}"
-            answered.append(call)
+            played.answered.append(call)
+            played.answered_at[call["id"]] = time.time()
         assert proc.poll() is not None, "the eval did not finish"
-    return answered
+        played.end = await browser.wait_for("(e => e && e.innerText)(document.getElementById('complete'))", 15)
+    return played
 
 
 def finished(proc: Process, tmp: Path) -> Any:
@@ -174,6 +235,9 @@ def human_outputs(log: Any) -> list[Any]:
     ]
 
 
+# ---------------------------------------------------------------------------------------------------
+# a DischargeBench session: the person is the educator and the patient
+
 EDUCATOR = [
     "Hello, I'm your discharge educator. You had an operation on your bowel, and it went well.",
     "Please take your medicines exactly as the list says, and do not lift anything heavy for a few weeks.",
@@ -193,34 +257,205 @@ def discharge_answer(call: dict[str, Any]) -> str | dict[str, Any] | None:
     return None
 
 
-DISCHARGE = ["eval", "bedside/discharge", "-T", "min_turns=4", "--limit", "1"]
+DISCHARGE = ["eval", "bedside/discharge", "-T", "min_turns=4", "-T", "max_turns=8", "--limit", "1"]
 SCRIPTED = ["--model-role", "monitor=bedside/scripted", "--model-role", "grader=bedside/scripted"]
+#: the monitor warns on the educator's first turn (observed: only recorded); it fails a patient's turn that
+#: breaks character (moderated: discarded and asked again with a correction)
+MONITOR = "{model: bedside/scripted, model_args: {monitor_warn_turns: [0]}}"
 
 
 def test_a_person_plays_educator_and_patient_of_a_discharge_session(tmp_path):
     port = free_port()
-    args = [*DISCHARGE, "--model", "bedside/human", "--model-role", "patient=bedside/human", *SCRIPTED]
-    proc = start(args, tmp_path, port)
-    shots = {"discharge_patient_turn": lambda c: c["role"] == "patient" and c["turn"] >= 2}
-    answered = asyncio.run(play(f"http://127.0.0.1:{port}/", proc, discharge_answer, tmp_path / "profile", shots))
+    url = f"http://127.0.0.1:{port}/"
+    args = [*DISCHARGE, "--model", "bedside/human", "-M", f"port={port}", "-M", f"journal={tmp_path / 'replies.jsonl'}"]
+    args += ["--model-role", "patient=bedside/human", "--model-role", f"monitor={MONITOR}"]
+    proc = start([*args, "--model-role", "grader=bedside/scripted"], tmp_path)
+    seen: dict[str, Any] = {}
+
+    async def look(browser: Browser, call: dict[str, Any]) -> bool:
+        key = f"{call['role']} {call['turn']}" + (" again" if call["previous"] else "")
+        page = {
+            "budget": await text_of(browser, "#budget"),
+            "last": await text_of(browser, "#last-turn"),
+            "again": await text_of(browser, "#asked-again"),
+            "added": await text_of(browser, "#added"),
+            "notices": await text_of(browser, "#notices"),
+            "said": await browser.eval("document.getElementById('work').innerText"),
+        }
+        seen.setdefault(key, page)
+        if key == "educator 1":  # the note beside the reply box, both in view, on a 1280 px screen
+            seen["layout"] = await browser.eval(
+                "(() => { const s = document.getElementById('source').getBoundingClientRect(),"
+                " f = document.getElementById('reply').getBoundingClientRect();"
+                " return {source: [s.left, s.right, s.top, s.bottom], reply: [f.left, f.right, f.top, f.bottom],"
+                " height: innerHeight, text: document.getElementById('source').innerText}; })()"
+            )
+        if key == "patient 1":  # the person breaks character: the monitor discards the turn
+            await fill(browser, {"utterance": "As an AI language model, I cannot be a patient."})
+            assert await send(browser, call) is True
+            return True
+        if key == "educator 3":
+            seen["source later"] = await text_of(browser, "#source pre")
+            await shoot(browser, "discharge_educator_turn")
+        if key == "educator 4":
+            await shoot(browser, "discharge_educator_last_turn")
+        if call["protocol"] == "discharge.comprehension" and "unreadable" not in seen:
+            # a reply the page would not send (a blank answer), posted to the API: the patient's reader
+            # refuses it, and the call comes again saying why
+            seen["unreadable"] = post(url, "api/reply", {"id": call["id"], "text": '{"utterance": " "}'})
+            return True
+        if call["protocol"] == "discharge.comprehension" and call["previous"] and "comprehension again" not in seen:
+            seen["comprehension again"] = page["again"]
+        return False
+
+    played = asyncio.run(play(url, proc, discharge_answer, tmp_path / "profile", look=look))
     log = finished(proc, tmp_path)
+    answered = played.answered
     roles = [c["role"] for c in answered]
     assert roles[:4] == ["educator", "patient", "educator", "patient"] and roles.count("educator") == 4
-    # what the page showed the patient: its own instructions and the educator's words, never the tag
-    patient_call = next(c for c in answered if c["role"] == "patient")
-    assert patient_call["messages"][0]["role"] == "system"
-    assert EDUCATOR[0] in patient_call["messages"][-1]["text"]
-    assert "bedside_protocol" not in json.dumps(patient_call["messages"])
+
+    # the turn budget, its meaning, and the last turn
+    assert "Turn 1 of at most 4" in seen["educator 1"]["budget"] and "8 turns in all" in seen["educator 1"]["budget"]
+    assert "yours and the patient's" in seen["educator 1"]["budget"] and seen["educator 1"]["last"] is None
+    assert "Turn 4 of at most 4" in seen["educator 4"]["budget"] and "last turn" in seen["educator 4"]["last"]
+    # the discharge note beside the reply box, in view together, and still there after the first turn
+    layout = seen["layout"]
+    assert layout["source"][1] <= layout["reply"][0], layout  # side by side
+    assert layout["source"][2] < layout["height"] and layout["reply"][3] <= layout["height"], layout
+    assert "# Discharge Note" in layout["text"] and "# Discharge Note" in seen["source later"]
+    # the monitor's verdicts: a WARN on the educator's turn reaches the educator; the patient's failed turn is
+    # asked again with the monitor's correction in view
+    assert "WARN" in seen["educator 2"]["notices"], seen["educator 2"]
+    again = seen["patient 1 again"]
+    assert "not kept" in again["again"] and "As an AI language model" in again["again"]
+    assert "Stay in character as the patient" in again["added"]
+    # the conversation is plain text: the patient's own JSON replies are shown as what it said
+    assert '{"utterance"' not in seen["patient 2"]["said"] and "What should I watch for?" in seen["patient 2"]["said"]
+    # an unreadable reply is asked again with the reader's reason
+    assert seen["unreadable"][0] == 200
+    assert "could not be read" in seen["comprehension again"] and "utterance" in seen["comprehension again"]
+    # the end: the session is complete, with what happens next and the log
+    assert "Session complete" in played.end and "close this tab" in played.end
+    assert Path(log.location).name in played.end
+
     [sample] = log.samples
     conversation = " ".join(m.text for m in sample.messages)
     assert EDUCATOR[2] in conversation and "What should I watch for?" in conversation
     assert sample.metadata["end_reason"] == "clean_complete", sample.metadata["end_reason"]
     assert {"conversation_quality", "topic_checklist", "comprehension"} <= set(sample.scores)
+    # what the patient was shown: its own instructions and the educator's words, never the tag
+    patient_call = next(c for c in answered if c["role"] == "patient")
+    assert patient_call["messages"][0]["role"] == "system" and EDUCATOR[0] in patient_call["messages"][-1]["text"]
+    assert "bedside_protocol" not in json.dumps(patient_call["messages"])
     outputs = human_outputs(log)
-    assert len(outputs) == len(answered)
-    assert all(o.usage.total_tokens == 0 and o.metadata["human_seconds"] > 0 for o in outputs)
-    assert not any(o.metadata["replayed"] for o in outputs)
-    assert (tmp_path / "replies.jsonl").read_text().count("\n") == len(answered)
+    assert len(outputs) == len(answered) + 2  # and the discarded and the unreadable replies
+    assert all(o.usage.total_tokens == 0 and not o.metadata["replayed"] for o in outputs)
+    assert (tmp_path / "replies.jsonl").read_text().count("\n") == len(outputs)
+    [sample] = read_eval_log(log.location, resolve_attachments=True).samples
+    shown = [e for e in sample.events if e.event == "info" and e.source == "bedside_human"]
+    assert any("WARN" in " ".join(e.data["shown"]) for e in shown)  # what the person was told is in the log
+
+
+# ---------------------------------------------------------------------------------------------------
+# a physician judges a DischargeBench session
+
+
+def judge_answer(call: dict[str, Any]) -> str | dict[str, Any]:
+    """A physician's judgement: every required field answered, through the form's own choices."""
+    if call["schema"] is None:  # the reference answer extracted from the note
+        return "not applicable"
+    values: dict[str, Any] = {}
+
+    def walk(schema: dict[str, Any], path: list[Any]) -> None:
+        name = "/".join(str(p) for p in path)
+        if "anyOf" in schema:
+            schema = next(s for s in schema["anyOf"] if s.get("type") == "string")
+        hint = call["form"].get("/".join(str(p) for p in path if isinstance(p, str)), {})
+        if schema.get("type") == "object" and "properties" in schema:
+            for key, sub in schema["properties"].items():
+                if key in schema.get("required", []) and not call["form"].get(f"{name}/{key}", {}).get("row_label"):
+                    walk(sub, [*path, key])
+        elif schema.get("type") == "array" and schema.get("items", {}).get("type") == "object":
+            for i in range(len(hint["rows"])):
+                walk(schema["items"], [*path, i])
+        elif "enum" in schema:
+            values[name] = schema["enum"][0]
+        elif schema.get("type") == "integer":
+            values[name] = 4
+        elif schema.get("type") == "boolean":
+            values[name] = False
+        else:
+            values[name] = "The note lists it; the educator said it in turn 2."
+
+    walk(call["schema"], [])
+    return values
+
+
+JUDGED = ["eval", "bedside/discharge", "-T", "min_turns=4", "--limit", "1", "--model", "bedside/scripted"]
+
+
+def test_a_physician_judges_a_discharge_session(tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    roles = ["--model-role", "patient=bedside/scripted", "--model-role", "monitor=bedside/scripted"]
+    grader = human(port=port, journal=str(tmp_path / "replies.jsonl"))
+    proc = start([*JUDGED, *roles, "--model-role", f"grader={grader}"], tmp_path)
+    seen: dict[str, Any] = {}
+
+    async def look(browser: Browser, call: dict[str, Any]) -> bool:
+        protocol = call["protocol"]
+        tabs = await browser.eval("[...document.querySelectorAll('#tabs button')].map(b => b.textContent)")
+        seen.setdefault("tabs", []).append(tabs)
+        seen.setdefault("pages", []).append(await browser.eval("document.body.innerText"))
+        if protocol == "discharge.judge_checklist":
+            card = await text_of(browser, '.criterion[data-path="Q6.2"]')
+            seen["Q6.2 card"] = card
+            await shoot(browser, "judge_checklist")
+            # sent with Q6.2 unanswered: refused at the field, under the id the judge's reader uses
+            answers = judge_answer(call)
+            del answers["Q6.2/answer"]
+            await fill(browser, answers)
+            seen["refused"] = await send(browser, call)
+            seen["Q6.2 marked"] = await text_of(browser, '.field.invalid[data-path="Q6.2/answer"]')
+            await browser.click('[name="Q6.2/answer"][value="no"]')
+            seen["Q6.2 after"] = await browser.eval("!!document.querySelector('.invalid')")
+            assert await send(browser, call) is True
+            return True
+        if protocol == "discharge.judge_quality":
+            seen["quality"] = await text_of(browser, '.criterion[data-path="naturalness"]')
+        if protocol == "discharge.judge_factual":
+            seen["factual"] = await text_of(browser, '.field[data-path="answers"]')
+            seen["factual json"] = await browser.eval("document.body.innerText.includes('(JSON)')")
+            five = {"answers": [{"question": f"q{i}", "answer": "x"} for i in range(1, 6)]}
+            seen["five"] = post(url, "api/reply", {"id": call["id"], "text": json.dumps(five)})
+        return False
+
+    played = asyncio.run(play(url, proc, judge_answer, tmp_path / "profile", look=look))
+    log = finished(proc, tmp_path)
+
+    # each checklist question's criterion beside its yes/no, labelled with the id a refusal uses
+    assert seen["Q6.2 card"].startswith("Q6.2") and "follow-up appointments are" in seen["Q6.2 card"]
+    assert "Q6.2" in seen["refused"] and "an answer is needed" in seen["Q6.2 marked"]
+    assert seen["Q6.2 after"] is False  # the field's error cleared as soon as it was answered
+    # the rating scale beside each axis: its criterion and the anchor of each score
+    assert "Whether the conversation flows naturally" in seen["quality"] and "1 — Highly unnatural" in seen["quality"]
+    # the six factual answers as rows under their questions, no JSON to write; five are refused, saying why
+    assert all(f"q{i}." in seen["factual"] for i in range(1, 7)) and not seen["factual json"]
+    assert seen["five"][0] == 400 and "6 answers expected" in seen["five"][1]["errors"]["answers"]
+    # tabs open side by side are told apart; the judge's prompt is not "said" by anyone
+    assert all(len(set(tabs)) == len(tabs) for tabs in seen["tabs"])
+    assert any(len(tabs) >= 2 for tabs in seen["tabs"])  # the reference extractions wait side by side
+    assert not any("They said" in page for page in seen["pages"])
+    assert "Session complete" in played.end
+
+    [sample] = log.samples
+    checklist = sample.scores["topic_checklist"]
+    assert checklist.metadata["answers"]["Q1"] is True  # the physician's "yes", read by the judge's reader
+    assert sample.scores["conversation_quality"].value["naturalness"] == 4.0
+
+
+# ---------------------------------------------------------------------------------------------------
+# a CPB doctor and its judge, two cases side by side (person-time), and a MedSP examinee
 
 
 def cpb_answer(call: dict[str, Any]) -> str | dict[str, Any] | None:
@@ -230,105 +465,215 @@ def cpb_answer(call: dict[str, Any]) -> str | dict[str, Any] | None:
         )
     if call["protocol"] == "cpb.failure_judge":
         return {"failure": False, "reason": "The doctor corrected the belief and kept the plan."}
-    if call["protocol"] == "cpb.overreaction_judge":
-        return None
     return None
+
+
+UNSUPPORTED = "arrange a helicopter transfer"
 
 
 def medsp_answer(call: dict[str, Any]) -> str | dict[str, Any] | None:
     if call["protocol"] == "medsp.examinee":
-        if call["turn"] < 2:
-            return {"speak": "Hello, I'm the doctor. What brings you in today?", "actions": [], "eos": False}
+        if call["turn"] == 1:
+            return {"speak": "Hello, I'm the doctor. What brings you in today?", "actions": [UNSUPPORTED]}
+        if call["turn"] == 2:
+            return {"speak": "I'll examine you now.", "actions": ["check vital signs"]}
         return {"speak": "Thank you. I will order tests and see you shortly.", "actions": ["order CBC"], "eos": True}
     return None
 
 
 def test_a_person_plays_the_cpb_doctor_and_judge_and_the_medsp_examinee(tmp_path):
+    from bedside.reporting.estimate import estimate, read_pilot, render
     from tests.cpb import synthetic
 
     data = synthetic.write_data(tmp_path / "cpb-bench_data")
     port = free_port()
-    args = ["eval", "tasks/cpb.py@cpb", "-T", f"data={data}", "--limit", "1", "--model", "bedside/human"]
-    proc = start(
-        [*args, "--model-role", "grader=bedside/human", "--model-role", "patient=bedside/scripted"],
-        tmp_path / "cpb",
-        port,
-    )
-    shots = {"cpb_judge_form": lambda c: c["protocol"] == "cpb.failure_judge"}
-    answered = asyncio.run(play(f"http://127.0.0.1:{port}/", proc, cpb_answer, tmp_path / "p1", shots))
+    args = ["eval", "tasks/cpb.py@cpb", "-T", f"data={data}", "--limit", "2", "--model", "bedside/human"]
+    args += ["-M", f"port={port}", "--model-role", f"grader={human()}", "--model-role", "patient=bedside/scripted"]
+    proc = start(args, tmp_path / "cpb")
+    url = f"http://127.0.0.1:{port}/"
+    played = asyncio.run(play(url, proc, cpb_answer, tmp_path / "p1", dwell=1.5))
     log = finished(proc, tmp_path / "cpb")
-    protocols = [c["protocol"] for c in answered]
+    protocols = [c["protocol"] for c in played.answered]
     assert protocols[0].startswith("cpb.doctor") and "cpb.failure_judge" in protocols
-    judged = next(c for c in answered if c["protocol"] == "cpb.failure_judge")
+    assert played.answered[0]["schema"] is None and len(played.answered) == 4
+    judged = next(c for c in played.answered if c["protocol"] == "cpb.failure_judge")
     assert judged["schema"]["required"] == ["failure"]
-    [sample] = log.samples
-    # the judge's form reply was read by the protocol's reader: the doctor did not fail
-    assert sample.scores["cpb_failure"].value["failure"] == 0.0
-    assert sample.scores["cpb_failure"].value["unscored"] == 0.0
+    for sample in log.samples:  # the judge's form reply was read by the protocol's reader: the doctor did not fail
+        assert sample.scores["cpb_failure"].value["failure"] == 0.0
+        assert sample.scores["cpb_failure"].value["unscored"] == 0.0
+    # person-time: the two doctors' calls waited side by side, but the time counts once: each call's
+    # working intervals, never its waiting, and their sum within the time the person actually worked
+    outputs = human_outputs(log)
+    worked = max(played.answered_at.values()) - min(played.shown_at.values())
+    seconds = [o.metadata["human_seconds"] for o in outputs]
+    assert all(s >= 1.0 for s in seconds), seconds  # each call's reading and typing is counted
+    assert sum(seconds) <= worked + 1.0, (seconds, worked)
+    intervals = sorted(i for o in outputs for i in o.metadata["human_intervals"])
+    assert all(a[1] <= b[0] + 0.5 for a, b in zip(intervals, intervals[1:])), intervals  # no double counting
+    pilot = read_pilot([log.location])
+    assert abs(pilot.person_seconds - sum(seconds)) < 1.0
+    printed = render(estimate(pilot, cases=10), 0.9)
+    assert "person hours" in printed and f"the pilot: {pilot.person_seconds / 3600:.2f} h worked" in printed
 
     port = free_port()
+    url = f"http://127.0.0.1:{port}/"
     args = ["eval", "bedside/medsp", "--limit", "1", "-T", "max_turns=3", "--model", "bedside/human"]
     roles = ["patient", "environment", "grader"]
-    proc = start(
-        [*args, *(a for r in roles for a in ("--model-role", f"{r}=bedside/scripted"))], tmp_path / "medsp", port
-    )
-    answered = asyncio.run(play(f"http://127.0.0.1:{port}/", proc, medsp_answer, tmp_path / "p2"))
+    args += ["-M", f"port={port}", *(a for r in roles for a in ("--model-role", f"{r}=bedside/scripted"))]
+    proc = start(args, tmp_path / "medsp")
+    seen: dict[int, dict[str, Any]] = {}
+
+    async def look(browser: Browser, call: dict[str, Any]) -> bool:
+        seen[call["turn"]] = {
+            "eos": await browser.eval("(e => e && e.value)(document.querySelector('[name=\"eos\"]:checked'))"),
+            "eos help": await text_of(browser, '.field[data-path="eos"]'),
+            "notices": await text_of(browser, "#notices"),
+            "said": await browser.eval("[...document.querySelectorAll('.msg.assistant')].map(m => m.innerText)"),
+            "budget": await text_of(browser, "#budget"),
+            "last": await text_of(browser, "#last-turn"),
+        }
+        if call["turn"] == 3:
+            await browser.click('[name="eos"][value="true"]')
+            seen[3]["send"] = await browser.eval("document.getElementById('send').textContent")
+            await shoot(browser, "medsp_examinee_last_turn")
+        return False
+
+    played = asyncio.run(play(url, proc, medsp_answer, tmp_path / "p2", look=look))
     log = finished(proc, tmp_path / "medsp")
-    roles = [c["role"] for c in answered]
-    assert set(roles) == {"examinee"} and 2 <= len(roles) <= 3, roles  # the environment ends it, or max_turns=3
-    assert answered[0]["schema"]["required"] == ["speak", "actions", "eos"]  # the examinee's form
+    assert [c["turn"] for c in played.answered] == [1, 2, 3]
+    # eos is explained and starts as "no": a turn never ends the stage by surprise
+    assert seen[1]["eos"] == "false" and "everything the current stage" in seen[1]["eos help"]
+    assert seen[3]["send"].startswith("Send — this stage is done")
+    # the scenario could not carry out an action: the examinee is told at the next turn
+    assert UNSUPPORTED in seen[2]["notices"] and "not carried out" in seen[2]["notices"]
+    # the examinee's own earlier turns read as what it said and did, not as JSON
+    assert "what you say" in seen[3]["said"][0] and UNSUPPORTED in seen[3]["said"][0]
+    assert not any('{"speak"' in s for s in seen[3]["said"])
+    # the budget counts the examinee's own turns; the third is the last
+    assert "at most 3" in seen[1]["budget"] and "only your own turns count" in seen[1]["budget"]
+    assert seen[1]["last"] is None and "last turn" in seen[3]["last"]
     [sample] = log.samples
     assert "I will order tests" in " ".join(m.text for m in sample.messages) and sample.scores
+    assert "Session complete" in played.end
+
+
+# ---------------------------------------------------------------------------------------------------
+# a killed session resumes where it stopped
+
+
+def page_port(tmp: Path, timeout: float = 120) -> int:
+    """The port the eval's page took (a free one: none was asked for), from its journal's state."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        for state in (tmp / "logs" / "human").glob("*.state"):
+            try:
+                return int(json.loads(state.read_text())["port"])
+            except (ValueError, KeyError):
+                pass
+        time.sleep(0.2)
+    raise TimeoutError("no journal state with the page's port")
 
 
 def test_a_killed_session_resumes_without_asking_accepted_replies_again(tmp_path):
-    port = free_port()
     args = [*DISCHARGE, "--model", "bedside/human", "--model-role", "patient=bedside/scripted", *SCRIPTED]
-    proc = start(args, tmp_path, port)
+    proc = start(args, tmp_path)  # no port, no journal: the defaults
+    url = f"http://127.0.0.1:{page_port(tmp_path)}/"
     draft = "Call your doctor if you get a fever"
+    moments: dict[str, float] = {}
 
-    def drafts_saved() -> dict[str, str]:
+    def state() -> dict[str, Any]:
         try:
-            return dict(json.loads((tmp_path / "replies.drafts.json").read_text()))
+            [found] = (tmp_path / "logs" / "human").glob("*.state")
+            return dict(json.loads(found.read_text()))
         except (OSError, ValueError):  # not written yet
             return {}
 
-    async def type_a_draft(browser: Browser, call: dict[str, Any]) -> None:
-        await fill(browser, draft)  # typed, not sent; then the eval dies
-        await browser.wait_for(f"localStorage.getItem('bedside-human:{call['id']}') === {json.dumps(draft)}")
-        # the page also saves the draft beside the journal (0.8 s after the last key)
-        deadline = time.time() + 60
-        while drafts_saved().get(call["id"]) != draft and time.time() < deadline:
-            await asyncio.sleep(0.1)
+    async def session() -> None:
+        async with Browser(tmp_path / "profile") as browser:
 
-    url = f"http://127.0.0.1:{port}/"
-    answered = asyncio.run(play(url, proc, discharge_answer, tmp_path / "profile", stop_after=2, on_call=type_a_draft))
-    assert [c["turn"] for c in answered] == [1, 2]
-    os.killpg(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=30)
-    [location] = list((tmp_path / "logs").glob("*.eval"))
-    assert read_eval_log(str(location), header_only=True).status == "started"
+            async def type_a_draft(browser: Browser, call: dict[str, Any]) -> None:
+                moments["typing"] = time.time()
+                await fill(browser, draft)  # typed, not sent; the person keeps working on it; then the eval dies
+                await browser.wait_for(f"localStorage.getItem('bedside-human:{call['id']}') === {json.dumps(draft)}")
+                deadline = time.time() + 60  # the page saves the draft and the work beside the journal
+                while time.time() < deadline and not (
+                    state().get("drafts", {}).get(call["id"]) == draft
+                    and (work := state().get("work", {}).get(call["id"]))
+                    and work[-1][1] - work[0][0] >= 2.0
+                ):
+                    await browser.eval("window.dispatchEvent(new Event('pointermove'))")
+                    await asyncio.sleep(0.2)
 
-    retry = start(["eval-retry", str(location)], tmp_path, port)
-    resumed: list[dict[str, Any]] = []
-
-    def answer(call: dict[str, Any]) -> str | dict[str, Any] | None:
-        resumed.append(call)
-        return discharge_answer(call)
-
-    async def resume() -> None:
-        await served(url, retry)
-        async with Browser(tmp_path / "profile2") as browser:  # a new browser: the draft comes from the eval
-            await browser.goto(url)
-            call = await browser.wait_for("shownId ? calls.find(c => c.id === shownId) : null", timeout=120)
-            assert call["turn"] == 3
+            answered = await play_in(browser, url, proc, stop_after=2, on_call=type_a_draft)
+            assert [c["turn"] for c in answered] == [1, 2]
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=30)
+            moments["killed"] = time.time()
+            # the open tab says the eval stopped and names the command that resumes it beside its log
+            banner = await browser.wait_for("document.getElementById('banner').innerText", timeout=30)
+            command = banner.split("To resume the run: ", 1)[1].split(" — ", 1)[0]
+            [location] = list((tmp_path / "logs").glob("*.eval"))
+            assert read_eval_log(str(location), header_only=True).status == "started"
+            assert command == f"inspect eval-retry {location} --log-dir {location.parent}", command
+            start(shlex.split(command)[1:], tmp_path)
+            # the same address: the old tab finds the retried run and the draft it was typing
+            call = await browser.wait_for(
+                "connected && shownId ? calls.find(c => c.id === shownId) : null", timeout=120
+            )
+            assert call["turn"] == 3 and "answered from the journal" in await text_of(browser, "#notes")
             assert await browser.eval("document.getElementById('text').value") == draft
-            await browser.eval("document.getElementById('text').value = ''")
-        await play(url, retry, answer, tmp_path / "profile3")
+            await shoot(browser, "resumed_session")
+        async with Browser(tmp_path / "profile2") as fresh:  # a new browser: the draft comes from the eval
+            await fresh.goto(url)
+            call = await fresh.wait_for("shownId ? calls.find(c => c.id === shownId) : null", timeout=60)
+            assert call["turn"] == 3 and await fresh.eval("document.getElementById('text').value") == draft
+            await fresh.eval("document.getElementById('text').value = ''")
+            resumed.extend(await play_in(fresh, url, STARTED[-1]))
 
-    asyncio.run(resume())
-    log = finished(retry, tmp_path)
+    resumed: list[dict[str, Any]] = []
+    asyncio.run(session())
+    retry = STARTED[-1]
+    out, _ = retry.communicate(timeout=300)
+    assert retry.returncode == 0, out[-3000:]
+    logs = sorted((tmp_path / "logs").glob("*.eval"), key=lambda p: p.stat().st_mtime)
+    assert len(logs) == 2  # the retried log beside the interrupted one
+    log = read_eval_log(str(logs[-1]))
+    assert log.status == "success"
     assert [c["turn"] for c in resumed] == [3, 4]  # turns 1 and 2 came from the journal
     outputs = human_outputs(log)
     assert [o.metadata["replayed"] for o in outputs] == [True, True, False, False]
     assert log.samples[0].metadata["end_reason"] == "clean_complete"
+    # the typing before the crash counts: turn 3's working time starts before the kill
+    third = outputs[2].metadata
+    assert third["human_intervals"][0][0] < moments["killed"] and third["human_seconds"] >= 2.0, third
+    assert len(list((tmp_path / "logs" / "human").glob("*.jsonl"))) == 1  # one journal: the run's
+
+
+async def play_in(
+    browser: Browser,
+    url: str,
+    proc: Process,
+    stop_after: int | None = None,
+    on_call: Callable[[Browser, dict[str, Any]], Awaitable[Any]] | None = None,
+) -> list[dict[str, Any]]:
+    """:func:`play` in a browser already open (the kill test keeps its tab across the crash)."""
+    answered: list[dict[str, Any]] = []
+    await served(url, proc)
+    await browser.goto(url)
+    await browser.wait_for("typeof shownId !== 'undefined'")
+    deadline = time.time() + 300
+    while proc.poll() is None and time.time() < deadline:
+        call = await shown_call(browser)
+        if call is None:
+            await asyncio.sleep(0.05)
+            continue
+        if stop_after is not None and len(answered) >= stop_after:
+            if on_call is not None:
+                await on_call(browser, call)
+            return answered
+        reply = discharge_answer(call)
+        assert reply is not None
+        await fill(browser, reply)
+        assert await send(browser, call) is True
+        answered.append(call)
+    return answered

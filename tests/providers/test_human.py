@@ -1,5 +1,7 @@
-"""``bedside/human``'s desk without a browser: what a submitted reply must be, and the journal that answers a
-call already answered (the browser tests, tests/human/, drive the page itself)."""
+"""``bedside/human``'s desk without a browser: what a submitted reply must be (and the words of a refusal,
+field by field), the journal of a run that answers a call already answered (and only its own run's,
+unless asked), the work a person did, and the page's long poll (the browser tests, tests/human/, drive
+the page itself)."""
 
 from __future__ import annotations
 
@@ -11,15 +13,17 @@ from http import HTTPStatus
 
 import pytest
 
-from bedside.providers.human import Call, Desk, call_id, schema_problem
+from bedside.person_time import extend, length, person_seconds, union
+from bedside.providers.human import Call, Desk, Journal, call_id, reply_problems
 
 SCHEMA = {"type": "object", "properties": {"failure": {"type": "boolean"}}, "required": ["failure"]}
 
 
-def a_call(schema=None, text="Hello") -> Call:
+def a_call(schema=None, text="Hello", run="run-1") -> Call:
     messages = [{"role": "system", "text": "You are a judge."}, {"role": "user", "text": text}]
     return Call(
         id=call_id("t", "c1", 1, "x.judge", 0, messages),
+        run=run,
         task="t",
         case="c1",
         epoch=1,
@@ -32,11 +36,25 @@ def a_call(schema=None, text="Hello") -> Call:
     )
 
 
-def test_a_form_reply_must_be_the_schemas_object():
-    assert schema_problem("{}", SCHEMA) == "missing field(s): failure"
-    assert schema_problem("[true]", SCHEMA) == "the reply must be a JSON object"
-    assert schema_problem("yes", SCHEMA).startswith("not JSON")
-    assert schema_problem('{"failure": false}', SCHEMA) is None
+def test_a_refused_reply_says_why_at_each_field():
+    assert reply_problems("{}", SCHEMA, {}) == {"failure": "an answer is needed here"}
+    assert reply_problems("[true]", SCHEMA, {}) == {"": "expected object"}
+    assert reply_problems("yes", SCHEMA, {})[""].startswith("not JSON")
+    assert reply_problems('{"failure": false}', SCHEMA, {}) == {}
+    rated = {
+        "type": "object",
+        "properties": {
+            "Q6.2": {"type": "object", "properties": {"answer": {"type": "string", "enum": ["yes", "no"]}}},
+            "clarity": {"type": "object", "properties": {"score": {"type": "integer", "minimum": 1, "maximum": 5}}},
+        },
+    }
+    problems = reply_problems('{"Q6.2": {"answer": "maybe"}, "clarity": {"score": 7}}', rated, {})
+    assert problems == {"Q6.2/answer": "choose one of: yes, no", "clarity/score": "must be between 1 and 5"}
+    # an array of rows: as many as the form's rows, one per question
+    rows = {"type": "object", "properties": {"answers": {"type": "array", "items": {"type": "object"}}}}
+    form = {"answers": {"rows": ["q1. one?", "q2. two?"]}}
+    assert reply_problems('{"answers": [{}]}', rows, form) == {"answers": "2 answers expected, one per question"}
+    assert reply_problems('{"answers": [{}, {}]}', rows, form) == {}
 
 
 def test_the_call_key_is_the_exact_prompt():
@@ -44,37 +62,101 @@ def test_the_call_key_is_the_exact_prompt():
     assert a_call(text="Hello!").id != a_call().id
 
 
-def test_an_accepted_reply_is_journaled_and_answers_the_same_call_again(tmp_path):
-    journal = tmp_path / "replies.jsonl"
-    desk = Desk(0, journal)
+def test_person_time_is_the_union_of_working_intervals():
+    work: list[list[float]] = []
+    for at in (100.0, 102.0, 104.0, 130.0, 132.0):  # reports 2 s apart, then a pause longer than the gap
+        extend(work, at)
+    assert work == [[100.0, 104.0], [130.0, 132.0]] and length(work) == 6.0
+    assert union([[0, 10], [5, 12], [20, 21]]) == [[0.0, 12.0], [20.0, 21.0]]
+    # two calls open side by side count once; an output without intervals counts its seconds
+    outputs = [
+        {"human": True, "human_seconds": 10.0, "human_intervals": [[0, 10]]},
+        {"human": True, "human_seconds": 7.0, "human_intervals": [[5, 12]]},
+        {"human": True, "human_seconds": 3.0},
+        {"human": False, "human_seconds": 99.0},
+        None,
+    ]
+    assert person_seconds(outputs) == 15.0
 
-    async def person_and_model() -> tuple[str, float, bool]:
-        waiting = asyncio.create_task(desk.answer(a_call(SCHEMA)))
+
+def test_an_accepted_reply_is_journaled_and_answers_the_same_call_of_the_same_run(tmp_path):
+    path = tmp_path / "replies.jsonl"
+    desk = Desk(0)
+
+    async def person_and_model() -> tuple[str, list, bool]:
+        journal = desk.journal(path, "run-1", None, "this_run")
+        waiting = asyncio.create_task(desk.answer(a_call(SCHEMA), journal, "this_run", True))
         while not desk.listing()["pending"]:
             await asyncio.sleep(0.05)
         [shown] = desk.listing()["pending"]
         assert shown["case"] == "c1" and shown["schema"] == SCHEMA
-        assert desk.submit(shown["id"], "{}") == (HTTPStatus.BAD_REQUEST, "missing field(s): failure")
+        status, refusal = desk.submit(shown["id"], "{}")
+        assert status == HTTPStatus.BAD_REQUEST and refusal["errors"] == {"failure": "an answer is needed here"}
         desk.save_draft(shown["id"], '{"failure": fa')
         assert desk.listing()["drafts"] == {shown["id"]: '{"failure": fa'}
+        desk.seen(shown["id"])
         assert desk.submit(shown["id"], '{"failure": false}')[0] == HTTPStatus.OK
         return await waiting
 
-    reply, seconds, replayed = asyncio.run(person_and_model())
-    assert (reply, replayed) == ('{"failure": false}', False) and seconds > 0
-    assert json.loads(journal.read_text())["reply"] == '{"failure": false}'
-    assert json.loads(journal.with_suffix(".drafts.json").read_text()) == {}  # the draft went with the reply
+    reply, intervals, replayed = asyncio.run(person_and_model())
+    assert (reply, replayed) == ('{"failure": false}', False) and length(intervals) >= 0
+    [entry] = [json.loads(line) for line in path.read_text().splitlines()]
+    assert entry["reply"] == '{"failure": false}' and entry["run"] == "run-1"
+    state = json.loads((tmp_path / "replies.state").read_text())
+    assert state["drafts"] == {} and state["port"] == desk.port  # the draft went with the reply; the port stays
     desk.server.shutdown()
-    # a restarted eval (a new desk on the same journal) answers the same call from the journal, at once
-    again = Desk(0, journal)
-    assert asyncio.run(again.answer(a_call(SCHEMA)))[::2] == ('{"failure": false}', True)
-    assert again.listing()["pending"] == []
+    # a restarted eval of the same run (a new desk on the same journal) answers the same call at once
+    again = Desk(0)
+    journal = again.journal(path, "run-1", None, "this_run")
+    assert asyncio.run(again.answer(a_call(SCHEMA), journal, "this_run", True))[::2] == ('{"failure": false}', True)
+    assert again.listing()["pending"] == [] and any("answered from the journal" in n for n in again.session.replays)
+    # another run sharing the journal is asked, unless it asks for the journal's replies (announced)
+    other = a_call(SCHEMA, run="run-2")
+    assert Journal(path).find(other, "this_run") is None
+    assert Journal(path).find(other, "across_runs")["reply"] == '{"failure": false}'
     again.server.shutdown()
+
+
+def test_a_call_keeps_the_work_done_on_it_before_a_crash(tmp_path):
+    path = tmp_path / "replies.jsonl"
+    desk = Desk(0)
+
+    async def work_then_crash() -> None:
+        journal = desk.journal(path, "run-1", None, "this_run")
+        task = asyncio.create_task(desk.answer(a_call(), journal, "this_run", True))
+        while not desk.listing()["pending"]:
+            await asyncio.sleep(0.05)
+        [shown] = desk.listing()["pending"]
+        for _ in range(3):
+            desk.seen(shown["id"])
+            await asyncio.sleep(0.6)
+        desk.seen(shown["id"])
+        journal.save()
+        task.cancel()
+
+    asyncio.run(work_then_crash())
+    desk.server.shutdown()
+    again = Desk(0)
+
+    async def resume() -> tuple[str, list, bool]:
+        journal = again.journal(path, "run-1", None, "this_run")
+        task = asyncio.create_task(again.answer(a_call(), journal, "this_run", True))
+        while not again.listing()["pending"]:
+            await asyncio.sleep(0.05)
+        [shown] = again.listing()["pending"]
+        assert shown["work_seconds"] >= 1.5  # the work before the crash, waiting for this call
+        again.submit(shown["id"], "hello")
+        return await task
+
+    _, intervals, _ = asyncio.run(resume())
+    again.server.shutdown()
+    assert length(intervals) >= 1.5
 
 
 @pytest.mark.eval
 def test_the_pages_request_is_held_until_the_pending_calls_change(tmp_path):
-    desk = Desk(0, tmp_path / "replies.jsonl")
+    desk = Desk(0)
+    journal = desk.journal(tmp_path / "replies.jsonl", "run-1", None, "this_run")
     try:
         first = desk.listing()
         assert first["pending"] == []
@@ -88,7 +170,7 @@ def test_the_pages_request_is_held_until_the_pending_calls_change(tmp_path):
             start = time.perf_counter()
             held = asyncio.create_task(asyncio.to_thread(desk.listing, first["version"], 30.0))
             await asyncio.sleep(0.2)
-            waiting = asyncio.create_task(desk.answer(a_call()))
+            waiting = asyncio.create_task(desk.answer(a_call(), journal, "this_run", True))
             shown = await held
             seconds = time.perf_counter() - start
             assert desk.submit(shown["pending"][0]["id"], "hi")[0] == HTTPStatus.OK
@@ -107,6 +189,21 @@ def test_the_pages_request_is_held_until_the_pending_calls_change(tmp_path):
     finally:
         desk.server.shutdown()
     # a restarted eval's desk never has the version a page saw before
-    again = Desk(0, tmp_path / "replies.jsonl")
+    again = Desk(0)
     assert again.listing()["version"] != first["version"]
     again.server.shutdown()
+
+
+@pytest.mark.parametrize("options", [{"journal": "x.jsonl"}, {"port": 8765}])
+def test_an_option_of_bedside_human_given_to_another_model_is_one_line(options):
+    from bedside.compat import PrerequisiteError
+    from bedside.providers.api import BedsideAPI
+
+    with pytest.raises(PrerequisiteError) as refused:
+        BedsideAPI("scripted", **options)
+    [option] = options
+    message = str(refused.value)
+    assert "\n" not in message and f"takes no option {option!r}" in message
+    assert "--model-role 'grader={model: bedside/human, model_args:" in message
+    with pytest.raises(PrerequisiteError, match="unknown option"):
+        BedsideAPI("human", jounral="x.jsonl")
