@@ -37,6 +37,16 @@ survey items (``vp_*``) have no judge value: ``agreement`` reports them physicia
 **Annotators** (``--annotators phys_a,phys_b``): with ``--shared K`` the first K packets are rated by
 every annotator and the others are dealt out in turn (the paper: 20 shared, 25 each); by default every
 annotator rates every packet.
+
+``bedside annotate from-logs NAME=LOG_OR_DIR... --out FILE.csv``: the same ratings from physicians who
+judged in the browser instead (``bedside rescore LOGS --grader bedside/human``, one run per physician,
+:mod:`bedside.providers.human`): every Table 5 item each physician's log holds — the four 1–5 axes, the
+21 checklist answers and the q1–q6 comprehension grades — one row per (case, physician, item) in
+``bedside agreement``'s format, with the educator model (``model``) and the epoch. Then
+
+    bedside agreement --annotations FILE.csv LOGS
+
+compares them with the judge's own values in the original ``LOGS`` (Table 5).
 """
 
 from __future__ import annotations
@@ -49,6 +59,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pandas as pd
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log, write_eval_log
 
 from bedside.discharge import PERSONA_AXES
@@ -62,6 +73,8 @@ TEXTS = "discharge/annotation.yaml"
 QUALITY_AXES = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
 GRADES = ("correct", "partially correct", "incorrect")
 TEMPLATE_COLUMNS = ("case_id", "annotator", "item", "value", "section", "scale")
+#: ``bedside annotate from-logs``'s columns (``bedside agreement``'s, with the educator model and the epoch)
+ANNOTATION_COLUMNS = ("case_id", "annotator", "item", "value", "model", "epoch")
 
 EXTRA_STYLE = """<style>
 .turn { margin: 0.3em 0; padding: 0.3em 0.6em; border-left: 4px solid #bbb; white-space: pre-wrap; }
@@ -403,6 +416,50 @@ def export(
     return cases
 
 
+def from_logs(judged: Sequence[tuple[str, str]]) -> pd.DataFrame:
+    """(annotator, log or folder) pairs → the annotation rows of every Table 5 item their logs hold
+    (module docstring), each value as the judge's reader recorded it (1–5, 1/0, 1/0.5/0)."""
+    from bedside.discharge.ratings import CHECKLIST_ID, COMPREHENSION_ITEMS, LIKERT, judge_values
+
+    parts = []
+    for annotator, path in judged:
+        values = judge_values(read_logs([path]))
+        table5 = values["item"].isin([*LIKERT, *COMPREHENSION_ITEMS]) | values["item"].str.match(CHECKLIST_ID)
+        rated = values[table5 & values["judge"].notna()]
+        parts.append(
+            pd.DataFrame(
+                {
+                    "case_id": rated["case_id"],
+                    "annotator": annotator,
+                    "item": rated["item"],
+                    "value": rated["judge"].map(lambda v: f"{v:g}"),
+                    "model": rated["label"],
+                    "epoch": rated["epoch"],
+                }
+            )
+        )
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=ANNOTATION_COLUMNS)
+
+
+def run_from_logs(args: argparse.Namespace) -> int:
+    judged = []
+    for pair in args.judged:
+        annotator, _, path = pair.partition("=")
+        if not annotator or not path:
+            print(f"bedside annotate from-logs: {pair!r}: expected NAME=LOG_OR_DIR (e.g. phys_a=logs/phys_a)")
+            return 2
+        judged.append((annotator.strip(), path.strip()))
+    try:
+        rows = from_logs(judged)
+    except (AnnotateError, FileNotFoundError) as error:
+        print(f"bedside annotate: {error}")
+        return 2
+    rows.to_csv(args.out, index=False, columns=list(ANNOTATION_COLUMNS))
+    counts = ", ".join(f"{a}: {n}" for a, n in rows.groupby("annotator").size().items())
+    print(f"wrote {len(rows)} ratings to {args.out} ({counts}); next: bedside agreement --annotations {args.out} LOGS")
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     try:
         cases = export(args.logs, args.cases, args.seed, args.out, args.annotators.split(","), args.shared)
@@ -443,3 +500,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="packets rated by every annotator (default: all); the rest are dealt out in turn",
     )
     parser.set_defaults(func=run)
+    judged = actions.add_parser(
+        "from-logs",
+        help="ratings of physicians who judged in the browser (bedside/human), as an annotations CSV",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    judged.add_argument(
+        "judged", nargs="+", metavar="NAME=LOG_OR_DIR", help="a physician's name and the logs they judged"
+    )
+    judged.add_argument("--out", required=True, metavar="FILE.csv", help="the annotations CSV to write")
+    judged.set_defaults(func=run_from_logs)

@@ -185,8 +185,9 @@ def attach_judge(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame
         match = judge[
             (judge["case_id"] == row["case_id"]) & (judge["epoch"] == row["epoch"]) & (judge["item"] == row["item"])
         ]
-        if row["model"] is not None and row["model"] == row["model"]:
-            match = match[(match["label"] == row["model"]) | (match["model_name"] == row["model"])]
+        if row["model"] is not None and row["model"] == row["model"]:  # a label first, else a model name
+            labelled = match[match["label"] == row["model"]]
+            match = labelled if len(labelled) else match[match["model_name"] == row["model"]]
         labels = match["label"].unique()
         if len(labels) > 1:
             raise ValueError(

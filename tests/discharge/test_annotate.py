@@ -257,11 +257,34 @@ def check_pages_render_in_chromium(packets, tmp_path):
         assert result["note"] == len(sample.metadata["case"]["discharge_note"])
 
 
+def check_judged_logs_export_as_annotations(packets, tmp_path):
+    """A physician who judged in the browser (bedside/human as the grader) left judged logs: their ratings
+    export as annotations, here with the judge's own logs standing for the physician's (full agreement)."""
+    logs, _ = packets
+    out = tmp_path / "physicians.csv"
+    done = bedside("annotate", "from-logs", f"phys_a={logs}", f"phys_b={logs}", "--out", str(out))
+    assert done.returncode == 0, done.stdout + done.stderr
+    rows = pd.read_csv(out, dtype=str)
+    assert set(rows["annotator"]) == {"phys_a", "phys_b"} and rows["model"].nunique() == 2
+    items = set(rows["item"])
+    assert set(QUALITY_AXES) <= items and "Q6.2" in items and {"q1", "q6"} <= items
+    assert not items & {"tcs", "comprehension", "rouge_l", "readability"}  # Table 5's items only
+    done = bedside("agreement", "--annotations", str(out), str(logs), "--csv", str(tmp_path / "a.csv"))
+    assert done.returncode == 0, done.stdout + done.stderr
+    table = pd.read_csv(tmp_path / "a.csv").set_index(["axis", "comparison"])
+    tcs = table.loc[("tcs", "judge vs physician")]
+    assert tcs["kappa"] == 1.0 and tcs["exact_agreement"] == 1.0 and tcs["n"] > 0
+
+
 def test_annotation_packets_end_to_end(tmp_path):
     """One test, so that pytest-xdist runs the scripted evaluation once (a module fixture would run
     on every worker that picks one of the checks)."""
     packets = build_packets(tmp_path / "run")
-    for check in (check_sample_order_assignment_and_key, check_filled_template_round_trips_through_agreement):
+    for check in (
+        check_sample_order_assignment_and_key,
+        check_filled_template_round_trips_through_agreement,
+        check_judged_logs_export_as_annotations,
+    ):
         (tmp_path / check.__name__).mkdir()
         check(packets, tmp_path / check.__name__)
     check_pages_show_the_items_and_hide_the_judge(packets)
