@@ -11,9 +11,7 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 from bedside import benchmarks
 from bedside.benchmark import resolve
 from bedside.params import SetupError
-
-#: bedside/human's options (bedside.providers.human.OPTIONS), refused by name on the other engines
-HUMAN_OPTIONS = ("port", "journal", "replay", "notices")
+from bedside.providers.human_desk import OPTIONS as HUMAN_OPTIONS
 
 
 class BedsideAPI(ModelAPI):
@@ -28,7 +26,7 @@ class BedsideAPI(ModelAPI):
         config: GenerateConfig = GenerateConfig(),  # noqa: B008  (Inspect's ModelAPI signature)
         **model_args: Any,
     ) -> None:
-        human_options = sorted(set(model_args) & set(HUMAN_OPTIONS))
+        human_options = sorted(set(model_args) & set(HUMAN_OPTIONS))  # refused by name on the other engines
         if model_name != "human" and human_options:
             option = human_options[0]
             raise SetupError(

@@ -43,6 +43,9 @@ the field, with the reason.
   :data:`LONG_POLL_SECONDS`); typed text survives a reload (the browser's storage) and a crash (drafts
   in the journal's state); Ctrl+Enter submits.
 
+The page, its journals and its session are :mod:`bedside.providers.human_desk`; this module is the model
+provider, the hooks that tell the page about runs and cases, and :func:`tell`.
+
 Options (``-M`` on ``--model bedside/human``; for a role, its mapping: ``--model-role
 'grader={model: bedside/human, model_args: {journal: PATH}}'``): ``port`` (default: the run's last
 port, else a free one), ``journal`` (a journal file of your own), ``replay`` (``this_run`` or
@@ -55,37 +58,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import sys
 import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
-from http import HTTPStatus
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any, Literal, get_args
-from urllib.parse import parse_qs, urlsplit
+from typing import Any, get_args
 
 import anyio
 from inspect_ai.hooks import Hooks, RunEnd, SampleEnd, SampleEvent, SampleStart, TaskEnd, TaskStart, hooks
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, ModelUsage
 
 from bedside.params import SetupError
-from bedside.person_time import extend, length, union
+from bedside.person_time import length, union
 from bedside.protocols import tag_of
-from bedside.providers.api import HUMAN_OPTIONS
+from bedside.providers.human_desk import OPTIONS, Call, Desk, Replay, default_journal, saved_port
 
-PAGE = Path(__file__).with_name("human_page.html")
-HOST = "127.0.0.1"  # loopback only: the page shows clinical text
-#: the longest the page's request for the pending calls is held when nothing changes
-LONG_POLL_SECONDS = 20.0
-#: how often a waiting generate call looks whether its reply came (the person's side is the slow one)
-ANSWER_POLL_SECONDS = 0.05
-#: how long the end of a run waits for an open page to learn that the session is complete
-FAREWELL_SECONDS = 3.0
-Replay = Literal["this_run", "across_runs"]
 #: how each shared end reason reads on the page (a benchmark's own end reasons read as their words)
 ENDINGS = {
     "clean_complete": "the conversation came to its end",
@@ -94,457 +83,6 @@ ENDINGS = {
     "error": "a model call failed (a system failure)",
     "system_failure": "the supervisor's verdict could not be read (a system failure)",
 }
-
-
-# ---------------------------------------------------------------------------------------------
-# a call, a journal
-
-
-@dataclass
-class Call:
-    """One pending generate call as the page shows it."""
-
-    id: str
-    run: str
-    task: str
-    case: str
-    epoch: int
-    protocol: str
-    role: str
-    turn: int
-    attempt: int
-    messages: list[dict[str, str]]
-    schema: dict[str, Any] | None
-    form: dict[str, Any] | None = None
-    #: the role's turn budget in its encounter: turn, of (at most), last, meaning
-    budget: dict[str, Any] | None = None
-    #: the encounter's other roles (who "they" are in the conversation)
-    counterpart: list[str] = field(default_factory=list)
-    #: text added to the role's instructions since its first turn (a supervisor's correction)
-    added: str | None = None
-    #: why this call is asked again: kind (unreadable / discarded), reason, the previous reply
-    previous: dict[str, str] | None = None
-    #: what the run tells the person beyond the prompt (:func:`tell`)
-    notices: list[str] = field(default_factory=list)
-    opened: float = field(default_factory=time.time)
-    #: working intervals (epoch seconds): the call shown on a visible page whose person is active
-    work: list[list[float]] = field(default_factory=list)
-    reply: str | None = None
-    journal: Journal | None = None
-    done: threading.Event = field(default_factory=threading.Event)
-
-    def view(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "task": self.task,
-            "case": self.case,
-            "epoch": self.epoch,
-            "protocol": self.protocol,
-            "role": self.role,
-            "turn": self.turn,
-            "attempt": self.attempt,
-            "messages": self.messages,
-            "schema": self.schema,
-            "form": self.form or {},
-            "budget": self.budget,
-            "counterpart": self.counterpart,
-            "added": self.added,
-            "previous": self.previous,
-            "notices": self.notices,
-            "waiting_seconds": round(time.time() - self.opened, 1),
-            "work_seconds": round(length(self.work), 1),
-        }
-
-
-class Journal:
-    """One reply journal — a JSONL file, one accepted reply per line, each naming its run — and its state
-    beside it (``<name>.state``): the page's port, the drafts and the working intervals of the calls
-    not answered yet."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-        self.state_path = state_path(path)
-        self.entries = self._read()
-        state = self._read_state()
-        self.port: int | None = state.get("port")
-        self.drafts: dict[str, str] = {str(k): str(v) for k, v in state.get("drafts", {}).items()}
-        self.work: dict[str, list[list[float]]] = {
-            str(k): [[float(a), float(b)] for a, b in v] for k, v in state.get("work", {}).items()
-        }
-        self.saved = 0.0
-
-    def _read(self) -> dict[str, dict[str, Any]]:
-        found: dict[str, dict[str, Any]] = {}
-        if self.path.exists():
-            for number, line in enumerate(self.path.read_text(encoding="utf-8").splitlines(), 1):
-                if not line.strip():
-                    continue
-                try:
-                    entry = json.loads(line)
-                    found[entry["id"]] = entry
-                except (ValueError, KeyError):  # a line cut short by a crash: the reply is asked again
-                    print(f"bedside/human: {self.path} line {number} unreadable, ignored", file=sys.stderr)
-        return found
-
-    def _read_state(self) -> dict[str, Any]:
-        try:
-            return dict(json.loads(self.state_path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            return {}
-
-    def find(self, call: Call, replay: Replay) -> dict[str, Any] | None:
-        """The accepted reply of this call: of the same run, or of any run under ``across_runs``."""
-        entry = self.entries.get(call.id)
-        if entry is not None and (replay == "across_runs" or entry.get("run") == call.run):
-            return entry
-        return None
-
-    def other_runs(self, run: str) -> int:
-        """How many replies of other runs the journal holds."""
-        return sum(e.get("run") != run for e in self.entries.values())
-
-    def record(self, call: Call, reply: str) -> dict[str, Any]:
-        entry = {
-            "id": call.id,
-            "run": call.run,
-            "task": call.task,
-            "case": call.case,
-            "epoch": call.epoch,
-            "protocol": call.protocol,
-            "turn": call.turn,
-            "attempt": call.attempt,
-            "reply": reply,
-            "seconds": round(length(call.work), 3),
-            "intervals": [[round(a, 2), round(b, 2)] for a, b in union(call.work)],
-            "at": time.time(),
-        }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
-        self.entries[call.id] = entry
-        self.drafts.pop(call.id, None)
-        self.work.pop(call.id, None)
-        self.save()
-        return entry
-
-    def save(self, at_most_every: float = 0.0) -> None:
-        """Writes the state (atomically); with ``at_most_every``, not again within that many seconds."""
-        if at_most_every and time.time() - self.saved < at_most_every:
-            return
-        self.saved = time.time()
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"port": self.port, "drafts": self.drafts, "work": self.work}), encoding="utf-8")
-        tmp.replace(self.state_path)
-
-
-def state_path(journal: Path) -> Path:
-    """The journal's state: JSON, named ``<journal name>.state`` (not ``.json``: a journal named like a log,
-    with a timestamp first, would otherwise make its state look like an Inspect log to ``inspect view``)."""
-    return journal.with_name(journal.stem + ".state")
-
-
-def default_journal(task: str, run: str) -> Path:
-    """``<INSPECT_LOG_DIR or ./logs>/human/<task>-<run>.jsonl`` (a local folder: an ``s3://`` log dir
-    keeps its journals in ``./logs/human``). ``inspect eval-retry`` keeps the run's ``task_id``, so a
-    retried run finds its journal from the same working folder."""
-    logs = os.environ.get("INSPECT_LOG_DIR") or "logs"
-    if "://" in logs:
-        logs = "logs"
-    name = re.sub(r"[^A-Za-z0-9_.-]+", "_", task.split("/")[-1]) or "task"
-    return Path(logs) / "human" / f"{name}-{run}.jsonl"
-
-
-# ---------------------------------------------------------------------------------------------
-# the session: runs and cases as Inspect's hooks report them
-
-
-@dataclass
-class Session:
-    """What the page says about the runs and cases of this process (fed by :class:`HumanPageHooks`)."""
-
-    #: (run, case, epoch) -> {task, case, epoch, state, detail}
-    cases: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
-    #: run -> {task, log, resume, status}
-    runs: dict[str, dict[str, Any]] = field(default_factory=dict)
-    #: calls answered from a journal (announced on the page)
-    replays: list[str] = field(default_factory=list)
-    #: where the journal is, what it holds, how to resume (on the page under "About this session")
-    about: list[str] = field(default_factory=list)
-    finished: bool = False
-
-    def view(self) -> dict[str, Any]:
-        return {
-            "cases": list(self.cases.values()),
-            "runs": list(self.runs.values()),
-            "replays": self.replays[-12:],
-            "about": self.about,
-            "finished": self.finished,
-        }
-
-
-# ---------------------------------------------------------------------------------------------
-# the desk: the page, the pending calls, the journals
-
-
-class Desk:
-    """The page, the pending calls and the journals of one eval process (one per port)."""
-
-    def __init__(self, port: int) -> None:
-        self.lock = threading.RLock()
-        self.changed = threading.Condition(self.lock)
-        self.changes = 0  # counts the changes the page shows: the page waits for the next one
-        self.started = f"{time.time():.6f}"  # a restarted eval's page never waits on the old count
-        self.pending: dict[str, Call] = {}
-        self.journals: dict[Path, Journal] = {}
-        self.session = Session()
-        #: (run, case, epoch, role) -> notices for that role's next call (:func:`tell`)
-        self.told: dict[tuple[str, str, int, str], list[str]] = {}
-        #: (run, case, epoch, role) -> the role's first system prompt (later additions are corrections)
-        self.first_system: dict[tuple[str, str, int, str], str] = {}
-        self.work: list[list[float]] = []  # the intervals of every reply accepted on this page
-        self.accepted = 0
-        self.served = ""  # the last version a page was sent
-        self.polled = 0.0  # when a page last asked
-        self.server = ThreadingHTTPServer((HOST, port), _handler(self))
-        self.server.daemon_threads = True
-        self.port = int(self.server.server_address[1])
-        self.url = f"http://{HOST}:{self.port}/"
-        threading.Thread(target=self.server.serve_forever, name="bedside-human", daemon=True).start()
-
-    # -- journals ---------------------------------------------------------------------------------
-    def journal(self, path: Path, run: str, log: str | None, replay: Replay) -> Journal:
-        """The journal at ``path`` (read once), with this page's port recorded; the first time a run
-        uses it, stderr and the page say where it is, what it replays and how to resume the run."""
-        with self.lock:
-            key = path.resolve()
-            journal = self.journals.get(key)
-            if journal is None:
-                journal = self.journals[key] = Journal(path)
-                journal.port = self.port
-                journal.save()
-            if run not in self.session.runs:
-                self._run_started(journal, run, log, replay)
-            return journal
-
-    def _run_started(self, journal: Journal, run: str, log: str | None, replay: Replay) -> None:
-        resume = f"inspect eval-retry {log} --log-dir {Path(log).parent}" if log else None
-        self.session.runs[run] = {"run": run, "log": log, "resume": resume, "status": "running"}
-        said = [f"journal: {journal.path}"]
-        others = journal.other_runs(run)
-        if others and replay == "across_runs":
-            said.append(f"it holds {others} replies of other runs, reused where a call matches (-M replay=across_runs)")
-        elif others:
-            said.append(f"it holds {others} replies of other runs, not reused (-M replay=across_runs reuses them)")
-        if resume:
-            said.append(f"if the eval stops, resume it with: {resume} (this page keeps its address)")
-        for line in said:
-            print(f"bedside/human: {line}", file=sys.stderr, flush=True)
-        self.session.about.extend(said)
-        self._bump()
-
-    # -- the page's requests ----------------------------------------------------------------------
-    def _bump(self) -> None:
-        """What the page shows changed (the lock is held): wake every page waiting for a change."""
-        self.changes += 1
-        self.changed.notify_all()
-
-    @property
-    def version(self) -> str:
-        """Names what the page shows: this desk's start and its count of changes."""
-        return f"{self.started}-{self.changes}"
-
-    def listing(self, after: str | None = None, wait: float = LONG_POLL_SECONDS) -> dict[str, Any]:
-        """The pending calls and the session; with ``after`` (the ``version`` the page last saw), held
-        until they change or ``wait`` seconds pass."""
-        with self.lock:
-            self.polled = time.time()
-            if after is not None:
-                self.changed.wait_for(lambda: self.version != after, timeout=wait)
-            calls = sorted(self.pending.values(), key=lambda c: c.opened)
-            drafts = {c.id: c.journal.drafts[c.id] for c in calls if c.journal and c.id in c.journal.drafts}
-            self.served = self.version
-            return {
-                "pending": [c.view() for c in calls],
-                "drafts": drafts,
-                "answered": self.accepted,
-                "work_seconds": round(length(self.work + [i for c in calls for i in c.work]), 1),
-                "session": self.session.view(),
-                "version": self.version,
-            }
-
-    def submit(self, call_id: str, reply: str) -> tuple[HTTPStatus, dict[str, Any]]:
-        with self.lock:
-            call = self.pending.get(call_id)
-            if call is None:
-                return HTTPStatus.NOT_FOUND, {"message": "this call is no longer waiting (answered in another tab?)"}
-            if not reply.strip():
-                return HTTPStatus.BAD_REQUEST, {"message": "the reply is empty", "errors": {"": "the reply is empty"}}
-            if call.schema is not None:
-                problems = reply_problems(reply, call.schema, call.form or {})
-                if problems:
-                    fields = [p for p in problems if p]
-                    message = (
-                        f"{len(fields)} field(s) to correct, marked in red: {', '.join(fields)}"
-                        if fields
-                        else problems[""]
-                    )
-                    return HTTPStatus.BAD_REQUEST, {"message": message, "errors": problems}
-            now = time.time()
-            if call.work:
-                extend(call.work, now)
-            else:  # answered without the page's reports (a client of the API): from arrival to reply
-                call.work = [[call.opened, now]]
-            assert call.journal is not None
-            call.journal.record(call, reply)
-            self.work += call.work
-            self.accepted += 1
-            call.reply = reply
-            del self.pending[call_id]
-            self._bump()
-        call.done.set()
-        return HTTPStatus.OK, {"message": "accepted"}
-
-    def save_draft(self, call_id: str, text: str) -> None:
-        with self.lock:
-            call = self.pending.get(call_id)
-            if call is not None and call.journal is not None:
-                call.journal.drafts[call_id] = text
-                call.journal.save()
-
-    def seen(self, call_id: str) -> None:
-        """The page reports that the person is working on this call now."""
-        with self.lock:
-            call = self.pending.get(call_id)
-            if call is None or call.journal is None:
-                return
-            extend(call.work, time.time())
-            call.journal.work[call_id] = call.work
-            call.journal.save(at_most_every=2.0)
-
-    # -- the model's side -------------------------------------------------------------------------
-    async def answer(
-        self, call: Call, journal: Journal, replay: Replay, notices: bool
-    ) -> tuple[str, list[list[float]], bool]:
-        """(reply, the person's working intervals, replayed from the journal). A reply of another run is
-        replayed only under ``across_runs``; ``notices``: what :func:`tell` said is shown with the call."""
-        with self.lock:
-            known = journal.find(call, replay)
-            if known is None:
-                if call.id not in self.pending:
-                    call.journal = journal
-                    call.work = [list(i) for i in journal.work.get(call.id, [])]  # work before a crash
-                    told = self.told.pop((call.run, call.case, call.epoch, call.role), [])
-                    call.notices = told if notices else []
-                    self.pending[call.id] = call
-                    self._bump()
-                call = self.pending[call.id]
-            else:
-                self._replayed(call, known)
-        if known is not None:
-            intervals = known.get("intervals") or []
-            return str(known["reply"]), [[float(a), float(b)] for a, b in intervals], True
-        while not call.done.is_set():
-            await anyio.sleep(ANSWER_POLL_SECONDS)
-        return str(call.reply), union(call.work), False
-
-    def _replayed(self, call: Call, entry: dict[str, Any]) -> None:
-        whose = "this run" if entry.get("run") == call.run else f"another run ({entry.get('run')})"
-        what = f"case {call.case}: {call.role} turn {call.turn} answered from the journal ({whose})"
-        print(f"bedside/human: {what}", file=sys.stderr, flush=True)
-        self.session.replays.append(what)
-        self._bump()
-
-    def tell(self, key: tuple[str, str, int, str], text: str) -> None:
-        with self.lock:
-            self.told.setdefault(key, []).append(text)
-
-    def added_instructions(self, key: tuple[str, str, int, str], system: str | None) -> str | None:
-        """What the role's system prompt holds beyond its first one (a correction appended for this turn)."""
-        if system is None:
-            return None
-        with self.lock:
-            first = self.first_system.setdefault(key, system)
-        if system != first and system.startswith(first):
-            return system[len(first) :].strip() or None
-        return None
-
-    # -- the session (Inspect's hooks) ------------------------------------------------------------
-    def case_state(self, run: str, task: str, case: str, epoch: int, state: str, detail: str = "") -> None:
-        with self.lock:
-            entry = self.session.cases.setdefault(
-                (run, case, epoch), {"task": task, "case": case, "epoch": epoch, "state": "", "detail": ""}
-            )
-            entry.update(state=state, detail=detail or entry["detail"])
-            self._bump()
-
-    def run_ended(self, run: str, log: str | None, status: str) -> None:
-        with self.lock:
-            entry = self.session.runs.setdefault(run, {"run": run, "resume": None})
-            entry.update(log=log, status=status, resume=None if status == "success" else entry.get("resume"))
-            for key in [k for k in self.told if k[0] == run]:
-                del self.told[key]
-            self._bump()
-
-    def finish(self) -> None:
-        with self.lock:
-            self.session.finished = True
-            self._bump()
-
-    def restart(self) -> None:
-        """A new run in this process (in-process evals): the page leaves its complete state."""
-        with self.lock:
-            if self.session.finished:
-                self.session = Session()
-                self._bump()
-
-    async def farewell(self) -> None:
-        """Waits (at most :data:`FAREWELL_SECONDS`) until a page that was open lately has been sent the
-        final state, so that it shows the session as complete rather than as stopped."""
-        deadline = time.time() + FAREWELL_SECONDS
-        while time.time() < deadline and time.time() - self.polled < LONG_POLL_SECONDS + 5:
-            with self.lock:
-                if self.served == self.version:
-                    return
-            await anyio.sleep(0.05)
-
-
-def reply_problems(reply: str, schema: dict[str, Any], form: dict[str, Any]) -> dict[str, str]:
-    """Why a JSON reply does not fit its schema, per field (path: keys and indices joined by ``/``; ``""``
-    for the reply as a whole), in words a person reads beside the field. The protocol's own reader reads
-    it afterwards, as a model's reply."""
-    from jsonschema import Draft7Validator
-
-    try:
-        value = json.loads(reply)
-    except ValueError as ex:
-        return {"": f"not JSON: {ex}"}
-    problems: dict[str, str] = {}
-    for error in Draft7Validator(schema).iter_errors(value):
-        path = "/".join(str(p) for p in error.absolute_path)
-        if error.validator == "required":
-            for key in error.validator_value:
-                if isinstance(error.instance, dict) and key not in error.instance:
-                    problems["/".join(filter(None, [path, str(key)]))] = "an answer is needed here"
-        elif error.validator == "enum":
-            problems[path] = "choose one of: " + ", ".join(str(v) for v in error.validator_value)
-        elif error.validator in ("minimum", "maximum"):
-            low, high = error.schema.get("minimum", "…"), error.schema.get("maximum", "…")
-            problems[path] = f"must be between {low} and {high}"
-        elif error.validator == "type":
-            problems[path] = f"expected {error.validator_value}"
-        else:
-            problems[path] = error.message
-    for path, hint in form.items():
-        rows = hint.get("rows")
-        if rows is None:
-            continue
-        node: Any = value
-        for key in path.split("/"):
-            node = node.get(key) if isinstance(node, dict) else None
-        if not isinstance(node, list) or len(node) != len(rows):
-            problems.setdefault(path, f"{len(rows)} answers expected, one per question")
-    return problems
 
 
 # ---------------------------------------------------------------------------------------------
@@ -558,15 +96,6 @@ _asked: dict[str, Any] = {}
 #: from the hooks: eval_id -> (run = the task's task_id, task name); sample uuid -> (run, task, case, epoch)
 _evals: dict[str, tuple[str, str]] = {}
 _samples: dict[str, tuple[str, str, str, int]] = {}
-
-
-def saved_port(journal: Path) -> int | None:
-    """The port of the page the journal's run last used (from its state), if any."""
-    try:
-        port = json.loads(state_path(journal).read_text(encoding="utf-8")).get("port")
-    except (OSError, ValueError, AttributeError):
-        return None
-    return int(port) if port else None
 
 
 def desk(port: int | None, preferred: int | None) -> Desk:
@@ -752,7 +281,7 @@ def turn_budget(role: str) -> tuple[dict[str, Any] | None, list[str]]:
         return None, []
     others = [r for r in progress.roles if r != role]
     held = len(progress.turns)
-    mine = sum(t.get("role") == role for t in progress.turns)
+    mine = sum(t.role == role for t in progress.turns)
     shared_left = -(-(progress.max_turns - held) // len(progress.roles))  # this turn and the rounds after it
     limit = progress.role_limits.get(role)
     if limit is not None and limit - mine <= shared_left:
@@ -814,7 +343,7 @@ class HumanEngine:
     ) -> None:
         if unknown:
             raise SetupError(
-                f"bedside/human: unknown option(s) {', '.join(sorted(unknown))}; it takes {', '.join(HUMAN_OPTIONS)}"
+                f"bedside/human: unknown option(s) {', '.join(sorted(unknown))}; it takes {', '.join(OPTIONS)}"
             )
         if replay not in get_args(Replay):
             raise SetupError(f"bedside/human: replay={replay!r}: use {' or '.join(get_args(Replay))}")
@@ -889,51 +418,3 @@ class HumanEngine:
             "replayed": replayed,
         }
         return output
-
-
-def _handler(desk: Desk) -> type[BaseHTTPRequestHandler]:
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, format: str, *args: Any) -> None:  # quiet: the eval's display is the console
-            return
-
-        def _send(self, status: HTTPStatus, body: bytes, kind: str) -> None:
-            self.send_response(status)
-            self.send_header("Content-Type", kind)
-            self.send_header("Cache-Control", "no-store")
-            self.send_header("Content-Length", str(len(body)))
-            self.end_headers()
-            self.wfile.write(body)
-
-        def _json(self, status: HTTPStatus, value: Any) -> None:
-            self._send(status, json.dumps(value).encode(), "application/json")
-
-        def do_GET(self) -> None:
-            if self.path in ("/", "/index.html"):
-                self._send(HTTPStatus.OK, PAGE.read_bytes(), "text/html; charset=utf-8")
-            elif urlsplit(self.path).path == "/api/pending":
-                after = parse_qs(urlsplit(self.path).query).get("after", [None])[0]
-                self._json(HTTPStatus.OK, desk.listing(after))
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
-
-        def do_POST(self) -> None:
-            length = int(self.headers.get("Content-Length") or 0)
-            try:
-                body = json.loads(self.rfile.read(length) or b"{}")
-                call_id, text = str(body["id"]), str(body.get("text", ""))
-            except (ValueError, KeyError):
-                self._json(HTTPStatus.BAD_REQUEST, {"error": "expected {id, text}"})
-                return
-            if self.path == "/api/reply":
-                status, answer = desk.submit(call_id, text)
-                self._json(status, {"ok": status == HTTPStatus.OK, **answer})
-            elif self.path == "/api/draft":
-                desk.save_draft(call_id, text)
-                self._json(HTTPStatus.OK, {"ok": True})
-            elif self.path == "/api/seen":
-                desk.seen(call_id)
-                self._json(HTTPStatus.OK, {"ok": True})
-            else:
-                self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
-
-    return Handler

@@ -14,7 +14,8 @@ from http import HTTPStatus
 import pytest
 
 from bedside.person_time import extend, length, person_seconds, union
-from bedside.providers.human import Call, Desk, Journal, call_id, reply_problems
+from bedside.providers.human import call_id
+from bedside.providers.human_desk import Call, Desk, Journal, reply_problems
 
 SCHEMA = {"type": "object", "properties": {"failure": {"type": "boolean"}}, "required": ["failure"]}
 
