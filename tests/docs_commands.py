@@ -371,6 +371,12 @@ NOT_RUN: tuple[NotRun, ...] = (
         "Chromium typing the replies; parsed by Inspect's own command-line parser",
     ),
     NotRun(
+        r"^inspect eval-retry ",
+        "none",
+        "resumes a run a person's eval stopped in (bedside/human): tests/human/test_browser.py kills such a "
+        "run and resumes it with the eval-retry command its page shows",
+    ),
+    NotRun(
         r"^inspect view( |$)",
         "parsed",
         "starts Inspect's log viewer, a web server that runs until stopped; parsed by Inspect's own "

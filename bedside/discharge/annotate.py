@@ -38,9 +38,11 @@ survey items (``vp_*``) have no judge value: ``agreement`` reports them physicia
 every annotator and the others are dealt out in turn (the paper: 20 shared, 25 each); by default every
 annotator rates every packet.
 
-``bedside annotate from-logs NAME=LOG_OR_DIR... --out FILE.csv``: the same ratings from physicians who
-judged in the browser instead (``bedside rescore LOGS --grader bedside/human``, one run per physician,
-:mod:`bedside.providers.human`): every Table 5 item each physician's log holds — the four 1–5 axes, the
+``bedside annotate from-logs LOG_OR_DIR... --annotators NAME,... --out FILE.csv``: the same ratings from
+physicians who
+judged in the browser instead (``bedside rescore LOGS --grader bedside/human``, one folder per physician,
+named in the same order by ``--annotators``; :mod:`bedside.providers.human`): every Table 5 item each
+physician's log holds — the four 1–5 axes, the
 21 checklist answers and the q1–q6 comprehension grades — one row per (case, physician, item) in
 ``bedside agreement``'s format, with the educator model (``model``) and the epoch. Then
 
@@ -442,13 +444,14 @@ def from_logs(judged: Sequence[tuple[str, str]]) -> pd.DataFrame:
 
 
 def run_from_logs(args: argparse.Namespace) -> int:
-    judged = []
-    for pair in args.judged:
-        annotator, _, path = pair.partition("=")
-        if not annotator or not path:
-            print(f"bedside annotate from-logs: {pair!r}: expected NAME=LOG_OR_DIR (e.g. phys_a=logs/phys_a)")
-            return 2
-        judged.append((annotator.strip(), path.strip()))
+    names = [a.strip() for a in args.annotators.split(",") if a.strip()]
+    if len(names) != len(args.logs):
+        print(
+            f"bedside annotate from-logs: {len(args.logs)} log folder(s) and {len(names)} name(s) in --annotators: "
+            "give one physician's name per folder, in the same order"
+        )
+        return 2
+    judged = list(zip(names, args.logs, strict=True))
     try:
         rows = from_logs(judged)
     except (AnnotateError, FileNotFoundError) as error:
@@ -507,7 +510,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     judged.add_argument(
-        "judged", nargs="+", metavar="NAME=LOG_OR_DIR", help="a physician's name and the logs they judged"
+        "logs", nargs="+", metavar="LOG_OR_DIR", help="the logs each physician judged (one per physician)"
+    )
+    judged.add_argument(
+        "--annotators", required=True, metavar="NAME,...", help="the physicians' names, in the order of the logs"
     )
     judged.add_argument("--out", required=True, metavar="FILE.csv", help="the annotations CSV to write")
     judged.set_defaults(func=run_from_logs)

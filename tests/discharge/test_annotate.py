@@ -262,7 +262,7 @@ def check_judged_logs_export_as_annotations(packets, tmp_path):
     export as annotations, here with the judge's own logs standing for the physician's (full agreement)."""
     logs, _ = packets
     out = tmp_path / "physicians.csv"
-    done = bedside("annotate", "from-logs", f"phys_a={logs}", f"phys_b={logs}", "--out", str(out))
+    done = bedside("annotate", "from-logs", str(logs), str(logs), "--annotators", "phys_a,phys_b", "--out", str(out))
     assert done.returncode == 0, done.stdout + done.stderr
     rows = pd.read_csv(out, dtype=str)
     assert set(rows["annotator"]) == {"phys_a", "phys_b"} and rows["model"].nunique() == 2
