@@ -28,7 +28,9 @@ the field, with the reason.
   sample whose other roles are deterministic) the journal's reply is returned at once, marked
   ``replayed`` in the output metadata and announced on the page, so a person never types an accepted
   reply twice. A reply of another run (a shared ``-M journal=PATH``) is reused only with
-  ``-M replay=across_runs``, also announced.
+  ``-M replay=across_runs``, also announced. A person re-judging finished logs (``bedside rescore
+  --grader bedside/human``) makes a run of each log it writes (:func:`scoring`). Inspect's own cache
+  never serves a person's reply: each ``bedside/human`` model has an identity of its own.
 - **The same address after a crash.** The page's port is kept in the journal's state
   (``<journal>.state``, beside drafts and working time), so a retried run serves the page where the
   old tab is still looking; the page and stderr name the exact ``inspect eval-retry LOG --log-dir DIR``
@@ -40,8 +42,8 @@ the field, with the reason.
   estimate`` takes their union across a run). Work on a call before a crash is kept in the journal's
   state and counted when the retried run asks the call again. Usage is 0 model tokens.
 - The page long-polls (``/api/pending?after=<version>`` returns as soon as anything changes, or after
-  :data:`LONG_POLL_SECONDS`); typed text survives a reload (the browser's storage) and a crash (drafts
-  in the journal's state); Ctrl+Enter submits.
+  :data:`~bedside.providers.human_desk.LONG_POLL_SECONDS`); typed text survives a reload (the browser's
+  storage) and a crash (drafts in the journal's state); Ctrl+Enter submits.
 
 The page, its journals and its session are :mod:`bedside.providers.human_desk`; this module is the model
 provider, the hooks that tell the page about runs and cases, and :func:`tell`.
