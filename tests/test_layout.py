@@ -188,10 +188,12 @@ def test_the_product_imports_no_test_code():
 
 def test_the_product_registers_no_inspect_hook():
     """Inspect runs a registered hook in every eval of the environment (and lists it in each eval's
-    banner): bedside adds none; the loopback test channel's hook is a plugin of the test environment
-    (tests/loopback/channel/)."""
+    banner): bedside adds none at import; only bedside/human registers its page's hooks, when a process
+    builds a person's model (never by a decorator at import), so an eval without a person never runs them;
+    the loopback test channel's hook is a plugin of the test environment (tests/loopback/channel/)."""
     hooks = [m for m, path in FILES.items() if "inspect_ai.hooks" in path.read_text(encoding="utf-8")]
-    assert hooks == []
+    assert hooks == ["bedside.providers.human"]
+    assert "@hooks(" not in FILES["bedside.providers.human"].read_text(encoding="utf-8")
     assert "inspect_ai.hooks" in (REPO / "tests" / "loopback" / "channel" / "loopback_channel.py").read_text()
 
 

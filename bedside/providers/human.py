@@ -201,14 +201,11 @@ def finish() -> None:
         anyio.run(_desk.farewell)
 
 
-@hooks(name="bedside_human_page", description="bedside/human's page: the runs, cases and end of a session")
 class HumanPageHooks(Hooks):
     """Tells ``bedside/human``'s page what happens around its calls: which run a sample belongs to, the
-    end of each conversation (the orchestrator's ``encounter`` event), of each case and of the run. Only
-    in a process that built a ``bedside/human`` model."""
-
-    def enabled(self) -> bool:
-        return bool(_asked.get("built"))
+    end of each conversation (the orchestrator's ``encounter`` event), of each case and of the run.
+    Registered with Inspect by the first ``bedside/human`` model a process builds
+    (:func:`register_page_hooks`), never at import: an eval without a person never runs it."""
 
     async def on_task_start(self, data: TaskStart) -> None:
         _evals[data.eval_id] = (data.spec.task_id, data.spec.task)
@@ -251,6 +248,17 @@ class HumanPageHooks(Hooks):
         if _desk is not None and _desk.session.runs:  # a run in which a person answered
             _desk.finish()
             await _desk.farewell()
+
+
+def register_page_hooks() -> None:
+    """Registers :class:`HumanPageHooks` with Inspect, once per process."""
+    with _desk_lock:
+        if _asked.get("hooks"):
+            return
+        _asked["hooks"] = True
+    hooks(name="bedside_human_page", description="bedside/human's page: the runs, cases and end of a session")(
+        HumanPageHooks
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -354,8 +362,8 @@ class HumanEngine:
         self.replay: Replay = "across_runs" if replay == "across_runs" else "this_run"
         self.notices = str(notices).strip().lower() not in ("false", "0", "no", "off")
         self.instance = os.urandom(6).hex()
+        register_page_hooks()
         with _desk_lock:
-            _asked["built"] = True
             if self.port:
                 _asked.setdefault("port", self.port)
             if self.journal:
