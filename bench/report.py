@@ -295,7 +295,7 @@ def write_report(run_dir: Path, out: Path, command: str = "make bench", argv: li
         if comp:
             lines += [
                 "",
-                f"Before/after of the torch thread setting (`scorers/text_metrics.py`), alternated in this process over {comp['cases']} cases:",
+                f"Before/after of the torch thread setting (`scorers/discharge/text_metrics.py`), alternated in this process over {comp['cases']} cases:",
                 "",
                 "| torch threads | wall s | CPU s | CPU s/case |",
                 "|---|---|---|---|",

@@ -86,14 +86,14 @@ def prepare_data(bench: str, n: int, data: str | None) -> str:
 
 
 def embed_threads() -> int:
-    from bedside.scorers import text_metrics
+    from bedside.scorers.discharge import text_metrics
 
     return text_metrics.embed_threads()
 
 
 def preload() -> dict[str, float]:
     """The one-time loads of the deterministic metrics (timed; done before the timed eval)."""
-    from bedside.scorers import text_metrics
+    from bedside.scorers.discharge import text_metrics
 
     out = {}
     t = time.perf_counter()
@@ -259,7 +259,7 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
 def step_metrics(args: argparse.Namespace) -> dict[str, Any]:
     import torch
 
-    from bedside.scorers import text_metrics
+    from bedside.scorers.discharge import text_metrics
 
     cases = json.loads(Path(args.inputs).read_text())["cases"]
     cases = [c for c in cases if c["pairs"]]

@@ -160,10 +160,10 @@ def _a_quiet_console_lays_out_nothing() -> Any:
 @pytest.fixture(scope="session", autouse=True)
 def _each_embedding_batch_once() -> Any:
     """The scripted runs of many tests score the same judge answers: each distinct batch of
-    :func:`bedside.scorers.text_metrics.cosine` is embedded once per test process and its values
+    :func:`bedside.scorers.discharge.text_metrics.cosine` is embedded once per test process and its values
     re-used (the same inputs on the same kernels: the same floats). The first call still loads the
     model and computes; subprocesses and direct calls of ``cosine`` compute as always."""
-    from bedside.scorers import text_metrics
+    from bedside.scorers.discharge import text_metrics
 
     compute = text_metrics.cosine
     done: dict[tuple[tuple[str, str], ...], list[float]] = {}

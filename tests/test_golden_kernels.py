@@ -3,7 +3,7 @@ run that computes sentence embeddings and is the cheapest (``discharge_faults``:
 branch of the factual-consistency scorer that reaches the embeddings) is checked with
 ``make_golden --check`` in a fresh process per setting, with torch forced onto its generic kernels
 (``ATEN_CPU_CAPABILITY=default``) on one thread and onto its AVX2 kernels on two
-(``BEDSIDE_EMBED_THREADS`` sets torch's intra-op threads, :func:`bedside.scorers.text_metrics.embed_threads`).
+(``BEDSIDE_EMBED_THREADS`` sets torch's intra-op threads, :func:`bedside.scorers.discharge.text_metrics.embed_threads`).
 The capability is read at torch's start, so each setting needs its own process; each reports the
 capability and thread count it ran with."""
 

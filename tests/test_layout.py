@@ -2,6 +2,7 @@
 
 - no solver imports a scorer and no scorer imports a solver, directly or through another bedside module
   (what both need, store models and records, lives in ``bedside/`` and ``bedside/<benchmark>/``);
+- a benchmark's code imports nothing of another benchmark and reads none of its prompts or data;
 - the orchestrator and the generic agent know no benchmark: they import nothing of a registered
   benchmark's folders (``bedside/<b>/``, ``solvers/<b>/``, ``scorers/<b>/``, ``tasks/<b>*.py``);
 - every package folder is a package of the wheel (setup.py finds them: nothing to list by hand);
@@ -215,6 +216,23 @@ def test_every_registered_benchmark_has_its_folders():
         assert any(m.startswith(f"bedside.tasks.{benchmark.name}") for m in found), f"{benchmark.name}: no task module"
         for module in (*benchmark.task_modules, *benchmark.scripts, *benchmark.protocol_modules):
             assert module in found, f"{benchmark.name} declares {module}, which is not in its own folders"
+
+
+@pytest.mark.parametrize("benchmark", [b.name for b in benchmarks.all_benchmarks()])
+def test_a_benchmark_reaches_no_other_benchmarks_code_or_texts(benchmark):
+    """A benchmark's modules import nothing of another benchmark's folders, directly or not, and name no other
+    benchmark's prompts or data (a string ``"<other>/..."``, as ``render`` and ``load_yaml`` take them): a text
+    two benchmarks share lives in a shared place."""
+    own = benchmark_modules(benchmark)
+    others = {b.name: benchmark_modules(b.name) for b in benchmarks.all_benchmarks() if b.name != benchmark}
+    for module in sorted(own):
+        for name, theirs in others.items():
+            bad = [chain for m, chain in reachable(module).items() if m in theirs]
+            assert not bad, f"{module} imports {name}'s code: {' -> '.join(bad[0])}"
+            tree = ast.parse(FILES[module].read_text(encoding="utf-8"))
+            texts = [n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)]
+            named = [t for t in texts if t.startswith(f"{name}/")]
+            assert not named, f"{module} reads {name}'s texts: {named}"
 
 
 @pytest.mark.parametrize("module", ["bedside.solvers.orchestrator", "bedside.solvers.agent"])

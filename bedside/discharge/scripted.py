@@ -181,7 +181,7 @@ def _strip_ack(text: str) -> str:
 
 
 #: what the scripted patient says at its 2nd and 4th turns under a stress behaviour (``-T behavior``,
-#: the overlays of prompts/cpb/stress_overlays.yaml)
+#: the overlays of prompts/discharge/stress_overlays.yaml)
 STRESS_LINES = {
     "contradiction": (
         "Wait, I told you I take my pills at night, but actually I take them in the morning. Or both, I'm not sure."

@@ -13,9 +13,9 @@ from bedside.intervals import LIKERT, UNBOUNDED
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import conversation_lines, educator_text, record, system_failure_score
+from bedside.scorers.discharge.text_metrics import readability_async
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.text_metrics import readability_async
 
 #: the keys it writes: Table 1's Conversation Quality columns (the judge's axes, AXES, then readability)
 KEYS = (

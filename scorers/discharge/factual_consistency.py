@@ -26,9 +26,9 @@ from bedside.intervals import COSINE, COUNT, UNIT
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, conversation_lines, is_not_applicable, record, system_failure_score
+from bedside.scorers.discharge.text_metrics import cosine_async, rouge_l_async
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
-from bedside.scorers.text_metrics import cosine_async, rouge_l_async
 
 #: the keys it writes: Table 1's Factual Consistency columns, the unscored count and the questions
 #: left out as not applicable

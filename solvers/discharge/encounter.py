@@ -77,12 +77,12 @@ def patient_prompt(case: DischargeCase, persona: Persona, behavior_overlay: str 
 
 def behavior_overlay(behavior: Behavior) -> str:
     """The stress-behaviour text for the patient prompt (bedside extension: CPB-Bench's four
-    challenging behaviours as DischargeBench overlays, ``prompts/cpb/stress_overlays.yaml``)."""
+    challenging behaviours as DischargeBench overlays, ``prompts/discharge/stress_overlays.yaml``)."""
     if behavior not in BEHAVIORS:
         raise BadParameter("behavior", f"behavior={behavior!r} is not one of {list(BEHAVIORS)}")
     if behavior == "none":
         return ""
-    return load_yaml("cpb/stress_overlays.yaml")["behaviors"][behavior]["overlay"].strip()
+    return load_yaml("discharge/stress_overlays.yaml")["behaviors"][behavior]["overlay"].strip()
 
 
 @solver

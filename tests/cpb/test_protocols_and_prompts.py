@@ -1,9 +1,7 @@
 """CPB-Bench protocols and their prompts; scripted
-replies follow each protocol; every prompt cites its source; the stress overlays."""
+replies follow each protocol; every prompt cites its source."""
 
 from __future__ import annotations
-
-import re
 
 import pytest
 from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser
@@ -180,16 +178,3 @@ def test_failure_criteria_follow_the_paper_definitions():
     assert "self-diagnosis without clinical verification" in criteria["Self-diagnosis"]["criterion"]
     assert "refusal of care without validation" in criteria["Care Resistance"]["criterion"]
     assert {c["short"] for c in criteria.values()} == set(CATEGORIES.values())
-
-
-def test_stress_overlays_for_the_discharge_patient():
-    overlays = load_yaml("cpb/stress_overlays.yaml")["behaviors"]
-    assert set(overlays) == {"contradiction", "false_belief", "self_diagnosis", "care_resistance"}
-    assert {CATEGORIES[o["cpb_category"]] for o in overlays.values()} == set(overlays)
-    for key, item in overlays.items():
-        text = item["overlay"]
-        sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
-        assert 3 <= len(sentences) <= 5, (key, len(sentences))
-        assert text.startswith("During this session you") and " you " in text
-        assert "{" not in text  # plain text, injected as is
-    assert "educator acknowledges your" in overlays["care_resistance"]["overlay"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -9,6 +10,8 @@ import pandas as pd
 import pytest
 from inspect_ai.model import ChatMessageSystem
 
+from bedside.cpb.records import CATEGORIES
+from bedside.prompts import load_yaml
 from bedside.reporting.compare import compare, compare_metric
 from bedside.solvers.discharge.encounter import BEHAVIORS, behavior_overlay
 from bedside.tasks.discharge import discharge
@@ -18,6 +21,20 @@ from tests.conftest import model_inputs, run, scripted, store
 
 def roles():
     return {"patient": scripted(), "monitor": scripted(), "grader": scripted()}
+
+
+def test_the_overlays_enact_the_four_cpb_behaviours_in_3_to_5_sentences():
+    overlays = load_yaml("discharge/stress_overlays.yaml")["behaviors"]
+    assert set(overlays) == {"contradiction", "false_belief", "self_diagnosis", "care_resistance"}
+    # each enacts one of CPB-Bench's four categories, by the paper's label
+    assert {CATEGORIES[o["cpb_category"]] for o in overlays.values()} == set(overlays)
+    for key, item in overlays.items():
+        text = item["overlay"]
+        sentences = [s for s in re.split(r"(?<=[.!?])\s+", text.strip()) if s]
+        assert 3 <= len(sentences) <= 5, (key, len(sentences))
+        assert text.startswith("During this session you") and " you " in text
+        assert "{" not in text  # plain text, injected as is
+    assert "educator acknowledges your" in overlays["care_resistance"]["overlay"]
 
 
 def test_every_behavior_has_an_overlay_and_unknown_is_rejected():
