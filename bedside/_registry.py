@@ -1,7 +1,5 @@
 """Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's model provider and the tasks of
-every registered benchmark (each descriptor's ``task_modules``, :mod:`bedside.benchmarks`)."""
-
-import importlib
+every registered benchmark (its task modules, ``tasks/<b>*.py``: :mod:`bedside.benchmarks`)."""
 
 from inspect_ai.model import ModelAPI, modelapi
 
@@ -15,5 +13,4 @@ def bedside() -> type[ModelAPI]:
     return BedsideAPI
 
 
-for _module in benchmarks.task_modules():
-    importlib.import_module(_module)
+benchmarks.task_functions()  # importing its modules registers each task

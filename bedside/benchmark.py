@@ -1,27 +1,41 @@
 """What a benchmark is, declared once: :class:`Benchmark`.
 
-Each benchmark is the package ``bedside/<name>/``; its ``__init__.py`` describes it as a
+Each benchmark is the package ``bedside/<name>/``; its ``__init__.py`` states its facts as a
 ``BENCHMARK = Benchmark(...)``, and :mod:`bedside.benchmarks` lists the registered ones, one line each.
 Everything that must know every benchmark asks the registry instead of keeping its own per-benchmark
-table: Inspect's entry point (:mod:`bedside._registry`: every task module), the ``bedside`` command
-(:mod:`bedside.cli`: every benchmark's own sub-commands), the scripted model (:mod:`bedside.providers.scripted`:
-every script module), the ``bedside`` model provider (:mod:`bedside.providers.api`: a benchmark's own
-engines), the reply protocols (:func:`bedside.protocols.all_protocols`), and every number shown: the score
-keys its scorers declare (:mod:`bedside.score_keys`: scale, label, direction, role) for Inspect's blocks
-(:mod:`bedside.scorers.metrics`) and reporting (``bedside report``, ``strata``, ``compare``, the log loader).
+table: Inspect's entry point (:mod:`bedside._registry`: every task), every number shown (the score keys its
+scorers declare, :mod:`bedside.score_keys`: scale, label, direction, role; for Inspect's blocks,
+:mod:`bedside.scorers.metrics`, and reporting: ``bedside report``, ``strata``, ``compare``, the log loader),
+and, through :mod:`bedside.parts`, the ``bedside`` command (:mod:`bedside.cli`: every benchmark's own
+sub-commands), the scripted model (:mod:`bedside.providers.scripted`: every script module), the ``bedside``
+model provider (:mod:`bedside.providers.api`: a benchmark's own engines) and the reply protocols
+(:func:`bedside.parts.all_protocols`).
 
-Modules and objects are named by dotted path and imported only when asked for (:meth:`Benchmark.store_model`,
-:meth:`Benchmark.protocols`, :attr:`Benchmark.scorer_keys`, ...): reading a log's numbers imports its
-scorers' modules (their declarations), never a solver or a model library, and moving a module is a
-one-line change in its descriptor.
+A benchmark's code sits in its own folders, at fixed places, each imported only when a tool first
+asks for it (:meth:`Benchmark.code`: beside the registry's import of each descriptor, the one place bedside
+imports a benchmark's code by a name it builds):
+
+- ``scorers/<name>/__init__.py``: ``SCORERS``, its scorers (:attr:`Benchmark.scorers`; their declared keys
+  are :attr:`Benchmark.keys`);
+- ``tasks/<name>.py`` and ``tasks/<name>_*.py``: its Inspect tasks (:attr:`Benchmark.task_functions`);
+- ``bedside/<name>/parts.py`` and ``tools.py``: ``PARTS``, what an eval's model calls need (protocols,
+  scripted roles, engines), and ``TOOLS``, what the ``bedside`` command needs (commands, report section, ...;
+  :mod:`bedside.parts`).
+
+So the facts are read without importing any of its code, its score keys without its solvers, tasks or
+reports (reading a log's numbers imports its scorers' modules, never a solver or a model library), and its
+tasks and parts without its tools (an eval imports neither pandas nor scipy for them).
+``tests/test_descriptors.py`` checks the places of every registered benchmark and what each path imports.
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+import pkgutil
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
+from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -34,16 +48,10 @@ DERIVED_SCORERS: frozenset[str] = frozenset({"health"})
 NOT_APPLICABLE = "not applicable"
 
 
-def resolve(dotted: str) -> Any:
-    """The object named ``"package.module:attribute"`` (or a module, without ``:``), imported now."""
-    module, _, attribute = dotted.partition(":")
-    loaded = importlib.import_module(module)
-    return getattr(loaded, attribute) if attribute else loaded
-
-
 @dataclass(frozen=True)
 class Benchmark:
-    """One benchmark's rules as reporting and the tools need them.
+    """One benchmark's facts as reporting and the tools need them (its code: :attr:`scorers`,
+    :attr:`task_functions`, and its parts and tools, :mod:`bedside.parts`).
 
     - ``name``: the short name logs and reports use (its package's name); ``title``: the paper's name;
     - ``tasks``: the Inspect task names whose logs belong to it (a task name that starts with
@@ -55,40 +63,17 @@ class Benchmark:
       ``roles``: the other model roles (``--model-role``) its tasks use;
     - ``end_reasons``: the end reasons its samples end with (shared :class:`~bedside.end_reasons.EndReason`
       members and its own, declared in its package; each a ``str``, as the logs carry it);
+      ``end_reason_scorer``: the scorer whose answer is the sample's end reason (None: no such scorer);
     - ``strata``: sample- (else score-) metadata keys its results are broken down by, in order;
       ``min_n``: fewest scored cases a stratum value needs to be reported;
-    - ``scorers``: dotted paths (``module:factory``) of its scorers, each declaring the score keys it writes
-      (:func:`bedside.score_keys.declares`), in the order its headline table shows their keys: its
-      headline keys and labels (:attr:`headline`), directions (:attr:`lower_is_better`), pooled and
-      bookkeeping keys come from those declarations (:attr:`keys`);
     - ``ranked_keys``: the per-case keys a sweep's leaderboard ranks models on (default: the headline keys);
     - ``variant_args``: task arguments that make two runs of one model measure different things
       (shown in a log's label when not neutral);
-    - ``store``: dotted path of its sample-store model; ``protocol_modules``: the modules of its reply
-      protocols (each with a ``PROTOCOLS`` tuple);
-    - ``task_modules``: the modules that define its Inspect tasks (registered by Inspect's entry point);
-    - ``scripts``: the modules of its scripted roles for ``bedside/scripted`` (each with ``Options`` and
-      ``HANDLERS``, :mod:`bedside.providers.scripted`);
-    - ``commands``: modules that add its own ``bedside`` sub-commands (each with ``register(subparsers)``);
-    - ``engines``: its own ``bedside/<name>`` model engines, name -> dotted path of the engine class;
-    - ``report``: dotted path of its section of ``bedside report`` (``fn(inputs)``,
-      :class:`bedside.reporting.section.SectionInputs`; None: the generic section of its headline keys
-      per stratum);
-    - ``end_reason_scorer``: the scorer whose answer is the sample's end reason (None: no such scorer);
-    - ``populations``: dotted path of a module naming the sample populations its reports may average
-      (``POPULATIONS``, the default first, and ``in_population(sample, name)``; ``bedside report`` /
-      ``strata`` ``--population``); None: every sample;
     - ``run_options``: task-metadata keys of the options its paper leaves open that change a number, each
       with the value a run that does not record it used (its task's default; :mod:`bedside.reporting.run_options`:
       ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ);
       ``tasks_without_run_options``: its tasks whose runs none of them applies to (e.g. a probe that
-      replays transcripts): their logs show :data:`NOT_APPLICABLE` and never make runs differ;
-    - ``rescore_guard``: dotted path of a check ``fn(log, grader, zero_retention)`` that ``bedside rescore``
-      runs on each of its logs before any call, raising an error (one line) when the log's data may not go
-      to the new ``grader`` (e.g. patient data under a data-use agreement); None: no check;
-    - ``calibrated``: dotted path of a module giving its judge-calibrated estimates from physician
-      annotations (``read_annotations(path)`` and ``section(page, benchmark, logs, annotations, csv)``;
-      ``bedside report --annotations``); None: it takes no annotations.
+      replays transcripts): their logs show :data:`NOT_APPLICABLE` and never make runs differ.
     """
 
     name: str
@@ -98,24 +83,13 @@ class Benchmark:
     preparation_tasks: tuple[str, ...] = ()
     roles: tuple[str, ...] = ()
     end_reasons: tuple[str, ...] = ()
+    end_reason_scorer: str | None = None
     strata: tuple[str, ...] = ()
     min_n: Mapping[str, int] = field(default_factory=dict)
-    scorers: tuple[str, ...] = ()
     ranked_keys: tuple[str, ...] = ()
     variant_args: tuple[str, ...] = ()
-    store: str | None = None
-    protocol_modules: tuple[str, ...] = ()
-    task_modules: tuple[str, ...] = ()
-    scripts: tuple[str, ...] = ()
-    commands: tuple[str, ...] = ()
-    engines: Mapping[str, str] = field(default_factory=dict)
-    report: str | None = None
-    end_reason_scorer: str | None = None
-    populations: str | None = None
     run_options: Mapping[str, str] = field(default_factory=dict)
     tasks_without_run_options: tuple[str, ...] = ()
-    calibrated: str | None = None
-    rescore_guard: str | None = None
 
     def __post_init__(self) -> None:
         for field_name in ("preparation_tasks", "tasks_without_run_options"):
@@ -135,31 +109,58 @@ class Benchmark:
         """Whether its run options apply to a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``)."""
         return task.split("/")[-1] not in self.tasks_without_run_options
 
-    def store_model(self) -> type:
-        """The sample-store model (imported now)."""
-        if self.store is None:
-            raise LookupError(f"benchmark {self.name!r} declares no store model")
-        return resolve(self.store)
+    # --- its code, each part imported when first asked for ------------------------------------------
 
-    def protocols(self) -> tuple[Any, ...]:
-        """The reply protocols of its model calls (``PROTOCOLS`` of each of :attr:`protocol_modules`)."""
-        return tuple(p for module in self.protocol_modules for p in resolve(module).PROTOCOLS)
+    def code(self, module: str) -> ModuleType:
+        """Module ``module`` of its folders (``bedside.{name}...``, ``bedside.scorers.{name}``, ...), imported
+        now: the one place bedside imports a benchmark's code by a name it builds (module docstring)."""
+        return importlib.import_module(module)
+
+    @cached_property
+    def scorers(self) -> tuple[Callable[..., Any], ...]:
+        """Its scorers (their ``@scorer`` factories), each declaring the score keys it writes
+        (:func:`bedside.score_keys.declares`), in the order its headline table shows their keys:
+        ``SCORERS`` of ``scorers/<name>/__init__.py``."""
+        return tuple(self.code(f"bedside.scorers.{self.name}").SCORERS)
+
+    @cached_property
+    def task_modules(self) -> tuple[str, ...]:
+        """The modules of its Inspect tasks, ``tasks/<name>.py`` and ``tasks/<name>_*.py`` (registered by
+        Inspect's entry point, :mod:`bedside._registry`)."""
+        tasks = self.code("bedside.tasks")
+        names = sorted(m.name for m in pkgutil.iter_modules(tasks.__path__))
+        return tuple(f"bedside.tasks.{n}" for n in names if n == self.name or n.startswith(f"{self.name}_"))
+
+    @cached_property
+    def task_functions(self) -> dict[str, Callable[..., Any]]:
+        """Its Inspect tasks (the ``@task`` functions of :attr:`task_modules`, imported now), by task name."""
+        from inspect_ai.util import registry_info
+
+        found: dict[str, Callable[..., Any]] = {}
+        for module in self.task_modules:
+            for value in vars(self.code(module)).values():
+                try:
+                    info = registry_info(value)
+                except (ValueError, AttributeError):
+                    continue
+                if info.type == "task":
+                    found[info.name.rsplit("/", 1)[-1]] = value
+        return found
+
+    # --- its score keys, as its scorers declare them ----------------------------------------------
 
     @cached_property
     def scorer_keys(self) -> dict[str, tuple[ScoreKey, ...]]:
-        """Scorer name -> the score keys it declares, for each of :attr:`scorers` (imported now)."""
+        """Scorer name -> the score keys it declares, for each of :attr:`scorers`."""
         from bedside.score_keys import keys_of
 
-        found: dict[str, tuple[ScoreKey, ...]] = {}
-        for dotted in self.scorers:
-            factory = resolve(dotted)
-            found[factory.__name__] = keys_of(factory)
-        return found
+        return {factory.__name__: keys_of(factory) for factory in self.scorers}
 
     @cached_property
     def keys(self) -> dict[str, ScoreKey]:
-        """Score key -> its declaration, over every scorer in order (scorers that write one key agree on its
-        scale, label and direction: ``tests/test_descriptors.py``)."""
+        """Score key -> its declaration, over every scorer in order: its headline keys and labels
+        (:attr:`headline`), directions (:attr:`lower_is_better`), pooled and bookkeeping keys come from these
+        (scorers that write one key agree on its scale, label and direction: ``tests/test_descriptors.py``)."""
         found: dict[str, ScoreKey] = {}
         for declared in self.scorer_keys.values():
             for key in declared:

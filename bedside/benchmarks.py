@@ -1,22 +1,23 @@
 """The registry of bedside's benchmarks: one :class:`~bedside.benchmark.Benchmark` each.
 
-A benchmark is the package ``bedside/<name>/``, whose ``BENCHMARK`` describes it (roles, end reasons,
-strata, store model, protocols, task modules, its scorers and so the score keys they declare, scripted
-roles, its own commands, engines and report section); :data:`NAMES` lists the registered ones, one line
+A benchmark is the package ``bedside/<name>/``, whose ``BENCHMARK`` states its facts (tasks, roles, end
+reasons, strata, run options) and whose code the descriptor finds in its folders (its scorers and so the
+score keys they declare, its task modules, and its parts: protocols, scripted roles, its own commands,
+engines and report section; :mod:`bedside.benchmark`); :data:`NAMES` lists the registered ones, one line
 each, and everything that must know every benchmark asks this registry (:func:`all_benchmarks`,
 :func:`of_task`, :func:`strata`, :func:`score_key`, :func:`lower_is_better`, ...) instead of keeping its
-own per-benchmark table. Adding a
-benchmark: its folders (``bedside/<name>/``, ``tasks/<name>.py``, ``solvers/<name>/``, ``scorers/<name>/``,
-``prompts/<name>/``, ``tests/<name>/``) and one line in :data:`NAMES` (tests may :func:`register` a
-descriptor for a while).
+own per-benchmark table. Adding a benchmark: its folders (``bedside/<name>/``, ``tasks/<name>.py``,
+``solvers/<name>/``, ``scorers/<name>/``, ``prompts/<name>/``, ``tests/<name>/``) and one line in
+:data:`NAMES` (docs/development.md, "Adding a benchmark"; tests may :func:`register` a descriptor for a
+while).
 """
 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bedside.benchmark import DERIVED_SCORERS, Benchmark
 
@@ -131,7 +132,7 @@ def score_key(key: str, strict: bool = False) -> ScoreKey:
     if strict:
         raise LookupError(
             f"score key {name!r} is declared by no registered benchmark's scorer "
-            "(declare it with @declares and list the scorer in its benchmark's descriptor, `scorers`)"
+            "(declare it with @declares and list the scorer in SCORERS of its benchmark's scorers/<name>/__init__.py)"
         )
     return ScoreKey(name)
 
@@ -139,7 +140,7 @@ def score_key(key: str, strict: bool = False) -> ScoreKey:
 def health_keys() -> dict[str, ScoreKey]:
     """The health block's keys (name in the block -> declaration) of every registered benchmark, in the
     block's order: counts, then tallies, then means, each in the registry's order (benchmarks, their
-    scorers as their descriptors list them, the keys as each scorer declares them). The order is the
+    scorers as their SCORERS list them, the keys as each scorer declares them). The order is the
     registry's, never that of a task's scorers or of the scores a sample holds."""
     from bedside.score_keys import HEALTH_KINDS
 
@@ -160,7 +161,8 @@ def scorer_keys(scorer: str) -> tuple[ScoreKey, ...]:
         if scorer in benchmark.scorer_keys:
             return benchmark.scorer_keys[scorer]
     raise LookupError(
-        f"scorer {scorer!r} is listed by no registered benchmark's descriptor (`scorers`): its score keys are unknown"
+        f"scorer {scorer!r} is listed by no registered benchmark's SCORERS (scorers/<name>/__init__.py): "
+        "its score keys are unknown"
     )
 
 
@@ -168,27 +170,7 @@ def subject_role(benchmark: str) -> str:
     return get(benchmark).subject_role if benchmark in names() else "model under test"
 
 
-def task_modules() -> tuple[str, ...]:
-    """Every benchmark's task modules (imported by Inspect's entry point, :mod:`bedside._registry`)."""
-    return _union([b.task_modules for b in REGISTRY])
-
-
-def script_modules() -> tuple[str, ...]:
-    """Every benchmark's scripted-role modules (:mod:`bedside.providers.scripted`)."""
-    return _union([b.scripts for b in REGISTRY])
-
-
-def command_modules() -> tuple[str, ...]:
-    """Every benchmark's own ``bedside`` sub-command modules (:mod:`bedside.cli`)."""
-    return _union([b.commands for b in REGISTRY])
-
-
-def engines() -> dict[str, str]:
-    """Every benchmark's own ``bedside/<name>`` model engines: name -> dotted path of the class."""
-    found: dict[str, str] = {}
-    for benchmark in REGISTRY:
-        for name, engine in benchmark.engines.items():
-            if name in found:
-                raise ValueError(f"bedside/{name} is declared by two benchmarks")
-            found[name] = engine
-    return found
+def task_functions() -> dict[str, Callable[..., Any]]:
+    """Every benchmark's Inspect tasks by name (imported now: Inspect's entry point, :mod:`bedside._registry`,
+    registers them so)."""
+    return {name: function for b in REGISTRY for name, function in b.task_functions.items()}

@@ -1,7 +1,7 @@
 """The ``bedside`` command (also ``python -m bedside``): one entry point, one module per command.
 
 Each module in :data:`COMMANDS` (the shared commands) and in each registered benchmark's ``commands``
-(its own, e.g. ``build-cases``; :mod:`bedside.benchmarks`) exposes ``register(subparsers)``, which adds its
+(its own, e.g. ``build-cases``: its tools', :mod:`bedside.parts`) exposes ``register(subparsers)``, which adds its
 sub-command(s) with ``set_defaults(func=...)``; ``func(args)`` returns the exit code. A command's heavy
 imports (pandas, matplotlib) are made inside its functions, so they load only for that command.
 """
@@ -13,7 +13,7 @@ import importlib
 import sys
 from collections.abc import Sequence
 
-from bedside import benchmarks
+from bedside import parts
 
 #: modules that register the shared sub-commands, in the order of ``bedside --help`` (each benchmark's
 #: own follow, in registry order)
@@ -31,8 +31,8 @@ def parser() -> argparse.ArgumentParser:
         prog="bedside", description="bedside: reports and tools for bedside eval logs and data"
     )
     sub = top.add_subparsers(dest="command", required=True)
-    for name in (*COMMANDS, *benchmarks.command_modules()):
-        importlib.import_module(name).register(sub)
+    for module in (*(importlib.import_module(name) for name in COMMANDS), *parts.commands()):
+        module.register(sub)
     return top
 
 

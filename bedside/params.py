@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import importlib
 import inspect
 import re
 import subprocess
@@ -291,22 +290,10 @@ HEADER = "| parameter | values | default | meaning |\n|---|---|---|---|\n"
 
 
 def task_functions() -> dict[str, Callable[..., Any]]:
-    """Every registered benchmark's Inspect tasks (their descriptors' ``task_modules``), by task name."""
-    from inspect_ai.util import registry_info
-
+    """Every registered benchmark's Inspect tasks (in its task modules, ``tasks/<b>*.py``), by task name."""
     from bedside import benchmarks
 
-    found: dict[str, Callable[..., Any]] = {}
-    for benchmark in benchmarks.all_benchmarks():
-        for module_name in benchmark.task_modules:
-            for value in vars(importlib.import_module(module_name)).values():
-                try:
-                    info = registry_info(value)
-                except (ValueError, AttributeError):
-                    continue
-                if info.type == "task":
-                    found[info.name.rsplit("/", 1)[-1]] = value
-    return found
+    return benchmarks.task_functions()
 
 
 def descriptions(function: Callable[..., Any]) -> dict[str, str]:

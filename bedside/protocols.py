@@ -1,8 +1,8 @@
 """Reply protocols: the whole contract of each kind of bedside model call, declared once.
 
-Each benchmark declares its protocols as ``PROTOCOLS`` in the modules its descriptor names
-(``protocol_modules``, e.g. ``bedside/<benchmark>/protocols.py``); :func:`all_protocols` finds them
-through the registry. A :class:`Protocol` names one kind of model call
+Each benchmark declares its protocols (``PROTOCOLS`` of ``bedside/<benchmark>/protocols.py``) and lists them
+in its parts (:class:`bedside.parts.Parts`); :func:`bedside.parts.all_protocols` finds them through the
+registry. A :class:`Protocol` names one kind of model call
 (``"<benchmark>.<role>"``) and holds everything about its reply: the pydantic model it must follow
 (``None`` = prose) or a text ``parser``, the stricter bedside reading (``strict``, used under
 ``-T reading=strict``), the retry budget (``retries``) and what an unreadable reply counts as
@@ -27,7 +27,6 @@ reader of the log finds each call's protocol and reply schema on its input.
 
 from __future__ import annotations
 
-import importlib
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -317,30 +316,6 @@ def reading() -> str:
 
 # ---------------------------------------------------------------------------------------------
 # registry and tags
-
-
-def all_protocols() -> tuple[Protocol, ...]:
-    """Every registered benchmark's protocols (its descriptor's ``protocol_modules``)."""
-    from bedside import benchmarks
-
-    return _protocols(tuple(m for b in benchmarks.all_benchmarks() for m in b.protocol_modules))
-
-
-@lru_cache(maxsize=8)
-def _protocols(modules: tuple[str, ...]) -> tuple[Protocol, ...]:
-    found = [p for module in modules for p in getattr(importlib.import_module(module), "PROTOCOLS", ())]
-    names = [p.name for p in found]
-    duplicated = {n for n in names if names.count(n) > 1}
-    if duplicated:
-        raise RuntimeError(f"protocol names declared twice: {sorted(duplicated)}")
-    return tuple(found)
-
-
-def protocol(name: str) -> Protocol:
-    for p in all_protocols():
-        if p.name == name:
-            return p
-    raise KeyError(f"no bedside protocol named {name!r}")
 
 
 @dataclass(frozen=True)

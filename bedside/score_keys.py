@@ -12,10 +12,11 @@ scorer, and ties them to it with :func:`declares`::
     @scorer(metrics=summary_of(KEYS))
     def topic_checklist(...): ...
 
-A benchmark's descriptor lists its scorers (:attr:`bedside.benchmark.Benchmark.scorers`), and everything
-that shows a number reads the declarations through the registry (:mod:`bedside.benchmarks`): the interval
-rule (by the key's scale, :mod:`bedside.intervals`), Inspect's summary block and the health block
-(:mod:`bedside.scorers.metrics`), ``bedside strata``, ``compare``, ``report`` and the sweep leaderboard.
+A benchmark lists its scorers in ``SCORERS`` of ``scorers/<b>/__init__.py``
+(:attr:`bedside.benchmark.Benchmark.scorers`), and everything that shows a number reads the declarations
+through the registry (:mod:`bedside.benchmarks`): the interval rule (by the key's scale,
+:mod:`bedside.intervals`), Inspect's summary block and the health block (:mod:`bedside.scorers.metrics`),
+``bedside strata``, ``compare``, ``report`` and the sweep leaderboard.
 This module is light (no Inspect, no model) and sits beside the registry, not among the scorers: the
 registry (which solvers reach) and reports import it without importing a scorer's machinery.
 

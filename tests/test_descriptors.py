@@ -7,11 +7,14 @@ here)."""
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 
 import pytest
 
 from bedside import benchmarks
 from bedside.end_reasons import EndReason
+from bedside.parts import Parts, Tools, parts_of, tools_of
 from bedside.providers.scripted import ScriptedEngine
 from bedside.score_keys import ScoreKey
 from tests.golden import make_golden
@@ -53,7 +56,7 @@ def test_scripted_runs_end_with_their_benchmarks_declared_reasons(run):
 
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
 def test_the_scripted_model_answers_every_declared_protocol(benchmark):
-    protocols = {p.name for p in benchmark.protocols()}
+    protocols = {p.name for p in parts_of(benchmark).protocols}
     assert protocols, f"{benchmark.name} declares no protocols"
     missing = protocols - set(ScriptedEngine().handlers)
     assert not missing, f"{benchmark.name}: no scripted handler for {sorted(missing)}"
@@ -126,3 +129,63 @@ def test_the_scorers_of_the_scripted_runs_write_exactly_their_declared_keys(run)
             f"{scorer}: written but undeclared {sorted(keys - declared)}, "
             f"declared but never written {sorted(declared - keys)}"
         )
+
+
+# --- a benchmark's code: three places, each imported only when asked for (bedside.benchmark) ------------
+
+
+@pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
+def test_every_benchmark_has_its_code_at_its_places(benchmark):
+    """``SCORERS`` (each declaring keys), its task modules (each task one of its tasks or preparation tasks),
+    ``PARTS`` (protocols and scripted roles at least) and ``TOOLS`` (when it has ``tools.py``)."""
+    assert benchmark.scorers and all(benchmark.scorer_keys.values())
+    assert benchmark.end_reason_scorer in (None, *benchmark.scorer_keys)
+    tasks = benchmark.task_functions
+    assert tasks and set(tasks) <= {*benchmark.tasks, *benchmark.preparation_tasks}, sorted(tasks)
+    assert set(benchmark.tasks) <= set(tasks), f"{benchmark.name}: tasks without a task function"
+    parts = parts_of(benchmark)
+    assert isinstance(parts, Parts) and parts.protocols and parts.scripts
+    assert isinstance(tools_of(benchmark), Tools)
+
+
+#: what a process does: (its code, the modules it needs, the modules it must not import). Reading the facts
+#: imports no code of a benchmark and not Inspect; reading a log's numbers (the loader, every benchmark's score
+#: keys) its scorers but no solver, task, part, tool or model library; Inspect's entry point (every task) and the
+#: scripted model (every benchmark's parts) no tool and neither pandas nor scipy. "parts" / "tools": every
+#: registered benchmark's bedside/<b>/parts.py / tools.py.
+IMPORT_PATHS = {
+    "facts": (
+        "from bedside import benchmarks\n[(b.strata, b.roles, b.run_options) for b in benchmarks.all_benchmarks()]",
+        ("bedside.benchmarks",),
+        ("inspect_ai", "bedside.scorers", "bedside.tasks", "bedside.solvers", "parts", "tools"),
+    ),
+    "numbers": (
+        "from bedside import benchmarks\nfrom bedside.reporting.load import load, scores_frame\n"
+        "[(b.headline, b.lower_is_better) for b in benchmarks.all_benchmarks()]\nbenchmarks.health_keys()",
+        ("bedside.scorers",),
+        ("bedside.tasks", "bedside.solvers", "parts", "tools", "torch", "sentence_transformers", "openai", "anthropic"),
+    ),
+    "entry point": ("import bedside._registry", ("bedside.tasks",), ("parts", "tools", "pandas", "scipy")),
+    "scripted model": (
+        "import bedside._registry\nfrom inspect_ai.model import get_model\nget_model('bedside/scripted')",
+        ("parts",),
+        ("tools", "pandas", "scipy"),
+    ),
+}
+
+
+def _modules(names: tuple[str, ...]) -> set[str]:
+    own = {f"bedside.{b.name}.{n}" for b in benchmarks.all_benchmarks() for n in names if n in ("parts", "tools")}
+    return own | {n for n in names if n not in ("parts", "tools")}
+
+
+@pytest.mark.eval  # a fresh process: what it imports
+@pytest.mark.parametrize("path", IMPORT_PATHS)
+def test_each_path_imports_only_the_code_it_needs(path):
+    code, needed, forbidden = IMPORT_PATHS[path]
+    probe = f"{code}\nimport sys, json\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, timeout=300, check=True)
+    imported = set(json.loads(done.stdout.splitlines()[-1]))
+    assert _modules(needed) <= imported, sorted(_modules(needed) - imported)
+    bad = [m for m in sorted(imported) if any(m == f or m.startswith(f"{f}.") for f in _modules(forbidden))]
+    assert not bad, f"{path}: imports {bad}"

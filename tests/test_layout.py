@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from bedside import benchmarks
+from bedside.parts import parts_of
 from tests.conftest import REPO
 
 #: setup.py's installed package -> repository folder (tasks/, solvers/, scorers/ are subpackages of ``bedside``)
@@ -214,8 +215,9 @@ def test_every_registered_benchmark_has_its_folders():
         found = benchmark_modules(benchmark.name)
         assert f"bedside.{benchmark.name}" in found, f"{benchmark.name}: no bedside/{benchmark.name}/"
         assert any(m.startswith(f"bedside.tasks.{benchmark.name}") for m in found), f"{benchmark.name}: no task module"
-        for module in (*benchmark.task_modules, *benchmark.scripts, *benchmark.protocol_modules):
-            assert module in found, f"{benchmark.name} declares {module}, which is not in its own folders"
+        code = (*benchmark.task_modules, f"bedside.scorers.{benchmark.name}", f"bedside.{benchmark.name}.parts")
+        for module in (*code, *(m.__name__ for m in parts_of(benchmark).scripts)):
+            assert module in found, f"{benchmark.name}: {module} is not in its own folders"
 
 
 @pytest.mark.parametrize("benchmark", [b.name for b in benchmarks.all_benchmarks()])

@@ -24,7 +24,7 @@ from inspect_ai.model import (
 )
 
 from bedside.calls import ask
-from bedside.protocols import protocol
+from bedside.parts import protocol
 from tests.conftest import REPO
 from tests.corpus.replies import cases, outcomes, table
 
@@ -88,7 +88,7 @@ def test_every_style_of_every_protocol_reads_as_pinned(rule):
 @pytest.mark.eval
 def test_the_corpus_covers_every_protocol_that_reads_a_reply():
     covered = {c.protocol.name for c in cases()}
-    from bedside.protocols import all_protocols
+    from bedside.parts import all_protocols
 
     # the prose calls whose reading is the same one-line rule as one covered here
     same_as_covered = {

@@ -54,15 +54,25 @@ TOY: dict[str, str] = {
             subject_role="clinician",
             roles=("grader",),
             end_reasons=(*ToyEndReason, EndReason.ERROR),
-            strata=("ward",),
-            scorers=("bedside.scorers.toy:toy_judge",),
-            store="bedside.toy.store:ToyStore",
-            protocol_modules=("bedside.toy.protocols",),
-            task_modules=("bedside.tasks.toy",),
-            scripts=("bedside.toy.scripted",),
-            commands=("bedside.toy.wards",),
             end_reason_scorer="toy_judge",
+            strata=("ward",),
         )
+    ''',
+    "bedside/toy/parts.py": '''
+        """ToyBench's parts: what an eval's model calls need."""
+
+        from bedside.parts import Parts
+        from bedside.toy import protocols, scripted
+
+        PARTS = Parts(protocols=protocols.PROTOCOLS, scripts=(scripted,))
+    ''',
+    "bedside/toy/tools.py": '''
+        """ToyBench's tools: what the bedside command needs."""
+
+        from bedside.parts import Tools
+        from bedside.toy import wards
+
+        TOOLS = Tools(commands=(wards,))
     ''',
     "bedside/toy/protocols.py": '''
         """ToyBench's reply protocols: the clinician's answer (prose) and the grader's verdict (JSON)."""
@@ -229,6 +239,10 @@ TOY: dict[str, str] = {
                 return Score(value={"score": verdict.score, "harm": float(verdict.harm)}, answer=ToyEndReason.ANSWERED)
 
             return score
+
+
+        #: its scorers, in the order of its headline table
+        SCORERS = (toy_judge,)
     ''',
     "prompts/toy/clinician.j2": """
         {#- ToyBench clinician prompt (a bedside addition, test only). -#}

@@ -26,19 +26,6 @@ BENCHMARK = Benchmark(
     # the continuation's ends (single-turn samples have none)
     end_reasons=(*CPBEndReason, EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS, EndReason.ERROR),
     strata=("category", "dataset", "language"),
-    # the headline rates failure, overreaction (with its types A-D) and persistence, all lower-is-better
-    scorers=(
-        "bedside.scorers.cpb.judges:cpb_failure",
-        "bedside.scorers.cpb.judges:cpb_overreaction",
-        "bedside.scorers.cpb.judges:cpb_persistence",
-    ),
     ranked_keys=("failure", "overreaction"),
     variant_args=("mitigation", "turns"),
-    store="bedside.cpb.store:CPBStore",
-    protocol_modules=("bedside.cpb.protocols",),
-    task_modules=("bedside.tasks.cpb",),
-    scripts=("bedside.cpb.scripted",),
-    report="bedside.cpb.report:section",
-    commands=("bedside.cpb.replay_check",),
-    engines={"replay": "bedside.cpb.replay:ReplayEngine"},
 )

@@ -15,7 +15,7 @@ Likert axis, [0, 1] for ``tcs`` and ``comprehension``), as every bedside interva
 scale: the mean lies in the scale, so the intersection covers it whenever the interval does.
 
 The same table is printed by ``bedside agreement`` (:func:`print_calibrated`) and shown in DischargeBench's
-section of ``bedside report --annotations FILE`` (:func:`section`, named by its descriptor's ``calibrated``;
+section of ``bedside report --annotations FILE`` (:func:`section`, named by its tools' ``calibrated``;
 ``calibrated.csv``), on the samples of the population its Table 1 averages.
 """
 

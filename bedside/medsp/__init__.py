@@ -26,17 +26,10 @@ BENCHMARK = Benchmark(
     subject_role="examinee",
     roles=("patient", "environment", "grader"),
     end_reasons=(*MedSPEndReason, EndReason.MAX_TURNS, EndReason.ERROR),
+    end_reason_scorer="medsp_rubric",
     strata=("specialty",),
     min_n={"specialty": 5},  # per-specialty rates need 5 scored cases (as the paper reports them)
-    # micro and macro are pooled over items (its report pools them per specialty from each case's counts)
-    scorers=("bedside.scorers.medsp.rubric:medsp_rubric",),
     # a sweep ranks on the per-case rate (the pooled rates are not per-case means)
     ranked_keys=("scenario_mean",),
     variant_args=("scaling",),
-    store="bedside.medsp.store:MedSPStore",
-    protocol_modules=("bedside.medsp.protocols",),
-    task_modules=("bedside.tasks.medsp",),
-    scripts=("bedside.medsp.scripted", "bedside.medsp.scripted_environment"),
-    report="bedside.medsp.report:section",
-    end_reason_scorer="medsp_rubric",
 )

@@ -8,15 +8,14 @@ from typing import Any
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelAPI, ModelOutput, ModelUsage, StopReason
 from inspect_ai.tool import ToolChoice, ToolInfo
 
-from bedside import benchmarks
-from bedside.benchmark import resolve
+from bedside import parts
 from bedside.params import SetupError
 from bedside.providers.human_desk import OPTIONS as HUMAN_OPTIONS
 
 
 class BedsideAPI(ModelAPI):
     """Dispatches on the model name: ``scripted`` (deterministic stand-in), ``local`` (llama.cpp) or an
-    engine a registered benchmark declares (its descriptor's ``engines``, e.g. ``bedside/replay``)."""
+    engine a registered benchmark declares (its parts' ``engines``, e.g. ``bedside/replay``)."""
 
     def __init__(
         self,
@@ -67,8 +66,8 @@ class BedsideAPI(ModelAPI):
             from bedside.providers.human import HumanEngine
 
             return HumanEngine(**model_args)
-        if model_name in (engines := benchmarks.engines()):
-            return resolve(engines[model_name])(**dict(model_args))
+        if model_name in (engines := parts.engines()):
+            return engines[model_name](**dict(model_args))
         known = ", ".join(f"bedside/{name}" for name in ("scripted", "local", "human", *engines))
         raise ValueError(f"unknown bedside model {model_name!r}: use {known}")
 

@@ -5,7 +5,7 @@ It is NOT a language model. It reads which role it is playing from the call's pr
 sample it runs in (the call's *situation*: the case, the records the solvers keep, the encounter so
 far, earlier replies; :mod:`bedside.providers.scripts`) and the conversation from the chat messages'
 roles, never from the prompt text, and answers in that role's format, with the scripts of that
-benchmark (the modules its descriptor names in ``scripts``, e.g. ``bedside/<benchmark>/scripted.py``;
+benchmark (the modules its parts name in ``scripts``, e.g. ``bedside/<benchmark>/scripted.py``;
 each exports ``Options``, a dataclass of behaviour switches that modules of one benchmark share,
 ``HANDLERS`` and ``SITUATIONS``; found through the registry).
 

@@ -16,34 +16,30 @@ both give a handler the same input. A protocol without an entry in ``SITUATIONS`
 
 from __future__ import annotations
 
-import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from functools import cached_property, lru_cache
-from types import ModuleType
-from typing import Any, TypeVar
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from inspect_ai.event import InfoEvent, ModelEvent, SampleInitEvent, SpanBeginEvent
 from inspect_ai.log import transcript
 from inspect_ai.model import ChatMessage, ChatMessageUser
 from inspect_ai.util import StoreModel, current_span_id, store_as
 
-from bedside import benchmarks
-from bedside.protocols import protocol as protocol_named
+from bedside import parts
+from bedside.parts import protocol as protocol_named
 from bedside.protocols import tag_of
 from bedside.records import Turn
+
+if TYPE_CHECKING:
+    from bedside.parts import ScriptModule
 
 S = TypeVar("S", bound=StoreModel)
 
 
-def script_modules() -> tuple[ModuleType, ...]:
-    """Every registered benchmark's script modules (its descriptor's ``scripts``)."""
-    return _imported(benchmarks.script_modules())
-
-
-@lru_cache(maxsize=8)
-def _imported(names: tuple[str, ...]) -> tuple[ModuleType, ...]:
-    return tuple(importlib.import_module(name) for name in names)
+def script_modules() -> tuple[ScriptModule, ...]:
+    """Every registered benchmark's script modules (its parts' ``scripts``)."""
+    return parts.scripts()
 
 
 @dataclass(frozen=True)

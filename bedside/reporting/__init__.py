@@ -13,10 +13,10 @@ Sub-commands of ``bedside`` (also ``python -m bedside``):
   logs with another grader; ``report`` then shows how the ranking moves
   (:mod:`bedside.reporting.sweep`: leaderboard with paired differences, Kendall's tau).
 
-A benchmark's own commands and report section are in its package (its descriptor's ``commands`` and
-``report``). Logs are read by :mod:`bedside.reporting.load` (many logs, for ``report``) and
-:mod:`bedside.reporting.scores` (one log's score table); what differs per benchmark (strata, metric
-directions, headline keys, ...) comes from the descriptors in :mod:`bedside.benchmarks`. The numbers
+A benchmark's own commands and report section are in its package (its tools' ``commands`` and
+``report``, ``bedside/<benchmark>/tools.py``). Logs are read by :mod:`bedside.reporting.load` (many logs,
+for ``report``) and :mod:`bedside.reporting.scores` (one log's score table); what differs per benchmark
+(strata, metric directions, headline keys, ...) comes from the descriptors in :mod:`bedside.benchmarks`. The numbers
 are computed in :mod:`bedside.reporting.tables` (pandas, scipy, scikit-learn), every interval by
 bedside's one rule (:mod:`bedside.intervals`); :mod:`bedside.reporting.figures` only draws them.
 """

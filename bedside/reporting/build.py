@@ -5,13 +5,13 @@ Writes ``DIR/index.html`` (open it in a browser; static, no script), the figures
 every table as CSV:
 
 ==========================  ===================================================================
-(a benchmark's own files)   its section (``report`` in its descriptor, ``bedside/<benchmark>/report.py``):
+(a benchmark's own files)   its section (``report`` in its tools, ``bedside/<benchmark>/tools.py``):
                             the paper's tables and figures, each as CSV (figures also PNG, SVG)
 ``<b>_run_options.csv``     a benchmark's paper-silent options per log (its descriptor's ``run_options``:
                             model, log, option, value, recorded; :mod:`bedside.reporting.run_options`);
                             runs in one table with different values: a warning atop the page and on stderr
 (``--annotations FILE``)    a benchmark's judge-calibrated estimates from physician annotations (its
-                            descriptor's ``calibrated`` module), in its section and its own CSV
+                            tools' ``calibrated`` module), in its section and its own CSV
 ``<benchmark>.csv``         a registered benchmark without a section of its own
                             (:mod:`bedside.benchmarks`): its headline keys overall and per
                             stratum (mean, 95 % CI, n)
@@ -40,9 +40,9 @@ from pathlib import Path
 import pandas as pd
 
 from bedside import benchmarks
-from bedside.benchmark import resolve
 from bedside.benchmarks import Benchmark
 from bedside.intervals import describe
+from bedside.parts import tools_of
 from bedside.reporting import run_options, tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
@@ -66,7 +66,7 @@ def build(
     annotations: str | None = None,
 ) -> Path:
     """Write the report into ``out``; returns the path of ``index.html``. ``annotations``: a physician
-    annotations file for the benchmarks that take one (their descriptor's ``calibrated``)."""
+    annotations file for the benchmarks that take one (their tools' ``calibrated``)."""
     out = Path(out)
     logs = load(paths)
     present = {i.benchmark for i in logs}
@@ -104,12 +104,13 @@ def build(
 
     for benchmark in benchmarks.all_benchmarks():  # in registry order; a benchmark without its own section
         if benchmark.name in present:  # gets the generic one (headline keys overall and per stratum)
-            section: Section = resolve(benchmark.report) if benchmark.report else generic_section
+            tools = tools_of(benchmark)
+            section: Section = tools.report or generic_section
             section(SectionInputs(page, benchmark, frame, logs, out, csv, population=shown(benchmark, population)))
             run_options.section(page, benchmark, logs, csv)
-            if benchmark.calibrated and benchmark.name in annotated:  # on the samples its section averages
+            if tools.calibrated and benchmark.name in annotated:  # on the samples its section averages
                 mine = [replace(i, log=restrict_log(i.log, population)) for i in logs if i.benchmark == benchmark.name]
-                resolve(benchmark.calibrated).section(page, benchmark, mine, annotated[benchmark.name], csv)
+                tools.calibrated.section(page, benchmark, mine, annotated[benchmark.name], csv)
     from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
 
     sweep.section(page, logs, csv, allow_different_data)
@@ -124,13 +125,13 @@ def _read_annotations(path: str | None, present: list[Benchmark]) -> dict[str, p
     takes annotations; read before anything is written, so a bad file stops the report with one line."""
     if path is None:
         return {}
-    takers = {b.name: b.calibrated for b in present if b.calibrated}
+    takers = {b.name: tools_of(b).calibrated for b in present if tools_of(b).calibrated}
     if not takers:
         raise ValueError(
             f"--annotations {path}: none of the logs' benchmarks ({', '.join(b.title for b in present)}) "
             "takes physician annotations"
         )
-    return {name: resolve(module).read_annotations(path) for name, module in takers.items()}
+    return {name: module.read_annotations(path) for name, module in takers.items() if module}
 
 
 def generic_section(inputs: SectionInputs) -> None:

@@ -1,7 +1,7 @@
 """Which samples a report averages: ``bedside report`` / ``bedside strata`` ``--population NAME``.
 
-A benchmark whose paper names several populations declares them in its descriptor
-(:attr:`bedside.benchmark.Benchmark.populations`: a module with ``POPULATIONS``, its default first, and
+A benchmark whose paper names several populations declares them in its tools
+(:attr:`bedside.parts.Tools.populations`: a module with ``POPULATIONS``, its default first, and
 ``in_population(sample, name)``). A log of a benchmark that declares ``NAME`` keeps only the samples of
 that population; its default population, and the logs of benchmarks that do not declare ``NAME``, are
 kept as they are.
@@ -16,12 +16,13 @@ import pandas as pd
 from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
-from bedside.benchmark import Benchmark, resolve
+from bedside.benchmark import Benchmark
+from bedside.parts import PopulationModule, tools_of
 from bedside.reporting.load import LoadedLog, benchmark_of
 
 
-def _module(benchmark: Benchmark | None) -> Any:
-    return resolve(benchmark.populations) if benchmark is not None and benchmark.populations else None
+def _module(benchmark: Benchmark | None) -> PopulationModule | None:
+    return tools_of(benchmark).populations if benchmark is not None else None
 
 
 def choices() -> list[str]:

@@ -138,13 +138,14 @@ def check_prompts(log: Any, source: str, allow: bool) -> str | None:
 def check_data_use(log: Any, source: str, grader: Model, zero_retention: bool) -> None:
     """The log's benchmark's ``rescore_guard`` (none: nothing to check); its refusal prefixed with the log."""
     from bedside import benchmarks
-    from bedside.benchmark import resolve
+    from bedside.parts import tools_of
 
     benchmark = benchmarks.of_task(log.eval.task, preparation=True)
-    if benchmark is None or benchmark.rescore_guard is None:
+    guard = tools_of(benchmark).rescore_guard if benchmark is not None else None
+    if guard is None:
         return
     try:
-        resolve(benchmark.rescore_guard)(log, grader, zero_retention)
+        guard(log, grader, zero_retention)
     except ValueError as refused:
         raise ValueError(f"{source}: {refused}") from None
 

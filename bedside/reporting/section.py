@@ -1,5 +1,5 @@
 """What a benchmark's section of ``bedside report`` is given, defined once: :class:`SectionInputs`. Every
-section takes it — a benchmark's own (its descriptor's ``report``, ``bedside/<benchmark>/report.py``) and
+section takes it — a benchmark's own (its tools' ``report``, :class:`bedside.parts.Tools`) and
 the generic one of a benchmark without its own (:func:`bedside.reporting.build.generic_section`) — and
 :func:`bedside.reporting.build.build` makes it."""
 
@@ -33,7 +33,7 @@ class SectionInputs:
     logs: list[LoadedLog]  # every log of the report (a section reads its own benchmark's)
     out: Path  # the report's folder (figures are written there)
     csv: CsvWriter
-    #: the one of the benchmark's populations (its descriptor's ``populations``) the frame holds; None: every sample
+    #: the one of the benchmark's populations (its tools' ``populations``) the frame holds; None: every sample
     population: str | None = None
 
 

@@ -1,2 +1,8 @@
 """MedSP1000 scorers: the frozen-rubric evaluator's call and rates (:mod:`.rubric`) and its prompts
 (:mod:`.evaluator`)."""
+
+from bedside.scorers.medsp.rubric import medsp_rubric
+
+#: its scorer (:attr:`bedside.benchmark.Benchmark.scorers`); micro and macro are pooled over items (its report
+#: pools them per specialty from each case's counts)
+SCORERS = (medsp_rubric,)

@@ -23,7 +23,8 @@ from typing import Any
 
 from bedside.discharge.protocols import checklist_protocol, grade_protocol
 from bedside.medsp.records import RubricItem
-from bedside.protocols import Protocol, Reply, protocol
+from bedside.parts import protocol
+from bedside.protocols import Protocol, Reply
 
 RULES = ("official", "strict")
 

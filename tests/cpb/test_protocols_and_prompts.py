@@ -11,9 +11,9 @@ from bedside.cpb.protocols import FailureVerdict, OverreactionVerdict, Persisten
 from bedside.cpb.protocols import read_self_check as parse_self_check
 from bedside.cpb.records import CATEGORIES, ControlCase, CPBCase
 from bedside.cpb.store import ContinuationTurn
+from bedside.parts import all_protocols, protocol
 from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
-from bedside.protocols import all_protocols, protocol
 from bedside.providers.scripted import ScriptedEngine
 from bedside.scorers.cpb.judges import failure_messages, overreaction_messages, persistence_messages
 from bedside.solvers.cpb import (

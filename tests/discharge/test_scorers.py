@@ -16,8 +16,8 @@ from bedside.discharge.protocols import read_grades as parse_grades
 from bedside.discharge.records import topic_checklist_questions
 from bedside.discharge.samples import DEMO_CASES
 from bedside.scorers.discharge.comprehension import comprehension_score
-from bedside.scorers.discharge.topic_checklist import normalise_id, tcs
 from bedside.scorers.discharge.text_metrics import cosine, readability, rouge_l
+from bedside.scorers.discharge.topic_checklist import normalise_id, tcs
 from bedside.tasks.discharge import discharge
 from tests import forked
 from tests.conftest import REPO, metrics_of, run, scripted

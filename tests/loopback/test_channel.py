@@ -14,7 +14,7 @@ from inspect_ai.model import get_model
 
 from bedside.calls import ask
 from bedside.discharge import scripted as discharge_scripts
-from bedside.protocols import protocol
+from bedside.parts import protocol
 from loopback_channel import BODY_KEY, LOOPBACK_URL_ENV, LoopbackChannel, on_channel
 from tests.loopback.server import UNKNOWN, LoopbackServer
 

@@ -26,7 +26,7 @@ from bedside.medsp.protocols import read_examinee as parse_examinee
 from bedside.medsp.protocols import read_patient as parse_patient
 from bedside.medsp.records import SimState, load_scenarios
 from bedside.medsp.samples import DEMO_DIR
-from bedside.protocols import all_protocols, protocol
+from bedside.parts import all_protocols, protocol
 from bedside.providers.scripted import ScriptedEngine
 from bedside.scorers.medsp.evaluator import BedsideEvaluatorPrompts
 from bedside.solvers.medsp import BedsidePrompts
@@ -211,7 +211,7 @@ def run_cli(targets: list[str], tmp_path: Path) -> None:
 def test_cli_by_path_and_by_entry_point(tmp_path):
     import bedside._registry
 
-    assert "bedside.tasks.medsp" in bedside._registry.benchmarks.task_modules()
+    assert "medsp" in bedside._registry.benchmarks.task_functions()
     run_cli(["tasks/medsp.py", "bedside/medsp"], tmp_path)
 
 

@@ -14,7 +14,8 @@ from bedside.discharge.protocols import EDUCATOR, PATIENT
 from bedside.discharge.records import load_cases
 from bedside.discharge.samples import DEMO_CASES
 from bedside.discharge.scripted import educator_plan
-from bedside.protocols import all_protocols, tag_of
+from bedside.parts import all_protocols
+from bedside.protocols import tag_of
 from bedside.providers.scripted import ScriptedEngine
 from bedside.solvers.discharge.encounter import educator_prompt, patient_prompt
 from tests.conftest import scripted

@@ -3,11 +3,13 @@ benchmark registered in one place flows through the loader, ``strata``, ``compar
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pandas as pd
 import pytest
 from inspect_ai.log import read_eval_log
 from inspect_ai.scorer import Score
-from inspect_ai.util import StoreModel
 
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
@@ -16,11 +18,13 @@ from bedside.cpb.protocols import OVERREACTION_TYPES
 from bedside.discharge.protocols import UNSAFE_CATEGORIES
 from bedside.end_reasons import EndReason
 from bedside.intervals import BINARY, UNIT
+from bedside.parts import Parts, Tools, parts_of
 from bedside.reporting.build import build
 from bedside.reporting.compare import compare
 from bedside.reporting.load import load, scores_frame
 from bedside.reporting.strata import strata_table
 from bedside.score_keys import ScoreKey, declares
+from tests.conftest import REPO
 from tests.reporting.synth import event, log, sample, write
 
 #: the lower-is-better keys and strata reporting used before the descriptors (one global table each):
@@ -91,11 +95,11 @@ def test_the_three_benchmarks_declare_what_reporting_used_to_keep_in_tables():
 
 @pytest.mark.eval
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
-def test_every_descriptor_resolves_its_store_and_protocols(benchmark: Benchmark):
-    assert issubclass(benchmark.store_model(), StoreModel)
-    protocols = benchmark.protocols()
+def test_every_descriptor_finds_its_parts_and_protocols(benchmark: Benchmark):
+    protocols = parts_of(benchmark).protocols
     # named "<benchmark>.<role>", or after the sub-package of its folder they belong to ("mimic.extract")
-    prefixes = {benchmark.name, *(m.split(".")[2] for m in benchmark.protocol_modules if m.count(".") > 2)}
+    folder = REPO / "bedside" / benchmark.name
+    prefixes = {benchmark.name, *(p.parent.name for p in folder.glob("*/__init__.py"))}
     assert protocols and all(p.name.split(".")[0] in prefixes for p in protocols)
     assert benchmark.end_reasons and all(isinstance(r, str) for r in benchmark.end_reasons)
     assert benchmark.headline and benchmark.strata and benchmark.subject_role not in benchmark.roles
@@ -111,7 +115,14 @@ def toy_judge() -> None:
     """ToyBench's scorer, as far as reporting sees it: the keys it declares."""
 
 
-TOY = Benchmark(
+class ToyBench(Benchmark):
+    """ToyBench's descriptor, with its code (its scorer, no parts) given here rather than in its folders."""
+
+    def code(self, module: str) -> Any:
+        return SimpleNamespace(SCORERS=(toy_judge,), PARTS=Parts(protocols=(), scripts=()), TOOLS=Tools())
+
+
+TOY = ToyBench(
     name="toy",
     title="ToyBench",
     tasks=("toy_bench",),
@@ -119,7 +130,6 @@ TOY = Benchmark(
     roles=("grader",),
     end_reasons=(EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS),
     strata=("ward",),
-    scorers=("tests.reporting.test_benchmarks:toy_judge",),
     variant_args=("difficulty",),
 )
 

@@ -12,8 +12,8 @@ run anywhere. Case files written before cases carried a provenance have none, bu
 treated as MIMIC-derived, and the refusal says so (:func:`mimic_reason`). A case of unknown origin (no
 provenance, not synthetic, another id) runs, with a warning in the log and in its sample's transcript.
 
-``bedside rescore`` of a log of such cases checks its new grader the same way (:func:`check_rescore`, the
-descriptor's ``rescore_guard``; ``--zero-retention``).
+``bedside rescore`` of a log of such cases checks its new grader the same way (:func:`check_rescore`, its
+tools' ``rescore_guard``; ``--zero-retention``).
 
 Checked twice: while Inspect builds the task (``inspect eval``, ``eval()`` of the task by name: the models
 are known, nothing is read past the case file), and per sample in the set-up (:func:`data_use_check`), so a

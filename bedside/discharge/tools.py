@@ -1,0 +1,17 @@
+"""DischargeBench's tools: what the ``bedside`` command needs (:class:`bedside.parts.Tools`)."""
+
+from __future__ import annotations
+
+from bedside.discharge import agreement, annotate, audit, calibrated, population, safety_report
+from bedside.discharge.mimic import build, eval_guard
+from bedside.discharge.report import section
+from bedside.parts import Tools
+
+TOOLS = Tools(
+    commands=(audit, agreement, annotate, build, safety_report),
+    report=section,
+    populations=population,
+    calibrated=calibrated,
+    # re-judging a run on MIMIC-derived cases sends their notes to the new grader: checked as in a run
+    rescore_guard=eval_guard.check_rescore,
+)
