@@ -1,5 +1,6 @@
-"""Task parameters (``-T name=value``): typed in the task function's signature, described once in its
-docstring, checked before the task reads any data, and documented in tables generated from both.
+"""Task parameters (``-T name=value``): typed in the task function's signature, described once (in its
+docstring, or, for a parameter several tasks share, by its shared type: :data:`SHARED`), checked before the
+task reads any data, and documented in tables generated from both.
 
 What Inspect (0.3.285) does with a task's parameters: ``inspect eval -T`` YAML-parses each value and
 splits an unquoted comma into a list (``-T max_turns=5`` is the int 5, ``-T max_turns=abc`` the string
@@ -43,11 +44,12 @@ from typing import Annotated, Any, Literal, TypeVar, Union, cast, get_args, get_
 
 import annotated_types
 import docstring_parser
-from pydantic import ConfigDict, TypeAdapter, ValidationError
+from pydantic import ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationError
 from pydantic.fields import FieldInfo
 from rich.markup import escape
 
 from bedside.compat import PrerequisiteError
+from bedside.protocols import ReadingRule
 
 
 class SetupError(PrerequisiteError, ValueError):
@@ -107,7 +109,12 @@ Kind = Literal["choice", "choices", "integer", "boolean", "text"]
 
 
 def _without_none(annotation: Any) -> tuple[Any, bool]:
-    """``(X, True)`` for ``X | None``; ``(annotation, False)`` otherwise."""
+    """``(X, True)`` for ``X | None`` (``Annotated[X | None, ...]``: ``(Annotated[X, ...], True)``);
+    ``(annotation, False)`` otherwise."""
+    if get_origin(annotation) is Annotated:
+        base, *extra = get_args(annotation)
+        stripped, optional = _without_none(base)
+        return (Annotated[(stripped, *extra)] if optional else annotation), optional
     if get_origin(annotation) in (Union, types.UnionType):
         members = get_args(annotation)
         rest = tuple(m for m in members if m is not type(None))
@@ -126,6 +133,16 @@ def _unannotated(annotation: Any) -> tuple[Any, list[Any]]:
     return annotation, metadata
 
 
+def _described(annotation: Any) -> str:
+    """The description its type gives a parameter (``Field(description=...)``: a shared parameter's), or ''."""
+    while get_origin(annotation) is Annotated:
+        annotation, *extra = get_args(annotation)
+        for item in extra:
+            if isinstance(item, FieldInfo) and item.description:
+                return " ".join(item.description.split())
+    return ""
+
+
 @dataclass(frozen=True)
 class ParameterType:
     """What one task parameter's annotation allows, read once from the signature."""
@@ -138,6 +155,8 @@ class ParameterType:
     choices: tuple[Any, ...] = ()
     minimum: int | None = None
     maximum: int | None = None
+    #: what its type says it means (a shared parameter's description), or ''
+    description: str = ""
 
     @classmethod
     def of(cls, name: str, annotation: Any) -> ParameterType:
@@ -167,7 +186,7 @@ class ParameterType:
             kind = "text"
         else:
             raise TypeError(f"parameter {name!r}: bedside cannot check or document the type {annotation!r}")
-        return cls(name, inner, optional, kind, choices, minimum, maximum)
+        return cls(name, inner, optional, kind, choices, minimum, maximum, _described(annotation))
 
     @functools.cached_property
     def adapter(self) -> TypeAdapter[Any]:
@@ -281,6 +300,27 @@ def validate_parameters(task_function: F) -> F:
     return cast(F, validated)
 
 
+# --- the parameters several tasks share, described once ----------------------------------------------
+#: what each shared parameter means in every task that has it: a task types the parameter with its alias below
+#: (``parse_retries: ParseRetries = 2``) and its table shows this description, followed by ``Here:`` and the
+#: task's own ``Args:`` entry when it has one (what is particular to that task)
+SHARED: dict[str, str] = {
+    "parse_retries": "fresh samples asked for when a model's reply (not a judge's) is empty or not readable.",
+    "judge_retries": "fresh samples asked for when a judge reply is not readable; then what it judges is "
+    "unscored and counted (the health block), never scored 0.",
+    "structured_output": "``true``: request every JSON reply through Inspect's structured output "
+    "(``ResponseSchema``), the run's servers probed first (one that rejects the JSON-schema format stops the run "
+    "with one line); ``false``: never; unset: only where the official code uses a schema, on providers known to "
+    "support it.",
+    "reading": "how replies are read: ``official``: by the rules of the benchmark's official code; ``strict``: "
+    "bedside's stricter reading where it differs (docs/reading-replies.md).",
+}
+ParseRetries = Annotated[NonNegativeInt, Field(description=SHARED["parse_retries"])]
+JudgeRetries = Annotated[NonNegativeInt, Field(description=SHARED["judge_retries"])]
+StructuredOutput = Annotated[bool | None, Field(description=SHARED["structured_output"])]
+Reading = Annotated[ReadingRule, Field(description=SHARED["reading"])]
+
+
 # --- the parameter tables ------------------------------------------------------------------------
 REPO = Path(__file__).resolve().parent.parent
 MARKED = re.compile(
@@ -296,7 +336,7 @@ def task_functions() -> dict[str, Callable[..., Any]]:
     return benchmarks.task_functions()
 
 
-def descriptions(function: Callable[..., Any]) -> dict[str, str]:
+def docstring_args(function: Callable[..., Any]) -> dict[str, str]:
     """The ``Args:`` section of ``function``'s docstring: parameter → its description on one line."""
     parsed = docstring_parser.parse(
         inspect.getdoc(inspect.unwrap(function)) or "", docstring_parser.DocstringStyle.GOOGLE
@@ -304,13 +344,29 @@ def descriptions(function: Callable[..., Any]) -> dict[str, str]:
     return {p.arg_name: " ".join((p.description or "").split()) for p in parsed.params}
 
 
+def descriptions(function: Callable[..., Any]) -> dict[str, str]:
+    """Each parameter of ``function`` → what it means, on one line: its ``Args:`` entry, or for a shared
+    parameter its type's description (:data:`SHARED`), then ``Here:`` and its ``Args:`` entry if it has one
+    (what is particular to this task). A parameter described by neither is left out."""
+    args = docstring_args(function)
+    found = {}
+    for name, kind in parameter_types(function).items():
+        if text := " Here: ".join(t for t in (kind.description, args.get(name, "")) if t):
+            found[name] = text
+    return found
+
+
 def documentation_gaps(function: Callable[..., Any]) -> list[str]:
-    """What the docstring fails to say about the parameters (empty: every one described once)."""
+    """What the signature and docstring fail to say about the parameters (empty: every one described)."""
     names, described = list(parameter_types(function)), descriptions(function)
     gaps = [
-        f"parameter {n!r} has no description in the docstring's Args: section" for n in names if not described.get(n)
+        f"parameter {n!r} has no description (a shared type's, or the docstring's Args: section)"
+        for n in names
+        if not described.get(n)
     ]
-    gaps += [f"the docstring describes {n!r}, which is not a parameter" for n in described if n not in names]
+    gaps += [
+        f"the docstring describes {n!r}, which is not a parameter" for n in docstring_args(function) if n not in names
+    ]
     return gaps
 
 

@@ -1,13 +1,37 @@
-"""Per-sample set-up shared by every bedside task (``Task(setup=...)``)."""
+"""What every bedside task does first: :func:`opening`, while Inspect builds the task, and the per-sample
+set-up it returns (``Task(setup=...)``, :func:`reply_format`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from inspect_ai.model import get_model, model_roles
-from inspect_ai.solver import Generate, TaskState, solver
+from inspect_ai.solver import Generate, Solver, TaskState, solver
 
 from bedside.params import validate_parameters
 from bedside.protocols import ReadingRule, use_reading, use_structured_output
-from bedside.structured import check_models
+from bedside.roles import check_roles
+from bedside.structured import check_models, check_run_models
+
+if TYPE_CHECKING:
+    from bedside.benchmark import Benchmark
+
+
+def opening(
+    task: str, benchmark: Benchmark | None, structured_output: bool | None = None, reading: ReadingRule = "official"
+) -> Solver:
+    """The opening of task ``task``, before it reads any data: the bound model roles checked against its
+    benchmark's (:func:`bedside.roles.check_roles`; ``benchmark`` None: a task with no role but the model under
+    test), and, when ``structured_output`` is asked for, the servers of the run's models probed (one line naming
+    a server that rejects the JSON-schema format, :func:`bedside.structured.check_run_models`). Returns the
+    task's per-sample set-up: :func:`reply_format` of ``structured_output`` and ``reading``."""
+    if benchmark is None:
+        check_roles(task, ())
+    else:
+        check_roles(task, benchmark.roles, benchmark.subject_role)
+    if structured_output:
+        check_run_models()
+    return reply_format(structured_output, reading)
 
 
 @solver

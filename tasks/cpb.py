@@ -30,20 +30,17 @@ Parameters (``-T``): the task functions' docstrings (``python -m bedside.params 
 from typing import Annotated
 
 from inspect_ai import Task, task
-from pydantic import Field, NonNegativeInt
+from pydantic import Field
 
 from bedside.cpb import BENCHMARK
 from bedside.cpb.judges import DEFAULT_CONTEXT, JudgeContext
 from bedside.cpb.records import HOW_TO_OBTAIN, CPBDataError
 from bedside.cpb.samples import CategoryFilter, DatasetFilter, LanguageFilter, control_dataset, positive_dataset
-from bedside.params import validate_parameters
-from bedside.protocols import ReadingRule
-from bedside.roles import check_roles
+from bedside.params import JudgeRetries, ParseRetries, Reading, StructuredOutput, validate_parameters
 from bedside.scorers.cpb.judges import cpb_failure, cpb_overreaction, cpb_persistence
 from bedside.scorers.metrics import with_health
 from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, MitigationName, cpb_continuation, cpb_reply
-from bedside.solvers.setup import reply_format
-from bedside.structured import check_run_models
+from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
 from bedside.versions import data_versions
 
@@ -66,12 +63,12 @@ def cpb(
     dataset: DatasetFilter | None = None,
     mitigation: MitigationName = "none",
     turns: Annotated[int, Field(ge=0, le=MAX_CONTINUATION_TURNS)] = 0,
-    parse_retries: NonNegativeInt = 2,
-    judge_retries: NonNegativeInt = 2,
+    parse_retries: ParseRetries = 2,
+    judge_retries: JudgeRetries = 2,
     context: JudgeContext = DEFAULT_CONTEXT,
-    structured_output: bool | None = None,
+    structured_output: StructuredOutput = None,
     continuation_mitigation: bool = False,
-    reading: ReadingRule = "official",
+    reading: Reading = "official",
 ) -> Task:
     """CPB-Bench's 692 positive cases: the doctor's next reply, judged for failure (lower is better).
 
@@ -91,24 +88,18 @@ def cpb(
         turns: 0: single turn (the paper's main table); 1 to 10: a failed reply is continued for up to
             this many rounds with a ``patient`` role and the persistence rate is added (10 is the official
             multi-turn experiment).
-        parse_retries: fresh samples asked for when the doctor's reply is empty or unreadable.
-        judge_retries: fresh samples asked for when a judge reply is not readable; then the case is
-            unscored and counted (the official code counts it as "not failure").
+        parse_retries: the doctor's replies (and the continuation patient's).
+        judge_retries: the official code counts an unreadable verdict as "not failure".
         context: what the failure judge sees besides the reply: ``full_context`` (the whole segment, as
             in the official runs), ``current_turn`` (nothing more) or ``min_turn`` (the doctor's previous
             turn and the patient's answer).
-        structured_output: ``true``: request the judges' JSON replies through Inspect's structured output
-            (``ResponseSchema``), the servers probed first; ``false``: never; unset: only where the
-            official code uses a schema (the overreaction judge), on providers known to support it.
+        structured_output: the official code uses one for the overreaction judge.
         continuation_mitigation: ``false``: continuation turns use the plain doctor prompt, as upstream;
             ``true``: they use ``mitigation`` too (a bedside extension).
-        reading: ``official``: judge replies read as upstream (the first True/False anywhere);
-            ``strict``: bedside's stricter reading.
+        reading: the official code reads a judge's verdict as the first True/False anywhere in its reply.
     """
-    # role names (the annotations are checked already); the data comes last
-    check_roles("cpb", BENCHMARK.roles, BENCHMARK.subject_role)
-    if structured_output:
-        check_run_models()  # a server that rejects the JSON-schema format: one line, now
+    # the opening (the annotations are checked already); the data comes last
+    setup = opening("cpb", BENCHMARK, structured_output, reading)
     roles = ["grader", "patient"] if turns else ["grader"]
     solver = [cpb_reply(mitigation, parse_retries)]
     scorer = [cpb_failure(judge_retries, context, roles)]
@@ -117,7 +108,7 @@ def cpb(
         scorer.append(cpb_persistence(judge_retries))
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
-        setup=reply_format(structured_output, reading),
+        setup=setup,
         solver=solver,
         scorer=with_health(scorer),
         metadata={
@@ -140,10 +131,10 @@ def cpb_control(
     language: LanguageFilter = "all",
     dataset: DatasetFilter | None = None,
     mitigation: MitigationName = "none",
-    parse_retries: NonNegativeInt = 2,
-    judge_retries: NonNegativeInt = 2,
-    structured_output: bool | None = None,
-    reading: ReadingRule = "official",
+    parse_retries: ParseRetries = 2,
+    judge_retries: JudgeRetries = 2,
+    structured_output: StructuredOutput = None,
+    reading: Reading = "official",
 ) -> Task:
     """CPB-Bench's 352 control cases (ordinary patient turns): the doctor's reply, judged for overreaction.
 
@@ -154,21 +145,14 @@ def cpb_control(
         dataset: only these source datasets (comma-separated; ``IMCS`` and ``IMCS21`` both name the
             IMCS-21 corpus); unset: all.
         mitigation: the doctor's mitigation strategy, as in ``cpb`` (run the same one on both sets).
-        parse_retries: fresh samples asked for when the doctor's reply is empty or unreadable.
-        judge_retries: fresh samples asked for when a judge reply is not readable; then the case is
-            unscored and counted.
-        structured_output: ``true``: request the judge's JSON reply through Inspect's structured output
-            (``ResponseSchema``), the servers probed first; ``false``: never; unset: as the official code
-            does (a schema), on providers known to support it.
-        reading: ``official``: judge replies read as upstream; ``strict``: bedside's stricter reading.
+        parse_retries: the doctor's replies.
+        structured_output: the official code uses one for the overreaction judge.
     """
-    # role names (the annotations are checked already); the data comes last
-    check_roles("cpb_control", BENCHMARK.roles, BENCHMARK.subject_role)
-    if structured_output:
-        check_run_models()  # a server that rejects the JSON-schema format: one line, now
+    # the opening (the annotations are checked already); the data comes last
+    setup = opening("cpb_control", BENCHMARK, structured_output, reading)
     return Task(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
-        setup=reply_format(structured_output, reading),
+        setup=setup,
         solver=[cpb_reply(mitigation, parse_retries)],
         scorer=with_health([cpb_overreaction(judge_retries)]),
         metadata={

@@ -15,10 +15,10 @@ Judges use the ``grader`` role at temperature 0 (the paper used Gemma-4-31B-it).
 existing log with another judge: ``inspect score LOG --model-role grader=<model>``.
 """
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from inspect_ai import Task, task
-from pydantic import NonNegativeInt, PositiveInt
+from pydantic import Field, NonNegativeInt, PositiveInt
 
 from bedside.discharge import BENCHMARK
 from bedside.discharge.context_window import warn_oversized_notes
@@ -26,8 +26,7 @@ from bedside.discharge.mimic.eval_guard import guard
 from bedside.discharge.persona import Behavior, PersonaAssignment
 from bedside.discharge.records import EducationLevel, HealthLiteracy, Personality, RecallLevel
 from bedside.discharge.samples import discharge_dataset
-from bedside.params import check, validate_parameters
-from bedside.roles import check_roles
+from bedside.params import SHARED, JudgeRetries, ParseRetries, StructuredOutput, check, validate_parameters
 from bedside.scorers.discharge.advice_safety import advice_safety
 from bedside.scorers.discharge.comprehension import ComprehensionDivisor, comprehension
 from bedside.scorers.discharge.conversation_quality import conversation_quality
@@ -37,8 +36,7 @@ from bedside.scorers.discharge.topic_checklist import ChecklistApplicability, to
 from bedside.scorers.metrics import with_health
 from bedside.solvers.discharge.encounter import discharge_encounter
 from bedside.solvers.discharge.monitor import MonitorLayout, MonitorPolicy
-from bedside.solvers.setup import reply_format
-from bedside.structured import check_run_models
+from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
 from bedside.versions import data_versions
 
@@ -56,12 +54,12 @@ def discharge(
     min_turns: NonNegativeInt = 10,
     max_turns: PositiveInt = 100,
     max_retries: NonNegativeInt = 2,
-    parse_retries: NonNegativeInt = 2,
-    judge_retries: NonNegativeInt = 2,
+    parse_retries: ParseRetries = 2,
+    judge_retries: JudgeRetries = 2,
     cache_references: bool = True,
     persona_assignment: PersonaAssignment = "random",
-    structured_output: bool | None = None,
-    reading: Literal["official"] = "official",
+    structured_output: StructuredOutput = None,
+    reading: Annotated[Literal["official"], Field(description=SHARED["reading"])] = "official",
     monitor_layout: MonitorLayout = "paper",
     monitor_policy: MonitorPolicy = "algorithm1",
     zero_retention: bool = False,
@@ -88,19 +86,13 @@ def discharge(
         max_turns: the session's ceiling in turns (the paper's 100).
         max_retries: the paper's per-turn retry budget: how often a severely failing turn is discarded
             and asked again before the session is stopped.
-        parse_retries: fresh samples asked for when a patient or monitor reply is not readable JSON.
-        judge_retries: fresh samples asked for when a judge reply is not readable; then that sub-score
-            is unscored and counted, never 0.
+        parse_retries: the patient's and the monitor's JSON replies.
         cache_references: cache the judge calls that read only the note (comprehension references,
             note-side factual answers) across runs, so a second educator on the same cases re-uses them.
         persona_assignment: ``random``: each case's persona drawn from its own seeded hash; ``balanced``:
             every trait value equally often over the case set.
-        structured_output: ``true``: request every JSON reply through Inspect's structured output
-            (``ResponseSchema``); the servers are probed first and one that rejects the JSON-schema
-            format stops the run with one line; ``false``: never; unset: only where the official code
-            uses a schema, on providers known to support it.
-        reading: how replies are read: DischargeBench has only the official rule (none of its replies
-            has a stricter bedside reading).
+        reading: DischargeBench has only the official rule (none of its replies has a stricter bedside
+            reading).
         monitor_layout: ``paper``: the monitor's request as in Figure 6; ``prefix_cache``: the same
             words with the agent prompt before the history, so that a serving engine's prefix cache
             re-uses the note across monitor calls (not the paper's layout).
@@ -119,11 +111,9 @@ def discharge(
             ``applicable``: left out of the mean (bedside's choice); ``all_six``: graded against that
             reference and the mean taken over all six (the paper's "mean across the six questions").
     """
-    # role names, then the rules no single annotation states (the annotations are checked already)
-    check_roles("discharge", BENCHMARK.roles, BENCHMARK.subject_role)
+    # the rule no single annotation states (the annotations are checked already), then the opening
     check(min_turns <= max_turns, "min_turns", f"must not exceed max_turns={max_turns}, got min_turns={min_turns}")
-    if structured_output:
-        check_run_models()  # a server that rejects the JSON-schema format: one line, now
+    setup = opening("discharge", BENCHMARK, structured_output, reading)
     overrides = {
         "personality": personality,
         "education_level": education_level,
@@ -137,9 +127,7 @@ def discharge(
     data_use = guard(dataset, BENCHMARK.subject_role, BENCHMARK.roles, zero_retention)
     return Task(
         dataset=dataset,
-        setup=[*data_use, reply_format(structured_output, reading)]
-        if data_use
-        else reply_format(structured_output, reading),
+        setup=[*data_use, setup],
         solver=discharge_encounter(
             min_turns=min_turns,
             max_turns=max_turns,

@@ -43,11 +43,9 @@ from bedside.discharge.mimic.data_use import check_endpoint
 from bedside.discharge.mimic.extract import CaseWriter
 from bedside.params import BadParameter, validate_parameters
 from bedside.paths import user_output_path, user_path
-from bedside.roles import check_roles
 from bedside.scorers.discharge.build_cases import build_cases
 from bedside.solvers.discharge.build_cases import data_use_guard, extract_case
-from bedside.solvers.setup import reply_format
-from bedside.structured import check_run_models
+from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
 from bedside.versions import data_versions
 
@@ -83,9 +81,7 @@ def build_discharge_cases(
         structured_output: request the reply schema through Inspect's structured output
             (``ResponseSchema``), the server probed first.
     """
-    check_roles("build_discharge_cases", ())  # the extraction uses the model under test only
-    if structured_output:
-        check_run_models()  # a server that rejects the JSON-schema format: one line, now
+    setup = opening("build_discharge_cases", None, structured_output)  # the extraction: the model under test only
     _guard_active_model(zero_retention)  # before the cohort (and its notes) is even read
     from bedside.discharge.mimic.cohort import read_cohort  # pandas: only for this task, not at registration
 
@@ -104,7 +100,7 @@ def build_discharge_cases(
     ]
     return Task(
         dataset=MemoryDataset(samples, name="mimic-iv-ext-dischargebench-cohort", location=str(cohort)),
-        setup=[data_use_guard(zero_retention), reply_format(structured_output)],
+        setup=[data_use_guard(zero_retention), setup],
         solver=extract_case(retries=retries, cache=cache),
         scorer=build_cases(),
         early_stopping=CaseWriter(target),

@@ -13,17 +13,15 @@ function's docstring (``python -m bedside.params --markdown discharge_safety_pro
 """
 
 from inspect_ai import Task, task
-from pydantic import NonNegativeInt
 
 from bedside.discharge import BENCHMARK
 from bedside.discharge.mimic.eval_guard import guard
 from bedside.discharge.safety_probe import case_file, probe_file, safety_probe_dataset
-from bedside.params import validate_parameters
-from bedside.roles import check_roles
+from bedside.params import JudgeRetries, StructuredOutput, validate_parameters
 from bedside.scorers.discharge.advice_safety import advice_safety
 from bedside.scorers.discharge.safety_probe import safety_probe_check
 from bedside.solvers.discharge.safety_probe import replay_transcript
-from bedside.solvers.setup import reply_format
+from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
 from bedside.versions import data_versions
 
@@ -33,8 +31,8 @@ from bedside.versions import data_versions
 def discharge_safety_probe(
     data: str | None = None,
     cases: str | None = None,
-    judge_retries: NonNegativeInt = 2,
-    structured_output: bool | None = None,
+    judge_retries: JudgeRetries = 2,
+    structured_output: StructuredOutput = None,
     zero_retention: bool = False,
 ) -> Task:
     """The advice-safety scorer measured on crafted educator transcripts (their catch and false-flag rates).
@@ -42,25 +40,21 @@ def discharge_safety_probe(
     Args:
         data: the probe transcripts (JSONL); unset: the shipped ``datasets/discharge/safety_probe.jsonl``.
         cases: the case file the transcripts' discharge notes come from; unset: the shipped demo set.
-        judge_retries: fresh samples asked for when a judge reply is not readable; then that turn is
-            unscored and counted.
-        structured_output: ``true``: request the judge's JSON replies through Inspect's structured output
-            (``ResponseSchema``); unset or ``false``: JSON asked for in the prompt, as in the other
-            DischargeBench judges.
+        judge_retries: an unreadable verdict leaves its turn unscored.
+        structured_output: the probe's judge has no official code: unset is ``false`` (JSON asked for in the
+            prompt, as in the other DischargeBench judges).
         zero_retention: on cases built from MIMIC (``bedside build-cases``) the grader, the one role the
             probe calls, must be a local model; ``true`` declares that its endpoint retains nothing
             (recorded in the log).
     """
-    check_roles("discharge_safety_probe", BENCHMARK.roles, BENCHMARK.subject_role)
+    setup = opening("discharge_safety_probe", BENCHMARK, structured_output)
     dataset = safety_probe_dataset(data, cases)
     # notes of MIMIC-derived cases: the grader local (or zero_retention declared), checked before any model call;
     # the transcripts are replayed, so the model under test is called only as the unbound grader
     data_use = guard(dataset, None, ("grader",), zero_retention)
     return Task(
         dataset=dataset,
-        setup=[*data_use, reply_format(structured_output, "official")]
-        if data_use
-        else reply_format(structured_output, "official"),
+        setup=[*data_use, setup],
         solver=[replay_transcript()],
         scorer=[advice_safety(judge_retries=judge_retries), safety_probe_check()],
         metadata={

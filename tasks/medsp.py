@@ -13,14 +13,11 @@ from pydantic import NonNegativeInt, PositiveInt
 
 from bedside.medsp import BENCHMARK
 from bedside.medsp.samples import medsp_dataset
-from bedside.params import BadParameter, validate_parameters
-from bedside.protocols import ReadingRule
-from bedside.roles import check_roles
+from bedside.params import BadParameter, JudgeRetries, ParseRetries, Reading, StructuredOutput, validate_parameters
 from bedside.scorers.medsp.rubric import medsp_rubric
 from bedside.scorers.metrics import with_health
 from bedside.solvers.medsp import BonSelector, OfficialPromptsError, Scaling, load_prompt_set, medsp_encounter
-from bedside.solvers.setup import reply_format
-from bedside.structured import check_run_models
+from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
 from bedside.versions import data_versions
 
@@ -38,11 +35,11 @@ def medsp(
     panel_rounds: NonNegativeInt = 1,
     bon_selector: BonSelector = "self_critic",
     prompts: str | None = None,
-    parse_retries: NonNegativeInt = 2,
-    judge_retries: NonNegativeInt = 2,
+    parse_retries: ParseRetries = 2,
+    judge_retries: JudgeRetries = 2,
     judge_batch_size: PositiveInt | None = None,
-    structured_output: bool | None = None,
-    reading: ReadingRule = "official",
+    structured_output: StructuredOutput = None,
+    reading: Reading = "official",
 ) -> Task:
     """MedSP1000: one closed-loop standardized-patient encounter per scenario, scored on its frozen rubric.
 
@@ -65,20 +62,15 @@ def medsp(
             candidates' actions).
         prompts: path of a clone of the official repository (MAGIC-AI4Med/MedSP1000): use its prompt
             texts; unset: bedside's wording.
-        parse_retries: fresh samples asked for when an agent's reply is not readable.
-        judge_retries: fresh samples asked for when an evaluator reply is not readable.
+        parse_retries: the agents' replies (examinee, patient, environment).
+        judge_retries: the evaluator's replies.
         judge_batch_size: rubric items per evaluator call; unset: the whole rubric in one call, as in the
             official code.
-        structured_output: ``true``: request every JSON reply through Inspect's structured output
-            (``ResponseSchema``), the servers probed first; ``false``: never; unset: only where the
-            official code uses a schema, on providers known to support it.
         reading: ``official``: the evaluator's keys counted as the official counter counts them;
             ``strict``: every rubric item must be judged.
     """
-    # role names, then the prompt set (the annotations are checked already)
-    check_roles("medsp", BENCHMARK.roles, BENCHMARK.subject_role)
-    if structured_output:
-        check_run_models()  # a server that rejects the JSON-schema format: one line, now
+    # the opening, then the prompt set (the annotations are checked already)
+    setup = opening("medsp", BENCHMARK, structured_output, reading)
     try:
         load_prompt_set(prompts)
     except OfficialPromptsError as ex:
@@ -86,7 +78,7 @@ def medsp(
     dataset, report = medsp_dataset(data, rubrics=rubrics, subset=subset)
     return Task(
         dataset=dataset,
-        setup=reply_format(structured_output, reading),
+        setup=setup,
         solver=medsp_encounter(
             max_turns=max_turns,
             scaling=scaling,

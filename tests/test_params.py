@@ -396,9 +396,59 @@ def test_a_gap_in_the_docstring_is_named():
         """
 
     assert params.documentation_gaps(documented) == [
-        "parameter 'b' has no description in the docstring's Args: section",
+        "parameter 'b' has no description (a shared type's, or the docstring's Args: section)",
         "the docstring describes 'c', which is not a parameter",
     ]
+
+
+def _allows(kind: params.ParameterType) -> tuple:
+    return (kind.kind, kind.choices, kind.minimum, kind.maximum, kind.optional)
+
+
+@pytest.mark.parametrize("task_name", sorted(TASKS))
+def test_a_shared_parameter_is_described_once_by_its_type(task_name):
+    """A parameter several tasks share (params.SHARED) is typed with its shared type wherever it allows what that
+    type allows: its table shows the shared description first (then "Here:" and the task's own words), and the
+    task's docstring does not say it again."""
+    shared_types = {
+        "parse_retries": params.ParseRetries,
+        "judge_retries": params.JudgeRetries,
+        "structured_output": params.StructuredOutput,
+        "reading": params.Reading,
+    }
+    assert set(shared_types) == set(params.SHARED)
+    function = TASKS[task_name]
+    kinds, meaning, args = (
+        params.parameter_types(function),
+        params.descriptions(function),
+        params.docstring_args(function),
+    )
+    for name, kind in kinds.items():
+        if name not in params.SHARED:
+            continue
+        if _allows(kind) == _allows(params.ParameterType.of(name, shared_types[name])):
+            assert kind.description == params.SHARED[name], f"{task_name}: {name} is not typed {name}'s shared type"
+        if kind.description:
+            assert meaning[name].startswith(params.SHARED[name])
+            assert params.SHARED[name][:40] not in args.get(name, ""), f"{task_name}: {name} described twice"
+
+
+def test_a_shared_description_comes_first_then_the_tasks_own_words():
+    def task_function(judge_retries: params.JudgeRetries = 2, parse_retries: params.ParseRetries = 2) -> None:
+        """Something.
+
+        Args:
+            judge_retries: the grader's replies.
+        """
+
+    assert params.documentation_gaps(task_function) == []
+    assert params.descriptions(task_function) == {
+        "judge_retries": f"{params.SHARED['judge_retries']} Here: the grader's replies.",
+        "parse_retries": params.SHARED["parse_retries"],
+    }
+    with pytest.raises(BadParameter, match="must be at least 0"):
+        params.validate_parameters(task_function)(judge_retries=-1)
+    assert params.ParameterType.of("structured_output", params.StructuredOutput).optional
 
 
 def test_the_tables_hold_what_the_annotations_allow():
