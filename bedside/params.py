@@ -16,8 +16,8 @@ parameters. So bedside does the rest here:
   ``Bad parameter 'behavior': use one of none, contradiction, ..., got behavior='bogus'``.
 - ``python -m bedside.params --markdown TASK`` prints a task's parameter table (name, type or allowed
   values, default, meaning: the docstring's ``Args:`` entry); ``--write`` rewrites every table between
-  ``<!-- parameters: TASK -->`` and ``<!-- /parameters -->`` in the repository's tracked Markdown
-  files (any file, any folder: a new page is seen once ``git add`` tracks it); ``--check`` lists the
+  ``<!-- parameters: TASK -->`` and ``<!-- /parameters -->`` in the repository's Markdown files (any
+  file, any folder, tracked or new: whatever git does not ignore); ``--check`` lists the
   tables that differ and the tasks with no table (tests/test_params.py fails on either). To give a
   page a task's table, write the two marker lines where it belongs and run ``--write``.
 
@@ -401,15 +401,20 @@ def markdown_table(task: str) -> str:
 
 
 def markdown_files(root: Path = REPO) -> list[Path]:
-    """The Markdown files git tracks under ``root``."""
+    """The Markdown files of the repository at ``root``: those git tracks and the new ones it does not ignore
+    (a page written and not yet added, e.g. a new benchmark's README)."""
     listed = subprocess.run(
-        ["git", "ls-files", "-z", "--", "*.md"], cwd=root, capture_output=True, text=True, check=True
+        ["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard", "--", "*.md"],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    return [root / name for name in listed.split("\0") if name]
+    return [root / name for name in sorted(set(listed.split("\0"))) if name and (root / name).is_file()]
 
 
 def marked_tables(root: Path = REPO) -> Iterator[tuple[Path, str, str]]:
-    """(file, task, table as written) of every marked table in the tracked Markdown files."""
+    """(file, task, table as written) of every marked table in the repository's Markdown files."""
     for path in markdown_files(root):
         for found in MARKED.finditer(path.read_text(encoding="utf-8")):
             yield path, found["task"], found["table"]
@@ -441,7 +446,7 @@ def problems(root: Path = REPO) -> list[str]:
 
 
 def write(root: Path = REPO) -> list[Path]:
-    """Rewrite every marked table of the tracked Markdown files (none, if one names no task); the files
+    """Rewrite every marked table of the repository's Markdown files (none, if one names no task); the files
     that changed."""
     tables = {task: markdown_table(task) for task in task_functions()}
     texts = {path: path.read_text(encoding="utf-8") for path in markdown_files(root)}
@@ -462,7 +467,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     action = parser.add_mutually_exclusive_group(required=True)
     action.add_argument("--markdown", metavar="TASK", help="print the parameter table of TASK")
-    action.add_argument("--write", action="store_true", help="rewrite every marked table in the tracked Markdown")
+    action.add_argument("--write", action="store_true", help="rewrite every marked table in the repository's Markdown")
     action.add_argument("--check", action="store_true", help="list stale tables and tasks without one (exit 1)")
     args = parser.parse_args(argv)
     if args.markdown:

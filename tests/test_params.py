@@ -493,6 +493,25 @@ def test_a_stale_unknown_or_missing_table_is_found_and_rewritten(tmp_path):
     assert params.write(tmp_path) == []  # nothing left to rewrite
 
 
+def test_a_page_git_does_not_track_yet_gets_its_table_and_an_ignored_one_does_not(tmp_path):
+    """A new benchmark's README, written and not yet added, is rewritten like a tracked page; a page in a folder
+    git ignores is not read."""
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    marked = "<!-- parameters: discharge -->\n<!-- /parameters -->\n"
+    (tmp_path / "new").mkdir()
+    (tmp_path / "new" / "README.md").write_text(marked, encoding="utf-8")
+    (tmp_path / ".gitignore").write_text("ignored/\n", encoding="utf-8")
+    (tmp_path / "ignored").mkdir()
+    (tmp_path / "ignored" / "page.md").write_text(marked, encoding="utf-8")
+    assert params.markdown_files(tmp_path) == [tmp_path / "new" / "README.md"]
+    assert "new/README.md: the table of discharge differs from the code (python -m bedside.params --write)" in (
+        params.problems(tmp_path)
+    )
+    assert params.write(tmp_path) == [tmp_path / "new" / "README.md"]
+    assert params.markdown_table("discharge") in (tmp_path / "new" / "README.md").read_text(encoding="utf-8")
+    assert (tmp_path / "ignored" / "page.md").read_text(encoding="utf-8") == marked
+
+
 @pytest.mark.eval
 @pytest.mark.parametrize(
     ("make", "args", "name"),
