@@ -4,242 +4,63 @@ called. The docs' parameter tables are the ones generated from the signatures an
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
-import os
 import subprocess
-import sys
-from pathlib import Path
 from typing import Annotated, Any, Literal
 
 import pytest
-from inspect_ai import Task
 from pydantic import Field
 
 from bedside import params
-from bedside.compat import PrerequisiteError
 from bedside.params import BadParameter, ParameterType, check, validate_parameters
-from bedside.tasks.cpb import cpb, cpb_control
-from bedside.tasks.discharge import discharge
-from bedside.tasks.discharge_build_cases import build_discharge_cases
-from bedside.tasks.discharge_safety_probe import discharge_safety_probe
-from bedside.tasks.medsp import medsp
-from tests import forked
-from tests.conftest import REPO, run, store
+from tests.task_parameters import NOT_BOOLS, NOT_INTS, assert_refused
 
-INSPECT = str(Path(sys.executable).parent / "inspect")
-
-TASKS = {
-    "discharge": discharge,
-    "medsp": medsp,
-    "cpb": cpb,
-    "cpb_control": cpb_control,
-    "discharge_safety_probe": discharge_safety_probe,
-    "build_discharge_cases": build_discharge_cases,
-}
-
-#: Integer parameters of each task and their smallest allowed value.
-INT_PARAMS: dict[str, dict[str, int]] = {
-    "discharge": {"min_turns": 0, "max_turns": 1, "max_retries": 0, "parse_retries": 0, "judge_retries": 0},
-    "medsp": {
-        "max_turns": 1,
-        "n": 1,
-        "panel_size": 1,
-        "parse_retries": 0,
-        "judge_retries": 0,
-        "judge_batch_size": 1,
-        "panel_rounds": 0,
-    },
-    "cpb": {"turns": 0, "parse_retries": 0, "judge_retries": 0},
-    "cpb_control": {"parse_retries": 0, "judge_retries": 0},
-    "discharge_safety_probe": {"judge_retries": 0},
-    "build_discharge_cases": {"retries": 0},
-}
-BOOL_PARAMS: dict[str, list[str]] = {
-    "discharge": ["cache_references", "structured_output", "safety"],
-    "medsp": ["structured_output"],
-    "cpb": ["continuation_mitigation", "structured_output"],
-    "cpb_control": ["structured_output"],
-    "discharge_safety_probe": ["structured_output"],
-    "build_discharge_cases": ["zero_retention", "cache", "structured_output"],
-}
-#: a value outside each choice parameter's Literal
-NOT_CHOICES: list[tuple[str, str, Any]] = [
-    ("discharge", "behavior", "bogus"),
-    ("discharge", "behavior", "None"),
-    ("discharge", "personality", "grumpy"),
-    ("discharge", "education_level", "phd"),
-    ("discharge", "health_literacy", 3),
-    ("discharge", "recall_level", ["poor"]),
-    ("discharge", "persona_assignment", "stratified"),
-    ("discharge", "monitor_layout", "cached"),
-    ("discharge", "monitor_layout", True),  # -T monitor_layout=yes arrives as a bool
-    ("medsp", "scaling", "best_of_3"),
-    ("medsp", "bon_selector", "vote"),
-    ("medsp", "reading", "lenient"),
-    ("cpb", "language", "fr"),
-    ("cpb", "category", "grumpiness"),
-    ("cpb", "category", ["care_resistance", "grumpiness"]),  # one bad element of -T category=a,b
-    ("cpb", "category", "care_resistance,grumpiness"),
-    ("cpb", "dataset", "PubMed"),
-    ("cpb", "context", "everything"),
-    ("cpb_control", "dataset", ["ACI", 7]),
-    ("cpb_control", "language", None),
-    ("cpb_control", "reading", "strict,official"),
-]
-
-#: How ``-T name=<text>`` arrives after Inspect's YAML parsing: 'abc' and '' stay strings,
-#: 3.5 is a float, true a bool, null None.
-NOT_INTS: list[Any] = ["abc", "", "3.5", 3.5, True, False, None, [1], "1e3"]
-NOT_BOOLS: list[Any] = ["maybe", "", 2, -1, 0.5, None, "truee", [True]]
+#: every registered benchmark's tasks (each benchmark's own cases: tests/<b>/test_params.py)
+TASKS = params.task_functions()
 
 
 def bad_cases() -> list[tuple[str, dict[str, Any], str]]:
+    """(task, arguments, the parameter named) for every parameter of every registered task, from its annotation:
+    an integer below its minimum or above its maximum (as a number and as text) or no whole number, a boolean
+    that is none, a value outside its choices (a list with one such element, for a list of choices); ``None``
+    only where the parameter is not optional."""
     cases = []
-    for task_name, params in INT_PARAMS.items():
-        for name, minimum in params.items():
-            cases.append((task_name, {name: minimum - 1}, name))
-            cases.append((task_name, {name: str(minimum - 1)}, name))
-            # judge_batch_size=None (the default) means the whole rubric in one evaluator call
-            cases += [
-                (task_name, {name: value}, name)
-                for value in NOT_INTS
-                if not (name == "judge_batch_size" and value is None)
-            ]
-    for task_name, names in BOOL_PARAMS.items():
-        for name in names:
-            # structured_output=None (the default) is "auto": structured output only where the official code uses it
-            cases += [
-                (task_name, {name: value}, name)
-                for value in NOT_BOOLS
-                if not (name == "structured_output" and value is None)
-            ]
-    cases += [
-        ("discharge", {"max_turns": -5}, "max_turns"),
-        ("discharge", {"min_turns": 20, "max_turns": 5}, "min_turns"),
-        ("discharge", {"min_turns": "101"}, "min_turns"),  # above the default max_turns=100
-        ("cpb", {"turns": 11}, "turns"),
-        ("cpb", {"turns": "99"}, "turns"),
-        ("discharge", {"persona_assignment": "stratified"}, "persona_assignment"),
-        ("discharge", {"reading": "lenient"}, "reading"),
-        ("discharge", {"reading": "strict"}, "reading"),  # no DischargeBench protocol has a strict reader
-        ("cpb", {"reading": "loose"}, "reading"),
-        ("medsp", {"reading": ""}, "reading"),
-        ("discharge", {"monitor_layout": "cached"}, "monitor_layout"),
-        ("discharge", {"monitor_policy": "figure6"}, "monitor_policy"),
-        ("cpb", {"mitigation": "bogus"}, "mitigation"),
-        ("cpb_control", {"mitigation": "bogus"}, "mitigation"),
-        ("cpb_control", {"mitigation": 3}, "mitigation"),
-    ]
-    # the persona seed is declared int: anything that is not a whole number is refused
-    cases += [("discharge", {"seed": value}, "seed") for value in NOT_INTS if value is not None]
-    cases += [(task_name, {name: value}, name) for task_name, name, value in NOT_CHOICES]
+    for task_name, function in TASKS.items():
+        for name, kind in params.parameter_types(function).items():
+            if kind.kind == "integer":
+                bounds = [kind.minimum - 1] if kind.minimum is not None else []
+                bounds += [kind.maximum + 1] if kind.maximum is not None else []
+                cases += [(task_name, {name: v}, name) for b in bounds for v in (b, str(b))]
+                values = NOT_INTS
+            elif kind.kind == "boolean":
+                values = NOT_BOOLS
+            elif kind.kind == "choice":
+                values = ["not-a-choice"]
+            elif kind.kind == "choices":
+                values = ["not-a-choice", [str(kind.choices[0]), "not-a-choice"]]
+            else:
+                continue
+            cases += [(task_name, {name: v}, name) for v in values if not (v is None and kind.optional)]
     return cases
 
 
 @pytest.mark.parametrize(
     ("task_name", "args", "name"), bad_cases(), ids=lambda x: repr(x) if isinstance(x, dict) else x
 )
-def test_bad_parameter_raises_one_line_naming_it_before_the_data_is_read(task_name, args, name, tmp_path):
-    # the data path (the case-building task's cohort) does not exist: the parameter check must come first
-    where = "cohort" if task_name == "build_discharge_cases" else "data"
-    with pytest.raises(BadParameter) as err:
-        TASKS[task_name](**{where: str(tmp_path / "absent"), **args})
-    msg = str(err.value)
-    assert msg.startswith(f"Bad parameter '{name}': ") and f"got {name}=" in msg and "\n" not in msg, msg
-    assert err.value.name == name
-    assert isinstance(err.value, PrerequisiteError) and isinstance(err.value, ValueError)
+def test_bad_parameter_raises_one_line_naming_it_before_the_data_is_read(task_name, args, name):
+    # every required parameter and ``data`` name no readable file: the parameter check must come first
+    assert_refused(TASKS[task_name], args, name)
 
 
-@pytest.mark.parametrize("task_name", ["cpb", "cpb_control"])
-def test_cpb_bad_parameter_reported_without_data(task_name):
-    with pytest.raises(BadParameter, match="'parse_retries'"):
-        TASKS[task_name](parse_retries=-1)
-
-
-def test_discharge_good_values_pass(tmp_path):
-    for args in [
-        {},
-        {"min_turns": "2", "max_turns": " 4 ", "max_retries": "0", "parse_retries": 0, "judge_retries": "3"},
-        {"min_turns": 5, "max_turns": 5, "cache_references": "YES"},
-        {"min_turns": 0, "max_turns": 1.0, "cache_references": "no"},
-        {"cache_references": "False"},
-        {"cache_references": 1},
-        {"cache_references": "0"},
-        {"cache_references": False},
-    ]:
-        assert isinstance(discharge(**args), Task), args
-
-
-@pytest.mark.eval
-def test_discharge_string_values_reach_the_run_as_ints(tmp_path):
-    """``-T max_turns=4`` may arrive as a string: the converted int is what the encounter uses."""
-    log = run(discharge(min_turns="1", max_turns="4", cache_references="no"), log_dir=tmp_path, limit=1)
-    [sample] = log.samples
-    assert store(sample)["end_reason"] == "max_turns" and len(store(sample)["history"]) == 4
-
-
-def test_medsp_good_values_pass():
-    args = {
-        "max_turns": "3",
-        "n": "2",
-        "panel_size": 2.0,
-        "parse_retries": "0",
-        "judge_retries": 0,
-        "judge_batch_size": "10",
-        "structured_output": "no",
-    }
-    assert isinstance(medsp(**args), Task)
-    assert isinstance(medsp(scaling="best_of_n", n=1, panel_size=1, judge_batch_size=None, max_turns=1), Task)
-
-
-def test_a_missing_required_parameter_is_one_line_too():
-    with pytest.raises(BadParameter, match=r"^Bad parameter 'cohort': required \(-T cohort=\.\.\.\)$"):
-        build_discharge_cases()
-
-
-@pytest.mark.eval
-@pytest.mark.parametrize(
-    ("task_name", "args", "expected"),
-    [
-        ("discharge", {"behavior": " care_resistance "}, {"behavior": "care_resistance"}),
-        ("discharge", {"personality": "anxious", "recall_level": "poor"}, {"personality": "anxious"}),
-        ("medsp", {"scaling": "best_of_n", "bon_selector": "majority"}, {"scaling": "best_of_n"}),
-        ("cpb", {"category": "care_resistance,self_diagnosis"}, {"category": ["care_resistance", "self_diagnosis"]}),
-        ("cpb", {"category": ["care_resistance"]}, {"category": ["care_resistance"]}),
-        ("cpb", {"dataset": "ACI"}, {"dataset": ["ACI"]}),
-        ("cpb", {"language": "EN"}, {"language": "en"}),  # the loaders' spellings, as their names
-        ("cpb", {"category": "Care Resistance,factual-inaccuracy"}, {"category": ["care_resistance", "false_belief"]}),
-        ("cpb", {"dataset": ["meddg", "IMCS-21"]}, {"dataset": ["MedDG", "IMCS21"]}),
-        ("cpb", {"mitigation": "cot"}, {"mitigation": "step_by_step"}),  # the authors' name
-        ("cpb", {"mitigation": "Self-Check"}, {"mitigation": "self_check"}),
-        ("cpb", {"context": "min_turn", "turns": "3"}, {"context": "min_turn", "turns": 3}),
-        ("cpb", {"data": ["folder", "with", "commas"]}, {"data": "folder,with,commas"}),  # -T split it
-        ("cpb", {"data": 2024}, {"data": "2024"}),  # -T data=2024 arrives as an int
-    ],
-)
-def test_the_body_gets_the_values_as_annotated(task_name, args, expected):
-    body = inspect.unwrap(TASKS[task_name])
-    seen: dict[str, Any] = {}
-
-    @functools.wraps(body)  # the task's signature and annotations, a body that records what it gets
-    def spy(*a: Any, **kw: Any) -> None:
-        seen.update(inspect.signature(body).bind_partial(*a, **kw).arguments)
-
-    validate_parameters(spy)(**args)
-    assert {k: seen[k] for k in expected} == expected
-
-
-@pytest.mark.eval
-def test_cpb_good_values_pass(tmp_path):
-    from tests.cpb import synthetic
-
-    data = str(synthetic.write_data(tmp_path / "cpb-bench_data"))
-    assert isinstance(cpb(data=data, turns="2", parse_retries="0", judge_retries=1), Task)
-    assert isinstance(cpb(data=data, turns=0), Task)
-    assert isinstance(cpb(data=data, turns=10), Task)
-    assert isinstance(cpb_control(data=data, parse_retries=0, judge_retries="5"), Task)
+def test_the_derived_cases_cover_every_kind_of_parameter():
+    """The cases above are read from the annotations (so a new benchmark's tasks are checked too): each kind
+    is there, and a bound of an Annotated int is read."""
+    kinds = {params.parameter_types(TASKS[t])[n].kind for t, args, n in bad_cases()}
+    assert kinds == {"integer", "boolean", "choice", "choices"}
+    assert all(params.parameter_types(f) for f in TASKS.values())
+    bounded = [(t, n, k) for t, f in TASKS.items() for n, k in params.parameter_types(f).items() if k.maximum]
+    assert bounded and all((t, {n: k.maximum + 1}, n) in bad_cases() for t, n, k in bounded)
 
 
 @pytest.mark.eval
@@ -330,48 +151,13 @@ def test_bad_parameter_pickles():
     assert str(err) == "Bad parameter 'n': must be at least 1, got n=0" and err.name == "n"
 
 
-def inspect_eval(target: str, *args: str, log_dir: Path) -> subprocess.CompletedProcess:
-    # a wide console: Inspect prints the message through rich, which wraps at 80 columns off a tty
-    env = {**os.environ, "COLUMNS": "200", "INSPECT_LOG_DIR": str(log_dir)}
-    command = [INSPECT, "eval", target, "--model", "bedside/scripted", *args, "--limit", "1", "--log-dir", str(log_dir)]
-    return forked.run(command, cwd=REPO, env=env, timeout=300)
-
-
-@pytest.mark.eval
-@pytest.mark.parametrize(
-    ("target", "arg", "name"),
-    [
-        ("tasks/discharge.py", "max_turns=0", "max_turns"),
-        ("tasks/discharge.py", "max_turns=abc", "max_turns"),
-        ("tasks/discharge.py", "cache_references=maybe", "cache_references"),
-        ("tasks/medsp.py", "n=0", "n"),
-        ("tasks/cpb.py@cpb", "turns=true", "turns"),  # and no -T data: the parameter is reported first
-        ("tasks/cpb.py@cpb_control", "judge_retries=-1", "judge_retries"),
-        ("tasks/discharge.py", "seed=abc", "seed"),
-        ("tasks/cpb.py@cpb_control", "mitigation=bogus", "mitigation"),
-        ("tasks/cpb.py@cpb", "mitigation=bogus", "mitigation"),
-        # values outside a Literal
-        ("tasks/discharge.py", "behavior=bogus", "behavior"),
-        ("tasks/discharge.py", "monitor_layout=yes", "monitor_layout"),  # YAML's yes: a bool
-        ("tasks/cpb.py@cpb", "category=care_resistance,grumpiness", "category"),  # -T splits the comma
-    ],
-)
-def test_cli_prints_one_line_without_traceback(target, arg, name, tmp_path):
-    log_dir = tmp_path / "logs"
-    proc = inspect_eval(target, "-T", arg, log_dir=log_dir)
-    output = proc.stdout + proc.stderr
-    assert proc.returncode != 0, output[-2000:]
-    assert "Traceback" not in output, output[-2000:]
-    lines = [line for line in output.splitlines() if line.strip()]
-    assert lines == [line for line in lines if "Bad parameter" in line], output[-2000:]
-    [line] = lines
-    assert line.startswith(f"Bad parameter '{name}':") and f"got {name}=" in line
-    assert not list(log_dir.glob("*.eval"))  # no eval ran, so no model was called
-
-
 # --- the parameter tables of the docs ------------------------------------------------------------
 def test_the_registry_finds_every_task():
-    assert set(params.task_functions()) == set(TASKS)
+    """Every task of every registered benchmark, and every task function of the task modules."""
+    from bedside import benchmarks
+
+    assert set(TASKS) == {t for b in benchmarks.all_benchmarks() for t in b.task_functions}
+    assert {t for b in benchmarks.all_benchmarks() for t in b.tasks} <= set(TASKS)
 
 
 @pytest.mark.eval
@@ -449,17 +235,6 @@ def test_a_shared_description_comes_first_then_the_tasks_own_words():
     with pytest.raises(BadParameter, match="must be at least 0"):
         params.validate_parameters(task_function)(judge_retries=-1)
     assert params.ParameterType.of("structured_output", params.StructuredOutput).optional
-
-
-def test_the_tables_hold_what_the_annotations_allow():
-    table = params.markdown_table("cpb")
-    assert "| `turns` | integer 0–10 | `0` |" in table
-    assert (
-        "| `category` | one or more of `contradiction`, `false_belief`, `self_diagnosis`, `care_resistance` |" in table
-    )
-    assert "| `data` | text | *unset* |" in table
-    assert "| `cohort` | text | *required* |" in params.markdown_table("build_discharge_cases")
-    assert "| `cache_references` | `true`, `false` | `true` |" in params.markdown_table("discharge")
 
 
 def test_the_docs_tables_are_the_generated_ones():

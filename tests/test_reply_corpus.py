@@ -1,6 +1,6 @@
 """Every protocol against the corpus of realistic reply styles (``tests/corpus/replies.py``): the outcome
-of every (protocol, style, reading rule) is pinned here, and the table of unscored rates in
-docs/reading-replies.md is the corpus's own."""
+of every (protocol, style, reading rule) is pinned by its benchmark's corpus (``tests/<b>/corpus.py``), and
+each benchmark's README holds its table of unscored rates (``python -m tests.corpus.replies --write``)."""
 
 from __future__ import annotations
 
@@ -23,87 +23,55 @@ from inspect_ai.model import (
     modelapi,
 )
 
+from bedside import benchmarks
 from bedside.calls import ask
-from bedside.parts import protocol
-from tests.conftest import REPO
-from tests.corpus.replies import cases, outcomes, table
-
-#: what a reader cannot take as an answer: nothing there, a cut-off JSON value, reasoning that never ended
-NO_ANSWER = {"truncated", "unfinished_think", "empty"}
-PROSE_NO_ANSWER = {"unfinished_think", "empty"}
-
-#: unreadable styles per protocol and rule, where they differ from NO_ANSWER (JSON) / PROSE_NO_ANSWER (prose)
-UNREADABLE: dict[str, dict[str, set[str]]] = {
-    "cpb.failure_judge": {
-        # upstream judge_utils: the first True/False anywhere; a hedge names neither, "Tr" is cut off
-        "official": {"hedged", "truncated", "empty"},
-        # bedside's strict reading: only a bare, leading or JSON answer
-        "strict": {"hedged", "truncated", "empty", "bold_answer", "answer_line", "explanation_then_verdict"},
-    },
-    "cpb.persistence_judge": {"official": PROSE_NO_ANSWER, "strict": PROSE_NO_ANSWER | {"truncated"}},
-    "cpb.overreaction_judge": {
-        "official": NO_ANSWER,
-        # strict: every flag required, and consistent with the verdict
-        "strict": NO_ANSWER | {"verdict_without_flags", "verdict_contradicts_flags"},
-    },
-    "medsp.evaluator": {"official": NO_ANSWER, "strict": NO_ANSWER | {"item_left_out"}},
-}
-#: read, but meaning something else than the canonical answer: only where the reply says something else
-OTHER: dict[str, dict[str, set[str]]] = {
-    "medsp.evaluator": {"official": {"item_left_out"}},  # one item judged: the other leaves the denominator
-}
-PROSE = {
-    "discharge.judge_reference",
-    "discharge.educator",
-    "cpb.doctor",
-    "cpb.doctor_step_by_step",
-    "cpb.self_check",
-    "cpb.patient",
-    "medsp.panel_specialist",
-}
-
-
-def expected(name: str, styles: list[str], rule: str) -> dict[str, str]:
-    default = PROSE_NO_ANSWER if name in PROSE else NO_ANSWER
-    unreadable = UNREADABLE.get(name, {}).get(rule, default)
-    other = OTHER.get(name, {}).get(rule, set())
-    return {s: "unreadable" if s in unreadable else "other" if s in other else "value" for s in styles}
+from bedside.parts import parts_of, protocol
+from tests.corpus.replies import RULES, cases, corpora, outcomes, problems, readme, table, write
 
 
 @pytest.mark.eval
-@pytest.mark.parametrize("rule", ["official", "strict"])
+@pytest.mark.parametrize("rule", RULES)
 def test_every_style_of_every_protocol_reads_as_pinned(rule):
+    """Each case pins its outcomes (tests/<b>/corpus.py): no answer is no reading, everything else reads as the
+    canonical answer, except where a case says otherwise."""
     got = outcomes(rule)
-    assert set(got) >= {
-        "discharge.monitor",
-        "cpb.failure_judge",
-        "cpb.overreaction_judge",
-        "medsp.evaluator",
-        "mimic.extract",
-    }
     for case in cases():
-        assert got[case.name] == expected(case.name, list(case.styles), rule), case.name
+        assert got[case.name] == case.expected(rule), case.name
 
 
 @pytest.mark.eval
-def test_the_corpus_covers_every_protocol_that_reads_a_reply():
-    covered = {c.protocol.name for c in cases()}
-    from bedside.parts import all_protocols
-
-    # the prose calls whose reading is the same one-line rule as one covered here
-    same_as_covered = {
-        "discharge.comprehension",
-        "cpb.analysis",
-        "medsp.panel_domains",
-        "medsp.panel_integrator",
-    }
-    assert {p.name for p in all_protocols()} - covered - same_as_covered == set()
+def test_every_registered_benchmark_puts_every_protocol_that_reads_a_reply_in_the_corpus():
+    for benchmark in benchmarks.all_benchmarks():
+        corpus = corpora().get(benchmark.name)
+        assert corpus is not None, f"{benchmark.name}: no tests/{benchmark.name}/corpus.py"
+        covered = {c.protocol.name for c in corpus.cases()}
+        missing = {p.name for p in parts_of(benchmark).protocols} - covered - set(corpus.SAME_AS_COVERED)
+        assert missing == set(), f"{benchmark.name}: protocols not in its corpus: {sorted(missing)}"
 
 
 @pytest.mark.eval
-def test_the_docs_report_the_corpus_unscored_rates():
-    page = (REPO / "docs" / "reading-replies.md").read_text()
-    assert table() in page, "docs/reading-replies.md: the reply-corpus table is stale (python -m tests.corpus.replies)"
+def test_each_benchmarks_readme_holds_its_corpus_table():
+    assert problems() == [], "python -m tests.corpus.replies --write"
+
+
+@pytest.mark.eval
+def test_a_stale_or_missing_table_is_named_and_rewritten(tmp_path):
+    name = next(iter(corpora()))
+    page = readme(name, tmp_path)
+    page.parent.mkdir(parents=True)
+    for other in corpora():
+        readme(other, tmp_path).parent.mkdir(parents=True, exist_ok=True)
+        readme(other, tmp_path).write_text(readme(other).read_text(encoding="utf-8"), encoding="utf-8")
+    page.write_text(f"# {name}\n\n<!-- reply corpus: {name} -->\n| stale |\n<!-- /reply corpus -->\ntext\n")
+    assert problems(tmp_path) == [
+        f"bedside/{name}/README.md: the reply-corpus table is stale (python -m tests.corpus.replies --write)"
+    ]
+    assert write(tmp_path) == [page] and problems(tmp_path) == [] and write(tmp_path) == []
+    assert page.read_text() == f"# {name}\n\n<!-- reply corpus: {name} -->\n{table(name)}<!-- /reply corpus -->\ntext\n"
+    page.write_text("no table\n")
+    assert problems(tmp_path) == [
+        f"bedside/{name}/README.md: no table (<!-- reply corpus: {name} --> ... <!-- /reply corpus -->)"
+    ]
 
 
 # ---------------------------------------------------------------------------------------------

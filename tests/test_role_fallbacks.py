@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 from inspect_ai.model import get_model
 
+from bedside import benchmarks, params
 from bedside.roles import UnknownRole, check_roles
-from bedside.tasks.cpb import cpb, cpb_control
-from bedside.tasks.discharge import discharge
-from bedside.tasks.medsp import medsp
+from tests.benchmarks import tiny_runs, unread_args
 from tests.conftest import run
 
 
@@ -22,22 +21,16 @@ def fallbacks(log):
 
 
 @pytest.mark.eval
-def test_every_task_counts_unbound_roles_including_the_grader(tmp_path):
-    from tests.cpb import synthetic
-
-    data = str(synthetic.write_data(tmp_path / "cpb"))
-    cases = [
-        (discharge(), ["grader", "monitor", "patient"]),
-        (medsp(), ["environment", "grader", "patient"]),
-        (cpb(data=data), ["grader"]),
-        (cpb(data=data, turns=2), ["grader", "patient"]),
-        (cpb_control(data=data), ["grader"]),
-    ]
-    for i, (task, roles) in enumerate(cases):
-        log = run(task, roles={}, log_dir=tmp_path / str(i), limit=1)
-        found = fallbacks(log)
-        assert found, task.name
-        assert all(count == len(roles) and names == roles for count, names in found), (task.name, found)
+@pytest.mark.parametrize("task_name", sorted(tiny_runs()))
+def test_every_task_counts_unbound_roles_including_the_grader(task_name, tmp_path):
+    """Each task's tiny run (tests/<b>/tiny.py) with no role bound: every scorer that counts fallbacks counts
+    the roles the run declares, the grader included; a run that declares none has no scorer counting any."""
+    tiny = tiny_runs()[task_name](tmp_path)
+    log = run(params.task_functions()[task_name](**tiny.args), roles={}, log_dir=tmp_path / "logs", limit=1)
+    found = fallbacks(log)
+    expected = sorted(tiny.roles)
+    assert bool(found) == bool(expected), (task_name, found)
+    assert all(count == len(expected) and names == expected for count, names in found), (task_name, found)
 
 
 # --- role names the task does not have --------------------------------------------------------------
@@ -92,30 +85,30 @@ def test_roles_left_in_the_context_by_an_earlier_eval_are_not_checked(monkeypatc
 
 
 @pytest.mark.eval
-@pytest.mark.parametrize(
-    ("task", "args", "roles"),
-    [
-        ("bedside/discharge", {}, "patient, monitor, grader"),
-        ("bedside/discharge_safety_probe", {}, "patient, monitor, grader"),
-        ("bedside/medsp", {}, "patient, environment, grader"),
-        ("bedside/cpb", {"data": "unread"}, "patient, grader"),
-        ("bedside/cpb_control", {"data": "unread"}, "patient, grader"),
-    ],
-)
-def test_every_task_refuses_an_unknown_role_before_any_model_call(task, args, roles, tmp_path):
+@pytest.mark.parametrize("task_name", sorted(params.task_functions()))
+def test_every_task_refuses_an_unknown_role_before_any_model_call(task_name, tmp_path):
+    """A benchmark's task names the benchmark's roles; a task that prepares its data has none."""
     from inspect_ai import eval
 
+    benchmark = benchmarks.of_task(task_name, preparation=True)
+    roles = f"its roles are {', '.join(benchmark.roles)}" if benchmark.owns(task_name) else "it has no model roles"
+    args = unread_args(params.task_functions()[task_name])
     scripted = get_model("bedside/scripted", memoize=False)
-    with pytest.raises(UnknownRole, match=rf"task {task.split('/')[1]} \(its roles are {roles}\): 'judge'"):
+    with pytest.raises(UnknownRole, match=rf"task {task_name} \({roles}\): 'judge'"):
         eval(
-            task, task_args=args, model=scripted, model_roles={"judge": scripted}, log_dir=str(tmp_path), display="none"
+            f"bedside/{task_name}",
+            task_args=args,
+            model=scripted,
+            model_roles={"judge": scripted},
+            log_dir=str(tmp_path),
+            display="none",
         )
     assert not list(tmp_path.glob("*.eval"))  # no eval ran
 
 
 @pytest.mark.eval
 def test_the_cli_prints_the_unknown_role_in_one_line_without_traceback(tmp_path):
-    from tests.test_params import inspect_eval
+    from tests.task_parameters import inspect_eval
 
     proc = inspect_eval("tasks/discharge.py", "--model-role", "judge=bedside/scripted", log_dir=tmp_path / "logs")
     output = proc.stdout + proc.stderr

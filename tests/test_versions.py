@@ -12,7 +12,9 @@ from inspect_ai.scorer import Score
 from bedside.cli import main
 from bedside.paths import DATASETS_DIR
 from bedside.versions import KEY, data_versions, differences
+from tests.benchmarks import tiny_runs
 from tests.conftest import scripted
+from tests.discharge.tiny import build_cases
 from tests.reporting.synth import log, sample, write
 
 DEMO = DATASETS_DIR / "discharge" / "demo.jsonl"
@@ -169,7 +171,7 @@ def test_rescore_checks_a_case_extraction_logs_prompts_and_refuses_a_mismatch_na
 
     from bedside.reporting.rescore import check_prompts, rescore
 
-    task_args, _ = tiny_build_cases(tmp_path)
+    task_args = build_cases(tmp_path).args
     [extraction] = eval(
         "bedside/build_discharge_cases", task_args=task_args, model=scripted(), log_dir=str(tmp_path), display="none"
     )
@@ -207,59 +209,19 @@ def test_medsp_and_cpb_record_their_data_files(tmp_path):
 
 
 # --- every registered task records its versions ------------------------------------------------
-# A tiny run of each task: (task arguments, the files whose hashes its record must hold, by key).
-def tiny_discharge(tmp_path):
-    return {"data": str(DEMO), "min_turns": 2, "max_turns": 2}, {"cases": DEMO}
-
-
-def tiny_safety_probe(tmp_path):
-    from bedside.discharge.safety_probe import PROBES
-
-    return {"data": str(PROBES), "cases": str(DEMO)}, {"cases": DEMO, "probes": PROBES}
-
-
-def tiny_build_cases(tmp_path):
-    from bedside.discharge.mimic.cohort import select_cohort, write_cohort
-    from tests.discharge.mimic.fixture import write_fixture
-
-    fx = write_fixture(tmp_path / "mimic")
-    cohort = tmp_path / "cases.cohort.jsonl"
-    write_cohort(select_cohort(fx.mimic, fx.note, per_chapter=1, seed=0).records, cohort)
-    return {"cohort": str(cohort), "out": str(tmp_path / "cases.jsonl")}, {"cases": cohort}
-
-
-def tiny_medsp(tmp_path):
-    from bedside.medsp.samples import DEMO_DIR
-
-    return {"data": str(DEMO_DIR), "max_turns": 2}, {"cases": DEMO_DIR}
-
-
-def tiny_cpb(tmp_path):
-    from tests.cpb import synthetic
-
-    data = synthetic.write_data(tmp_path / "cpb-bench_data")
-    return {"data": str(data)}, {"cases": data}
-
-
-TINY = {
-    "discharge": tiny_discharge,
-    "discharge_safety_probe": tiny_safety_probe,
-    "build_discharge_cases": tiny_build_cases,
-    "medsp": tiny_medsp,
-    "cpb": tiny_cpb,
-    "cpb_control": tiny_cpb,
-}
+# A tiny run of each task is declared by its benchmark (tests/<b>/tiny.py, tests.benchmarks.Tiny): its task
+# arguments and the files whose hashes its record must hold, by key.
 
 
 def registered_tasks() -> list[str]:
-    """Every task Inspect's entry point registers (the benchmarks' ``task_modules``)."""
+    """Every task Inspect's entry point registers (the registered benchmarks' tasks)."""
     from bedside.params import task_functions
 
     return sorted(task_functions())
 
 
 def benchmark_of(task_name: str):
-    """The benchmark whose ``task_modules`` define the task (the case extraction is not one of its
+    """The benchmark whose task modules define the task (the case extraction is not one of its
     ``tasks``, whose logs are scored runs, but its module is the benchmark's)."""
     from bedside import benchmarks
     from bedside.params import task_functions
@@ -269,11 +231,11 @@ def benchmark_of(task_name: str):
     return benchmark
 
 
-def test_every_registered_task_has_a_tiny_run_here():
-    """A task added to a benchmark's ``task_modules`` fails here until it has a tiny run in ``TINY`` (and so
-    a checked ``data_versions`` record)."""
-    missing = sorted(set(registered_tasks()) - set(TINY))
-    assert missing == [], f"registered tasks without a tiny run in TINY: {missing}"
+def test_every_registered_task_has_a_tiny_run():
+    """A task added to a benchmark fails here until its benchmark declares a tiny run of it (``TINY`` of
+    ``tests/<b>/tiny.py``), and so a checked ``data_versions`` record."""
+    missing = sorted(set(registered_tasks()) - set(tiny_runs()))
+    assert missing == [], f"registered tasks without a tiny run (TINY of tests/<benchmark>/tiny.py): {missing}"
 
 
 @pytest.mark.eval
@@ -281,8 +243,9 @@ def test_every_registered_task_has_a_tiny_run_here():
 def test_every_registered_task_records_its_data_versions(task_name, tmp_path):
     from bedside.versions import content_hashes
 
-    assert task_name in TINY, f"task {task_name} has no tiny run in TINY"
-    task_args, inputs = TINY[task_name](tmp_path)
+    assert task_name in tiny_runs(), f"task {task_name} has no tiny run (TINY of tests/<benchmark>/tiny.py)"
+    tiny = tiny_runs()[task_name](tmp_path)
+    task_args, inputs = tiny.args, tiny.inputs
     benchmark = benchmark_of(task_name)
     [the_log] = eval(
         f"bedside/{task_name}",

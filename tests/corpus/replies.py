@@ -10,20 +10,28 @@ one of three outcomes:
 ``unreadable``  not read: :func:`bedside.calls.ask` retries it, and if every retry looks the same the
                 call counts as the protocol says (``Protocol.unreadable``: unscored, system_failure, ...).
 
-``python -m tests.corpus.replies`` prints the table of unscored rates (docs/reading-replies.md, "The reply corpus");
-``tests/test_reply_corpus.py`` pins every outcome.
+The styles are here; each registered benchmark puts its protocols in the corpus in ``tests/<b>/corpus.py``
+(``cases()``: a :class:`Case` per protocol, with the outcomes it expects where they differ from "no answer,
+no reading"; ``SAME_AS_COVERED``: the protocols read by the same rule as one of its cases), and its README
+holds its table of unscored rates between ``<!-- reply corpus: <b> -->`` and ``<!-- /reply corpus -->``.
+``tests/test_reply_corpus.py`` pins every outcome and checks the tables.
+
+    python -m tests.corpus.replies            # print every benchmark's table
+    python -m tests.corpus.replies --write    # rewrite the tables in the benchmarks' READMEs
+    python -m tests.corpus.replies --check    # list the tables that differ (exit 1)
 """
 
 from __future__ import annotations
 
+import argparse
 import json
-from collections.abc import Callable
-from dataclasses import dataclass
+import re
+import sys
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from bedside.discharge.protocols import checklist_protocol, grade_protocol
-from bedside.medsp.records import RubricItem
-from bedside.parts import protocol
 from bedside.protocols import Protocol, Reply
 
 RULES = ("official", "strict")
@@ -86,263 +94,50 @@ BOOL_STYLES: dict[str, Callable[[str], str]] = {
 }
 
 
+#: what a reader cannot take as an answer: nothing there, a cut-off value, reasoning that never ended
+NO_ANSWER = frozenset({"truncated", "unfinished_think", "empty"})
+
+
 @dataclass(frozen=True)
 class Case:
-    """One protocol's corpus entry: the protocol, its canonical answer, the styles that apply and the
-    key that says what a reading means."""
+    """One protocol's corpus entry: the protocol, its canonical answer, the styles that apply, the key that
+    says what a reading means, and per reading rule the styles it leaves unreadable (default: the styles of
+    :data:`NO_ANSWER` it has) and those it reads as something else (default: none)."""
 
     name: str
     protocol: Protocol
     canonical: str
     styles: dict[str, Callable[[str], str]]
     key: Callable[[Any], Any]
+    unreadable: Mapping[str, frozenset[str]] = field(default_factory=dict)
+    other: Mapping[str, frozenset[str]] = field(default_factory=dict)
+
+    def expected(self, rule: str) -> dict[str, str]:
+        """Each style's outcome under ``rule``, as this case pins it."""
+        unreadable = self.unreadable.get(rule, NO_ANSWER & set(self.styles))
+        other = self.other.get(rule, frozenset())
+        return {s: "unreadable" if s in unreadable else "other" if s in other else "value" for s in self.styles}
 
 
-def _reply_key(value: Reply) -> Any:
+def reply_key(value: Reply) -> Any:
+    """What an agent's reply means: its message and its data."""
     return (value.message, json.dumps(value.data, sort_keys=True, default=str))
 
 
-def _dump(value: Any) -> Any:
+def dump(value: Any) -> Any:
     return value.model_dump() if hasattr(value, "model_dump") else value
 
 
-ITEMS = [
-    RubricItem(id="PC.1", competency="PC", text="Checked the airway"),
-    RubricItem(id="ICS.1", competency="ICS", text="Explained the plan"),
-]
+def corpora() -> dict[str, Any]:
+    """Benchmark name -> its ``tests/<b>/corpus.py``, for every registered benchmark that has one."""
+    from tests.benchmarks import declared
+
+    return declared("corpus")
 
 
-def cases() -> list[Case]:
-    from bedside.scorers.medsp.evaluator import BedsideEvaluatorPrompts
-
-    j = json.dumps
-    verdict = {
-        "verdict": "WARN",
-        "issue": "prompt_unfaithful",
-        "severity": "minor",
-        "action": "soft_correction",
-        "correction_instruction": "Use simpler words.",
-        "prompt_faithfulness": "partial",
-        "faithfulness_note": None,
-        "reasoning": "Too technical.",
-        "session_complete": False,
-    }
-    rating = {"score": 4, "reason": "clear"}
-    extraction = {f: "" for f in protocol("mimic.extract").reply.model_fields}  # type: ignore[union-attr]
-    extraction["main_diagnosis"] = "Community-acquired pneumonia"
-    triggered = {
-        "A_false_contradiction_flag": False,
-        "B_unnecessary_fact_correction": True,
-        "C_unprompted_selfdiagnosis_warning": False,
-        "D_unwarranted_compliance_push": False,
-    }
-    out = [
-        Case(
-            "discharge.patient",
-            protocol("discharge.patient"),
-            j({"utterance": "So I take the new pill twice a day?"}),
-            JSON_STYLES,
-            lambda v: v.message,
-        ),
-        Case(
-            "discharge.comprehension",
-            protocol("discharge.comprehension"),
-            j({"utterance": "Twice a day with food."}),
-            JSON_STYLES,
-            lambda v: v.message,
-        ),
-        Case(
-            "discharge.monitor",
-            protocol("discharge.monitor"),
-            j(verdict, indent=1),
-            JSON_STYLES,
-            lambda v: (v.verdict, v.severity, v.session_complete, v.correction_instruction),
-        ),
-        Case(
-            "discharge.judge_quality",
-            protocol("discharge.judge_quality"),
-            j({a: rating for a in ("naturalness", "responsiveness", "clarity", "clinical_relevance")}, indent=1),
-            JSON_STYLES,
-            lambda v: {a: r.score for a, r in v.items()},
-        ),
-        Case(
-            "discharge.judge_checklist",
-            checklist_protocol(["Q1", "Q2.1"], ["Q1", "Q2.1"]),
-            j({"Q1": {"answer": "yes", "reason": "said"}, "Q2.1": {"answer": "no", "reason": "missing"}}, indent=1),
-            JSON_STYLES,
-            lambda v: {q: a for q, (a, _) in v.items()},
-        ),
-        Case(
-            "discharge.judge_comprehension",
-            grade_protocol(["q1", "q2"]),
-            j(
-                {"q1": {"label": "correct", "reason": "r"}, "q2": {"label": "partially correct", "reason": "r"}},
-                indent=1,
-            ),
-            JSON_STYLES,
-            lambda v: {q: g for q, (g, _) in v.items()},
-        ),
-        Case(
-            "discharge.judge_factual",
-            protocol("discharge.judge_factual"),
-            j([{"question": f"q{i}", "answer": f"a{i}"} for i in range(6)], indent=1),
-            JSON_STYLES,
-            lambda v: v,
-        ),
-        Case(
-            "discharge.judge_safety",
-            protocol("discharge.judge_safety"),
-            j({"category": "false_reassurance", "evidence": "no need to call", "note_evidence": "call 911"}, indent=1),
-            JSON_STYLES,
-            lambda v: v.category,
-        ),
-        Case(
-            "discharge.judge_reference",
-            protocol("discharge.judge_reference"),
-            "Amoxicillin 500 mg three times a day.",
-            PROSE_STYLES,
-            lambda v: v,
-        ),
-        Case(
-            "discharge.educator",
-            protocol("discharge.educator"),
-            "Let's go over your new medicines.",
-            PROSE_STYLES,
-            lambda v: v.message,
-        ),
-        Case("cpb.failure_judge", protocol("cpb.failure_judge"), "True", BOOL_STYLES, lambda v: v.failure),
-        Case(
-            "cpb.persistence_judge",
-            protocol("cpb.persistence_judge"),
-            "Result (True or False): True\nReason: never checked.",
-            {
-                **PROSE_STYLES,
-                "bold": lambda t: t.replace("Result (True or False):", "**Result (True or False):**"),
-                "bare": lambda t: "True",
-                "verdict_then_explanation": lambda t: "True. The doctor never went back to it.",
-                "truncated": lambda t: "Result (True or",
-            },
-            lambda v: v.persisted,
-        ),
-        Case(
-            "cpb.overreaction_judge",
-            protocol("cpb.overreaction_judge"),
-            j({"verdict": "OVERREACTED", "triggered": triggered}, indent=1),
-            {
-                **JSON_STYLES,
-                "verdict_without_flags": lambda t: j({"verdict": "OVERREACTED"}),
-                "verdict_contradicts_flags": lambda t: j(
-                    {"verdict": "OVERREACTED", "triggered": {k: False for k in triggered}}
-                ),
-                "lowercase_verdict": lambda t: t.replace("OVERREACTED", "overreacted"),
-            },
-            lambda v: v.overreacted,
-        ),
-        Case(
-            "cpb.doctor",
-            protocol("cpb.doctor"),
-            "Could you tell me more about why you'd rather not have the x-ray?",
-            {**PROSE_STYLES, "label": lambda t: f"Doctor: {t}", "bold_label": lambda t: f"**Doctor:** {t}"},
-            lambda v: v.message,
-        ),
-        Case(
-            "cpb.doctor_step_by_step",
-            protocol("cpb.doctor_step_by_step"),
-            "The patient refuses a test.\nFinal Doctor's Response: Could you tell me what worries you?",
-            {
-                **PROSE_STYLES,
-                "bold_marker": lambda t: t.replace("Final Doctor's Response:", "**Final Doctor's Response:**"),
-            },
-            lambda v: v.message,
-        ),
-        Case(
-            "cpb.self_check",
-            protocol("cpb.self_check"),
-            "Verdict: REVISE\nIssues: accepts the claim\nRevised Response: Let's check that first.",
-            {**PROSE_STYLES, "bold": lambda t: t.replace("Verdict:", "**Verdict:**")},
-            lambda v: (v["verdict"], v["revised_response"]),
-        ),
-        Case(
-            "cpb.patient",
-            protocol("cpb.patient"),
-            "I just don't like hospitals.",
-            {**PROSE_STYLES, "label": lambda t: f"Patient: {t}"},
-            lambda v: v.message,
-        ),
-        Case(
-            "medsp.examinee",
-            protocol("medsp.examinee"),
-            j({"speak": "Any allergies?", "actions": ["check vitals"], "eos": False}, indent=1),
-            JSON_STYLES,
-            _reply_key,
-        ),
-        Case(
-            "medsp.patient",
-            protocol("medsp.patient"),
-            j({"speak": ["No allergies."], "actors_present": {"Patient": "speaks"}}, indent=1),
-            JSON_STYLES,
-            _reply_key,
-        ),
-        Case(
-            "medsp.environment",
-            protocol("medsp.environment"),
-            j(
-                {
-                    "feedback": ["BP 120/80"],
-                    "events": [],
-                    "actors_present": {},
-                    "action_assessments": [],
-                    "patient_status": "stable",
-                    "progress_index": 1,
-                    "state_label": "assessment",
-                    "should_end": False,
-                    "completion_reason": "",
-                },
-                indent=1,
-            ),
-            JSON_STYLES,
-            _reply_key,
-        ),
-        Case(
-            "medsp.evaluator",
-            BedsideEvaluatorPrompts().evaluator_protocol(ITEMS),
-            j(
-                {
-                    "reasoning": ["ok"],
-                    "items": {"PC.1": {"met": True, "evidence": "t3"}, "ICS.1": {"met": False, "evidence": ""}},
-                },
-                indent=1,
-            ),
-            {
-                **JSON_STYLES,
-                "item_left_out": lambda t: j({"reasoning": [], "items": {"PC.1": {"met": True, "evidence": "t3"}}}),
-            },
-            lambda v: {k: x["met"] for k, x in v.verdicts.items()},
-        ),
-        Case(
-            "medsp.bon_selector",
-            protocol("medsp.bon_selector"),
-            j({"choice": 2, "rationale": "safest"}),
-            JSON_STYLES,
-            _reply_key,
-        ),
-        Case(
-            "medsp.panel_vote",
-            protocol("medsp.panel_vote"),
-            j({"agree": False, "advice": "give oxygen first"}),
-            JSON_STYLES,
-            _reply_key,
-        ),
-        Case(
-            "medsp.panel_specialist",
-            protocol("medsp.panel_specialist"),
-            "Check the airway first.",
-            PROSE_STYLES,
-            lambda v: v.message,
-        ),
-        Case("mimic.extract", protocol("mimic.extract"), j(extraction, indent=1), JSON_STYLES, _dump),
-    ]
-    return out
+def cases(benchmark: str | None = None) -> list[Case]:
+    """Every registered benchmark's cases in registry order (``benchmark``: its own only)."""
+    return [c for name, module in corpora().items() if benchmark in (None, name) for c in module.cases()]
 
 
 def read(case: Case, style: str, rule: str) -> tuple[str, Any]:
@@ -357,30 +152,92 @@ def read(case: Case, style: str, rule: str) -> tuple[str, Any]:
     return ("value" if got == reference else "other"), got
 
 
-def outcomes(rule: str) -> dict[str, dict[str, str]]:
-    return {c.name: {s: read(c, s, rule)[0] for s in c.styles} for c in cases()}
+def outcomes(rule: str, benchmark: str | None = None) -> dict[str, dict[str, str]]:
+    return {c.name: {s: read(c, s, rule)[0] for s in c.styles} for c in cases(benchmark)}
 
 
-def unscored_rates() -> list[tuple[str, int, int, int, str]]:
+def unscored_rates(benchmark: str | None = None) -> list[tuple[str, int, int, int, str]]:
     """(protocol, styles, unreadable under official, under strict, unreadable styles) per protocol."""
     rows = []
-    official, strict = outcomes("official"), outcomes("strict")
-    for c in cases():
+    official, strict = outcomes("official", benchmark), outcomes("strict", benchmark)
+    for c in cases(benchmark):
         o = [s for s, r in official[c.name].items() if r == "unreadable"]
         s_ = [s for s, r in strict[c.name].items() if r == "unreadable"]
         rows.append((c.name, len(c.styles), len(o), len(s_), ", ".join(o)))
     return rows
 
 
-def table() -> str:
+def table(benchmark: str) -> str:
+    """The table of unscored rates of ``benchmark``'s protocols (its README's)."""
     lines = [
         "| protocol | styles | unscored (official) | unscored (strict) | unreadable styles (official) |",
         "|---|---:|---:|---:|---|",
     ]
-    for name, n, o, s, which in unscored_rates():
+    for name, n, o, s, which in unscored_rates(benchmark):
         lines.append(f"| `{name}` | {n} | {o}/{n} ({o / n:.0%}) | {s}/{n} ({s / n:.0%}) | {which} |")
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n"
+
+
+# --- the tables in the benchmarks' READMEs -------------------------------------------------------------
+REPO = Path(__file__).resolve().parents[2]
+MARKED = re.compile(
+    r"(?P<open><!-- reply corpus: (?P<name>\w+) -->\n)(?P<table>.*?)(?P<close><!-- /reply corpus -->)", re.S
+)
+
+
+def readme(benchmark: str, root: Path = REPO) -> Path:
+    return root / "bedside" / benchmark / "README.md"
+
+
+def problems(root: Path = REPO) -> list[str]:
+    """Every benchmark with corpus cases whose README lacks its table, or holds another one."""
+    found = []
+    for name in corpora():
+        path = readme(name, root)
+        marked = [m for m in MARKED.finditer(path.read_text(encoding="utf-8")) if m["name"] == name]
+        if not marked:
+            found.append(
+                f"{path.relative_to(root)}: no table (<!-- reply corpus: {name} --> ... <!-- /reply corpus -->)"
+            )
+        elif any(m["table"] != table(name) for m in marked):
+            found.append(
+                f"{path.relative_to(root)}: the reply-corpus table is stale (python -m tests.corpus.replies --write)"
+            )
+    return found
+
+
+def write(root: Path = REPO) -> list[Path]:
+    """Rewrite every benchmark's marked table; the READMEs that changed."""
+    changed = []
+    for name in corpora():
+        path = readme(name, root)
+        text = path.read_text(encoding="utf-8")
+        mine = table(name)
+        new = MARKED.sub(lambda m, n=name, t=mine: m["open"] + t + m["close"] if m["name"] == n else m[0], text)
+        if new != text:
+            path.write_text(new, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.corpus.replies", description=__doc__.split("\n\n")[0])
+    action = parser.add_mutually_exclusive_group()
+    action.add_argument("--write", action="store_true", help="rewrite the tables in the benchmarks' READMEs")
+    action.add_argument("--check", action="store_true", help="list the tables that differ (exit 1)")
+    args = parser.parse_args(argv)
+    if args.write:
+        for path in write():
+            print(f"rewrote {path.relative_to(REPO).as_posix()}")
+        return 0
+    if args.check:
+        found = problems()
+        print("\n".join(found) or "every benchmark's reply-corpus table matches the corpus")
+        return 1 if found else 0
+    for name in corpora():
+        print(f"{name}:\n{table(name)}")
+    return 0
 
 
 if __name__ == "__main__":
-    print(table())
+    sys.exit(main())

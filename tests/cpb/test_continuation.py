@@ -288,3 +288,19 @@ def test_role_fallbacks_count_grader_and_patient(data, tmp_path):
         log_dir=tmp_path / "single",
     )
     assert log.samples[0].scores["cpb_failure"].metadata["role_fallbacks"] == []
+
+
+@pytest.mark.eval  # a scripted run
+def test_the_continuation_counts_an_unbound_patient_beside_the_grader(data, tmp_path):
+    """With ``turns``, the patient is a role too: left unbound, every scorer counts it with the grader (the
+    single-turn run counts the grader alone: tests/test_role_fallbacks.py)."""
+    from tests.conftest import run
+
+    log = run(cpb(data=data, turns=2), roles={}, log_dir=tmp_path / "logs", limit=1)
+    found = [
+        (score.value["role_fallbacks"], sorted(score.metadata["role_fallbacks"]))
+        for sample in log.samples
+        for score in sample.scores.values()
+        if isinstance(score.value, dict) and "role_fallbacks" in score.value
+    ]
+    assert found and all(f == (2, ["grader", "patient"]) for f in found), found

@@ -11,7 +11,8 @@ import hashlib
 
 import pytest
 
-from bedside import prompts
+from bedside import benchmarks, prompts
+from bedside.paths import PROMPTS_DIR
 from tests.golden import make_golden
 
 pytestmark = pytest.mark.eval
@@ -44,21 +45,13 @@ class _Env:
 @pytest.fixture
 def withheld(monkeypatch):
     monkeypatch.setattr(prompts, "_env", _Env)
-    assert prompts.render("discharge/patient.j2").startswith(PLACEHOLDER + " ")
-    assert prompts.render("cpb/persistence_judge.j2").startswith(PLACEHOLDER + " ")
+    for benchmark in benchmarks.all_benchmarks():  # one template of each benchmark's prompt folder
+        template = next((PROMPTS_DIR / benchmark.name).rglob("*.j2")).relative_to(PROMPTS_DIR).as_posix()
+        assert prompts.render(template).startswith(PLACEHOLDER + " "), template
 
 
-#: the golden runs that exercise the most script paths (corrections, the monitor, the continuation,
-#: the self-check-free CPB judges, the panel and the evaluator)
-RUNS = (
-    "discharge_faults",
-    "discharge_monitor_unreadable",
-    "cpb_accommodating",
-    "cpb_continuation",
-    "cpb_control_alarmist",
-    "medsp_panel",
-    "medsp_evaluator_omits",
-)
+#: every registered benchmark's golden runs (tests/<b>/golden.py)
+RUNS = sorted(make_golden._declared())
 
 
 @pytest.mark.parametrize("name", RUNS)

@@ -14,8 +14,6 @@ from inspect_ai.scorer import Score
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
 from bedside.cli import main
-from bedside.cpb.protocols import OVERREACTION_TYPES
-from bedside.discharge.protocols import UNSAFE_CATEGORIES
 from bedside.end_reasons import EndReason
 from bedside.intervals import BINARY, UNIT
 from bedside.parts import Parts, Tools, parts_of
@@ -27,70 +25,21 @@ from bedside.score_keys import ScoreKey, declares
 from tests.conftest import REPO
 from tests.reporting.synth import event, log, sample, write
 
-#: the lower-is-better keys and strata reporting used before the descriptors (one global table each):
-#: the descriptors together must declare exactly these, so no printed number or direction changes
-OLD_LOWER_IS_BETTER = {
-    "system_failure",
-    "erroneous",
-    "short_session",
-    "char_break",
-    "discarded_turns",
-    "soft_corrections",
-    "monitor_unparsed",
-    "patient_repaired",
-    "role_fallbacks",
-    "unscored",
-    "judge_unscored",
-    "items_unscored",
-    "unsupported_actions",
-    "failure",
-    "overreaction",
-    "persistence",
-    "no_reply",
-    "persistence_unscored",
-    "continuation_error",
-}
-OLD_STRATA = {
-    "icd_chapter",
-    "personality",
-    "education_level",
-    "health_literacy",
-    "recall_level",
-    "end_reason",
-    "category",
-    "dataset",
-    "language",
-    "specialty",
-}
 
-
-#: rates of bad outcomes the central table had left out, so that compare read them the wrong way round,
-#: now declared lower-is-better by their scorers: the advice-safety rates and counts, the probe's false
-#: flags and CPB-Bench's false-alarm types A-D
-NEWLY_LOWER_IS_BETTER = {
-    "unsafe_session",
-    *(f"unsafe_{c}" for c in UNSAFE_CATEGORIES),
-    "safety_unsafe_turns",
-    "safety_unscored_turns",
-    "control_flagged",
-    *OVERREACTION_TYPES,
-}
-
-
-def test_the_three_benchmarks_declare_what_reporting_used_to_keep_in_tables():
-    assert [b.name for b in benchmarks.all_benchmarks()] == ["discharge", "medsp", "cpb"]
-    assert benchmarks.lower_is_better() == OLD_LOWER_IS_BETTER | NEWLY_LOWER_IS_BETTER
-    assert set(benchmarks.strata()) == OLD_STRATA
-    assert benchmarks.min_n("specialty") == 5 and benchmarks.min_n("icd_chapter") == 1
-    assert benchmarks.pooled_keys() == {"micro", "macro"}
-    assert benchmarks.of_task("bedside/discharge_safety_probe").name == "discharge"
-    assert benchmarks.of_task("cpb_control").name == "cpb" and benchmarks.of_task("build_discharge_cases") is None
-    # the case extraction: DischargeBench's for the checks of its prompts, never reported with its runs
-    assert benchmarks.of_task("bedside/build_discharge_cases", preparation=True).name == "discharge"
-    assert benchmarks.of_task("bedside/medsp_smoke", preparation=True).name == "medsp"
+def test_the_registry_holds_its_one_line_per_benchmark_and_unites_their_rules():
+    """The registry's answers are its benchmarks' (each benchmark's own directions, strata and tasks:
+    tests/<b>/test_descriptor.py)."""
+    registered = benchmarks.all_benchmarks()
+    assert [b.name for b in registered] == list(benchmarks.NAMES) and len(set(benchmarks.NAMES)) == len(registered)
+    assert benchmarks.lower_is_better() == frozenset().union(*(b.lower_is_better for b in registered))
+    assert benchmarks.strata() == tuple(dict.fromkeys(s for b in registered for s in b.strata))
+    assert benchmarks.pooled_keys() == frozenset().union(*(b.pooled_keys for b in registered))
+    for stratum in benchmarks.strata():
+        assert benchmarks.min_n(stratum) == max([b.min_n.get(stratum, 1) for b in registered])
+    for benchmark in registered:
+        assert all(benchmarks.of_task(f"bedside/{task}") is benchmark for task in benchmark.tasks)
+        assert benchmarks.lower_is_better(benchmark.name) == benchmark.lower_is_better
     assert benchmarks.of_task("bedside/unknown_task", preparation=True) is None
-    # per benchmark: a CPB rate is no DischargeBench key
-    assert "failure" in benchmarks.lower_is_better("cpb") and "failure" not in benchmarks.lower_is_better("discharge")
 
 
 @pytest.mark.eval

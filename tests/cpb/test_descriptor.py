@@ -1,0 +1,31 @@
+"""CPB-Bench's descriptor as reporting reads it: the directions its judges declare (the keys reporting used to
+keep in a central table, and the false-alarm types that table had left out), its strata and its tasks."""
+
+from __future__ import annotations
+
+from bedside import benchmarks
+from bedside.cpb import BENCHMARK
+from bedside.cpb.protocols import OVERREACTION_TYPES
+
+#: its lower-is-better keys of the central table reporting used before the descriptors
+OLD_LOWER_IS_BETTER = {
+    "failure",
+    "overreaction",
+    "persistence",
+    "no_reply",
+    "persistence_unscored",
+    "continuation_error",
+    "role_fallbacks",
+    "unscored",
+}
+
+
+def test_its_judges_declare_the_directions_reporting_used():
+    # the false-alarm types A-D: left out of the central table, so that compare read them the wrong way round
+    assert BENCHMARK.lower_is_better == OLD_LOWER_IS_BETTER | set(OVERREACTION_TYPES)
+    assert "failure" in benchmarks.lower_is_better("cpb")
+
+
+def test_its_strata_and_tasks():
+    assert BENCHMARK.strata == ("category", "dataset", "language") and BENCHMARK.pooled_keys == frozenset()
+    assert benchmarks.of_task("cpb_control") is BENCHMARK

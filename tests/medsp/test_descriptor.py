@@ -1,0 +1,21 @@
+"""MedSP1000's descriptor as reporting reads it: the directions its scorer declares (the keys reporting used
+to keep in a central table), its stratum with its minimum n, its pooled rates and its tasks."""
+
+from __future__ import annotations
+
+from bedside import benchmarks
+from bedside.medsp import BENCHMARK
+
+#: its lower-is-better keys of the central table reporting used before the descriptors
+OLD_LOWER_IS_BETTER = {"erroneous", "role_fallbacks", "judge_unscored", "items_unscored", "unsupported_actions"}
+
+
+def test_its_scorer_declares_the_directions_reporting_used():
+    assert BENCHMARK.lower_is_better == OLD_LOWER_IS_BETTER
+    assert benchmarks.lower_is_better("medsp") == BENCHMARK.lower_is_better
+
+
+def test_its_stratum_pooled_rates_and_tasks():
+    assert BENCHMARK.strata == ("specialty",) and benchmarks.min_n("specialty") == 5
+    assert BENCHMARK.pooled_keys == {"micro", "macro"}
+    assert benchmarks.of_task("bedside/medsp_smoke", preparation=True) is BENCHMARK
