@@ -76,3 +76,13 @@ def test_cli_by_path_and_by_entry_point(tmp_path):
         assert log.status == "success" and log.eval.task_args["personality"] == "minimiser"
         assert set(log.eval.model_roles) == {"patient", "monitor"}
         assert log.samples[0].metadata["personality"] == "minimiser"
+
+
+def test_the_cli_prints_the_unknown_role_in_one_line_without_traceback(tmp_path):
+    from tests.task_parameters import inspect_eval
+
+    proc = inspect_eval("tasks/discharge.py", "--model-role", "judge=bedside/scripted", log_dir=tmp_path / "logs")
+    output = proc.stdout + proc.stderr
+    assert proc.returncode != 0 and "Traceback" not in output, output[-2000:]
+    [line] = [line for line in output.splitlines() if line.strip()]
+    assert line.startswith("Unknown model role for task discharge") and "--model-role grader=bedside/scripted" in line

@@ -129,3 +129,17 @@ def discharge_case(
         ),
     }
     return sample(sid, scores, meta, events=events)
+
+
+def versioned_log(folder: Path, name: str, model: str, versions: dict[str, Any], shift: float) -> str:
+    """A DischargeBench log of six clean sessions (``naturalness`` shifted by ``shift``) whose ``data_versions``
+    record is ``versions``, written as ``folder/<name>.eval``."""
+    from bedside.versions import KEY
+
+    samples = [
+        discharge_case(f"c{i}", end="clean_complete", values={"naturalness": 3 + shift + 0.1 * i, "tcs": 0.5})
+        for i in range(6)
+    ]
+    the_log = log("bedside/discharge", model, samples)
+    the_log.eval.metadata = {KEY: versions}
+    return write(the_log, folder / f"{name}.eval")
