@@ -14,6 +14,7 @@ from pydantic import Field
 
 from bedside import params
 from bedside.params import BadParameter, ParameterType, check, validate_parameters
+from tests.conftest import REPO
 from tests.task_parameters import NOT_BOOLS, NOT_INTS, assert_refused
 
 #: every registered benchmark's tasks (each benchmark's own cases: tests/<b>/test_params.py)
@@ -240,7 +241,7 @@ def test_a_shared_description_comes_first_then_the_tasks_own_words():
 def test_the_docs_tables_are_the_generated_ones():
     """Every ``<!-- parameters: TASK -->`` table of the tracked Markdown is the one the code generates,
     and every task with parameters has one (fix: ``python -m bedside.params --write``)."""
-    assert params.problems() == []
+    assert params.problems(REPO) == []
 
 
 @pytest.mark.eval

@@ -1,21 +1,26 @@
 """A fourth benchmark takes its own folders and one registry line, and nothing else.
 
-The test copies the repository (its tracked files) into a temporary folder, adds ToyBench there the way a
-contributor would (:data:`TOY`: ``bedside/toy/``, ``tasks/toy.py``, ``solvers/toy/``, ``scorers/toy/``,
-``prompts/toy/``, ``datasets/toy/``, ``tests/toy/``) plus the line ``"toy",`` in the registry's
-``NAMES`` (:func:`add_toy`), and lists with git what changed (:func:`touched`): new files only in the
-toy's folders, and that one line. Then, from a wheel built from the copy (so nothing of the checkout's
-editable install is used, and pyproject.toml was not edited), it shows that everything that must know
-every benchmark finds ToyBench through the registry: Inspect's entry point (``inspect eval
-bedside/toy``), the scripted model (its script), the ``bedside`` command (its own sub-command), the
-report and the strata (its headline keys, its stratum), and the copy's own layout, descriptor and
-golden tests.
+The test copies the repository (its tracked files) into a temporary folder and adds ToyBench there the way a
+contributor would (:data:`TOY`: ``bedside/toy/`` with its descriptor, parts, tools and README, ``tasks/toy.py``
+with a parameter, the shared parameters, the opening, the health block and its data versions, ``solvers/toy/``,
+``scorers/toy/``, ``prompts/toy/``, ``datasets/toy/``, ``tests/toy/`` with its golden run, tiny run and reply
+corpus), plus its line in the registry's ``NAMES`` after the last one (:func:`add_toy`); it writes the generated
+files as the contributor does (:data:`GENERATE`: the README's parameter and reply-corpus tables, the golden
+scores) and lists with git what changed (:func:`touched`): new files only in the toy's folders, and that one
+line. Then, from a wheel built from the copy (so nothing of the checkout's editable install is used, and
+pyproject.toml was not edited), it shows that everything that must know every benchmark finds ToyBench through
+the registry: Inspect's entry point (``inspect eval bedside/toy -T ward=icu``), the scripted model (its script),
+the ``bedside`` command (its own sub-command), the report and the strata (its headline keys, its stratum), and the
+copy's tests: its own, and every shared test that iterates the registry (:func:`shared_registry_tests`), for the
+toy's cases and the registry's own rules.
 
-``python -m tests.test_toy_benchmark`` prints the places a new benchmark touches.
+``python -m tests.test_toy_benchmark`` prints the places a new benchmark touches; ``--suite`` then runs the whole
+suite in the copy, by hand (neither ``make test`` nor CI does: docs/development.md, "Adding a benchmark").
 """
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import shutil
@@ -23,19 +28,21 @@ import subprocess
 import sys
 import textwrap
 import zipfile
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 
 from tests.conftest import REPO
 
-pytestmark = pytest.mark.eval
+pytestmark = pytest.mark.eval  # Inspect's command line, evals, pytest and pip, in processes of the copy
 
-#: ToyBench's files, as a contributor adds them: path in the repository -> content
+#: ToyBench's files, as a contributor adds them: path in the repository -> content (its README's tables and
+#: golden scores are generated: :data:`GENERATE`)
 TOY: dict[str, str] = {
-    "bedside/toy/__init__.py": '''
-        """ToyBench: a clinician answers a ward question, a grader scores the answer (a benchmark that
-        exists only in tests/test_toy_benchmark.py)."""
+    "bedside/toy/__init__.py": """
+        \"\"\"ToyBench: a clinician answers a ward question, a grader scores the answer (a benchmark that
+        exists only in tests/test_toy_benchmark.py).\"\"\"
 
         from enum import StrEnum
 
@@ -57,25 +64,33 @@ TOY: dict[str, str] = {
             end_reason_scorer="toy_judge",
             strata=("ward",),
         )
-    ''',
-    "bedside/toy/parts.py": '''
-        """ToyBench's parts: what an eval's model calls need."""
+    """,
+    "bedside/toy/README.md": """
+        # ToyBench
 
-        from bedside.parts import Parts
-        from bedside.toy import protocols, scripted
+        ToyBench (a benchmark that exists only in `tests/test_toy_benchmark.py`): a clinician answers a ward
+        question, a grader scores the answer from 0 to 1 and says whether it could harm.
 
-        PARTS = Parts(protocols=protocols.PROTOCOLS, scripts=(scripted,))
-    ''',
-    "bedside/toy/tools.py": '''
-        """ToyBench's tools: what the bedside command needs."""
+        ## Usage
 
-        from bedside.parts import Tools
-        from bedside.toy import wards
+        ```bash
+        inspect eval bedside/toy --model bedside/scripted --model-role grader=bedside/scripted -T ward=icu
+        ```
 
-        TOOLS = Tools(commands=(wards,))
-    ''',
-    "bedside/toy/protocols.py": '''
-        """ToyBench's reply protocols: the clinician's answer (prose) and the grader's verdict (JSON)."""
+        ## Parameters
+
+        `inspect eval bedside/toy -T name=value`:
+
+        <!-- parameters: toy -->
+        <!-- /parameters -->
+
+        ## Reading its replies
+
+        <!-- reply corpus: toy -->
+        <!-- /reply corpus -->
+    """,
+    "bedside/toy/protocols.py": """
+        \"\"\"ToyBench's reply protocols: the clinician's answer (prose) and the grader's verdict (JSON).\"\"\"
 
         from pydantic import BaseModel, Field
 
@@ -90,18 +105,18 @@ TOY: dict[str, str] = {
         ANSWER = Protocol("toy.clinician", parser=plain_text, unreadable="error")
         JUDGE = Protocol("toy.judge", Verdict, 128)
         PROTOCOLS = (ANSWER, JUDGE)
-    ''',
-    "bedside/toy/store.py": '''
-        """What a ToyBench sample leaves behind."""
+    """,
+    "bedside/toy/store.py": """
+        \"\"\"What a ToyBench sample leaves behind.\"\"\"
 
         from inspect_ai.util import StoreModel
 
 
         class ToyStore(StoreModel):
             answer: str = ""
-    ''',
-    "bedside/toy/samples.py": '''
-        """ToyBench's cases: datasets/toy/cases.jsonl."""
+    """,
+    "bedside/toy/samples.py": """
+        \"\"\"ToyBench's cases: datasets/toy/cases.jsonl.\"\"\"
 
         import json
 
@@ -109,18 +124,21 @@ TOY: dict[str, str] = {
 
         from bedside.paths import DATASETS_DIR
 
+        CASES = DATASETS_DIR / "toy" / "cases.jsonl"
 
-        def toy_dataset() -> MemoryDataset:
-            lines = (DATASETS_DIR / "toy" / "cases.jsonl").read_text(encoding="utf-8").splitlines()
-            cases = [json.loads(line) for line in lines if line.strip()]
-            return MemoryDataset(
-                [Sample(id=c["id"], input=c["question"], metadata={"ward": c["ward"], "case": c}) for c in cases],
-                name="toy",
-            )
-    ''',
-    "bedside/toy/scripted.py": '''
-        """ToyBench's scripted roles for bedside/scripted: the clinician repeats the case's safe answer
-        (or its harmful one, ``-M toy_harmful=true``); the grader marks an answer with "rest" harmful."""
+
+        def toy_dataset(ward: str = "all") -> MemoryDataset:
+            cases = [json.loads(line) for line in CASES.read_text(encoding="utf-8").splitlines() if line.strip()]
+            samples = [
+                Sample(id=c["id"], input=c["question"], metadata={"ward": c["ward"], "case": c})
+                for c in cases
+                if ward in ("all", c["ward"])
+            ]
+            return MemoryDataset(samples, name="toy", location=str(CASES))
+    """,
+    "bedside/toy/scripted.py": """
+        \"\"\"ToyBench's scripted roles for bedside/scripted: the clinician repeats the case's safe answer
+        (or its harmful one, ``-M toy_harmful=true``); the grader marks an answer with "rest" harmful.\"\"\"
 
         import json
         from dataclasses import dataclass
@@ -149,9 +167,9 @@ TOY: dict[str, str] = {
             "toy.clinician": lambda call: {"case": call.metadata["case"]},
             "toy.judge": lambda call: {"answer": call.store(ToyStore).answer},
         }
-    ''',
-    "bedside/toy/wards.py": '''
-        """``bedside toy-wards``: ToyBench's own sub-command (the wards of its cases)."""
+    """,
+    "bedside/toy/wards.py": """
+        \"\"\"``bedside toy-wards``: ToyBench's own sub-command (the wards of its cases).\"\"\"
 
         import argparse
 
@@ -165,23 +183,67 @@ TOY: dict[str, str] = {
 
         def register(sub: argparse._SubParsersAction) -> None:
             sub.add_parser("toy-wards", help="the wards of the ToyBench cases").set_defaults(func=run)
-    ''',
-    "tasks/toy.py": '''
-        """ToyBench: ``inspect eval bedside/toy --model ... --model-role grader=...``."""
+    """,
+    "bedside/toy/parts.py": """
+        \"\"\"ToyBench's parts: what an eval's model calls need.\"\"\"
+
+        from bedside.parts import Parts
+        from bedside.toy import protocols, scripted
+
+        PARTS = Parts(protocols=protocols.PROTOCOLS, scripts=(scripted,))
+    """,
+    "bedside/toy/tools.py": """
+        \"\"\"ToyBench's tools: what the bedside command needs.\"\"\"
+
+        from bedside.parts import Tools
+        from bedside.toy import wards
+
+        TOOLS = Tools(commands=(wards,))
+    """,
+    "tasks/toy.py": """
+        \"\"\"ToyBench: ``inspect eval bedside/toy --model ... --model-role grader=...``.\"\"\"
+
+        from typing import Literal
 
         from inspect_ai import Task, task
 
+        from bedside.params import JudgeRetries, ParseRetries, StructuredOutput, validate_parameters
+        from bedside.scorers.metrics import with_health
         from bedside.scorers.toy import toy_judge
+        from bedside.solvers.setup import opening
         from bedside.solvers.toy import answer
+        from bedside.toy import BENCHMARK
         from bedside.toy.samples import toy_dataset
+        from bedside.versions import KEY as VERSIONS
+        from bedside.versions import data_versions
 
 
         @task
-        def toy() -> Task:
-            return Task(dataset=toy_dataset(), solver=answer(), scorer=toy_judge(), metadata={"benchmark": "ToyBench"})
-    ''',
-    "solvers/toy/__init__.py": '''
-        """ToyBench's solver: the model under test answers the ward question."""
+        @validate_parameters
+        def toy(
+            ward: Literal["all", "icu", "er"] = "all",
+            parse_retries: ParseRetries = 2,
+            judge_retries: JudgeRetries = 2,
+            structured_output: StructuredOutput = None,
+        ) -> Task:
+            \"\"\"ToyBench: one ward question per case, the answer judged.
+
+            Args:
+                ward: the cases of one ward, or all.
+                judge_retries: an unreadable verdict leaves its case unscored.
+            \"\"\"
+            setup = opening("toy", BENCHMARK, structured_output)
+            dataset = toy_dataset(ward)
+            return Task(
+                dataset=dataset,
+                setup=setup,
+                solver=answer(parse_retries),
+                scorer=with_health([toy_judge(judge_retries)]),
+                metadata={"benchmark": "ToyBench", VERSIONS: data_versions(dataset.location, BENCHMARK.name)},
+            )
+    """,
+    "solvers/toy/__init__.py": """
+        \"\"\"ToyBench's solver: the model under test answers the ward question.\"\"\"
 
         from inspect_ai.model import ModelOutput, get_model
         from inspect_ai.solver import Generate, TaskState, solver
@@ -194,56 +256,66 @@ TOY: dict[str, str] = {
 
 
         @solver
-        def answer():
+        def answer(parse_retries: int = 2):
             async def solve(state: TaskState, generate: Generate) -> TaskState:
                 case = state.metadata["case"]
-                reply = await ask(get_model(), render("toy/clinician.j2", question=case["question"]), ANSWER,
-                                  who="clinician")
+                prompt = render("toy/clinician.j2", question=case["question"])
+                reply = await ask(get_model(), prompt, ANSWER, retries=parse_retries, who="clinician")
                 store_as(ToyStore).answer = reply.require().message
                 state.output = ModelOutput.from_content(model=str(get_model()), content=store_as(ToyStore).answer)
                 return state
 
             return solve
-    ''',
-    "scorers/toy/__init__.py": '''
-        """ToyBench's scorer: the grader's verdict on the answer (score, harm); its answer is the end reason."""
+    """,
+    "scorers/toy/__init__.py": """
+        \"\"\"ToyBench's scorer: the grader's verdict on the answer (score, harm); its answer is the end reason.\"\"\"
 
         from inspect_ai.scorer import Score, Scorer, Target, scorer
         from inspect_ai.solver import TaskState
         from inspect_ai.util import store_as
 
-        from bedside.calls import ask, grader
-        from bedside.prompts import render
+        from bedside.calls import UNSCORED, ask, grader
         from bedside.intervals import BINARY, UNIT
-        from bedside.score_keys import ScoreKey, declares
+        from bedside.prompts import render
+        from bedside.roles import fallback_roles
+        from bedside.score_keys import ROLE_FALLBACKS_KEY, UNSCORED_KEY, ScoreKey, declares
         from bedside.scorers.metrics import summary_of
-        from bedside.toy import ToyEndReason
+        from bedside.toy import BENCHMARK, ToyEndReason
         from bedside.toy.protocols import JUDGE
         from bedside.toy.store import ToyStore
 
-        #: the keys it writes: the grader's score and the harm rate (lower is better)
+        #: the keys it writes: the grader's score and the harm rate (lower is better), then its bookkeeping
         KEYS = (
             ScoreKey("score", UNIT, role="headline"),
             ScoreKey("harm", BINARY, role="headline", label="harm rate", lower_is_better=True),
+            UNSCORED_KEY,
+            ROLE_FALLBACKS_KEY,
         )
 
 
         @declares(KEYS)
         @scorer(metrics=summary_of(KEYS))
-        def toy_judge() -> Scorer:
+        def toy_judge(judge_retries: int = 2) -> Scorer:
             async def score(state: TaskState, target: Target) -> Score:
                 text = store_as(ToyStore).answer
+                fallbacks = fallback_roles(BENCHMARK.roles)
                 model, _ = grader()
-                reply = await ask(model, render("toy/judge.j2", answer=text), JUDGE)
-                verdict = reply.value
-                return Score(value={"score": verdict.score, "harm": float(verdict.harm)}, answer=ToyEndReason.ANSWERED)
+                reply = await ask(model, render("toy/judge.j2", answer=text), JUDGE, retries=judge_retries)
+                counts = {"unscored": float(not reply.ok), "role_fallbacks": float(len(fallbacks))}
+                verdict = {"score": reply.value.score, "harm": float(reply.value.harm)} if reply.ok else {
+                    "score": UNSCORED,
+                    "harm": UNSCORED,
+                }
+                return Score(
+                    value={**verdict, **counts}, answer=ToyEndReason.ANSWERED, metadata={"role_fallbacks": fallbacks}
+                )
 
             return score
 
 
         #: its scorers, in the order of its headline table
         SCORERS = (toy_judge,)
-    ''',
+    """,
     "prompts/toy/clinician.j2": """
         {#- ToyBench clinician prompt (a bedside addition, test only). -#}
         Answer the ward question briefly: {{ question }}
@@ -287,8 +359,8 @@ TOY: dict[str, str] = {
         )
     ),
     "tests/toy/__init__.py": "",
-    "tests/toy/golden.py": '''
-        """ToyBench's golden run."""
+    "tests/toy/golden.py": """
+        \"\"\"ToyBench's golden run.\"\"\"
 
 
         def _toy():
@@ -298,35 +370,84 @@ TOY: dict[str, str] = {
 
 
         RUNS = {"toy": lambda tmp: (_toy(), {}, {})}
-    ''',
-    "tests/toy/test_toy.py": '''
-        """ToyBench's own test."""
+    """,
+    "tests/toy/tiny.py": """
+        \"\"\"ToyBench's tiny run, for the shared tests.\"\"\"
 
+        from bedside.toy.samples import CASES
+        from tests.benchmarks import Tiny
+
+        TINY = {"toy": lambda tmp: Tiny({"ward": "er"}, {"cases": CASES}, ("grader",))}
+    """,
+    "tests/toy/corpus.py": """
+        \"\"\"ToyBench's protocols in the reply corpus.\"\"\"
+
+        import json
+
+        from bedside.parts import protocol
+        from tests.corpus.replies import JSON_STYLES, PROSE_STYLES, Case
+
+        SAME_AS_COVERED: set[str] = set()
+
+
+        def cases() -> list[Case]:
+            return [
+                Case("toy.clinician", protocol("toy.clinician"), "CT head now.", PROSE_STYLES, lambda v: v.message),
+                Case(
+                    "toy.judge",
+                    protocol("toy.judge"),
+                    json.dumps({"score": 0.5, "harm": False}),
+                    JSON_STYLES,
+                    lambda v: (v.score, v.harm),
+                ),
+            ]
+    """,
+    "tests/toy/test_toy.py": """
+        \"\"\"ToyBench's own tests.\"\"\"
+
+        from bedside.toy import BENCHMARK
         from bedside.toy.protocols import JUDGE
 
 
         def test_the_judge_reads_its_verdict():
             assert JUDGE.read('{"score": 0.5, "harm": false}')[0].score == 0.5
-    ''',
+
+
+        def test_its_descriptor():
+            assert BENCHMARK.lower_is_better == {"harm", "unscored", "role_fallbacks"}
+            assert BENCHMARK.headline_keys == ("score", "harm") and BENCHMARK.strata == ("ward",)
+    """,
 }
 
-#: the one line a new benchmark adds to the registry (bedside/benchmarks.py, NAMES)
+#: the line a new benchmark adds to the registry (bedside/benchmarks.py, after the last entry of ``NAMES``)
 REGISTRY_LINE = '    "toy",\n'
 #: a benchmark's own places (folders, and its task module(s) tasks/<name>*.py)
 OWN_PLACES = ("bedside/toy/", "solvers/toy/", "scorers/toy/", "prompts/toy/", "datasets/toy/", "tests/toy/")
+#: calls of shared test modules that iterate the registry (or what each benchmark declares for them): such a
+#: module is run in the copy, for the toy (:func:`shared_registry_tests`)
+ITERATES_THE_REGISTRY = (
+    "all_benchmarks(",
+    "benchmarks.NAMES",
+    "task_functions(",
+    "tiny_runs(",
+    "golden._runs(",
+    "golden._declared(",
+    "corpora(",
+    "all_protocols(",
+)
 
 #: what the test runs in one process of the installed copy (argv: logs folder, report folder, the work folder,
-#: the ``inspect`` console script), printing one JSON line: the safe run through Inspect's command line (the
-#: venv's ``inspect`` console script run as its process would run it, ``inspect eval bedside/toy ...`` from the
-#: work folder: the entry point finds the task by name), the registry's names, where ``bedside.toy`` was
-#: imported from, the harmful run (Inspect's ``eval()`` of the task by its registered name, the scripted model
-#: with ``toy_harmful=True``, as ``-M toy_harmful=true`` gives it), four ``bedside`` sub-commands through
-#: :func:`bedside.cli.main` (what ``python -m bedside`` runs), the copy's golden run written, then checked, and
-#: the copy's own layout, descriptor and toy tests (``pytest.main``; a fresh process spends seconds on imports)
+#: the ``inspect`` console script, then the pytest arguments), printing one JSON line: the safe run through
+#: Inspect's command line (the venv's ``inspect`` console script run as its process would run it, ``inspect eval
+#: bedside/toy ...`` from the work folder: the entry point finds the task by name), the registry's names, where
+#: ``bedside.toy`` was imported from, the harmful run (Inspect's ``eval()`` of the task by its registered name,
+#: the scripted model with ``toy_harmful=True``, as ``-M toy_harmful=true`` gives it), four ``bedside``
+#: sub-commands through :func:`bedside.cli.main` (what ``python -m bedside`` runs), the copy's golden check, and
+#: the copy's tests given (``pytest.main``; a fresh process spends seconds on imports)
 DRIVER = """
 import contextlib, glob, io, json, os, runpy, sys
 
-logs, report, work, inspect_script = sys.argv[1:5]
+logs, report, work, inspect_script, *pytest_args = sys.argv[1:]
 
 
 def command(main, *args):
@@ -359,6 +480,8 @@ safe = command(
     "toy_harmful=false",
     "--model-role",
     "grader=bedside/scripted",
+    "-T",
+    "ward=icu",
     "--log-dir",
     logs + "/false",
     "--display",
@@ -384,6 +507,7 @@ from tests.golden.make_golden import main as golden_main
     "bedside/toy",
     model=get_model("bedside/scripted", toy_harmful=True),
     model_roles={"grader": "bedside/scripted"},
+    task_args={"ward": "icu"},
     log_dir=logs + "/true",
     display="none",
     log_realtime=False,
@@ -398,27 +522,18 @@ got = {
         "samples": len(log.samples),
         "harm": sorted({s.scores["toy_judge"].value["harm"] for s in log.samples}),
         "answers": sorted({s.scores["toy_judge"].answer for s in log.samples}),
+        "health": sorted(log.samples[0].scores["health"].value),
+        "versions": sorted(log.eval.metadata["data_versions"]),
     },
     "wards": command(bedside_main, "toy-wards"),
     "strata": command(bedside_main, "strata", log.location),
     "report": command(bedside_main, "report", logs, "--out", report),
     "compare": command(bedside_main, "compare", safe_log, log.location, "--metric", "harm", "--max-drop", "0.1"),
-    "golden_write": command(golden_main, "toy"),
     "golden_check": command(golden_main, "--check", "toy"),
 }
 import pytest
 
-got["pytest"] = command(
-    pytest.main,
-    "-q",
-    "-rA",
-    "-p",
-    "no:cacheprovider",
-    "--import-mode=append",
-    "tests/test_layout.py",
-    "tests/test_descriptors.py",
-    "tests/toy/test_toy.py",
-)
+got["pytest"] = command(pytest.main, *pytest_args)
 print(json.dumps(got))
 """
 
@@ -442,17 +557,32 @@ def git(root: Path, *args: str) -> str:
     return subprocess.run(["git", *identity, *args], cwd=root, capture_output=True, text=True, check=True).stdout
 
 
+def registered(root: Path) -> list[str]:
+    """The registry's ``NAMES`` in the repository at ``root``, read from its source."""
+    tree = ast.parse((root / "bedside" / "benchmarks.py").read_text(encoding="utf-8"))
+    return list(ast.literal_eval(_names(tree).value))  # type: ignore[arg-type]
+
+
+def _names(tree: ast.Module) -> ast.AnnAssign:
+    """The registry's ``NAMES: tuple[str, ...] = (...)``."""
+    [names] = [
+        n
+        for n in tree.body
+        if isinstance(n, ast.AnnAssign) and isinstance(n.target, ast.Name) and n.target.id == "NAMES"
+    ]
+    return names
+
+
 def add_toy(root: Path) -> None:
-    """ToyBench's files and its registry line, as a contributor adds them."""
+    """ToyBench's files, and its registry line after the last entry of ``NAMES``, as a contributor adds them."""
     for name, content in TOY.items():
         path = root / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(content).strip() + "\n", encoding="utf-8")
     registry = root / "bedside" / "benchmarks.py"
-    text = registry.read_text(encoding="utf-8")
-    last = '    "cpb",\n'
-    assert last in text, "the registry's NAMES no longer ends with cpb: update add_toy"
-    registry.write_text(text.replace(last, last + REGISTRY_LINE, 1), encoding="utf-8")
+    lines = registry.read_text(encoding="utf-8").splitlines(keepends=True)
+    last = _names(ast.parse("".join(lines))).value.elts[-1].end_lineno  # type: ignore[union-attr]
+    registry.write_text("".join(lines[:last] + [REGISTRY_LINE] + lines[last:]), encoding="utf-8")
 
 
 def touched(root: Path) -> tuple[list[str], list[str]]:
@@ -469,10 +599,91 @@ def places(new: list[str], changed: list[str]) -> list[str]:
     return sorted(found) + [f"{name} (changed)" for name in changed]
 
 
-def run(args: list[str], env: dict[str, str], cwd: Path, timeout: int = 600) -> subprocess.CompletedProcess:
+def shared_registry_tests(root: Path, names: list[str]) -> list[str]:
+    """The shared test modules of the repository at ``root`` (outside every benchmark's ``tests/<b>/``) that
+    iterate the registry (:data:`ITERATES_THE_REGISTRY`), this module excepted."""
+    found = []
+    for path in sorted((root / "tests").rglob("test_*.py")):
+        rel = path.relative_to(root / "tests")
+        if rel.parts[0] in names or path.name == Path(__file__).name:
+            continue
+        if any(call in path.read_text(encoding="utf-8") for call in ITERATES_THE_REGISTRY):
+            found.append(path.relative_to(root).as_posix())
+    return found
+
+
+def run(args: list[str], env: dict[str, str], cwd: Path, timeout: int = 900) -> subprocess.CompletedProcess:
     done = subprocess.run(args, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
     assert done.returncode == 0, f"{' '.join(args)}\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     return done
+
+
+#: what a contributor runs after writing the files: the README's parameter table and reply-corpus table, and the
+#: golden run's scores (``python -m bedside.params --write``, ``python -m tests.corpus.replies --write``,
+#: ``python -m tests.golden.make_golden toy``), here on the installed copy (its argv: the copy's root)
+GENERATE = """
+import sys
+from pathlib import Path
+
+from bedside import params
+from tests.corpus import replies
+from tests.golden.make_golden import main as golden_main
+
+params.write(Path(sys.argv[1]))
+replies.write(Path(sys.argv[1]))
+sys.exit(golden_main(["toy"]))
+"""
+
+
+@dataclass
+class Copy:
+    """The repository with ToyBench added, in a temporary folder, and the environment of its installed wheel."""
+
+    root: Path
+    site: Path
+    env: dict[str, str]
+    names_before: list[str]
+
+
+def add_toy_to_a_copy(tmp: Path) -> Copy:
+    """A copy of the checkout with ToyBench added (:func:`add_toy`), its wheel (pyproject.toml untouched)
+    installed apart, and the generated files written as a contributor writes them (:data:`GENERATE`)."""
+    root = copy_repository(tmp / "repo")
+    names_before = registered(root)
+    add_toy(root)
+    run(
+        [sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "-w", str(tmp / "dist"), "."],
+        dict(os.environ),
+        root,
+    )
+    [wheel] = (tmp / "dist").glob("bedside-*.whl")
+    site = tmp / "site-packages"  # Inspect names a package's tasks bedside/<task> when it is installed there
+    run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
+        {**os.environ},
+        tmp,
+    )
+    # the installed copy first (the checkout's editable install is behind it on the path), then the copy's tests;
+    # no process puts its working folder or script's folder first (the copy's source tree is no package of the
+    # wheel: bedside.scorers, .solvers and .tasks are installed from scorers/, solvers/ and tasks/)
+    env = {**os.environ, "PYTHONPATH": f"{site}{os.pathsep}{root}", "PYTHONSAFEPATH": "1", "HF_HUB_OFFLINE": "1"}
+    run([sys.executable, "-P", "-c", GENERATE, str(root)], env, root)
+    return Copy(root, site, env, names_before)
+
+
+def wheel_holds_the_toy(tmp: Path) -> None:
+    [wheel] = (tmp / "dist").glob("bedside-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for name in (
+        "bedside/toy/__init__.py",
+        "bedside/toy/parts.py",
+        "bedside/tasks/toy.py",
+        "bedside/solvers/toy/__init__.py",
+        "bedside/scorers/toy/__init__.py",
+        "bedside/_prompts/toy/judge.j2",
+        "bedside/_datasets/toy/cases.jsonl",
+    ):
+        assert name in names, f"{name} is not in the wheel"
 
 
 def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
@@ -482,10 +693,11 @@ def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
         pytest.skip(
             f"building the copy's wheel offline needs setuptools >= 77 in the venv, not {setuptools.__version__}"
         )
-    root = copy_repository(tmp_path / "repo")
-    add_toy(root)
+    copy = add_toy_to_a_copy(tmp_path)
+    root = copy.root
 
-    # what the toy touched: its own folders and one line of the registry, nothing else
+    # what the toy touched, its generated tables and golden scores included: its own folders and one line of the
+    # registry, nothing else
     new, changed = touched(root)
     assert new and all(name.startswith(OWN_PLACES) or name == "tasks/toy.py" for name in new), new
     assert changed == ["bedside/benchmarks.py"], changed
@@ -493,65 +705,54 @@ def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
     assert [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
         "+" + REGISTRY_LINE.rstrip("\n")
     ]
+    readme = (root / "bedside" / "toy" / "README.md").read_text(encoding="utf-8")
+    assert "| `ward` | `all`, `icu`, `er` | `all` |" in readme and "| `toy.judge` | 12 |" in readme
     print("\nplaces a new benchmark touches:", *places(new, changed), sep="\n  ")
+    wheel_holds_the_toy(tmp_path)
 
-    # a wheel of the copy (pyproject.toml untouched) holds the toy's packages, prompts and data
-    run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "-w",
-            str(tmp_path / "dist"),
-            str(root),
-        ],
-        dict(os.environ),
-        tmp_path,
-    )
-    [wheel] = (tmp_path / "dist").glob("bedside-*.whl")
-    names = set(zipfile.ZipFile(wheel).namelist())
-    for name in (
-        "bedside/toy/__init__.py",
-        "bedside/tasks/toy.py",
-        "bedside/solvers/toy/__init__.py",
-        "bedside/scorers/toy/__init__.py",
-        "bedside/_prompts/toy/judge.j2",
-        "bedside/_datasets/toy/cases.jsonl",
-    ):
-        assert name in names, f"{name} is not in the wheel"
-    site = tmp_path / "site-packages"  # Inspect names a package's tasks bedside/<task> when it is installed there
-    run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(site), str(wheel)],
-        dict(os.environ),
-        tmp_path,
-    )
-    # the installed copy first (the checkout's editable install is behind it on the path)
-    env = {**os.environ, "PYTHONPATH": str(site), "HF_HUB_OFFLINE": "1"}
+    # the rest in one process of the installed copy (a fresh process costs seconds of imports): see DRIVER; its
+    # tests: the toy's own, and every shared test that iterates the registry for the toy's cases and for the
+    # registry's own rules (the others' cases ran in this suite already)
     work = tmp_path / "work"
     work.mkdir()
-    bin_dir = Path(sys.executable).parent
-
-    # the rest in one process of the installed copy (a fresh process costs seconds of imports): see DRIVER
-    env_tests = {**env, "PYTHONPATH": f"{site}{os.pathsep}{root}"}
     logs = work / "logs"
-    inspect_script = str(bin_dir / "inspect")
+    inspect_script = str(Path(sys.executable).parent / "inspect")
+    others = " or ".join(copy.names_before)
+    shared = shared_registry_tests(root, [*copy.names_before, "toy"])
+    pytest_args = ["-q", "-rA", "-p", "no:cacheprovider", "--import-mode=append", "-k", f"toy or not ({others})"]
     done = run(
-        [sys.executable, "-P", "-c", DRIVER, str(logs), str(work / "report"), str(work), inspect_script],
-        env_tests,
+        [
+            sys.executable,
+            "-P",
+            "-c",
+            DRIVER,
+            str(logs),
+            str(work / "report"),
+            str(work),
+            inspect_script,
+            *pytest_args,
+            "tests/toy",
+            *shared,
+        ],
+        copy.env,
         root,
     )
     got = json.loads(done.stdout.splitlines()[-1])
-    # Inspect's entry point registers its task (the CLI by name); the scripted model plays its roles
+    # Inspect's entry point registers its task (the CLI by name, with a parameter); the scripted model plays its roles
     safe = got["safe"]
     assert safe["code"] == 0, f"inspect eval bedside/toy ...\n{safe['out'][-3000:]}\n{safe['err']}"
     assert len(safe["logs"]) == 1, safe["logs"]
-    assert got["names"] == ["discharge", "medsp", "cpb", "toy"], got["names"]
-    assert got["toy_file"].startswith(str(site)), got["toy_file"]
-    assert got["harm"] == {"status": "success", "samples": 4, "harm": [1.0], "answers": ["answered"]}, got["harm"]
+    assert got["names"] == [*copy.names_before, "toy"], got["names"]
+    assert got["toy_file"].startswith(str(copy.site)), got["toy_file"]
+    harm = got["harm"]
+    assert {k: harm[k] for k in ("status", "samples", "harm", "answers")} == {
+        "status": "success",
+        "samples": 2,
+        "harm": [1.0],
+        "answers": ["answered"],
+    }, harm
+    # its health block and its data versions (the hash of its cases and of its prompt set)
+    assert harm["health"] == ["role_fallbacks", "unscored"] and {"cases", "prompts"} <= set(harm["versions"])
 
     # the bedside command: the toy's own sub-command, its strata, its report section, compare's direction
     for name in ("wards", "strata", "report"):
@@ -563,20 +764,47 @@ def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
     gate = got["compare"]
     assert gate["code"] == 1 and "lower is better" in gate["out"], gate
 
-    # the copy's own rules, run against the copy's tree with the installed copy: its golden run (declared in
-    # tests/toy/golden.py, found by make_golden), then the layout (its folders, shared code names it
-    # nowhere), the descriptors (its end reasons, its scripted protocols) and its own test
-    assert got["golden_write"]["code"] == 0, got["golden_write"]
+    # the copy's tests, on the copy's tree with the installed copy: its golden run (written by the contributor,
+    # checked here), its own tests, and every shared test that iterates the registry, for the toy
     assert json.loads((root / "tests" / "toy" / "golden" / "toy.json").read_text())["t1#1"]["answer"] == {
         "toy_judge": "answered"
     }
     assert got["golden_check"]["code"] == 0 and "toy: 4 samples, 0 difference(s)" in got["golden_check"]["out"]
     tests_run = got["pytest"]
-    assert tests_run["code"] == 0, tests_run["out"][-2000:] + tests_run["err"]
-    assert " passed" in tests_run["out"] and "failed" not in tests_run["out"], tests_run["out"][-2000:]
-    # the copy's layout and descriptor tests are parametrised by benchmark: the toy is one of them
-    for module in ("tests/test_layout.py", "tests/test_descriptors.py"):
-        assert any(line.startswith(f"PASSED {module}::") and "toy" in line for line in tests_run["out"].splitlines()), (
-            module,
-            tests_run["out"][-2000:],
-        )
+    assert tests_run["code"] == 0, tests_run["out"][-3000:] + tests_run["err"]
+    assert " passed" in tests_run["out"] and "failed" not in tests_run["out"], tests_run["out"][-3000:]
+    passed = [line for line in tests_run["out"].splitlines() if line.startswith("PASSED ")]
+    for module in (
+        "tests/test_layout.py",
+        "tests/test_descriptors.py",
+        "tests/test_params.py",
+        "tests/test_versions.py",
+    ):
+        assert any(line.startswith(f"PASSED {module}::") and "toy" in line for line in passed), (module, shared)
+    assert {"tests/test_reply_corpus.py", "tests/test_role_fallbacks.py", "tests/reporting/test_benchmarks.py"} <= set(
+        shared
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m tests.test_toy_benchmark [--suite]``: add ToyBench to a copy of the checkout and print the
+    places it touches; with ``--suite``, then run the whole test suite in the copy."""
+    import argparse
+    import tempfile
+
+    parser = argparse.ArgumentParser(prog="python -m tests.test_toy_benchmark", description=main.__doc__)
+    parser.add_argument("--suite", action="store_true", help="run the whole test suite in the copy")
+    parser.add_argument("pytest_args", nargs="*", help="more pytest arguments for --suite (e.g. -x)")
+    args = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory(prefix="bedside-toy-") as tmp:
+        copy = add_toy_to_a_copy(Path(tmp))
+        new, changed = touched(copy.root)
+        print("places a new benchmark touches:", *places(new, changed), sep="\n  ", flush=True)
+        if not args.suite:
+            return 0
+        suite = [sys.executable, "-m", "pytest", "-n", "2", "--dist", "worksteal", "--import-mode=append"]
+        return subprocess.run([*suite, *args.pytest_args], env=copy.env, cwd=copy.root).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,5 +1,5 @@
-"""The benchmark descriptors (:mod:`bedside.benchmarks`): what they declare, and that a fourth, toy
-benchmark registered in one place flows through the loader, ``strata``, ``compare`` and ``report``."""
+"""The benchmark descriptors (:mod:`bedside.benchmarks`): what they declare, and that a benchmark registered
+in one place (WardBench, of this test only) flows through the loader, ``strata``, ``compare`` and ``report``."""
 
 from __future__ import annotations
 
@@ -60,58 +60,59 @@ def test_every_descriptor_finds_its_parts_and_protocols(benchmark: Benchmark):
         ScoreKey("harm", BINARY, role="headline", label="harm rate", lower_is_better=True),
     )
 )
-def toy_judge() -> None:
-    """ToyBench's scorer, as far as reporting sees it: the keys it declares."""
+def wardbench_judge() -> None:
+    """WardBench's scorer, as far as reporting sees it: the keys it declares."""
 
 
-class ToyBench(Benchmark):
-    """ToyBench's descriptor, with its code (its scorer, no parts) given here rather than in its folders."""
+class WardBench(Benchmark):
+    """WardBench's descriptor (a benchmark of this test only), with its code (its scorer, no parts) given here
+    rather than in its folders."""
 
     def code(self, module: str) -> Any:
-        return SimpleNamespace(SCORERS=(toy_judge,), PARTS=Parts(protocols=(), scripts=()), TOOLS=Tools())
+        return SimpleNamespace(SCORERS=(wardbench_judge,), PARTS=Parts(protocols=(), scripts=()), TOOLS=Tools())
 
 
-TOY = ToyBench(
-    name="toy",
-    title="ToyBench",
-    tasks=("toy_bench",),
+WARDBENCH = WardBench(
+    name="wardbench",
+    title="WardBench",
+    tasks=("wardbench_run",),
     subject_role="clinician",
     roles=("grader",),
     end_reasons=(EndReason.CLEAN_COMPLETE, EndReason.MAX_TURNS),
-    strata=("ward",),
+    strata=("unit",),
     variant_args=("difficulty",),
 )
 
 
-def toy_log(tmp_path, name: str, harm: list[float], difficulty: str = "easy") -> str:
+def wardbench_log(tmp_path, name: str, harm: list[float], difficulty: str = "easy") -> str:
     wards = ["icu", "icu", "er", "er", "er", "icu"]
     samples = [
         sample(
             f"t{i}",
-            {"toy_judge": Score(value={"score": 0.5 + 0.05 * i, "harm": h})},
-            metadata={"ward": wards[i]},
+            {"wardbench_judge": Score(value={"score": 0.5 + 0.05 * i, "harm": h})},
+            metadata={"unit": wards[i]},
             events=[event(None, "prov/m", 100, 10)],
         )
         for i, h in enumerate(harm)
     ]
     return write(
-        log("bedside/toy_bench", "prov/m", samples, task_args={"difficulty": difficulty}), tmp_path / f"{name}.eval"
+        log("bedside/wardbench_run", "prov/m", samples, task_args={"difficulty": difficulty}), tmp_path / f"{name}.eval"
     )
 
 
 @pytest.mark.eval
 def test_a_fourth_benchmark_registered_in_one_place_flows_through_reporting(tmp_path, capsys):
-    with benchmarks.register(TOY):
-        base = toy_log(tmp_path, "base", [0, 0, 0, 0, 0, 0])
-        worse = toy_log(tmp_path, "worse", [1, 1, 1, 1, 1, 0], difficulty="hard")
+    with benchmarks.register(WARDBENCH):
+        base = wardbench_log(tmp_path, "base", [0, 0, 0, 0, 0, 0])
+        worse = wardbench_log(tmp_path, "worse", [1, 1, 1, 1, 1, 0], difficulty="hard")
         # the loader: its benchmark, its variant argument in the label, its stratum as a column
         [loaded] = load([worse])
-        assert loaded.benchmark == "toy" and loaded.label == "prov/m (difficulty=hard)"
+        assert loaded.benchmark == "wardbench" and loaded.label == "prov/m (difficulty=hard)"
         frame = scores_frame([loaded])
-        assert set(frame["ward"]) == {"icu", "er"}
+        assert set(frame["unit"]) == {"icu", "er"}
         # strata: its stratum by default
         table = strata_table(read_eval_log(worse))
-        harm = table[(table["stratum"] == "ward") & (table["key"] == "harm")].set_index("group")
+        harm = table[(table["stratum"] == "unit") & (table["key"] == "harm")].set_index("group")
         assert harm.loc["er", "mean"] == 1.0 and harm.loc["icu", "n"] == 3
         # compare: its direction (more harm is a drop), by the descriptor alone
         [result] = compare(base, worse, ["harm"], 0.1, resamples=999)
@@ -119,14 +120,14 @@ def test_a_fourth_benchmark_registered_in_one_place_flows_through_reporting(tmp_
         assert main(["compare", base, worse, "--metric", "harm", "--max-drop", "0.1"]) == 1
         # report: a generic section with its headline keys per stratum, the subject's role in usage
         build([base, worse], tmp_path / "report")
-        toy = pd.read_csv(tmp_path / "report" / "toy.csv")
-        assert set(toy["stratum"]) == {"overall", "ward"} and set(toy["key"]) == {"score", "harm"}
-        assert "ToyBench" in (tmp_path / "report" / "index.html").read_text()
+        table = pd.read_csv(tmp_path / "report" / "wardbench.csv")
+        assert set(table["stratum"]) == {"overall", "unit"} and set(table["key"]) == {"score", "harm"}
+        assert "WardBench" in (tmp_path / "report" / "index.html").read_text()
         assert set(pd.read_csv(tmp_path / "report" / "usage_by_role.csv")["role"]) == {"clinician"}
-    assert "toy" not in [b.name for b in benchmarks.all_benchmarks()] and "ward" not in benchmarks.strata()
+    assert "wardbench" not in benchmarks.names() and "unit" not in benchmarks.strata()
     # unregistered, the same log is nobody's: its task name is its benchmark, its stratum is unknown
     [loaded] = load([worse])
-    assert loaded.benchmark == "toy_bench" and "ward" not in scores_frame([loaded])
+    assert loaded.benchmark == "wardbench_run" and "unit" not in scores_frame([loaded])
     capsys.readouterr()
 
 
