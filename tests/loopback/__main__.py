@@ -52,7 +52,7 @@ def main(argv: list[str] | None = None) -> None:
         default=[],
         metavar="KINDS[:RATE[:MODELS[:PROTOCOLS]]]",
         help=(
-            "a fault rule (repeatable), e.g. http_500,reset:0.1 or not_json:1::<benchmark>.<role>; "
+            "a fault rule (repeatable), e.g. http_500,reset:0.1, not_json:1::<benchmark>.<role> or batch_expired:0.5; "
             f"kinds: {', '.join(FAULT_KINDS)}"
         ),
     )
@@ -66,6 +66,12 @@ def main(argv: list[str] | None = None) -> None:
         help="estimated prompt tokens above which a 400 context_length_exceeded is returned",
     )
     parser.add_argument("--request-log", default=None, metavar="FILE", help="append one JSON line per request to FILE")
+    parser.add_argument(
+        "--batch-delay",
+        type=float,
+        default=0.0,
+        help="seconds from a batch's creation (Batch API) until it ends (default 0: at its first poll)",
+    )
     parser.add_argument(
         "--no-json-schema",
         action="store_true",
@@ -85,6 +91,7 @@ def main(argv: list[str] | None = None) -> None:
             context_limit=args.context_limit,
             request_log=args.request_log,
             json_schema=not args.no_json_schema,
+            batch_delay=args.batch_delay,
         )
     except ValueError as ex:
         parser.error(str(ex))

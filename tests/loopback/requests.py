@@ -21,6 +21,9 @@ matching request (by model name and/or protocol) one of its ``kinds`` with proba
                    had one key): JSON that misses a required field
 ``context_length`` HTTP 400 with OpenAI's ``context_length_exceeded`` error body (Inspect's
                    ``openai-api`` provider turns it into ``stop_reason="model_length"``)
+``batch_expired``  a whole batch of the Batch API expires half done; ``batch_failed``: it fails
+                   validation (drawn once per batch, :mod:`tests.loopback.batches`, which also
+                   says what the request faults become inside a batch)
 ================== ==========================================================================
 
 ``context_limit`` (estimated prompt tokens) answers every longer prompt with the
@@ -66,7 +69,11 @@ CONTEXT_LENGTH = "context_length"
 TRANSPORT_FAULTS = (HTTP_500, HTTP_503, RATE_LIMIT, TIMEOUT, RESET, TRUNCATED)
 #: faults answered with HTTP 200 and a reply the caller cannot read
 CONTENT_FAULTS = (NOT_JSON, MISSING_FIELDS)
-FAULT_KINDS = (*TRANSPORT_FAULTS, *CONTENT_FAULTS, CONTEXT_LENGTH)
+#: faults of a whole batch (the Batch API, :mod:`tests.loopback.batches`): drawn once per batch
+BATCH_EXPIRED = "batch_expired"
+BATCH_FAILED = "batch_failed"
+BATCH_FAULTS = (BATCH_EXPIRED, BATCH_FAILED)
+FAULT_KINDS = (*TRANSPORT_FAULTS, *CONTENT_FAULTS, CONTEXT_LENGTH, *BATCH_FAULTS)
 #: what a ``not_json`` fault answers
 NOT_JSON_REPLY = "I have looked at this carefully and everything seems fine to me."
 
@@ -149,6 +156,8 @@ class Fault:
         unknown = [k for k in kinds if k not in FAULT_KINDS]
         if not kinds or unknown:
             raise ValueError(f"unknown fault kind(s) {unknown or kinds!r}; known: {list(FAULT_KINDS)}")
+        if 0 < len(set(kinds) & set(BATCH_FAULTS)) < len(kinds):
+            raise ValueError(f"a rule of batch faults {list(BATCH_FAULTS)} holds no request fault, got {list(kinds)}")
         if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0.0 <= float(rate) <= 1.0:
             raise ValueError(f"a fault rate must be a number in [0, 1], got {rate!r}")
         object.__setattr__(self, "kinds", kinds)
@@ -219,7 +228,7 @@ class Request:
     seed: int
     model: str
     number: int  # 1-based, in order of arrival
-    found_by: str  # how the protocol was found: "header", "response_format" or UNKNOWN
+    found_by: str  # how the protocol was found: "header", "response_format", "body" (a batch line) or UNKNOWN
     #: what the role reads about the call (bedside.providers.scripts), as the test channel's hook sent it
     situation: dict[str, Any] = field(default_factory=dict)
 

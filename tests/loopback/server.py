@@ -16,7 +16,10 @@ its descriptor's ``roles``; the command line prints the command for the first re
 
 Endpoints: ``POST /v1/chat/completions`` (Chat Completions request and response shape; ``stream``
 is answered with one server-sent content chunk and a usage chunk, although Inspect's ``openai-api``
-provider does not stream unless asked with ``-M stream=true``) and ``GET /v1/models``.
+provider does not stream unless asked with ``-M stream=true``), ``GET /v1/models``, and OpenAI's Files and
+Batches endpoints, which Inspect's batch mode calls for ``openai/...`` models
+(``GenerateConfig(batch=...)``; :mod:`tests.loopback.batches`: each request line is answered as the live
+endpoint answers it; ``batch_delay`` seconds until a batch ends; a batch that expires or fails as faults).
 
 How it answers: the request's messages become Inspect ``ChatMessage``\\ s; the call's protocol and its
 situation (what the role reads about the call from the sample it runs in) come with the request on
@@ -77,7 +80,11 @@ from aiohttp import web
 from bedside.providers.scripted import ScriptedEngine
 from bedside.structured import PROBE_NAME
 from loopback_channel import BODY_KEY, HEADER, LOOPBACK_URL_ENV, register
+from tests.loopback.batches import Batches
 from tests.loopback.requests import (  # noqa: F401  (re-exported: the server's public names)
+    BATCH_EXPIRED,
+    BATCH_FAILED,
+    BATCH_FAULTS,
     CONTENT_FAULTS,
     CONTEXT_LENGTH,
     FAULT_KINDS,
@@ -141,6 +148,7 @@ class LoopbackServer:
         context_limit: int | None = None,
         request_log: str | Path | None = None,
         json_schema: bool = True,
+        batch_delay: float = 0.0,
     ) -> None:
         if latency < 0 or jitter < 0:
             raise ValueError("latency and jitter must be >= 0")
@@ -175,6 +183,9 @@ class LoopbackServer:
         self._stopping: asyncio.Event | None = None  # set when the server stops: ends every hang at once
         self._runner: web.AppRunner | None = None
         self._thread: threading.Thread | None = None
+        #: OpenAI's Files and Batches endpoints (:mod:`tests.loopback.batches`); a batch ends ``batch_delay``
+        #: seconds after its creation
+        self.batches = Batches(self, batch_delay)
 
     # -- lifecycle ------------------------------------------------------------------------------
     @property
@@ -246,6 +257,7 @@ class LoopbackServer:
             self.found_by.clear()
             self.faults.clear()
             self.fault_routes.clear()
+        self.batches.reset()
 
     @property
     def total_calls(self) -> int:
@@ -278,7 +290,7 @@ class LoopbackServer:
                 ],
                 "open_connections": self.open_connections,
                 "peak_connections": self.peak_connections,
-            }
+            } | self.batches.stats()
 
     async def _serve(self) -> None:
         if self.request_log is not None:
@@ -287,6 +299,7 @@ class LoopbackServer:
         app.router.add_post("/v1/chat/completions", self._chat_completions)
         app.router.add_get("/v1/models", self._list_models)
         app.router.add_get("/stats", self._stats)
+        self.batches.routes(app)
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
         site = web.TCPSite(self._runner, self.host, self.port)
@@ -341,22 +354,30 @@ class LoopbackServer:
             self._record_fault(request, kind)
         else:
             self._log(request, "answered")
-        with self._lock:
-            self.calls[request.protocol or UNKNOWN] += 1
-            self.routes[request.model, request.protocol or UNKNOWN] += 1
-            self.found_by[request.found_by] += 1
+        self._count_answer(request)
         completion = self._completion(request, text, finish)
         if body.get("stream"):
             return await self._stream(http, completion, body)
         return web.json_response(completion)
 
+    def _count_answer(self, request: Request) -> None:
+        with self._lock:
+            self.calls[request.protocol or UNKNOWN] += 1
+            self.routes[request.model, request.protocol or UNKNOWN] += 1
+            self.found_by[request.found_by] += 1
+
     def _read(self, body: dict[str, Any], header: str | None = None) -> Request:
         messages = to_chat_messages(body["messages"])
-        call = body.get(BODY_KEY)  # as the test channel's hook sends it (loopback_channel)
+        # as the test channel's hook sends it (loopback_channel): a body field; in a batch's request line,
+        # where Inspect's batcher leaves the call's extra_body as it is, under "extra_body"
+        call = body.get(BODY_KEY) or (body.get("extra_body") or {}).get(BODY_KEY)
         situation = call.get("situation") if isinstance(call, dict) else None
+        named = call.get("name") if isinstance(call, dict) else None
         name, found_by = protocol_from_schema_name(body.get("response_format")), "response_format"
-        if name is None:
-            name, found_by = (header, "header") if header else (None, UNKNOWN)
+        if name is None and header:
+            name, found_by = header, "header"
+        elif name is None:
+            name, found_by = (named, "body") if named else (None, UNKNOWN)
         seed = body.get("seed")
         with self._lock:
             self._number += 1
@@ -382,14 +403,14 @@ class LoopbackServer:
         """The fault this request gets (module docstring), or None."""
         if self.context_limit is not None and _prompt_tokens(request) > self.context_limit:
             return CONTEXT_LENGTH
-        if not self.fault_rules:
+        if not any(set(rule.kinds) - set(BATCH_FAULTS) for rule in self.fault_rules):
             return None
         key = request_key(request)
         with self._lock:
             occurrence = self._seen[key]
             self._seen[key] += 1
         for i, rule in enumerate(self.fault_rules):
-            if not rule.rate or not rule.matches(request):
+            if not rule.rate or not rule.matches(request) or set(rule.kinds) <= set(BATCH_FAULTS):
                 continue
             u, n = _unit(str(self.fault_seed).encode(), str(i).encode(), str(occurrence).encode(), key)
             if u < rule.rate:

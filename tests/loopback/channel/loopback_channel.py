@@ -11,11 +11,14 @@ whose changes to the call's config reach the request): the protocol name as the 
 (:data:`BODY_KEY`, ``extra_body``).
 
 Only calls to the test channel get them: a model whose provider speaks the OpenAI API over HTTP
-(``openai-api/...``, ``vllm/...``) and whose base URL is one that ``BEDSIDE_LOOPBACK_URL``
+(``openai-api/...``, ``vllm/...``, and OpenAI's own ``openai/...``, whose batch mode the server serves)
+and whose base URL is one that ``BEDSIDE_LOOPBACK_URL``
 (:data:`LOOPBACK_URL_ENV`) names (the server's ``env`` exports it; several servers: their URLs
 separated by commas). With the variable unset the hook is off; any other server's request, and
 Inspect's cache key for it, carry nothing of bedside's. (A ``vllm/`` model learns its base URL at its
-first call, so that call goes untagged.)
+first call, so that call goes untagged.) A call in batch mode (``GenerateConfig(batch=...)``) gets the
+body field only: Inspect's batcher puts requests with different headers into different batches, and a
+batch of bedside's judges mixes protocols as it does on OpenAI's API.
 
 This module is not part of bedside: bedside never imports it, and the wheel does not ship it. It is an
 Inspect plugin of its own, installed into the test environment only (``make`` installs
@@ -54,9 +57,11 @@ def channel_urls() -> set[str]:
 def on_channel(model: Any) -> bool:
     """Whether ``model`` (an Inspect ``Model``) talks to a loopback test server (module docstring)."""
     urls = channel_urls()
-    if not urls or not str(model).startswith(("openai-api/", "vllm/")):
+    if not urls or not str(model).startswith(("openai-api/", "vllm/", "openai/")):
         return False
-    return str(getattr(model.api, "base_url", "") or "").rstrip("/") in urls
+    # the model's own base URL; else its client's (``openai/`` reads ``OPENAI_BASE_URL`` into its client only)
+    base_url = getattr(model.api, "base_url", None) or getattr(getattr(model.api, "client", None), "base_url", None)
+    return str(base_url or "").rstrip("/") in urls
 
 
 class LoopbackChannel(Hooks):
@@ -72,7 +77,8 @@ class LoopbackChannel(Hooks):
         if tag is None or not on_channel(generating_model()):
             return
         config = data.config
-        config.extra_headers = {**(config.extra_headers or {}), HEADER: tag.name}
+        if not config.batch:  # a batch carries one set of headers (module docstring)
+            config.extra_headers = {**(config.extra_headers or {}), HEADER: tag.name}
         config.extra_body = {
             **(config.extra_body or {}),
             BODY_KEY: {"name": tag.name, "situation": situation_of(tag.name, data.input)},
