@@ -105,6 +105,7 @@ async def generate_checked(
     if protocol is not None:
         messages = protocol.tag(messages)
         config = config.merge(protocol.config(model))
+    use_bedside_batcher(model)
     try:
         output = await model.generate(messages, config=config)
     except _PROPAGATE:
@@ -121,6 +122,19 @@ async def generate_checked(
     if output.error:
         raise GenerationError(str(output.error))
     return output
+
+
+def use_bedside_batcher(model: Model) -> None:
+    """An OpenAI model's calls in batch mode go through :class:`bedside.batch.Batcher` (which reads failed
+    batch lines as OpenAI writes them and keeps a journal for resuming; its module docstring). Nothing is
+    imported for a model of another provider."""
+    from bedside.compat import openai_provider_module
+
+    module = openai_provider_module()
+    if module is not None and isinstance(model.api, module.OpenAIAPI):
+        from bedside.batch import install
+
+        install(module)
 
 
 @dataclass

@@ -9,6 +9,8 @@ entry says who uses it and for what.
 
 from __future__ import annotations
 
+from typing import Any
+
 # What `inspect score` uses to rebuild a log's scorers (bedside.reporting.rescore).
 from inspect_ai._eval.score import resolve_scorers
 
@@ -62,6 +64,27 @@ def resolving_eval_tasks() -> bool:
     return False
 
 
+def openai_batch_names() -> tuple[type, type, type, Any, Any]:
+    """Inspect's OpenAI batcher and what a subclass of it handles (bedside.batch): ``OpenAIBatcher``, the
+    ``Batch`` and ``BatchRequest`` records of its base ``Batcher``, ``run_in_background`` (how the batcher
+    starts its worker) and ``log_batch`` (where the batcher prints its status lines). Imported on use: they
+    load the ``openai`` SDK (seconds), which a process that calls no OpenAI model never needs."""
+    from inspect_ai._util.background import run_in_background
+    from inspect_ai.model._providers._openai_batch import OpenAIBatcher
+    from inspect_ai.model._providers.util.batch import Batch, BatchRequest
+    from inspect_ai.model._providers.util.batch_log import log_batch
+
+    return OpenAIBatcher, Batch, BatchRequest, run_in_background, log_batch
+
+
+def openai_provider_module() -> Any:
+    """Inspect's ``openai/`` provider module if this process loaded it (None otherwise), whose name
+    ``OpenAIBatcher`` builds a model's batcher (bedside.batch.install sets it)."""
+    import sys
+
+    return sys.modules.get("inspect_ai.model._providers.openai")
+
+
 def collect_task(name: str, kind: str | None) -> int | None:
     """The 1-based index of a ``collect()`` task from its span, or None for any other span:
     ``inspect_ai.util.collect`` runs its i-th coroutine in ``span(f"task-{i}", type="task")`` (which of a
@@ -82,6 +105,8 @@ __all__ = [
     "collect_task",
     "epoch",
     "model_to_model_config",
+    "openai_batch_names",
+    "openai_provider_module",
     "parse_cli_args",
     "registry_add",
     "registry_info",
