@@ -19,6 +19,13 @@ records where it came from (``eval.metadata["bedside_rescore"]``: source log, pr
 ``bedside report`` needs that to tell the two judgements apart (its judge-sensitivity section);
 logs re-scored with ``inspect score`` still report, but as if judged by the original grader.
 
+``--batch`` sends the judge calls through the provider's batch API (Inspect's batch mode; OpenAI models,
+about half the price, results within 24 hours) with Inspect's generation cache on for the grader, so that a
+re-run after an interruption sends only the calls whose results had not come back: ``--batch`` alone
+(Inspect's defaults: batches of 100 requests, sent after 15 s, polled every 15 s), ``--batch 1000`` (the
+batch size) or ``--batch '{size: 1000, send_delay: 60, tick: 60}'`` (Inspect's ``BatchConfig``, YAML or a
+file holding it). The two-step run (conversations first, then the judges at half price): docs/reports.md.
+
 Run it over a sweep's folder and report both folders together:
 
     bedside rescore logs/sweep --grader openai/gpt-5.5 --out logs/sweep-gpt55
@@ -36,7 +43,7 @@ from typing import Any
 import yaml
 from inspect_ai import score
 from inspect_ai.log import read_eval_log, write_eval_log
-from inspect_ai.model import Model, get_model
+from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 
 from bedside.reporting.load import expand
 
@@ -161,9 +168,38 @@ def model_args(pairs: Sequence[str] | None) -> dict[str, Any]:
     return args
 
 
+def batch_config(value: str | None) -> GenerateConfig:
+    """The grader's generate config for ``--batch VALUE`` (module docstring): none (``None``), Inspect's
+    defaults (``"true"``), a batch size, or a ``BatchConfig`` as YAML or in a YAML/JSON file; batch mode
+    turns Inspect's generation cache on. Raises ValueError (one line) for anything else."""
+    if value is None:
+        return GenerateConfig()
+    text = value.strip()
+    if text.lower() == "true":
+        return GenerateConfig(batch=True, cache=True)
+    if text.isdigit():
+        return GenerateConfig(batch=int(text), cache=True)
+    path = Path(text)
+    fields = list(BatchConfig.model_fields)
+    expected = f"expected nothing, a batch size or Inspect's BatchConfig {{{', '.join(fields)}}} as YAML or a file"
+    try:
+        spec = yaml.safe_load(path.read_text() if path.is_file() else text)
+    except yaml.YAMLError:
+        spec = None
+    if not isinstance(spec, dict):
+        raise ValueError(f"--batch {value!r}: {expected}, e.g. '{{size: 1000, send_delay: 60}}'")
+    if unknown := sorted(set(spec) - set(fields)):
+        raise ValueError(f"--batch {value!r}: unknown BatchConfig field(s) {unknown}; {expected}")
+    try:
+        return GenerateConfig(batch=BatchConfig.model_validate(spec), cache=True)
+    except ValueError as error:  # pydantic: a field of the wrong type
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in error.errors())  # type: ignore[attr-defined]
+        raise ValueError(f"--batch {value!r}: {problems}") from None
+
+
 def run(args: argparse.Namespace) -> int:
     try:
-        grader = get_model(args.grader, memoize=False, **model_args(args.M))
+        grader = get_model(args.grader, memoize=False, config=batch_config(args.batch), **model_args(args.M))
         written = rescore(args.logs, grader, args.out, args.allow_different_data, args.zero_retention)
     except (ValueError, FileNotFoundError, FileExistsError) as error:
         print(f"bedside rescore: {error}")
@@ -185,6 +221,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     parser.add_argument("--grader", required=True, metavar="MODEL", help="the new grader, e.g. openai/gpt-5.5")
     parser.add_argument("-M", action="append", metavar="KEY=VALUE", help="model argument of the grader (repeatable)")
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the re-judged logs (created)")
+    parser.add_argument(
+        "--batch",
+        nargs="?",
+        const="true",
+        metavar="SIZE_OR_CONFIG",
+        help="judge through the provider's batch API (OpenAI models), with Inspect's cache on for resuming: "
+        "alone, a batch size, or Inspect's BatchConfig as YAML or a file",
+    )
     parser.add_argument(
         "--allow-different-data",
         action="store_true",
