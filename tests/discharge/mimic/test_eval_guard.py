@@ -10,6 +10,7 @@ import json
 import pytest
 from inspect_ai import eval
 from inspect_ai.log import read_eval_log
+from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 
 from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE, DataUseRefused
 from bedside.discharge.mimic.eval_guard import check_role_models
@@ -239,3 +240,61 @@ def test_rescore_of_a_synthetic_run_takes_any_grader(tmp_path):
 
     log = run(DEMO, scripted(), {r: scripted() for r in ROLES}, tmp_path)
     check_data_use(read_eval_log(log.location), log.location, at(REMOTE), zero_retention=False)  # no refusal
+
+
+# --- the judges through a batch API: an upload of the transcripts, checked as a live call ------------
+#: Inspect's batch timing cut to fractions of a second
+FAST_BATCH = GenerateConfig(batch=BatchConfig(send_delay=0.05, tick=0.05))
+
+
+def batched_at(url: str) -> Model:
+    """A grader of OpenAI's provider in batch mode at ``url``."""
+    return get_model("openai/judge", base_url=url, api_key="x", memoize=False, config=FAST_BATCH)
+
+
+@pytest.fixture
+def server_counts_as_remote(monkeypatch):
+    """The guard reads a model's address only: the loopback server, at 127.0.0.1, counts as remote here, so
+    that what a refusal keeps from leaving is visible on its counters."""
+    monkeypatch.setattr("bedside.discharge.mimic.data_use.is_loopback", lambda url: False)
+
+
+def test_a_batched_grader_is_refused_before_any_upload_as_a_live_one(mimic_cases, server, tmp_path, server_counts_as_remote):
+    roles = {"patient": scripted(), "monitor": scripted(), "grader": batched_at(server.base_url)}
+    with pytest.raises(DataUseRefused) as refused:
+        run(mimic_cases, scripted(), roles, tmp_path)
+    assert str(refused.value).startswith("Model role grader: Refusing to send MIMIC-IV-Note text to openai/judge (base URL")
+    assert server.stats()["files"] == {} and server.requests == 0  # nothing uploaded, nothing sent
+    log = run(mimic_cases, scripted(), roles, tmp_path / "declared", zero_retention=True)  # declared: it runs
+    assert log.status == "success" and server.stats()["files"]["batch"] >= 1
+    [sample] = read_eval_log(log.location).samples
+    assert all(e.config.batch for e in sample.events if e.event == "model" and e.role == "grader")
+
+
+def test_rescore_through_a_batch_api_refuses_a_remote_grader_before_any_upload(
+    mimic_cases, server, tmp_path, server_counts_as_remote
+):
+    from tests.conftest import bedside_command
+
+    [log] = eval(
+        "bedside/discharge",
+        task_args={"data": str(mimic_cases), "min_turns": 2, "max_turns": 2},
+        model=scripted(),
+        model_roles={r: scripted() for r in ROLES},
+        log_dir=str(tmp_path / "conversations"),
+        display="none",
+        limit=1,
+        score=False,
+    )
+    grader = ["--grader", "openai/judge", "-M", f"base_url={server.base_url}", "-M", "api_key=x"]
+    batch = ["--batch", "{send_delay: 0.05, tick: 0.05}"]
+    refused = bedside_command("rescore", log.location, *grader, *batch, "--out", str(tmp_path / "judged"))
+    assert refused.returncode == 2 and "Model role grader: Refusing to send MIMIC-IV-Note text" in refused.stdout
+    assert server.stats()["files"] == {} and server.requests == 0 and not list((tmp_path / "judged").glob("*.eval"))
+    declared = bedside_command("rescore", log.location, *grader, *batch, "--zero-retention", "--out", str(tmp_path / "ok"))
+    assert declared.returncode == 0, declared.stdout
+    assert server.stats()["files"]["batch"] >= 1 and server.stats()["batch_requests"]["answered"] > 0
+    [written] = (tmp_path / "ok").glob("*.eval")
+    header = read_eval_log(str(written), header_only=True).eval
+    assert header.metadata["bedside_rescore"]["zero_retention"] is True
+    assert header.model_roles["grader"].config.batch == BatchConfig(send_delay=0.05, tick=0.05)
