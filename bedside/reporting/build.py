@@ -15,7 +15,8 @@ every table as CSV:
 ``<benchmark>.csv``         a registered benchmark without a section of its own
                             (:mod:`bedside.benchmarks`): its headline keys overall and per
                             stratum (mean, 95 % CI, n)
-``usage_by_role.csv``       tokens and cost per role (the model under test by its benchmark's name for it)
+``usage_by_role.csv``       tokens and cost per role (the model under test by its benchmark's name for it) and
+                            mode (``batch``: through the provider's batch API, :mod:`bedside.reporting.usage`)
 ``usage_by_case.csv``       tokens and cost per case × role; ``cost_per_case.csv``: per case
 ``leaderboard.csv``         models on the same cases (a sweep), per grader and key: rank, mean,
                             CI, n, resolved order (:mod:`bedside.reporting.sweep`);
@@ -166,12 +167,16 @@ def _usage(page: Page, logs: list[LoadedLog], prices: dict, csv) -> None:
             else ""
         )
         + "Calls served from Inspect's local cache are counted as cached_calls, not in tokens or cost. "
+        "mode: batch for calls sent through the provider's batch API (the role's generate config batch), "
+        "priced less the price table's batch_discount; live for the others. "
         "The model under test is the "
         + " or ".join(f"{b.subject_role} ({b.title})" for b in benchmarks.all_benchmarks() if b.name in present)
         + "."
     )
     if missing := usage.unpriced(by_case):
         page.note(f"No price for: {', '.join(missing)} (cost left empty).")
+    if full := usage.undiscounted(by_case, prices):
+        page.note(f"Batched calls priced at the full price (the price table sets no batch_discount): {', '.join(full)}.")
     page.table(by_role, csv(by_role, "usage_by_role.csv"), "Per role:", float_format="{:.4f}")
     csv(by_case, "usage_by_case.csv")
     page.details(

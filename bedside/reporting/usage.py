@@ -9,6 +9,12 @@ cost, exactly as Inspect leaves them out of ``stats.role_usage`` / ``stats.model
 
 Cost = tokens × the price table's prices (:data:`DEFAULT_PRICES`, a user-editable YAML file whose
 shipped prices are EXAMPLES; ``bedside report --prices FILE.yaml``).
+
+A call sent through a provider's batch API (Inspect's batch mode: the call's generate config has ``batch``,
+recorded in its ``ModelEvent.config``) is in ``mode`` ``batch``, any other in ``mode`` ``live``. A batched call
+costs its model's prices less the model's ``batch_discount`` in the price table (the fraction off, e.g.
+``0.5``: half price; a column the user sets, as the prices). A batched call of a model without one is priced
+at the full price and named by :func:`undiscounted`.
 """
 
 from __future__ import annotations
@@ -33,6 +39,8 @@ TOKEN_FIELDS = (
     "reasoning_tokens",
     "total_tokens",
 )
+#: a call's ``mode``: sent through a provider's batch API, or live (module docstring)
+LIVE, BATCH = "live", "batch"
 #: price of each token field (cache prices default to the input price)
 PRICE_FIELDS = {
     "input_tokens": "input",
@@ -54,6 +62,9 @@ def load_prices(path: str | Path | None = None) -> dict:
     for name, price in (data.get("models") or {}).items():
         if not isinstance(price, dict) or not {"input", "output"} <= set(price):
             raise ValueError(f"{path}: model {name!r} needs 'input' and 'output' prices")
+        discount = price.get("batch_discount")
+        if discount is not None and (isinstance(discount, bool) or not isinstance(discount, int | float) or not 0 <= discount < 1):
+            raise ValueError(f"{path}: model {name!r}: batch_discount is the fraction off (0 to 1, e.g. 0.5), got {discount!r}")
     data.setdefault("per_tokens", 1_000_000)
     data.setdefault("currency", "")
     data["source"] = str(path)
@@ -70,6 +81,30 @@ def price_of(model: str, prices: dict) -> dict | None:
     return None
 
 
+def batch_price(price: dict | None) -> dict | None:
+    """The prices of a batched call: every rate less the model's ``batch_discount``; None when the price table
+    has no ``batch_discount`` for the model (or no price)."""
+    if price is None or price.get("batch_discount") is None:
+        return None
+    factor = 1.0 - float(price["batch_discount"])
+    rates = {name: price.get(name, price["input"]) for name in PRICE_FIELDS.values()}
+    return {name: float(rate) * factor for name, rate in rates.items()}
+
+
+def price_in_mode(model: str, mode: str, prices: dict) -> dict | None:
+    """The prices of a call of ``model`` in ``mode`` (module docstring): a batched call at its batch price,
+    or at the full price when the table sets no ``batch_discount`` for the model."""
+    price = price_of(model, prices)
+    return (batch_price(price) or price) if mode == BATCH else price
+
+
+def mode_of(event) -> str:
+    """``batch`` for a model call sent through a provider's batch API (its generate config's ``batch``), else
+    ``live``."""
+    config = getattr(event, "config", None)
+    return BATCH if config is not None and config.batch else LIVE
+
+
 def cost(row: dict, price: dict | None, per_tokens: float) -> float:
     if price is None:
         return math.nan
@@ -81,7 +116,7 @@ def cost(row: dict, price: dict | None, per_tokens: float) -> float:
 
 
 def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
-    """One row per (model label, case, epoch, role, model serving the role): calls, cached calls,
+    """One row per (model label, case, epoch, role, model serving the role, mode): calls, cached calls,
     tokens and cost."""
     rows: dict[tuple, dict] = {}
     for item in logs:
@@ -91,7 +126,7 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
                 if event.event != "model":
                     continue
                 role = event.role or subject
-                key = (item.label, str(sample.id), sample.epoch, role, event.model)
+                key = (item.label, str(sample.id), sample.epoch, role, event.model, mode_of(event))
                 row = rows.setdefault(
                     key,
                     {
@@ -100,6 +135,7 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
                         "epoch": key[2],
                         "role": role,
                         "role_model": event.model,
+                        "mode": key[5],
                         "calls": 0,
                         "cached_calls": 0,
                         **{f: 0 for f in TOKEN_FIELDS},
@@ -116,16 +152,18 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
                     row[field] += int(getattr(usage, field, None) or 0)
     frame = pd.DataFrame(
         list(rows.values()),
-        columns=["model", "id", "epoch", "role", "role_model", "calls", "cached_calls", *TOKEN_FIELDS],
+        columns=["model", "id", "epoch", "role", "role_model", "mode", "calls", "cached_calls", *TOKEN_FIELDS],
     )
-    frame["cost"] = [cost(r, price_of(r["role_model"], prices), prices["per_tokens"]) for r in frame.to_dict("records")]
+    frame["cost"] = [
+        cost(r, price_in_mode(r["role_model"], r["mode"], prices), prices["per_tokens"]) for r in frame.to_dict("records")
+    ]
     return frame
 
 
 def usage_by_role(by_case: pd.DataFrame) -> pd.DataFrame:
-    """Per (model label, role, model serving it): cases, calls, tokens, total cost and cost per case."""
+    """Per (model label, role, model serving it, mode): cases, calls, tokens, total cost and cost per case."""
     sums = ["calls", "cached_calls", *TOKEN_FIELDS]
-    grouped = by_case.groupby(["model", "role", "role_model"], sort=True)
+    grouped = by_case.groupby(["model", "role", "role_model", "mode"], sort=True)
     out = grouped[sums].sum()
     out.insert(0, "cases", grouped.size())
     # min_count=1: a role whose model has no price gets no cost, not 0
@@ -144,3 +182,9 @@ def cost_per_case(by_case: pd.DataFrame) -> pd.DataFrame:
 
 def unpriced(by_case: pd.DataFrame) -> list[str]:
     return sorted(set(by_case.loc[by_case["cost"].isna(), "role_model"]))
+
+
+def undiscounted(by_case: pd.DataFrame, prices: dict) -> list[str]:
+    """The models whose batched calls were priced at the full price: the table sets no ``batch_discount``."""
+    batched = set(by_case.loc[by_case["mode"] == BATCH, "role_model"])
+    return sorted(m for m in batched if price_of(m, prices) is not None and batch_price(price_of(m, prices)) is None)

@@ -31,6 +31,7 @@ def event(
     output_tokens: int,
     cache: str | None = None,
     cache_read: int | None = None,
+    batch: bool | None = None,
 ) -> ModelEvent:
     usage = ModelUsage(
         input_tokens=input_tokens,
@@ -44,7 +45,7 @@ def event(
         input=[],
         tools=[],
         tool_choice="none",
-        config=GenerateConfig(),
+        config=GenerateConfig(batch=batch),
         output=ModelOutput(model=model, choices=[], usage=usage),
         cache=cache,
     )

@@ -245,6 +245,32 @@ def test_usage_and_cost_per_case_and_role(discharge_logs, tmp_path):
     assert per_case.loc[("prov/a", "a1"), "total_tokens"] == 1200 + 2100 + 2100 + 330
 
 
+def test_batched_calls_are_their_own_mode_priced_less_the_batch_discount(tmp_path):
+    """A grader's calls sent through a batch API (their generate config's ``batch``) are a row of their own,
+    mode ``batch``, priced less the model's batch_discount; without one, at the full price, and named."""
+    events = [event(None, "prov/a", 1000, 100), event("grader", "openai/j", 2000, 200, batch=True)]
+    events.append(event("grader", "openai/j", 2000, 200))  # the same grader, live (e.g. an earlier pass)
+    logs = [LoadedLog("c.eval", log("bedside/cpb", "prov/a", [sample("c1", {}, events=events)]), "prov/a", "cpb")]
+    table = "currency: USD\nper_tokens: 1000\nmodels:\n  prov/a: {input: 1.0, output: 2.0}\n  openai/*: {input: 0.5, output: 4.0%s}\n"
+    prices_file = tmp_path / "prices.yaml"
+    prices_file.write_text(table % ", batch_discount: 0.5")
+    prices = usage.load_prices(prices_file)
+    by_role = usage.usage_by_role(usage.usage_by_case(logs, prices)).set_index(["role", "mode"])
+    live = 2000 * 0.5 / 1000 + 200 * 4.0 / 1000
+    assert by_role.loc[("grader", "live"), "cost"] == pytest.approx(live)
+    assert by_role.loc[("grader", "batch"), "cost"] == pytest.approx(live / 2)
+    assert by_role.loc[("grader", "batch"), "calls"] == 1 and by_role.loc[("doctor", "live"), "cost"] == pytest.approx(1.2)
+    assert usage.undiscounted(usage.usage_by_case(logs, prices), prices) == []
+    prices_file.write_text(table % "")
+    prices = usage.load_prices(prices_file)
+    by_case = usage.usage_by_case(logs, prices)
+    assert usage.usage_by_role(by_case).set_index(["role", "mode"]).loc[("grader", "batch"), "cost"] == pytest.approx(live)
+    assert usage.undiscounted(by_case, prices) == ["openai/j"]
+    prices_file.write_text(table % ", batch_discount: 50")
+    with pytest.raises(ValueError, match="'openai/\\*': batch_discount is the fraction off"):
+        usage.load_prices(prices_file)
+
+
 def test_shipped_price_table_is_marked_as_examples():
     prices = usage.load_prices()
     assert "EXAMPLE" in usage.default_prices_path().read_text()
