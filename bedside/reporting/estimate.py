@@ -23,6 +23,12 @@ interval from the pilot's spread.
   pilot sample. It assumes that the servers keep up at that concurrency; a pilot run at another
   concurrency times its samples under other contention, and a pilot's first samples also pay the
   process's start-up (loading the scorers' embedding model), so a short pilot overestimates wall time.
+- **Judges batched** (``--batch ROLE``, repeatable, e.g. ``--batch grader``): the role's calls are priced
+  as calls through the provider's batch API, its model's prices less its ``batch_discount`` in the price
+  table (the fraction off, a column the user sets; :mod:`bedside.reporting.usage`); the other roles live.
+  Calls and tokens do not change. Only calls that need no reply within the run can go through a batch: the
+  judges, after the conversations (the two-step run, docs/reports.md); a conversation role can be priced
+  batched but would wait a batch's turnaround at every turn.
 - Calls served from Inspect's local cache are counted as calls but not as tokens (as in the report).
 - Sample time: Inspect's ``total_time`` of each pilot sample. Person hours (a pilot with
   ``bedside/human``): each pilot sample's person-time is the union of its human calls' working intervals
@@ -132,10 +138,15 @@ def estimate(
     level: float = 0.9,
     draws: int = 4000,
     seed: int = 0,
+    batched: Sequence[str] = (),
 ) -> dict[str, pd.DataFrame]:
-    """Tables ``by_role``, ``by_protocol`` and ``totals`` (each quantity: estimate, low, high)."""
-    from bedside.reporting.usage import cost, price_of
+    """Tables ``by_role``, ``by_protocol`` and ``totals`` (each quantity: estimate, low, high); ``batched``:
+    the roles priced through the batch API (module docstring). Raises ValueError (one line) for a batched
+    role the pilot does not have, or whose model's price has no ``batch_discount``."""
+    from bedside.reporting.usage import BATCH, LIVE, batch_price, cost, price_of
 
+    if unknown := sorted(set(batched) - set(pilot.calls["role"])):
+        raise ValueError(f"--batch {', '.join(unknown)}: no such role in the pilot (roles: {', '.join(sorted(set(pilot.calls['role'])))})")
     planned = cases * epochs
     ids = list(pilot.samples["sample"])
     rng = np.random.default_rng(seed)
@@ -163,6 +174,14 @@ def estimate(
                 row.update({field: s["estimate"], f"{field}_low": s["low"], f"{field}_high": s["high"]})
             if prices is not None and model is not None:
                 price = price_of(model, prices)
+                row["mode"] = BATCH if role in batched else LIVE
+                if role in batched and price is not None:
+                    price = batch_price(price)
+                    if price is None:
+                        raise ValueError(
+                            f"--batch {role}: the price table {prices.get('source', '')} sets no batch_discount for "
+                            f"{model} (the fraction off for its batch API, e.g. batch_discount: 0.5)"
+                        )
                 sample_cost = np.array(
                     [
                         cost(
@@ -244,7 +263,8 @@ def render(tables: dict[str, pd.DataFrame], level: float, currency: str = "") ->
             )
             if "cost" in row:
                 cost_text = _fmt(row["cost"], row["cost_low"], row["cost_high"], 2)
-                text += f"  cost {cost_text} {currency} ({row.get('priced_as')})"
+                discount = " through the batch API" if row.get("mode") == "batch" else ""
+                text += f"  cost {cost_text} {currency} ({row.get('priced_as')}{discount})"
             lines.append(text)
     lines.append("\ntotal:")
     for field in FIELDS:
@@ -258,7 +278,10 @@ def render(tables: dict[str, pd.DataFrame], level: float, currency: str = "") ->
             f"  (the pilot: {totals['pilot_person_hours']:.2f} h worked, the union of its working intervals)"
         )
     if "cost" in totals and not math.isnan(totals["cost"]):
-        lines.append(f"  {'cost':<24} {totals['cost']:,.2f} {currency} (sum of the roles' estimates)")
+        by_role = tables["by_role"]
+        batched = sorted(by_role.loc[by_role["mode"] == "batch", "role"]) if "mode" in by_role else []
+        through = f"; {', '.join(batched)} through the batch API" if batched else "; every role live"
+        lines.append(f"  {'cost':<24} {totals['cost']:,.2f} {currency} (sum of the roles' estimates{through})")
     return "\n".join(lines)
 
 
@@ -284,16 +307,24 @@ def run(args: argparse.Namespace) -> int:
             task = read_eval_log(str(path), header_only=True).eval.task
             models.setdefault(subject_of(task), args.model)
     prices = load_prices(args.prices) if args.prices else None
-    tables = estimate(
-        pilot,
-        cases=args.cases,
-        epochs=args.epochs,
-        max_connections=args.max_connections,
-        models=models,
-        prices=prices,
-        level=args.level,
-        seed=args.seed,
-    )
+    if args.batch and prices is None:
+        print("bedside estimate: --batch prices a role's calls through the batch API: it needs --prices FILE.yaml")
+        return 2
+    try:
+        tables = estimate(
+            pilot,
+            cases=args.cases,
+            epochs=args.epochs,
+            max_connections=args.max_connections,
+            models=models,
+            prices=prices,
+            level=args.level,
+            seed=args.seed,
+            batched=args.batch or (),
+        )
+    except ValueError as error:
+        print(f"bedside estimate: {error}")
+        return 2
     print(render(tables, args.level, (prices or {}).get("currency", "")))
     if prices is None:
         print("\n(no --prices FILE.yaml: no cost; the format is bedside report's price table)")
@@ -314,6 +345,13 @@ def register(sub: Any) -> None:
     p.add_argument("--model", help="model under test of the planned run (for its price)")
     p.add_argument("--model-role", action="append", help="role=model of the planned run (for its price); repeatable")
     p.add_argument("--prices", help="price table (YAML, bedside report's format: per million tokens)")
+    p.add_argument(
+        "--batch",
+        action="append",
+        metavar="ROLE",
+        help="price ROLE's calls through the provider's batch API (the price table's batch_discount), "
+        "e.g. --batch grader for judges run after the conversations; repeatable",
+    )
     p.add_argument("--level", type=float, default=0.9, help="interval level (default 0.9)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--csv", help="also write the tables as CSV files into this folder")

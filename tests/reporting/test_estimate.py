@@ -3,11 +3,13 @@ real second run (a 4-case scripted pilot vs the measured totals of the 24-case s
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from bedside.reporting.estimate import FIELDS, Pilot, estimate, predictive_totals, read_pilot
+from bedside.reporting.estimate import FIELDS, Pilot, estimate, predictive_totals, read_pilot, render
 
 
 def pilot(per_sample: list[tuple[int, int, int]], seconds: list[float], role: str = "educator") -> Pilot:
@@ -46,6 +48,55 @@ def test_identical_pilot_samples_give_an_exact_estimate_and_cost():
     assert row["cost"] == pytest.approx(0.2 + 0.01 + 0.2)
     totals = tables["totals"].iloc[0]
     assert totals["wall_seconds"] == pytest.approx(200 * 60 / 10)
+
+
+def two_roles() -> Pilot:
+    """A pilot whose samples each make one educator call and one grader call."""
+    educator, grader = pilot([(1000, 0, 100)] * 2, [60.0] * 2), pilot([(4000, 0, 200)] * 2, [60.0] * 2, role="grader")
+    return Pilot(calls=pd.concat([educator.calls, grader.calls], ignore_index=True), samples=educator.samples)
+
+
+def test_a_batched_role_is_priced_less_its_batch_discount_and_the_others_live():
+    prices = {**PRICES, "models": {"openai/gpt-5.5": {**PRICES["models"]["openai/gpt-5.5"], "batch_discount": 0.5}}}
+    live = estimate(two_roles(), cases=10, prices=prices)["by_role"].set_index("role")
+    batched_tables = estimate(two_roles(), cases=10, prices=prices, batched=["grader"])
+    batched = batched_tables["by_role"].set_index("role")
+    assert list(live["mode"]) == ["live", "live"] and batched["mode"].to_dict() == {"educator": "live", "grader": "batch"}
+    assert batched.loc["grader", "cost"] == pytest.approx(live.loc["grader", "cost"] / 2) == pytest.approx(10 * 0.006 / 2)
+    assert batched.loc["grader", ["cost_low", "cost_high"]].tolist() == pytest.approx([0.03, 0.03])
+    assert batched.loc["educator", "cost"] == live.loc["educator", "cost"]
+    assert batched.loc["grader", "input_tokens"] == live.loc["grader", "input_tokens"]  # tokens do not change
+    by_protocol = batched_tables["by_protocol"].set_index("role")
+    assert by_protocol.loc["grader", "mode"] == "batch" and by_protocol.loc["grader", "cost"] == pytest.approx(0.03)
+    assert batched_tables["totals"].iloc[0]["cost"] == pytest.approx(10 * 0.002 + 0.03)
+    assert "grader through the batch API" in render(batched_tables, 0.9, "USD")
+    with pytest.raises(ValueError, match="--batch judge: no such role in the pilot"):
+        estimate(two_roles(), cases=10, prices=prices, batched=["judge"])
+    with pytest.raises(ValueError, match="--batch grader: the price table .* sets no batch_discount for openai/gpt-5.5"):
+        estimate(two_roles(), cases=10, prices=PRICES, batched=["grader"])
+
+
+def test_the_command_prices_a_batched_grader(tmp_path, capsys):
+    """``bedside estimate LOG --batch grader`` on a pilot log: the grader's row through the batch API, at half
+    the live cost with the shipped table's example discount; one line when the table has none."""
+    from bedside.cli import main
+    from tests.reporting.synth import event, log, sample, write
+
+    events = [event(None, "openai/gpt-5.5", 1000, 100), event("grader", "openai/gpt-5.5", 4000, 200)]
+    path = write(log("bedside/cpb", "openai/gpt-5.5", [sample("c1", {}, events=events)]), tmp_path / "pilot.eval")
+    prices = str(Path(__file__).parents[2] / "bedside" / "reporting" / "prices.yaml")
+    assert main(["estimate", path, "--cases", "100", "--prices", prices]) == 0
+    live = capsys.readouterr().out
+    assert main(["estimate", path, "--cases", "100", "--prices", prices, "--batch", "grader"]) == 0
+    batched = capsys.readouterr().out
+    grader = lambda out: next(line for line in out.splitlines() if line.strip().startswith("grader"))  # noqa: E731
+    assert "(openai/gpt-5.5 through the batch API)" in grader(batched) and "batch API" not in grader(live)
+    cost = lambda line: float(line.split(" cost ")[1].split()[0])  # noqa: E731
+    assert cost(grader(batched)) == pytest.approx(cost(grader(live)) / 2, abs=0.01)
+    table = tmp_path / "prices.yaml"
+    table.write_text("per_tokens: 1000000\nmodels:\n  openai/*: {input: 1.0, output: 2.0}\n")
+    assert main(["estimate", path, "--cases", "100", "--prices", str(table), "--batch", "grader"]) == 2
+    assert capsys.readouterr().out.strip().startswith("bedside estimate: --batch grader: the price table")
 
 
 def test_the_interval_holds_the_spread_and_narrows_with_a_larger_pilot():
