@@ -19,12 +19,15 @@ records where it came from (``eval.metadata["bedside_rescore"]``: source log, pr
 ``bedside report`` needs that to tell the two judgements apart (its judge-sensitivity section);
 logs re-scored with ``inspect score`` still report, but as if judged by the original grader.
 
-``--batch`` sends the judge calls through the provider's batch API (Inspect's batch mode; OpenAI models,
-about half the price, results within 24 hours) with Inspect's generation cache on for the grader, so that a
-re-run after an interruption sends only the calls whose results had not come back: ``--batch`` alone
-(Inspect's defaults: batches of 100 requests, sent after 15 s, polled every 15 s), ``--batch 1000`` (the
-batch size) or ``--batch '{size: 1000, send_delay: 60, tick: 60}'`` (Inspect's ``BatchConfig``, YAML or a
-file holding it). The two-step run (conversations first, then the judges at half price): docs/reports.md.
+``--batch`` sends the judge calls through the provider's batch API (Inspect's batch mode, for the providers
+that have one: OpenAI, Anthropic, Google, Grok, Together; about half the price, results within 24 hours) with
+Inspect's generation cache on for the grader: ``--batch`` alone (Inspect's defaults: a batch sent at 100
+requests or 15 s after the last, polled every 15 s), ``--batch 1000`` (the batch size) or ``--batch '{size:
+1000, send_delay: 60, tick: 60}'`` (Inspect's ``BatchConfig``, YAML or a file holding it). Run the same
+command again after an interruption: the logs written are kept (a log in ``--out`` re-judged from the same
+source by the same grader), the calls whose results came back are answered from the cache, and, for OpenAI
+models, the batches still out are collected rather than sent again (:mod:`bedside.batch`). The two-step run
+(conversations first, then the judges through a batch API): docs/reports.md.
 
 Run it over a sweep's folder and report both folders together:
 
@@ -77,11 +80,14 @@ def rescore(
     out.mkdir(parents=True, exist_ok=True)
     sources = expand(paths)
     targets = [out / Path(p).name for p in sources]
-    if clash := [str(t) for t in targets if t.exists() or targets.count(t) > 1]:
+    finished = {t for s, t in zip(sources, targets) if judged_already(t, s, grader)}
+    if clash := [str(t) for t in targets if (t.exists() and t not in finished) or targets.count(t) > 1]:
         raise FileExistsError(f"{clash[0]}: already exists or two inputs share this file name; choose another --out")
     written = []
     person = str(grader) == "bedside/human"  # a physician re-judging in the browser: a run per rescored log
     for source, target in zip(sources, targets):
+        if target in finished:
+            continue
         log = read_eval_log(source)
         if not log.samples:
             raise ValueError(f"{source}: the log holds no samples to re-judge")
@@ -110,6 +116,22 @@ def rescore(
 
         finish()
     return written
+
+
+def judged_already(target: Path, source: str | Path, grader: Model) -> bool:
+    """Whether ``target`` is a finished re-judging of ``source`` by ``grader`` (a run of the same command
+    that was interrupted later): it is left as it is, and the re-run judges the other logs."""
+    from bedside.compat import model_to_model_config
+
+    if not target.exists():
+        return False
+    try:
+        header = read_eval_log(str(target), header_only=True).eval
+    except Exception:  # not a log (or half written): a clash
+        return False
+    record = (header.metadata or {}).get("bedside_rescore") or {}
+    same_grader = grader_name((header.model_roles or {}).get("grader")) == grader_name(model_to_model_config(grader))
+    return record.get("source") == str(source) and same_grader
 
 
 def judged_by_person(person: bool, target: Path, task: str) -> AbstractContextManager[None]:
@@ -226,7 +248,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="?",
         const="true",
         metavar="SIZE_OR_CONFIG",
-        help="judge through the provider's batch API (OpenAI models), with Inspect's cache on for resuming: "
+        help="judge through the provider's batch API (Inspect's batch mode), with Inspect's cache on for resuming: "
         "alone, a batch size, or Inspect's BatchConfig as YAML or a file",
     )
     parser.add_argument(

@@ -96,6 +96,11 @@ def check_rescore_calls_only_the_judges(sweep, tmp_path, monkeypatch):
     assert calls and all(c.startswith("discharge.judge_") for c in calls), sorted(set(calls))
     assert {"discharge.judge_quality", "discharge.judge_checklist", "discharge.judge_comprehension"} <= set(calls)
     assert read_eval_log(str(written)).eval.metadata["bedside_rescore"]["grader"] == FLIPPING
+    # the same command again (after an interruption): the log judged already is kept, no call is made
+    calls.clear()
+    assert rescore([logs[0].location], scripted(judge_invert="checklist"), tmp_path / "out") == [] and not calls
+    with pytest.raises(FileExistsError, match="already exists"):  # another grader's judging: a clash
+        rescore([logs[0].location], scripted(), tmp_path / "out")
 
 
 def check_leaderboard_ranks_models_with_paired_differences(sweep):
