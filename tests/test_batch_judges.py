@@ -22,10 +22,12 @@ from typing import Any
 import pytest
 from inspect_ai import eval, score
 from tenacity import wait_fixed
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 
 from bedside.compat import openai_batch_names, resolve_scorers
+from bedside.reporting import usage
+from bedside.reporting.load import load
 from loopback_channel import LOOPBACK_URL_ENV
 from tests import forked
 from tests.conftest import scripted
@@ -67,6 +69,7 @@ def conversations(name: str, tmp: Path, **overrides: Any) -> EvalLog:
     assert log.status == "success", log.error
     log = read_eval_log(log.location)
     assert all(not s.scores for s in log.samples or [])
+    assert not grader_events(log)  # the conversations call no judge: every judge call is left to step 2
     return log
 
 
@@ -117,6 +120,11 @@ def test_judging_through_the_batch_api_gives_the_golden_scores(name, server, tmp
     assert all(e.config.batch == FAST and e.model == "openai/gpt-4.1" for e in events)
     assert stats["batches"]["completed"] >= 1 and stats["files"]["batch"] == stats["batches"]["completed"]
     assert server.batches.stored == []  # inputs and results deleted from the provider's storage once read
+    # bedside report's cost table: the grader's calls in mode batch (read from the log), every other role live
+    write_eval_log(log, str(tmp_path / "judged.eval"))
+    by_role = usage.usage_by_role(usage.usage_by_case(load([str(tmp_path / "judged.eval")]), usage.load_prices()))
+    assert set(by_role.loc[by_role["role"] == "grader", "mode"]) == {"batch"}
+    assert set(by_role.loc[by_role["role"] != "grader", "mode"]) == {"live"}
 
 
 def test_failed_and_expired_requests_are_sent_again_in_a_later_batch(monkeypatch, tmp_path):
@@ -224,11 +232,11 @@ def test_a_judge_pass_killed_while_its_batches_are_out_resumes_without_sending_a
         first.wait()
         assert out(server) and len(journal(cache)) == len(out(server))  # the batches out at the kill, written down
         sent_before = sent_lines(server)
-        resumed = forked.run(rescore_command(log.location, server, tmp_path / "b"), env=env, timeout=600)
+        resumed = forked.run(rescore_command(log.location, server, tmp_path / "a"), env=env, timeout=600)  # the same command
         assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
         assert not journal(cache)  # every batch collected
         sent_after = sent_lines(server)
-    [written] = (tmp_path / "b").glob("*.eval")
+    [written] = (tmp_path / "a").glob("*.eval")
     again = read_eval_log(str(written))
     calls = [e for e in grader_events(again) if not e.error]
     assert any(e.cache == "read" for e in calls)  # the rounds collected before the kill: from the cache
