@@ -377,6 +377,13 @@ NOT_RUN: tuple[NotRun, ...] = (
         "run and resumes it with the eval-retry command its page shows",
     ),
     NotRun(
+        r"^inspect score ",
+        "parsed",
+        "re-judges a log the reader names (LOG.eval); tests/test_batch_judges.py runs the same step, Inspect's "
+        "score() with the log's own scorers and the grader in batch mode, against the loopback Batch API; "
+        "parsed by Inspect's own command-line parser",
+    ),
+    NotRun(
         r"^inspect view( |$)",
         "parsed",
         "starts Inspect's log viewer, a web server that runs until stopped; parsed by Inspect's own "
