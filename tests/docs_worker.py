@@ -661,7 +661,8 @@ def run_bedside(
         argv = ["bedside", *argv[3:]]
     named = {address_key(u) for word in [*command.argv, *command.env.values()] for u in URL.findall(word)}
     named |= {f"api:{provider(n)}" for n in model_names(command) if native(n)}
-    argv = rewrite_models(argv, stand_in)
+    if command.program not in PRICED_ONLY:  # a price is looked up under the name the command gives
+        argv = rewrite_models(argv, stand_in)
     with environment({**env, "BEDSIDE_LOOPBACK_URL": servers.channel}, cwd):
         argv = bedside_inputs(argv, inputs, cwd)
         forget_models()
