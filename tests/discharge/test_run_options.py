@@ -9,9 +9,9 @@ import inspect
 import pandas as pd
 import pytest
 
+from bedside.benchmark import NOT_APPLICABLE
 from bedside.cli import main
 from bedside.discharge import BENCHMARK
-from bedside.benchmark import NOT_APPLICABLE
 from bedside.reporting.run_options import NOT_RECORDED, options_of
 from tests.reporting.synth import discharge_case, log, write
 
