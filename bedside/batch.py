@@ -121,7 +121,11 @@ class Batcher(OpenAIBatcher):  # type: ignore[misc,valid-type]
     """Inspect's ``OpenAIBatcher`` that reads failed lines as OpenAI writes them and keeps a journal of
     its batches (module docstring)."""
 
-    def __init__(self, client: Any, config: Any, retry_config: Any, response_cls: Any, endpoint: str = "/v1/chat/completions"):
+    _is_batch_worker_running: bool  # Inspect's Batcher's: whether its worker runs
+
+    def __init__(
+        self, client: Any, config: Any, retry_config: Any, response_cls: Any, endpoint: str = "/v1/chat/completions"
+    ):
         super().__init__(client, config, retry_config, response_cls, endpoint=endpoint)
         self.scope = f"{str(client.base_url).rstrip('/')} {endpoint}"
         self.journal = Journal(journal_dir(), self.scope)
@@ -165,7 +169,7 @@ class Batcher(OpenAIBatcher):  # type: ignore[misc,valid-type]
             batch = InspectBatch(id=batch_id, requests={}, created_at=self.journal.created.get(batch_id, 0))
             self._inflight_batches[batch_id] = batch
             self._adopted.add(batch_id)
-        send, receive = anyio.create_memory_object_stream(1)
+        send, receive = anyio.create_memory_object_stream[Any](1)
         batch.requests[custom_id] = InspectBatchRequest(request=request, result_stream=send, custom_id=custom_id)
         if not self._is_batch_worker_running:
             self._is_batch_worker_running = True

@@ -21,9 +21,9 @@ from typing import Any
 
 import pytest
 from inspect_ai import eval, score
-from tenacity import wait_fixed
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
+from tenacity import wait_fixed
 
 from bedside.compat import openai_batch_names, resolve_scorers
 from bedside.reporting import usage
@@ -139,7 +139,10 @@ def test_failed_and_expired_requests_are_sent_again_in_a_later_batch(monkeypatch
     # each judge call answered once; each failed attempt is an error event of its call
     answered = [e for e in grader_events(log) if not e.error]
     assert stats["batch_requests"]["answered"] == len(answered) == len(log.samples or [])
-    assert len(grader_events(log)) - len(answered) == stats["faults"]["http_500"] + stats["batch_requests"]["batch_expired"]
+    assert (
+        len(grader_events(log)) - len(answered)
+        == stats["faults"]["http_500"] + stats["batch_requests"]["batch_expired"]
+    )
 
 
 def test_a_failed_batch_leaves_its_judge_calls_unscored_never_0(monkeypatch, tmp_path):
@@ -232,7 +235,9 @@ def test_a_judge_pass_killed_while_its_batches_are_out_resumes_without_sending_a
         first.wait()
         assert out(server) and len(journal(cache)) == len(out(server))  # the batches out at the kill, written down
         sent_before = sent_lines(server)
-        resumed = forked.run(rescore_command(log.location, server, tmp_path / "a"), env=env, timeout=600)  # the same command
+        resumed = forked.run(
+            rescore_command(log.location, server, tmp_path / "a"), env=env, timeout=600
+        )  # the same command
         assert resumed.returncode == 0, resumed.stdout[-3000:] + resumed.stderr[-3000:]
         assert not journal(cache)  # every batch collected
         sent_after = sent_lines(server)

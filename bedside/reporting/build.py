@@ -176,7 +176,9 @@ def _usage(page: Page, logs: list[LoadedLog], prices: dict, csv) -> None:
     if missing := usage.unpriced(by_case):
         page.note(f"No price for: {', '.join(missing)} (cost left empty).")
     if full := usage.undiscounted(by_case, prices):
-        page.note(f"Batched calls priced at the full price (the price table sets no batch_discount): {', '.join(full)}.")
+        page.note(
+            f"Batched calls priced at the full price (the price table sets no batch_discount): {', '.join(full)}."
+        )
     page.table(by_role, csv(by_role, "usage_by_role.csv"), "Per role:", float_format="{:.4f}")
     csv(by_case, "usage_by_case.csv")
     page.details(

@@ -145,8 +145,9 @@ def estimate(
     role the pilot does not have, or whose model's price has no ``batch_discount``."""
     from bedside.reporting.usage import BATCH, LIVE, batch_price, cost, price_of
 
-    if unknown := sorted(set(batched) - set(pilot.calls["role"])):
-        raise ValueError(f"--batch {', '.join(unknown)}: no such role in the pilot (roles: {', '.join(sorted(set(pilot.calls['role'])))})")
+    roles = sorted(set(pilot.calls["role"]))
+    if unknown := sorted(set(batched) - set(roles)):
+        raise ValueError(f"--batch {', '.join(unknown)}: no such role in the pilot (roles: {', '.join(roles)})")
     planned = cases * epochs
     ids = list(pilot.samples["sample"])
     rng = np.random.default_rng(seed)

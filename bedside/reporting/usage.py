@@ -63,8 +63,12 @@ def load_prices(path: str | Path | None = None) -> dict:
         if not isinstance(price, dict) or not {"input", "output"} <= set(price):
             raise ValueError(f"{path}: model {name!r} needs 'input' and 'output' prices")
         discount = price.get("batch_discount")
-        if discount is not None and (isinstance(discount, bool) or not isinstance(discount, int | float) or not 0 <= discount < 1):
-            raise ValueError(f"{path}: model {name!r}: batch_discount is the fraction off (0 to 1, e.g. 0.5), got {discount!r}")
+        if discount is not None and (
+            isinstance(discount, bool) or not isinstance(discount, int | float) or not 0 <= discount < 1
+        ):
+            raise ValueError(
+                f"{path}: model {name!r}: batch_discount is the fraction off (0 to 1, e.g. 0.5), got {discount!r}"
+            )
     data.setdefault("per_tokens", 1_000_000)
     data.setdefault("currency", "")
     data["source"] = str(path)
@@ -155,7 +159,8 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
         columns=["model", "id", "epoch", "role", "role_model", "mode", "calls", "cached_calls", *TOKEN_FIELDS],
     )
     frame["cost"] = [
-        cost(r, price_in_mode(r["role_model"], r["mode"], prices), prices["per_tokens"]) for r in frame.to_dict("records")
+        cost(r, price_in_mode(r["role_model"], r["mode"], prices), prices["per_tokens"])
+        for r in frame.to_dict("records")
     ]
     return frame
 

@@ -60,13 +60,13 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from tests.loopback.requests import (
+    BATCH_EXPIRED,
+    BATCH_FAILED,
+    BATCH_FAULTS,
     CONTEXT_LENGTH,
     HTTP_503,
     RATE_LIMIT,
     TRANSPORT_FAULTS,
-    BATCH_EXPIRED,
-    BATCH_FAILED,
-    BATCH_FAULTS,
     _error,
     _unit,
     spoil,
@@ -231,7 +231,9 @@ class Batches:
             return _error(400, "invalid JSON body", "invalid_request_error")
         file_id, endpoint = body.get("input_file_id"), body.get("endpoint")
         if file_id not in self.files:
-            return _error(400, f"input_file_id {file_id!r}: no such file", "invalid_request_error", param="input_file_id")
+            return _error(
+                400, f"input_file_id {file_id!r}: no such file", "invalid_request_error", param="input_file_id"
+            )
         if endpoint not in ENDPOINTS:
             return _error(400, f"endpoint must be one of {list(ENDPOINTS)}", "invalid_request_error", param="endpoint")
         if body.get("completion_window") != "24h":
@@ -291,8 +293,12 @@ class Batches:
 
     def _fail(self, batch: StoredBatch, lines: list[dict[str, Any]]) -> None:
         batch.errors = [
-            {"code": "invalid_request", "message": "The batch input file could not be validated.", "param": None,
-             "line": i + 1}
+            {
+                "code": "invalid_request",
+                "message": "The batch input file could not be validated.",
+                "param": None,
+                "line": i + 1,
+            }
             for i in range(len(lines))
         ]
         batch.status = "failed"
@@ -354,8 +360,14 @@ class Batches:
             text, finish = server._answer(request)
         except Exception as ex:  # a script that cannot answer this prompt (as the live endpoint: a 400)
             server._log(request, "script_error")
-            return 400, {"error": {"message": f"the scripted {request.protocol} reply failed: {ex!r}",
-                                   "type": "loopback_script_error", "param": None, "code": None}}
+            return 400, {
+                "error": {
+                    "message": f"the scripted {request.protocol} reply failed: {ex!r}",
+                    "type": "loopback_script_error",
+                    "param": None,
+                    "code": None,
+                }
+            }
         if kind is not None:  # a content fault: answered, with a reply the caller cannot read
             text = spoil(kind, text)
             server._record_fault(request, kind)
@@ -395,16 +407,40 @@ def _fault_body(kind: str, request: Any, server: LoopbackServer) -> tuple[int, d
             f"This model's maximum context length is {limit} tokens. However, your messages resulted in "
             f"{tokens} tokens. Please reduce the length of the messages."
         )
-        return 400, {"error": {"message": message, "type": "invalid_request_error", "param": "messages",
-                               "code": "context_length_exceeded"}}
+        return 400, {
+            "error": {
+                "message": message,
+                "type": "invalid_request_error",
+                "param": "messages",
+                "code": "context_length_exceeded",
+            }
+        }
     if kind == RATE_LIMIT:
-        return 429, {"error": {"message": "Rate limit reached for requests.", "type": "requests", "param": None,
-                               "code": "rate_limit_exceeded"}}
+        return 429, {
+            "error": {
+                "message": "Rate limit reached for requests.",
+                "type": "requests",
+                "param": None,
+                "code": "rate_limit_exceeded",
+            }
+        }
     if kind == HTTP_503:
-        return 503, {"error": {"message": "The server is overloaded, please try again later.",
-                               "type": "server_error", "param": None, "code": "overloaded"}}
-    return 500, {"error": {"message": "The server had an error while processing your request.",
-                           "type": "server_error", "param": None, "code": None}}
+        return 503, {
+            "error": {
+                "message": "The server is overloaded, please try again later.",
+                "type": "server_error",
+                "param": None,
+                "code": "overloaded",
+            }
+        }
+    return 500, {
+        "error": {
+            "message": "The server had an error while processing your request.",
+            "type": "server_error",
+            "param": None,
+            "code": None,
+        }
+    }
 
 
 def to_chat_body(body: dict[str, Any]) -> dict[str, Any]:

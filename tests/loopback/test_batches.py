@@ -120,7 +120,11 @@ def test_responses_api_lines_get_response_objects():
 
 
 def test_a_request_fault_fails_that_request_only_in_openais_error_file_shape():
-    faults = [Fault("http_500", models="broken"), Fault("context_length", models="long"), Fault("not_json", models="prose")]
+    faults = [
+        Fault("http_500", models="broken"),
+        Fault("context_length", models="long"),
+        Fault("not_json", models="prose"),
+    ]
     with LoopbackServer(faults=faults) as server:
         client = client_of(server)
         lines = [line("ok"), line("broken", model="broken"), line("long", model="long"), line("prose", model="prose")]

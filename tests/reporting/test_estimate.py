@@ -61,8 +61,13 @@ def test_a_batched_role_is_priced_less_its_batch_discount_and_the_others_live():
     live = estimate(two_roles(), cases=10, prices=prices)["by_role"].set_index("role")
     batched_tables = estimate(two_roles(), cases=10, prices=prices, batched=["grader"])
     batched = batched_tables["by_role"].set_index("role")
-    assert list(live["mode"]) == ["live", "live"] and batched["mode"].to_dict() == {"educator": "live", "grader": "batch"}
-    assert batched.loc["grader", "cost"] == pytest.approx(live.loc["grader", "cost"] / 2) == pytest.approx(10 * 0.006 / 2)
+    assert list(live["mode"]) == ["live", "live"] and batched["mode"].to_dict() == {
+        "educator": "live",
+        "grader": "batch",
+    }
+    assert (
+        batched.loc["grader", "cost"] == pytest.approx(live.loc["grader", "cost"] / 2) == pytest.approx(10 * 0.006 / 2)
+    )
     assert batched.loc["grader", ["cost_low", "cost_high"]].tolist() == pytest.approx([0.03, 0.03])
     assert batched.loc["educator", "cost"] == live.loc["educator", "cost"]
     assert batched.loc["grader", "input_tokens"] == live.loc["grader", "input_tokens"]  # tokens do not change
@@ -72,7 +77,9 @@ def test_a_batched_role_is_priced_less_its_batch_discount_and_the_others_live():
     assert "grader through the batch API" in render(batched_tables, 0.9, "USD")
     with pytest.raises(ValueError, match="--batch judge: no such role in the pilot"):
         estimate(two_roles(), cases=10, prices=prices, batched=["judge"])
-    with pytest.raises(ValueError, match="--batch grader: the price table .* sets no batch_discount for openai/gpt-5.5"):
+    with pytest.raises(
+        ValueError, match="--batch grader: the price table .* sets no batch_discount for openai/gpt-5.5"
+    ):
         estimate(two_roles(), cases=10, prices=PRICES, batched=["grader"])
 
 

@@ -259,12 +259,16 @@ def test_batched_calls_are_their_own_mode_priced_less_the_batch_discount(tmp_pat
     live = 2000 * 0.5 / 1000 + 200 * 4.0 / 1000
     assert by_role.loc[("grader", "live"), "cost"] == pytest.approx(live)
     assert by_role.loc[("grader", "batch"), "cost"] == pytest.approx(live / 2)
-    assert by_role.loc[("grader", "batch"), "calls"] == 1 and by_role.loc[("doctor", "live"), "cost"] == pytest.approx(1.2)
+    assert by_role.loc[("grader", "batch"), "calls"] == 1 and by_role.loc[("doctor", "live"), "cost"] == pytest.approx(
+        1.2
+    )
     assert usage.undiscounted(usage.usage_by_case(logs, prices), prices) == []
     prices_file.write_text(table % "")
     prices = usage.load_prices(prices_file)
     by_case = usage.usage_by_case(logs, prices)
-    assert usage.usage_by_role(by_case).set_index(["role", "mode"]).loc[("grader", "batch"), "cost"] == pytest.approx(live)
+    assert usage.usage_by_role(by_case).set_index(["role", "mode"]).loc[("grader", "batch"), "cost"] == pytest.approx(
+        live
+    )
     assert usage.undiscounted(by_case, prices) == ["openai/j"]
     prices_file.write_text(table % ", batch_discount: 50")
     with pytest.raises(ValueError, match="'openai/\\*': batch_discount is the fraction off"):

@@ -259,11 +259,15 @@ def server_counts_as_remote(monkeypatch):
     monkeypatch.setattr("bedside.discharge.mimic.data_use.is_loopback", lambda url: False)
 
 
-def test_a_batched_grader_is_refused_before_any_upload_as_a_live_one(mimic_cases, server, tmp_path, server_counts_as_remote):
+def test_a_batched_grader_is_refused_before_any_upload_as_a_live_one(
+    mimic_cases, server, tmp_path, server_counts_as_remote
+):
     roles = {"patient": scripted(), "monitor": scripted(), "grader": batched_at(server.base_url)}
     with pytest.raises(DataUseRefused) as refused:
         run(mimic_cases, scripted(), roles, tmp_path)
-    assert str(refused.value).startswith("Model role grader: Refusing to send MIMIC-IV-Note text to openai/judge (base URL")
+    assert str(refused.value).startswith(
+        "Model role grader: Refusing to send MIMIC-IV-Note text to openai/judge (base URL"
+    )
     assert server.stats()["files"] == {} and server.requests == 0  # nothing uploaded, nothing sent
     log = run(mimic_cases, scripted(), roles, tmp_path / "declared", zero_retention=True)  # declared: it runs
     assert log.status == "success" and server.stats()["files"]["batch"] >= 1
@@ -291,7 +295,9 @@ def test_rescore_through_a_batch_api_refuses_a_remote_grader_before_any_upload(
     refused = bedside_command("rescore", log.location, *grader, *batch, "--out", str(tmp_path / "judged"))
     assert refused.returncode == 2 and "Model role grader: Refusing to send MIMIC-IV-Note text" in refused.stdout
     assert server.stats()["files"] == {} and server.requests == 0 and not list((tmp_path / "judged").glob("*.eval"))
-    declared = bedside_command("rescore", log.location, *grader, *batch, "--zero-retention", "--out", str(tmp_path / "ok"))
+    declared = bedside_command(
+        "rescore", log.location, *grader, *batch, "--zero-retention", "--out", str(tmp_path / "ok")
+    )
     assert declared.returncode == 0, declared.stdout
     assert server.stats()["files"]["batch"] >= 1 and server.stats()["batch_requests"]["answered"] > 0
     [written] = (tmp_path / "ok").glob("*.eval")
