@@ -107,12 +107,22 @@ def test_a_vllm_model_is_on_the_channel_once_it_knows_its_server(monkeypatch):
         assert on_channel(model)
 
 
-@pytest.mark.parametrize("name", ["openai/gpt-5.5", "anthropic/claude-x", "bedside/scripted"])
+@pytest.mark.parametrize("name", ["anthropic/claude-x", "bedside/scripted"])
 def test_other_providers_are_never_the_channel(name, monkeypatch):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
     monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-test-not-used")
-    monkeypatch.setenv(LOOPBACK_URL_ENV, "https://api.openai.com/v1")
+    monkeypatch.setenv(LOOPBACK_URL_ENV, "https://api.anthropic.com")
     assert not on_channel(get_model(name, memoize=False))
+
+
+def test_openai_models_are_on_the_channel_at_a_server_it_names_only(monkeypatch):
+    """``openai/`` (whose batch mode the server's Batch API serves) at a loopback server's address, by its
+    ``base_url`` or ``OPENAI_BASE_URL`` (which only its client reads); OpenAI's own API never."""
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-used")
+    monkeypatch.setenv(LOOPBACK_URL_ENV, "http://127.0.0.1:9/v1")
+    assert not on_channel(get_model("openai/gpt-5.5", memoize=False))
+    assert on_channel(get_model("openai/gpt-5.5", base_url="http://127.0.0.1:9/v1", memoize=False))
+    monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+    assert on_channel(get_model("openai/gpt-5.5", memoize=False))
 
 
 def test_a_call_tag_holds_the_protocol_alone():

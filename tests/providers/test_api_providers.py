@@ -39,7 +39,7 @@ def test_the_docs_bind_the_grader_in_every_eval_example():
     commands = [c.text for c in documented_commands() if c.program in ("inspect eval", "inspect eval-set")]
     assert commands, "the docs show eval commands"
     for command in commands:
-        if "--model bedside/scripted" in command or "discharge_build_cases" in command:
-            continue  # scripted runs; the case builder has no judge
+        if "--model bedside/scripted" in command or "discharge_build_cases" in command or "--no-score" in command:
+            continue  # scripted runs; the case builder has no judge; a run without scoring calls none
         assert "grader=" in command, command
     assert any("VLLM_BASE_URL=" in command for command in commands)
