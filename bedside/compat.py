@@ -21,6 +21,10 @@ from inspect_ai._util.config import parse_cli_args
 # BadParameter, the data loaders' errors; tests check the type).
 from inspect_ai._util.error import PrerequisiteError
 
+# What `inspect_ai.score()` runs before it scores (Inspect's hooks), for bedside rescore, which judges several
+# logs at once with `inspect_ai.score_async` (bedside.reporting.rescore).
+from inspect_ai._util.platform import platform_init
+
 # Registry plumbing for scorers re-created from a log (scorers/rescore.py): the public
 # `inspect_ai.util` has RegistryInfo and registry_info but neither registry_add nor registry_lookup.
 from inspect_ai._util.registry import RegistryInfo, registry_add, registry_info, registry_lookup
@@ -108,6 +112,7 @@ __all__ = [
     "openai_batch_names",
     "openai_provider_module",
     "parse_cli_args",
+    "platform_init",
     "registry_add",
     "registry_info",
     "registry_lookup",

@@ -28,7 +28,7 @@ from tenacity import wait_fixed
 from bedside.compat import openai_batch_names, resolve_scorers
 from bedside.reporting import usage
 from bedside.reporting.load import load
-from loopback_channel import LOOPBACK_URL_ENV
+from loopback_channel import BODY_KEY, LOOPBACK_URL_ENV
 from tests import forked
 from tests.conftest import scripted
 from tests.golden.make_golden import _runs, _value, differences
@@ -125,6 +125,23 @@ def test_judging_through_the_batch_api_gives_the_golden_scores(name, server, tmp
     by_role = usage.usage_by_role(usage.usage_by_case(load([str(tmp_path / "judged.eval")]), usage.load_prices()))
     assert set(by_role.loc[by_role["role"] == "grader", "mode"]) == {"batch"}
     assert set(by_role.loc[by_role["role"] != "grader", "mode"]) == {"live"}
+
+
+def test_rescore_judges_several_logs_in_one_batch_pass(server, tmp_path):
+    """``bedside rescore`` judges its logs at once: one batch holds judge calls of two benchmarks' logs (a
+    log at a time would wait for each log's batches in turn), and each log gets its golden scores."""
+    from bedside.reporting.rescore import rescore
+
+    logs = {name: conversations(name, tmp_path / name) for name in ("medsp", "cpb")}
+    written = rescore([log.location for log in logs.values()], openai_grader(server), tmp_path / "judged")
+    assert [p.name for p in written] == [Path(log.location).name for log in logs.values()]
+    for name, path in zip(logs, written):
+        assert differences(name, golden_values(read_eval_log(str(path)))) == []
+    benchmarks = [
+        {line["body"]["extra_body"][BODY_KEY]["name"].split(".")[0] for line in server.batches.input_lines(batch)}
+        for batch in server.batches.batches
+    ]
+    assert {"medsp", "cpb"} in benchmarks, benchmarks
 
 
 def test_failed_and_expired_requests_are_sent_again_in_a_later_batch(monkeypatch, tmp_path):

@@ -39,10 +39,11 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Sequence
-from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import yaml
 from inspect_ai import score
 from inspect_ai.log import read_eval_log, write_eval_log
@@ -72,9 +73,10 @@ def rescore(
     prompt set differs from today's (the judges would read other prompts than the run's) is refused
     before any call, unless ``allow_different_data``; so is a log whose data may not go to ``grader``
     (its benchmark's ``rescore_guard``, e.g. patient data under a data-use agreement and a
-    grader that is not local), unless ``zero_retention`` (recorded in the written log)."""
+    grader that is not local), unless ``zero_retention`` (recorded in the written log). Every log is read and
+    checked before the first call, then all are judged at once (:func:`judged_together`)."""
     import bedside._registry  # noqa: F401  (bedside's scorers, under the names Inspect writes into logs)
-    from bedside.compat import model_to_model_config, resolve_scorers
+    from bedside.compat import model_to_model_config
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
@@ -83,8 +85,7 @@ def rescore(
     finished = {t for s, t in zip(sources, targets) if judged_already(t, s, grader)}
     if clash := [str(t) for t in targets if (t.exists() and t not in finished) or targets.count(t) > 1]:
         raise FileExistsError(f"{clash[0]}: already exists or two inputs share this file name; choose another --out")
-    written = []
-    person = str(grader) == "bedside/human"  # a physician re-judging in the browser: a run per rescored log
+    jobs = []  # every log read and checked first: a refusal comes before any call
     for source, target in zip(sources, targets):
         if target in finished:
             continue
@@ -93,29 +94,62 @@ def rescore(
             raise ValueError(f"{source}: the log holds no samples to re-judge")
         prompts = check_prompts(log, str(source), allow_different_data)
         check_data_use(log, str(source), grader, zero_retention)
-        previous = grader_name((log.eval.model_roles or {}).get("grader"))
-        with judged_by_person(person, target, log.eval.task):
-            scored = score(
-                log, resolve_scorers(log), model_roles={"grader": grader}, action="overwrite", display="none"
-            )
-        scored.eval.model_roles = {**(scored.eval.model_roles or {}), "grader": model_to_model_config(grader)}
-        scored.eval.metadata = {
-            **(scored.eval.metadata or {}),
-            "bedside_rescore": {
-                "source": str(source),
-                "previous_grader": previous or None,
-                "grader": grader_name(scored.eval.model_roles["grader"]),
-                "prompts": prompts,
-                "zero_retention": zero_retention,
-            },
+        record = {
+            "source": str(source),
+            "previous_grader": grader_name((log.eval.model_roles or {}).get("grader")) or None,
+            "grader": grader_name(model_to_model_config(grader)),
+            "prompts": prompts,
+            "zero_retention": zero_retention,
         }
-        write_eval_log(scored, str(target))
-        written.append(target)
-    if person:
-        from bedside.providers.human import finish
+        jobs.append(Job(log, target, record))
+    if str(grader) == "bedside/human":  # a physician re-judging in the browser: a run per rescored log
+        return judged_by_person(jobs, grader)
+    return judged_together(jobs, grader)
 
-        finish()
-    return written
+
+@dataclass
+class Job:
+    """One log to re-judge: the log, where its re-judged copy goes, and its ``bedside_rescore`` record."""
+
+    log: Any
+    target: Path
+    record: dict[str, Any]
+
+
+def judged_together(jobs: list[Job], grader: Model) -> list[Path]:
+    """Every log's judges at once, in one event loop (Inspect's ``score_async`` per log), each log written as
+    soon as its judging ends: with the grader in batch mode one batch pass serves all the logs, where a log
+    at a time would wait for its batches' turnarounds one log after another."""
+    from inspect_ai import score_async
+
+    from bedside.compat import platform_init, resolve_scorers
+
+    platform_init()  # as inspect_ai.score() does: Inspect's hooks
+    written: list[Path] = []
+
+    async def judge(job: Job) -> None:
+        scored = await score_async(
+            job.log, resolve_scorers(job.log), model_roles={"grader": grader}, action="overwrite", display="none"
+        )
+        written.append(write_rescored(scored, job, grader))
+
+    async def every() -> None:
+        async with anyio.create_task_group() as group:
+            for job in jobs:
+                group.start_soon(judge, job)
+
+    anyio.run(every)
+    return sorted(written, key=[job.target for job in jobs].index)
+
+
+def write_rescored(scored: Any, job: Job, grader: Model) -> Path:
+    """Write a re-judged log: its header names the new grader and where it came from (module docstring)."""
+    from bedside.compat import model_to_model_config
+
+    scored.eval.model_roles = {**(scored.eval.model_roles or {}), "grader": model_to_model_config(grader)}
+    scored.eval.metadata = {**(scored.eval.metadata or {}), "bedside_rescore": job.record}
+    write_eval_log(scored, str(job.target))
+    return job.target
 
 
 def judged_already(target: Path, source: str | Path, grader: Model) -> bool:
@@ -134,13 +168,21 @@ def judged_already(target: Path, source: str | Path, grader: Model) -> bool:
     return record.get("source") == str(source) and same_grader
 
 
-def judged_by_person(person: bool, target: Path, task: str) -> AbstractContextManager[None]:
-    """A person's re-judging of one log is a run of its own (:func:`bedside.providers.human.scoring`)."""
-    if not person:
-        return nullcontext()
-    from bedside.providers.human import scoring
+def judged_by_person(jobs: list[Job], grader: Model) -> list[Path]:
+    """A person re-judging the logs in the browser: one log after another, each a run of its own
+    (:func:`bedside.providers.human.scoring`)."""
+    from bedside.compat import resolve_scorers
+    from bedside.providers.human import finish, scoring
 
-    return scoring(target, task)
+    written = []
+    for job in jobs:
+        with scoring(job.target, job.log.eval.task):
+            scored = score(
+                job.log, resolve_scorers(job.log), model_roles={"grader": grader}, action="overwrite", display="none"
+            )
+        written.append(write_rescored(scored, job, grader))
+    finish()
+    return written
 
 
 def check_prompts(log: Any, source: str, allow: bool) -> str | None:
