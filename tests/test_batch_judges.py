@@ -146,8 +146,9 @@ def test_rescore_judges_several_logs_in_one_batch_pass(server, tmp_path):
 
 def test_failed_and_expired_requests_are_sent_again_in_a_later_batch(monkeypatch, tmp_path):
     """A request that failed inside a batch (a 500 in the error file) and one an expired batch never ran
-    are retried by Inspect in a later batch; every other result of their batch is kept."""
-    with LoopbackServer(faults=["http_500:0.3", "batch_expired:0.5"], fault_seed=1) as server:
+    are retried by Inspect in a later batch; every other result of their batch is kept. Every batch
+    expires (half its requests answered), so how the calls fall into batches does not matter."""
+    with LoopbackServer(faults=["http_500:0.3", "batch_expired:1"], fault_seed=1) as server:
         monkeypatch.setenv(LOOPBACK_URL_ENV, server.base_url)
         log = judged(conversations("medsp", tmp_path), openai_grader(server))
         stats = server.stats()

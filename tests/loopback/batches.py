@@ -35,8 +35,9 @@ What fails, as OpenAI reports it:
 - ``POST /v1/batches/{id}/cancel`` on a batch that has not ended: ``cancelling``, then ``cancelled`` at its
   next retrieval, with no request answered (every line an error-file line with code ``batch_cancelled``).
 
-A batch fault rule (``Fault("batch_expired", rate, models=...)``) is drawn per batch from its input file's
-bytes and how often that same file content was submitted before, so a re-submission gets a fresh draw; its
+A batch fault rule (``Fault("batch_expired", rate, models=...)``) is drawn per batch from its requests (the
+lines' bodies, not their custom ids) and how often the same requests were submitted before, so a
+re-submission gets a fresh draw; its
 ``models`` match the ``model`` of the batch's first line (``protocols`` never match: a batch mixes them).
 
 Counters (also under ``GET /stats``): ``files`` (uploaded, per purpose), ``batches`` (created, per final
@@ -382,7 +383,11 @@ class Batches:
         rules = [r for r in self.server.fault_rules if set(r.kinds) & set(BATCH_FAULTS)]
         if not rules:
             return None
-        key = hashlib.sha256(data).digest()
+        # the requests, not their custom ids (a client's per-call ids, e.g. Inspect's uuids), in a fixed order
+        bodies = sorted(
+            json.dumps(json.loads(x).get("body"), sort_keys=True) for x in data.decode().splitlines() if x.strip()
+        )
+        key = hashlib.sha256("\n".join(bodies).encode()).digest()
         with self._lock:
             occurrence = self._submitted[key]
             self._submitted[key] += 1
