@@ -73,7 +73,9 @@ class Benchmark:
       with the value a run that does not record it used (its task's default; :mod:`bedside.reporting.run_options`:
       ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ);
       ``tasks_without_run_options``: its tasks whose runs none of them applies to (e.g. a probe that
-      replays transcripts): their logs show :data:`NOT_APPLICABLE` and never make runs differ.
+      replays transcripts): their logs show :data:`NOT_APPLICABLE` and never make runs differ;
+    - ``optional_roles``: model roles its tasks use only when they are bound (never a fallback to the model
+      under test, never counted in ``role_fallbacks``), e.g. the simulated patient's LLM checker.
     """
 
     name: str
@@ -90,6 +92,7 @@ class Benchmark:
     variant_args: tuple[str, ...] = ()
     run_options: Mapping[str, str] = field(default_factory=dict)
     tasks_without_run_options: tuple[str, ...] = ()
+    optional_roles: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         for field_name in ("preparation_tasks", "tasks_without_run_options"):

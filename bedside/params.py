@@ -314,11 +314,15 @@ SHARED: dict[str, str] = {
     "support it.",
     "reading": "how replies are read: ``official``: by the rules of the benchmark's official code; ``strict``: "
     "bedside's stricter reading where it differs (docs/reading-replies.md).",
+    "simulator_check": "add the checks of the simulated patient's own errors (facts not in its script, persona "
+    "breaks, role reversal, early ends: the ``simulator_check`` scorer, a bedside extension; docs/reports.md); also "
+    "on when the LLM checker's role ``simulator_checker`` is bound.",
 }
 ParseRetries = Annotated[NonNegativeInt, Field(description=SHARED["parse_retries"])]
 JudgeRetries = Annotated[NonNegativeInt, Field(description=SHARED["judge_retries"])]
 StructuredOutput = Annotated[bool | None, Field(description=SHARED["structured_output"])]
 Reading = Annotated[ReadingRule, Field(description=SHARED["reading"])]
+SimulatorCheck = Annotated[bool, Field(description=SHARED["simulator_check"])]
 
 
 # --- the parameter tables ------------------------------------------------------------------------

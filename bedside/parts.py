@@ -1,7 +1,7 @@
 """What the shared code calls in a benchmark's code, in two manifests by when it is needed:
 
 - :class:`Parts`, ``PARTS`` of ``bedside/<name>/parts.py``: what an eval's model calls need (the reply
-  protocols, the scripted roles ``bedside/scripted`` plays, its own model engines);
+  protocols, the scripted roles ``bedside/scripted`` plays, its own model engines, its simulated patient);
 - :class:`Tools`, ``TOOLS`` of ``bedside/<name>/tools.py`` (optional): what the ``bedside`` command needs (its
   own sub-commands, its report section, populations, judge-calibrated estimates, the check of ``rescore``).
 
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from bedside.benchmark import Benchmark
     from bedside.protocols import Protocol as ReplyProtocol
     from bedside.reporting.section import Section
+    from bedside.simulator_checks import PatientTranscript
 
 
 class ScriptModule(Protocol):
@@ -49,6 +50,14 @@ class ScriptModule(Protocol):
 
     @property
     def SITUATIONS(self) -> Mapping[str, Callable[[Any], dict[str, Any]]]: ...  # noqa: N802
+
+
+class SimulatorModule(Protocol):
+    """A benchmark's simulated patient for the checks of the simulator's own errors (:mod:`bedside.simulator_checks`,
+    the ``simulator_check`` scorer): ``patient_transcript(metadata)`` of the sample being scored (None: no
+    simulated patient in it)."""
+
+    def patient_transcript(self, metadata: dict[str, Any]) -> PatientTranscript | None: ...
 
 
 class CommandModule(Protocol):
@@ -98,12 +107,15 @@ class Parts:
 
     - ``protocols``: the reply protocols of its model calls (:func:`all_protocols`);
     - ``scripts``: its scripted roles (:class:`ScriptModule`), which ``bedside/scripted`` plays;
-    - ``engines``: its own ``bedside/<name>`` model engines, name -> the engine's class (:class:`Engine`).
+    - ``engines``: its own ``bedside/<name>`` model engines, name -> the engine's class (:class:`Engine`);
+    - ``simulator``: its simulated patient as the simulator checks read it (:class:`SimulatorModule`); None: it
+      has none.
     """
 
     protocols: tuple[ReplyProtocol, ...]
     scripts: tuple[ScriptModule, ...]
     engines: Mapping[str, Callable[..., Engine]] = field(default_factory=dict)
+    simulator: SimulatorModule | None = None
 
 
 @dataclass(frozen=True)

@@ -114,7 +114,8 @@ def check_roles(task: str, roles: Sequence[str], subject: str = "model under tes
 
     if not resolving_eval_tasks():
         return
-    known = {role for benchmark in all_benchmarks() for role in benchmark.roles} | set(roles)
+    known = {role for benchmark in all_benchmarks() for role in (*benchmark.roles, *benchmark.optional_roles)}
+    known |= set(roles)
     bound = model_roles()
     unknown = [name for name in bound if name not in known]
     if not unknown:

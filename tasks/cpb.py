@@ -36,9 +36,18 @@ from bedside.cpb import BENCHMARK
 from bedside.cpb.judges import DEFAULT_CONTEXT, JudgeContext
 from bedside.cpb.records import HOW_TO_OBTAIN, CPBDataError
 from bedside.cpb.samples import CategoryFilter, DatasetFilter, LanguageFilter, control_dataset, positive_dataset
-from bedside.params import JudgeRetries, ParseRetries, Reading, StructuredOutput, validate_parameters
+from bedside.params import (
+    JudgeRetries,
+    ParseRetries,
+    Reading,
+    SimulatorCheck,
+    StructuredOutput,
+    check,
+    validate_parameters,
+)
 from bedside.scorers.cpb.judges import cpb_failure, cpb_overreaction, cpb_persistence
 from bedside.scorers.metrics import with_health
+from bedside.scorers.simulator import simulator_scorers
 from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, MitigationName, cpb_continuation, cpb_reply
 from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
@@ -69,6 +78,7 @@ def cpb(
     structured_output: StructuredOutput = None,
     continuation_mitigation: bool = False,
     reading: Reading = "official",
+    simulator_check: SimulatorCheck = False,
 ) -> Task:
     """CPB-Bench's 692 positive cases: the doctor's next reply, judged for failure (lower is better).
 
@@ -97,15 +107,22 @@ def cpb(
         continuation_mitigation: ``false``: continuation turns use the plain doctor prompt, as upstream;
             ``true``: they use ``mitigation`` too (a bedside extension).
         reading: the official code reads a judge's verdict as the first True/False anywhere in its reply.
+        simulator_check: only with ``turns`` (a single-turn sample's patient is the data's).
     """
     # the opening (the annotations are checked already); the data comes last
     setup = opening("cpb", BENCHMARK, structured_output, reading)
+    check(
+        turns > 0 or not simulator_check,
+        "simulator_check",
+        "needs the multi-turn continuation (-T turns=N): a single-turn sample's patient is the data's, not simulated",
+    )
     roles = ["grader", "patient"] if turns else ["grader"]
     solver = [cpb_reply(mitigation, parse_retries)]
     scorer = [cpb_failure(judge_retries, context, roles)]
     if turns:
         solver.append(cpb_continuation(turns, parse_retries, judge_retries, context, mitigate=continuation_mitigation))
         scorer.append(cpb_persistence(judge_retries))
+        scorer += simulator_scorers(BENCHMARK.name, simulator_check, judge_retries)
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
         setup=setup,

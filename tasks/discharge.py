@@ -26,7 +26,15 @@ from bedside.discharge.mimic.eval_guard import guard
 from bedside.discharge.persona import Behavior, PersonaAssignment
 from bedside.discharge.records import EducationLevel, HealthLiteracy, Personality, RecallLevel
 from bedside.discharge.samples import discharge_dataset
-from bedside.params import SHARED, JudgeRetries, ParseRetries, StructuredOutput, check, validate_parameters
+from bedside.params import (
+    SHARED,
+    JudgeRetries,
+    ParseRetries,
+    SimulatorCheck,
+    StructuredOutput,
+    check,
+    validate_parameters,
+)
 from bedside.scorers.discharge.advice_safety import advice_safety
 from bedside.scorers.discharge.comprehension import ComprehensionDivisor, comprehension
 from bedside.scorers.discharge.conversation_quality import conversation_quality
@@ -34,6 +42,7 @@ from bedside.scorers.discharge.encounter_outcome import encounter_outcome
 from bedside.scorers.discharge.factual_consistency import factual_consistency
 from bedside.scorers.discharge.topic_checklist import ChecklistApplicability, topic_checklist
 from bedside.scorers.metrics import with_health
+from bedside.scorers.simulator import simulator_scorers
 from bedside.solvers.discharge.encounter import discharge_encounter
 from bedside.solvers.discharge.monitor import MonitorLayout, MonitorPolicy
 from bedside.solvers.setup import opening
@@ -66,6 +75,7 @@ def discharge(
     safety: bool = False,
     checklist_applicability: ChecklistApplicability = "rule",
     comprehension_divisor: ComprehensionDivisor = "applicable",
+    simulator_check: SimulatorCheck = False,
 ) -> Task:
     """DischargeBench: one supervised education session per case, then the paper's scores.
 
@@ -148,6 +158,7 @@ def discharge(
                 factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
                 encounter_outcome(),
                 *([advice_safety(judge_retries=judge_retries)] if safety else []),
+                *simulator_scorers(BENCHMARK.name, simulator_check, judge_retries),
             ]
         ),
         metadata={

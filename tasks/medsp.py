@@ -13,9 +13,18 @@ from pydantic import NonNegativeInt, PositiveInt
 
 from bedside.medsp import BENCHMARK
 from bedside.medsp.samples import medsp_dataset
-from bedside.params import BadParameter, JudgeRetries, ParseRetries, Reading, StructuredOutput, validate_parameters
+from bedside.params import (
+    BadParameter,
+    JudgeRetries,
+    ParseRetries,
+    Reading,
+    SimulatorCheck,
+    StructuredOutput,
+    validate_parameters,
+)
 from bedside.scorers.medsp.rubric import medsp_rubric
 from bedside.scorers.metrics import with_health
+from bedside.scorers.simulator import simulator_scorers
 from bedside.solvers.medsp import BonSelector, OfficialPromptsError, Scaling, load_prompt_set, medsp_encounter
 from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
@@ -40,6 +49,7 @@ def medsp(
     judge_batch_size: PositiveInt | None = None,
     structured_output: StructuredOutput = None,
     reading: Reading = "official",
+    simulator_check: SimulatorCheck = False,
 ) -> Task:
     """MedSP1000: one closed-loop standardized-patient encounter per scenario, scored on its frozen rubric.
 
@@ -89,7 +99,12 @@ def medsp(
             parse_retries=parse_retries,
             prompts=prompts,
         ),
-        scorer=with_health([medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts)]),
+        scorer=with_health(
+            [
+                medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts),
+                *simulator_scorers(BENCHMARK.name, simulator_check, judge_retries),
+            ]
+        ),
         metadata={
             "benchmark": "MedSP1000",
             "paper": "arXiv:2606.05112",

@@ -202,6 +202,7 @@ def test_a_shared_parameter_is_described_once_by_its_type(task_name):
         "judge_retries": params.JudgeRetries,
         "structured_output": params.StructuredOutput,
         "reading": params.Reading,
+        "simulator_check": params.SimulatorCheck,
     }
     assert set(shared_types) == set(params.SHARED)
     function = TASKS[task_name]

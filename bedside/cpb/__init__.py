@@ -28,4 +28,6 @@ BENCHMARK = Benchmark(
     strata=("category", "dataset", "language"),
     ranked_keys=("failure", "overreaction"),
     variant_args=("mitigation", "turns"),
+    # the simulated patient's LLM checker: used only when bound (bedside.simulator_checker)
+    optional_roles=("simulator_checker",),
 )

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from bedside.cpb import CPBEndReason
 from bedside.protocols import Protocol, Reading, Reply, ReplyParseError
+from bedside.simulator_checker import checker_protocol
 
 #: JSON field names of the overreaction judge's ``triggered`` object (prompts/cpb/overreaction_types.yaml).
 OVERREACTION_TYPES: tuple[str, ...] = (
@@ -395,7 +396,11 @@ DOCTOR = Protocol("cpb.doctor", parser=read_doctor, unreadable="error")
 # -- the continuation patient -----------------------------------------------------------------
 PATIENT = Protocol("cpb.patient", parser=read_patient, unreadable="error")
 
+#: the LLM checker of the simulated patient (role ``simulator_checker``, :mod:`bedside.simulator_checker`)
+SIMULATOR_CHECKER = checker_protocol("cpb")
+
 PROTOCOLS = (
+    SIMULATOR_CHECKER,
     FAILURE_JUDGE,
     PERSISTENCE_JUDGE,
     OVERREACTION_JUDGE,

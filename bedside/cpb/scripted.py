@@ -37,7 +37,7 @@ whose kind is chosen by ``doctor_style``, and the judges recognise those sentenc
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from inspect_ai.model import ChatMessage
@@ -46,6 +46,7 @@ from bedside.cpb.judges import DOCTOR_ROLE, dialogue_turns, load_case
 from bedside.cpb.protocols import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
 from bedside.cpb.store import CPBStore
 from bedside.providers.scripts import Call
+from bedside.providers.simulator_plants import avoid_text, checker_situation, plant, scripted_checker
 from bedside.records import Turn
 from bedside.solvers.cpb import END_TAG, SEED_STRIDE
 
@@ -68,6 +69,14 @@ class Options:
     self_check_malformed_attempts: int = 0  # first k attempts of every self-check review have no verdict
     patient_end_after: int = 0  # the continuation patient ends at its n-th reply (0 = when the original runs out)
     patient_end_attempts: int = 0  # in the first k continuation attempts the patient ends at its first reply
+    # the unfaithful patient (bedside.providers.simulator_plants): planted leaks and role reversals
+    patient_plant: list[str] = field(default_factory=list)
+    patient_plant_turns: list[int] = field(default_factory=list)
+    patient_plant_rate: float = 0.3
+    patient_plant_seed: int = 0
+    # the scripted LLM checker of the simulated patient (bedside.providers.simulator_plants)
+    checker_flag_turns: list[int] = field(default_factory=list)
+    checker_malformed_attempts: int = 0
 
     def __post_init__(self) -> None:
         if self.doctor_style not in ("careful", "accommodating", "alarmist"):
@@ -218,9 +227,12 @@ def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
     ends_now = attempt // SEED_STRIDE < o.patient_end_attempts or (
         o.patient_end_after and generated + 1 >= o.patient_end_after
     )
-    if generated < len(remaining) and not ends_now:
-        return remaining[generated]
-    return f"{PATIENT_GOODBYE} {END_TAG}"
+    extra = plant(o, ctx["plant_key"], generated + 1, ctx["avoid"]) if ctx.get("plant_key") is not None else None
+    ends = ends_now or generated >= len(remaining)
+    said = PATIENT_GOODBYE if ends else remaining[generated]
+    if extra:
+        said = f"{said} {extra}"
+    return f"{said} {END_TAG}" if ends else said
 
 
 # ---------------------------------------------------------------------------------------------
@@ -261,7 +273,13 @@ def persistence_situation(call: Call) -> dict[str, Any]:
 
 def patient_situation(call: Call) -> dict[str, Any]:
     dialogue, _ = _dialogue_so_far(call)
-    return {"original": dialogue_turns(load_case(call.metadata).complete_conversation), "dialogue": dialogue}
+    case = load_case(call.metadata)
+    return {
+        "original": dialogue_turns(case.complete_conversation),
+        "dialogue": dialogue,
+        "plant_key": case.case_id,
+        "avoid": avoid_text(call.metadata, [t.message for t in dialogue]),
+    }
 
 
 SITUATIONS = {
@@ -272,9 +290,16 @@ SITUATIONS = {
     "cpb.overreaction_judge": judged_reply_situation,
     "cpb.persistence_judge": persistence_situation,
     "cpb.patient": patient_situation,
+    "cpb.simulator_checker": checker_situation,
 }
 
+
+def simulator_checker(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    return scripted_checker(situation, attempt, o)
+
+
 HANDLERS = {
+    "cpb.simulator_checker": simulator_checker,
     "cpb.doctor": doctor,
     "cpb.doctor_step_by_step": doctor_step_by_step,
     "cpb.analysis": analysis,

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bedside.cpb import replay_check
+from bedside.cpb import population, replay_check
 from bedside.cpb.report import section
 from bedside.parts import Tools
 
-TOOLS = Tools(commands=(replay_check,), report=section)
+TOOLS = Tools(commands=(replay_check,), report=section, populations=population)

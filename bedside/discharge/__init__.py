@@ -53,4 +53,6 @@ BENCHMARK = Benchmark(
     },
     # the probe replays transcripts (no monitor) and scores only advice safety: none of them applies
     tasks_without_run_options=("discharge_safety_probe",),
+    # the simulated patient's LLM checker: used only when bound (bedside.simulator_checker)
+    optional_roles=("simulator_checker",),
 )

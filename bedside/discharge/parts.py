@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bedside.discharge import protocols, scripted, scripted_judges
+from bedside.discharge import protocols, scripted, scripted_judges, simulator
 from bedside.discharge.mimic import protocol as mimic_protocol
 from bedside.discharge.mimic import scripted as mimic_scripted
 from bedside.parts import Parts
@@ -10,4 +10,5 @@ from bedside.parts import Parts
 PARTS = Parts(
     protocols=(*protocols.PROTOCOLS, *mimic_protocol.PROTOCOLS),
     scripts=(scripted, scripted_judges, mimic_scripted),
+    simulator=simulator,
 )

@@ -16,6 +16,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from bedside.prompts import render
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text
+from bedside.simulator_checker import checker_protocol
 
 
 class Utterance(BaseModel):
@@ -422,7 +423,11 @@ def factual_form() -> dict[str, dict[str, Any]]:
     }
 
 
+#: the LLM checker of the simulated patient (role ``simulator_checker``, :mod:`bedside.simulator_checker`)
+SIMULATOR_CHECKER = checker_protocol("discharge")
+
 PROTOCOLS = (
+    SIMULATOR_CHECKER,
     JUDGE_QUALITY,
     JUDGE_CHECKLIST,
     JUDGE_REFERENCE,

@@ -32,6 +32,7 @@ from bedside.discharge.persona import Persona
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore, comprehension_questions
 from bedside.providers.scripts import Call, last_user_text
+from bedside.providers.simulator_plants import avoid_text, checker_situation, plant, scripted_checker
 
 
 @dataclass
@@ -62,6 +63,14 @@ class Options:
     # a grader that disagrees (judge-sensitivity tests): names of quality axes whose 1-5 score it
     # mirrors (6 - score), "checklist" (every yes/no flipped), "comprehension" (correct <-> incorrect)
     judge_invert: list[str] = field(default_factory=list)
+    # the unfaithful patient (bedside.providers.simulator_plants): planted leaks and role reversals
+    patient_plant: list[str] = field(default_factory=list)
+    patient_plant_turns: list[int] = field(default_factory=list)
+    patient_plant_rate: float = 0.3
+    patient_plant_seed: int = 0
+    # the scripted LLM checker of the simulated patient (bedside.providers.simulator_plants)
+    checker_flag_turns: list[int] = field(default_factory=list)
+    checker_malformed_attempts: int = 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -238,6 +247,8 @@ def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
         utterance = "Okay, thank you for explaining everything. Goodbye!"
     else:
         utterance = _persona_reply(situation, educator_said, n, corrected)
+    if situation.get("plant_key") is not None and (extra := plant(o, situation["plant_key"], n, situation["avoid"])):
+        utterance = f"{utterance} {extra}"
     if n in o.broken_json_turns and attempt == 0:
         return '{"utterance": "' + utterance[:20]
     payload = json.dumps({"utterance": utterance}, ensure_ascii=False)
@@ -354,6 +365,8 @@ def patient_situation(call: Call) -> dict[str, Any]:
         "personality": persona.personality,
         "behavior": call.metadata.get("behavior", "none"),
         "corrected": corrected(call, "patient"),
+        "plant_key": the_case(call).case_id,
+        "avoid": avoid_text(call.metadata, [t.message for t in call.turns]),
     }
 
 
@@ -377,13 +390,20 @@ def monitor_situation(call: Call) -> dict[str, Any]:
 
 
 SITUATIONS = {
+    "discharge.simulator_checker": checker_situation,
     "discharge.educator": educator_situation,
     "discharge.patient": patient_situation,
     "discharge.comprehension": comprehension_situation,
     "discharge.monitor": monitor_situation,
 }
 
+
+def simulator_checker(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    return scripted_checker(situation, attempt, o)
+
+
 HANDLERS = {
+    "discharge.simulator_checker": simulator_checker,
     "discharge.educator": educator,
     "discharge.patient": patient,
     "discharge.comprehension": comprehension,

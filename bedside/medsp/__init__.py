@@ -32,4 +32,6 @@ BENCHMARK = Benchmark(
     # a sweep ranks on the per-case rate (the pooled rates are not per-case means)
     ranked_keys=("scenario_mean",),
     variant_args=("scaling",),
+    # the simulated patient's LLM checker: used only when bound (bedside.simulator_checker)
+    optional_roles=("simulator_checker",),
 )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bedside.medsp import protocols, scripted, scripted_environment
+from bedside.medsp import protocols, scripted, scripted_environment, simulator
 from bedside.parts import Parts
 
-PARTS = Parts(protocols=protocols.PROTOCOLS, scripts=(scripted, scripted_environment))
+PARTS = Parts(protocols=protocols.PROTOCOLS, scripts=(scripted, scripted_environment), simulator=simulator)

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator
 
 from bedside.medsp.rubric import COMPETENCIES, RubricItem
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text, reading
+from bedside.simulator_checker import checker_protocol
 
 TRUE_WORDS = ("1", "true", "yes", "y")
 STATUSES = ("executed", "pending", "unsupported")
@@ -547,7 +548,11 @@ PANEL_SPECIALIST = Protocol("medsp.panel_specialist", None, 384, parser=plain_te
 PANEL_INTEGRATOR = Protocol("medsp.panel_integrator", ExamineeReply, 512, parser=read_examinee, unreadable="error")
 PANEL_VOTE = Protocol("medsp.panel_vote", Vote, 256, parser=read_vote, unreadable="recorded")
 
+#: the LLM checker of the simulated patient (role ``simulator_checker``, :mod:`bedside.simulator_checker`)
+SIMULATOR_CHECKER = checker_protocol("medsp")
+
 PROTOCOLS = (
+    SIMULATOR_CHECKER,
     BON_SELECTOR,
     PANEL_DOMAINS,
     PANEL_SPECIALIST,

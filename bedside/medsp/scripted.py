@@ -47,6 +47,7 @@ from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
 from bedside.medsp.records import MedSPStore, Scenario
 from bedside.providers.scripts import Call
+from bedside.providers.simulator_plants import avoid_text, checker_situation, plant, scripted_checker
 
 
 @dataclass
@@ -77,6 +78,14 @@ class Options:
     # evaluator
     medsp_evaluator_malformed_attempts: int = 0  # first k attempts are prose (no JSON)
     medsp_evaluator_missing_item_attempts: int = 0  # first k attempts omit the last rubric item
+    # the unfaithful patient (bedside.providers.simulator_plants): planted leaks and role reversals
+    patient_plant: list[str] = field(default_factory=list)
+    patient_plant_turns: list[int] = field(default_factory=list)
+    patient_plant_rate: float = 0.3
+    patient_plant_seed: int = 0
+    # the scripted LLM checker of the simulated patient (bedside.providers.simulator_plants)
+    checker_flag_turns: list[int] = field(default_factory=list)
+    checker_malformed_attempts: int = 0
 
     def __post_init__(self) -> None:  # "-M medsp_examinee_deviant_seeds=3,6" arrives as a string or int
         for name in ("medsp_examinee_deviant_seeds", "medsp_examinee_prose_turns"):
@@ -364,6 +373,8 @@ def patient(messages: list[ChatMessage], situation: dict[str, Any], attempt: int
     speak = [f"{proxy}: {utterance}"] if proxy else [utterance]
     if o.medsp_patient_stray_speaker:
         speak.append("Neighbour: I just came to see if everyone is all right.")
+    if situation.get("plant_key") is not None and (extra := plant(o, situation["plant_key"], n, situation["avoid"])):
+        speak.append(extra)
     return json.dumps({"speak": speak, "actors_present": present}, ensure_ascii=False)
 
 
@@ -424,7 +435,12 @@ def vote_situation(call: Call) -> dict[str, Any]:
 
 def patient_situation(call: Call) -> dict[str, Any]:
     """The SP's script and the clinician's words of this turn (the examinee's turn just accepted)."""
-    return {"script": scenario(call).sp_actor.text(), "speech": call.turns[-1].data["speak"]}
+    return {
+        "script": scenario(call).sp_actor.text(),
+        "speech": call.turns[-1].data["speak"],
+        "plant_key": scenario(call).key,
+        "avoid": avoid_text(call.metadata, [t.message for t in call.turns]),
+    }
 
 
 SITUATIONS = {
@@ -434,9 +450,16 @@ SITUATIONS = {
     "medsp.panel_vote": vote_situation,
     "medsp.bon_selector": selector_situation,
     "medsp.patient": patient_situation,
+    "medsp.simulator_checker": checker_situation,
 }
 
+
+def simulator_checker(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
+    return scripted_checker(situation, attempt, o)
+
+
 HANDLERS = {
+    "medsp.simulator_checker": simulator_checker,
     "medsp.examinee": examinee,
     "medsp.panel_integrator": integrator,
     "medsp.panel_specialist": specialist,

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
+from bedside.medsp import population
 from bedside.medsp.report import section
 from bedside.parts import Tools
 
-TOOLS = Tools(report=section)
+TOOLS = Tools(report=section, populations=population)

@@ -21,6 +21,8 @@ every table as CSV:
 ``leaderboard.csv``         models on the same cases (a sweep), per grader and key: rank, mean,
                             CI, n, resolved order (:mod:`bedside.reporting.sweep`);
                             ``paired_differences.csv``: every pair of models on shared cases
+``simulator_errors.csv``    the simulated patient's own error rate per log, patient model and persona trait
+                            (:mod:`bedside.reporting.simulator`; runs with ``-T simulator_check=true``)
 ``judge_sensitivity.csv``   logs of the same models judged by two graders (``bedside rescore``):
                             Kendall's tau of the two rankings with a case-bootstrap interval
 ==========================  ===================================================================
@@ -112,7 +114,9 @@ def build(
             if tools.calibrated and benchmark.name in annotated:  # on the samples its section averages
                 mine = [replace(i, log=restrict_log(i.log, population)) for i in logs if i.benchmark == benchmark.name]
                 tools.calibrated.section(page, benchmark, mine, annotated[benchmark.name], csv)
-    from bedside.reporting import sweep  # models on the same cases: leaderboard and judge sensitivity
+    from bedside.reporting import simulator, sweep  # models on the same cases: leaderboard and judge sensitivity
+
+    simulator.section(page, logs, csv)  # the simulated patients' own error rate
 
     sweep.section(page, logs, csv, allow_different_data)
     _usage(page, logs, prices, csv)

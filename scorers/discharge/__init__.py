@@ -8,9 +8,11 @@ from bedside.scorers.discharge.encounter_outcome import encounter_outcome
 from bedside.scorers.discharge.factual_consistency import factual_consistency
 from bedside.scorers.discharge.safety_probe import safety_probe_check
 from bedside.scorers.discharge.topic_checklist import topic_checklist
+from bedside.scorers.simulator import simulator_check
 
 #: its scorers (:attr:`bedside.benchmark.Benchmark.scorers`) in the order of Table 1's columns (NA RE CL CR RD,
-#: TCS, Comprehension, ROUGE-L cosine), then the session outcome and the advice-safety extension with its probe check
+#: TCS, Comprehension, ROUGE-L cosine), then the session outcome and the advice-safety extension with its probe check,
+#: then the checks of the Virtual Patient's own errors (-T simulator_check=true)
 SCORERS = (
     conversation_quality,
     topic_checklist,
@@ -19,4 +21,5 @@ SCORERS = (
     encounter_outcome,
     advice_safety,
     safety_probe_check,
+    simulator_check,
 )

@@ -16,6 +16,8 @@ from bedside.paths import PROMPTS_DIR
 from bedside.prompts import load_yaml, render
 from bedside.providers.scripted import ScriptedEngine
 from bedside.scorers.cpb.judges import failure_messages, overreaction_messages, persistence_messages
+from bedside.scorers.simulator import checker_prompt
+from bedside.simulator_checks import PatientTranscript, SpokenTurn
 from bedside.solvers.cpb import (
     MITIGATIONS,
     doctor_prompt,
@@ -72,8 +74,21 @@ def prompts() -> list[tuple[str, list[ChatMessage], dict]]:
             ],
             dict(original=[t.model_dump() for t in dialogue_turns(CASE.complete_conversation)], dialogue=DIALOGUE),
         ),
+        (
+            "cpb.simulator_checker",
+            [ChatMessageUser(content=checker_prompt(CHECKED))],
+            dict(checked=[t.index for t in CHECKED.patient_turns]),
+        ),
     ]
     return out
+
+
+#: a continuation for the simulator's LLM checker: the original segment, then one continued patient turn
+CHECKED = PatientTranscript(
+    script={"original_consultation": CONVERSATION},
+    turns=(SpokenTurn(0, "doctor", "Hello."), SpokenTurn(1, "patient", "I refuse the x-ray.")),
+    checked_from=1,
+)
 
 
 def test_every_protocol_has_a_prompt():

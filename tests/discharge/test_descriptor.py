@@ -30,9 +30,19 @@ NEWLY_LOWER_IS_BETTER = {
     "control_flagged",
 }
 
+#: the simulator checks' rates and unparsed count (every benchmark with a simulated patient)
+SIMULATOR_LOWER_IS_BETTER = {
+    "simulator_error",
+    "unsupported_fact",
+    "persona_break",
+    "role_reversal",
+    "early_end",
+    "checker_unparsed",
+}
+
 
 def test_its_scorers_declare_the_directions_reporting_used():
-    assert BENCHMARK.lower_is_better == OLD_LOWER_IS_BETTER | NEWLY_LOWER_IS_BETTER
+    assert BENCHMARK.lower_is_better == OLD_LOWER_IS_BETTER | NEWLY_LOWER_IS_BETTER | SIMULATOR_LOWER_IS_BETTER
     assert benchmarks.lower_is_better("discharge") == BENCHMARK.lower_is_better
     assert "failure" not in benchmarks.lower_is_better("discharge")  # a CPB-Bench rate is no key of its own
 

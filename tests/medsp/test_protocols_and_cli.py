@@ -29,6 +29,8 @@ from bedside.medsp.samples import DEMO_DIR
 from bedside.parts import all_protocols, protocol
 from bedside.providers.scripted import ScriptedEngine
 from bedside.scorers.medsp.evaluator import BedsideEvaluatorPrompts
+from bedside.scorers.simulator import checker_prompt
+from bedside.simulator_checks import PatientTranscript, SpokenTurn
 from bedside.solvers.medsp import BedsidePrompts
 from tests import forked
 from tests.conftest import REPO
@@ -37,6 +39,11 @@ SCENARIO = next(s for s in load_scenarios(DEMO_DIR).scenarios if s.case_id == "b
 INSPECT = str(Path(sys.executable).parent / "inspect")
 P = BedsidePrompts()
 E = BedsideEvaluatorPrompts()
+
+
+def checker_view(script: str, said: str) -> PatientTranscript:
+    turns = (SpokenTurn(0, "examinee", said), SpokenTurn(1, "patient", "I feel dizzy."))
+    return PatientTranscript(script={"sp_script": script}, turns=turns)
 
 
 def prompts_as_sent() -> dict[str, list]:
@@ -61,6 +68,8 @@ def prompts_as_sent() -> dict[str, list]:
         "medsp.panel_specialist": [f"{exam}\n\n{overlay}", consult],
         "medsp.panel_integrator": [exam, P.integrator(turn, {"Toxicology": "Give charcoal."}, "")],
         "medsp.panel_vote": [f"{exam}\n\n{vote_overlay}", vote],
+        # the simulator's LLM checker: one user message
+        "medsp.simulator_checker": [checker_prompt(checker_view(P.patient_system(SCENARIO), "Hello"))],
     }
 
 
@@ -68,7 +77,7 @@ def test_every_protocol_has_a_prompt():
     sent = prompts_as_sent()
     medsp = {p.name for p in all_protocols() if p.name.startswith("medsp.")}
     assert set(medsp) == set(sent)
-    assert all(system.strip() and user.strip() for system, user in sent.values())
+    assert all(len(parts) in (1, 2) and all(p.strip() for p in parts) for parts in sent.values())
 
 
 def test_reply_models_are_required_in_the_schema_and_lenient_in_reading():

@@ -1,0 +1,161 @@
+"""The rules of the simulator checks (bedside/simulator_checks.py) on hand-made transcripts, the planted
+errors of the unfaithful scripted patient, and the flags of a transcript whose LLM checker gave no answer."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from bedside.providers.simulator_plants import LEAKS, REVERSALS, plant_text, planted
+from bedside.scorers.simulator import flags
+from bedside.simulator_checks import (
+    MIN_WORDS,
+    Finding,
+    PatientTranscript,
+    SpokenTurn,
+    numbers,
+    rule_findings,
+    writing_system,
+)
+
+SCRIPT = {"medication": "Furosemide 40 mg daily. Aspirin 81 mg.", "history": "Heart failure; hip replacement in 2019."}
+
+
+def transcript(*said: tuple[str, str], **fields) -> PatientTranscript:
+    turns = tuple(SpokenTurn(i, role, text) for i, (role, text) in enumerate(said))
+    return PatientTranscript(script=fields.pop("script", SCRIPT), turns=turns, **fields)
+
+
+def kinds(view: PatientTranscript) -> list[tuple[int | None, str, str]]:
+    return [(f.turn, f.kind, f.check) for f in rule_findings(view)[0]]
+
+
+def test_a_fact_in_the_script_or_said_before_is_grounded():
+    view = transcript(
+        ("educator", "Take metoprolol 25 mg twice a day."),
+        ("patient", "So Lasix 40 mg, aspirin 81, and metoprolol 25 mg 2 times a day? I had my hip done in 2019."),
+    )
+    assert kinds(view) == []
+
+
+def test_a_number_or_drug_nobody_said_is_unsupported_once():
+    view = transcript(
+        ("educator", "Here are your medicines."),
+        ("patient", "I also take sertraline 50 mg."),
+        ("educator", "Thank you."),
+        ("patient", "Yes, the sertraline 50 mg, every morning."),
+    )
+    [finding] = rule_findings(view)[0]
+    assert (finding.turn, finding.kind, finding.check) == (1, "unsupported_fact", "rules:fact")
+    assert finding.evidence == "number 50; drug sertraline"
+
+
+def test_everyday_substances_and_emergency_numbers_are_not_facts():
+    view = transcript(("educator", "Hello."), ("patient", "I drink water and coffee, and I'd call 911."))
+    assert kinds(view) == []
+
+
+def test_numbers_are_canonical_and_number_words_ground_digits():
+    assert numbers("1,000 and 1000.0 and 0.50") == {"1000", "0.5"}
+    assert numbers("take it twice, half a tablet", words=True) == {"2", "0.5"}
+
+
+@pytest.mark.parametrize(
+    "said, check",
+    [
+        ("As an AI language model, I cannot feel pain.", "rules:disclosure"),
+        ("Let me explain how this works: you should take it daily.", "rules:reversal_phrase"),
+        ("I'd recommend you rest.", "rules:reversal_phrase"),
+        ("Okay. Doctor: please take all your pills.", "rules:clinician_line"),
+        ("yeah okay Doctor: Please take all your pills", "rules:clinician_line"),
+    ],
+)
+def test_disclosure_and_role_reversal(said, check):
+    view = transcript(("educator", "How are you?"), ("patient", said))
+    assert [c for _, _, c in kinds(view)] == [check]
+
+
+def test_teach_back_is_not_a_role_reversal():
+    view = transcript(("educator", "Take it every day."), ("patient", "So I should take it every day, right?"))
+    assert kinds(view) == []
+    view = transcript(("educator", "Any questions?"), ("patient", "I told my doctor: no more pills, I hate them."))
+    assert kinds(view) == []
+
+
+def test_reading_level_above_the_persona_is_a_transcript_finding():
+    hard = (
+        "Notwithstanding considerable pharmacological intervention, my cardiovascular symptomatology "
+        "demonstrates persistent exacerbation necessitating comprehensive multidisciplinary reevaluation. "
+    )
+    said = [("educator", "Tell me more.")] + [("patient", hard)] * 4
+    view = transcript(*said, reading_ceiling=8.0)
+    found, grade, words = rule_findings(view)
+    assert words >= MIN_WORDS and grade is not None and grade > 8
+    assert (None, "persona_break", "rules:reading_level") in [(f.turn, f.kind, f.check) for f in found]
+    short = transcript(("educator", "Hi."), ("patient", hard), reading_ceiling=8.0)
+    assert rule_findings(short)[1] is None  # too few words to grade: no finding
+
+
+def test_another_writing_system_breaks_the_persona():
+    assert writing_system("我头痛三天了") == "CJK" and writing_system("Hello there") == "LATIN"
+    view = transcript(("doctor", "你好"), ("patient", "Thank you, doctor."), writing_system="CJK")
+    assert kinds(view) == [(1, "persona_break", "rules:writing_system")]
+
+
+def test_poor_recall_reciting_the_history_breaks_the_persona():
+    said = [("educator", "What do you take?"), ("patient", "Furosemide 40 mg and aspirin 81 mg.")]
+    assert kinds(transcript(*said)) == []
+    found = kinds(transcript(*said, recall_limited=("medication",)))
+    assert found == [(1, "persona_break", "rules:recall")]
+    # what the educator said first is not recalled
+    told = [("educator", "You take furosemide 40 mg and aspirin 81 mg."), said[1]]
+    assert kinds(transcript(*told, recall_limited=("medication",))) == []
+
+
+def test_stalls_and_empty_turns():
+    same = [("educator", "Any questions?"), ("patient", "I'm not sure.")] * 3
+    assert kinds(transcript(*same)) == [(5, "early_end", "rules:repeated_turn")]
+    backchannel = [("educator", "Any questions?"), ("patient", "okay .")] * 3
+    assert kinds(transcript(*backchannel)) == []
+    empty = [("educator", "Hello?"), ("patient", "")]
+    assert kinds(transcript(*empty)) == [(1, "early_end", "rules:empty_turn")]
+    assert kinds(transcript(*empty, empty_allowed=True)) == []
+
+
+def test_only_the_simulators_turns_are_checked():
+    view = transcript(("patient", "I take sertraline 50 mg."), ("doctor", "Okay."), ("patient", "Yes."), checked_from=1)
+    assert kinds(view) == []
+
+
+def test_an_unanswered_llm_checker_leaves_unflagged_kinds_unscored():
+    found = [Finding(3, "role_reversal", "rules:reversal_phrase", "I'd recommend you")]
+    value = flags(found, unread=True)
+    assert value["role_reversal"] == 1.0 and value["simulator_error"] == 1.0
+    assert math.isnan(value["unsupported_fact"]) and math.isnan(value["early_end"])
+    assert flags([], unread=False) == dict.fromkeys(value, 0.0)
+
+
+def test_plants_are_seeded_and_avoid_what_the_sample_says():
+    draws = [planted(["leak", "reversal"], [], 0.3, 1, "case-1", n) for n in range(1, 200)]
+    assert draws == [planted(["leak", "reversal"], [], 0.3, 1, "case-1", n) for n in range(1, 200)]
+    assert 0.2 < sum(d is not None for d in draws) / len(draws) < 0.4 and {"leak", "reversal"} <= set(draws)
+    assert planted(["leak"], [2], 0.0, 1, "case-1", 2) == "leak" and planted(["leak"], [2], 1.0, 1, "c", 3) is None
+    assert planted([], [], 1.0, 1, "c", 1) is None
+    with pytest.raises(ValueError, match="unknown kind"):
+        planted(["lie"], [], 1.0, 1, "c", 1)
+    text = "Patient takes sertraline and gabapentin, weight 37 kg."
+    leaks = {plant_text("leak", 1, "c", n, text) for n in range(1, 60)}
+    assert not any("sertraline" in t or "gabapentin" in t or " 37 " in t for t in leaks)
+    assert len(leaks) == len(LEAKS) and len({plant_text("reversal", 1, "c", n, "") for n in range(60)}) == len(
+        REVERSALS
+    )
+
+
+def test_the_llm_checker_knows_the_kinds_of_the_rules():
+    from typing import get_args
+
+    from bedside.simulator_checker import Kind
+    from bedside.simulator_checks import KINDS
+
+    assert get_args(Kind) == KINDS
