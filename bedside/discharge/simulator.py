@@ -35,7 +35,9 @@ FAREWELL = re.compile(r"\b(good ?bye|bye now|i (have|need|got) to (go|leave)|i['
 
 def script(case: DischargeCase, persona: Persona, behavior: str) -> dict[str, str]:
     """The patient prompt's materials, by part."""
-    overlay = "" if behavior == "none" else load_yaml("discharge/stress_overlays.yaml")["behaviors"][behavior]["overlay"]
+    overlay = (
+        "" if behavior == "none" else load_yaml("discharge/stress_overlays.yaml")["behaviors"][behavior]["overlay"]
+    )
     return {
         "demographics": f"Age {case.age}, {case.gender}, {case.race}",
         "chief_complaint": case.chief_complaint,
