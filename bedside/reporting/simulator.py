@@ -99,7 +99,9 @@ def _shown(frame: pd.DataFrame) -> pd.DataFrame:
     wide = long.pivot_table(
         index=["model", "patient_model", "stratum", "group"], columns="key", values="value", aggfunc="first", sort=False
     )
-    return wide.reindex(columns=[k for k in KEYS if k in wide.columns]).reset_index()
+    wide = wide.reindex(columns=[k for k in KEYS if k in wide.columns])
+    wide.columns.name = None  # no "key" header over the index columns
+    return wide.reset_index()
 
 
 def section(page: Page, logs: Sequence[LoadedLog], csv: Callable[[pd.DataFrame, str], str]) -> None:
