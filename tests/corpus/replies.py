@@ -119,6 +119,16 @@ class Case:
         return {s: "unreadable" if s in unreadable else "other" if s in other else "value" for s in self.styles}
 
 
+def simulator_checker_case(benchmark: str) -> Case:
+    """The simulated patient's LLM checker of ``benchmark`` (``<benchmark>.simulator_checker``, one protocol per
+    benchmark, one reply model for all): its findings, as turn and kind."""
+    from bedside.parts import protocol
+
+    name = f"{benchmark}.simulator_checker"
+    canonical = json.dumps({"findings": [{"turn": 3, "kind": "role_reversal", "evidence": "I'd recommend you"}]})
+    return Case(name, protocol(name), canonical, JSON_STYLES, lambda v: [(f.turn, f.kind) for f in v.findings])
+
+
 def reply_key(value: Reply) -> Any:
     """What an agent's reply means: its message and its data."""
     return (value.message, json.dumps(value.data, sort_keys=True, default=str))

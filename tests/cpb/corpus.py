@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from bedside.parts import protocol
-from tests.corpus.replies import BOOL_STYLES, JSON_STYLES, NO_ANSWER, PROSE_STYLES, Case
+from tests.corpus.replies import BOOL_STYLES, JSON_STYLES, NO_ANSWER, PROSE_STYLES, Case, simulator_checker_case
 
 #: prose calls read by the same one-line rule as a case here
 SAME_AS_COVERED = {"cpb.analysis"}
@@ -101,4 +101,5 @@ def cases() -> list[Case]:
             {**PROSE_STYLES, "label": lambda t: f"Patient: {t}"},
             lambda v: v.message,
         ),
+        simulator_checker_case("cpb"),
     ]

@@ -6,7 +6,7 @@ import json
 
 from bedside.discharge.protocols import checklist_protocol, grade_protocol
 from bedside.parts import protocol
-from tests.corpus.replies import JSON_STYLES, PROSE_STYLES, Case, dump
+from tests.corpus.replies import JSON_STYLES, PROSE_STYLES, Case, dump, simulator_checker_case
 
 #: prose calls read by the same one-line rule as a case here
 SAME_AS_COVERED = {"discharge.comprehension"}
@@ -103,4 +103,5 @@ def cases() -> list[Case]:
             lambda v: v.message,
         ),
         Case("mimic.extract", protocol("mimic.extract"), j(extraction, indent=1), JSON_STYLES, dump),
+        simulator_checker_case("discharge"),
     ]

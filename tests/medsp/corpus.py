@@ -6,7 +6,7 @@ import json
 
 from bedside.medsp.records import RubricItem
 from bedside.parts import protocol
-from tests.corpus.replies import JSON_STYLES, NO_ANSWER, PROSE_STYLES, Case, reply_key
+from tests.corpus.replies import JSON_STYLES, NO_ANSWER, PROSE_STYLES, Case, reply_key, simulator_checker_case
 
 #: prose calls read by the same one-line rule as a case here
 SAME_AS_COVERED = {"medsp.panel_domains", "medsp.panel_integrator"}
@@ -95,4 +95,5 @@ def cases() -> list[Case]:
             PROSE_STYLES,
             lambda v: v.message,
         ),
+        simulator_checker_case("medsp"),
     ]
