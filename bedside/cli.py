@@ -23,6 +23,7 @@ COMMANDS: tuple[str, ...] = (
     "bedside.reporting.compare",  # compare
     "bedside.reporting.rescore",  # rescore
     "bedside.reporting.estimate",  # estimate
+    "bedside.scale.command",  # scale
 )
 
 

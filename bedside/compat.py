@@ -51,6 +51,22 @@ from inspect_ai.model._model_config import model_to_model_config
 from inspect_ai.solver._task_state import sample_state
 
 
+def parse_model_role_cli_args(args: Any) -> Any:
+    """``--model-role`` parsing exactly as the ``inspect`` CLI does it (``bedside scale``'s ``--model-role``; the
+    tests of role options). Imported on use: Inspect's CLI package is not loaded by ``import inspect_ai``."""
+    from inspect_ai._cli.util import parse_model_role_cli_args as parse
+
+    return parse(args)
+
+
+def eval_resolve_tasks(*args: Any) -> Any:
+    """The tasks of an eval built as ``eval()`` builds them: models and roles bound, each task made once per
+    model (bedside.scale.plan takes a run's case sets from it). Imported on use, as above."""
+    from inspect_ai._eval.eval import eval_resolve_tasks as resolve
+
+    return resolve(*args)
+
+
 def resolving_eval_tasks() -> bool:
     """Whether Inspect is building the tasks of an eval right now (its ``eval_resolve_tasks`` is on the
     call stack): only then is ``model_roles()`` the roles of that eval, since Inspect leaves the roles
@@ -108,10 +124,12 @@ __all__ = [
     "cache_entry_path",
     "collect_task",
     "epoch",
+    "eval_resolve_tasks",
     "model_to_model_config",
     "openai_batch_names",
     "openai_provider_module",
     "parse_cli_args",
+    "parse_model_role_cli_args",
     "platform_init",
     "registry_add",
     "registry_info",

@@ -10,13 +10,9 @@ from typing import Any
 # The value Inspect reports for a metric when every sample is unscored (tests/test_metrics.py).
 from inspect_ai._eval.task.results import empty_metric_value
 
-
-def parse_model_role_cli_args(args: Any) -> Any:
-    """``--model-role`` parsing exactly as the ``inspect`` CLI does it (the tests of role options).
-    Imported on use: Inspect's CLI package is not loaded by ``import inspect_ai``."""
-    from inspect_ai._cli.util import parse_model_role_cli_args as parse
-
-    return parse(args)
+# `--model-role` parsing as the `inspect` CLI does it (the tests of role options): the product's, which
+# `bedside scale` uses.
+from bedside.compat import parse_model_role_cli_args
 
 
 def inspect_cli() -> Any:
