@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TypedDict
 
-from inspect_ai.log import EvalLog, EvalSample, read_eval_log
+from inspect_ai.log import EvalLog, EvalSample
 
 from bedside.end_reasons import EndReason
 from bedside.reporting.scores import label
@@ -77,8 +77,15 @@ def audit_table(log: EvalLog) -> Audit:
 
 
 def run(args: argparse.Namespace) -> int:
-    for path in args.logs:
-        row = audit_table(read_eval_log(path))
+    from bedside.reporting.load import read_logs
+
+    try:
+        runs = read_logs(args.logs)  # a sharded run's logs as one run
+    except (FileNotFoundError, ValueError) as error:
+        print(f"bedside audit: {error}")
+        return 2
+    for _, log in runs:
+        row = audit_table(log)
         print(row["log"])
         for key, value in row.items():
             if key != "log":
@@ -94,5 +101,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("logs", nargs="+", metavar="LOG")
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs, or folders of logs (a sharded run: one run)")
     parser.set_defaults(func=run)

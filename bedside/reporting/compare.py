@@ -38,11 +38,12 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 import pandas as pd
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
 from bedside.intervals import mean_interval
 from bedside.reporting import run_options
+from bedside.reporting.load import read_run
 from bedside.reporting.scores import own, score_table
 from bedside.versions import DataMismatch, check_same_data
 
@@ -166,8 +167,8 @@ def compare(
     """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log
     (each a path, or a log read already, named in messages by its location); logs run on different data or
     prompts are refused unless ``allow_different_data``."""
-    baseline_log = read_eval_log(baseline) if isinstance(baseline, str) else baseline
-    candidate_log = read_eval_log(candidate) if isinstance(candidate, str) else candidate
+    baseline_log = read_run(baseline) if isinstance(baseline, str) else baseline
+    candidate_log = read_run(candidate) if isinstance(candidate, str) else candidate
     baseline_path, candidate_path = baseline_log.location, candidate_log.location
     try:
         check_same_data(baseline_log, baseline_path, candidate_log, candidate_path, allow_different_data)
@@ -268,9 +269,13 @@ def markdown(
 
 def run(args: argparse.Namespace) -> int:
     texts, rows, regressed = [], [], False
-    baseline_log = read_eval_log(args.baseline)
-    for candidate in args.candidates:
-        candidate_log = read_eval_log(candidate)
+    try:  # a log, or a folder holding one run (a sharded run's logs: one run)
+        baseline_log = read_run(args.baseline)
+        candidate_logs = [read_run(candidate) for candidate in args.candidates]
+    except (FileNotFoundError, ValueError) as error:
+        print(f"bedside compare: {error}")
+        return 2
+    for candidate, candidate_log in zip(args.candidates, candidate_logs):
         options = run_options.pair(baseline_log, candidate_log)
         try:
             results = compare(
@@ -315,8 +320,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("baseline", metavar="BASELINE.eval")
-    parser.add_argument("candidates", nargs="+", metavar="CANDIDATE.eval")
+    parser.add_argument("baseline", metavar="BASELINE.eval", help="a log, or a folder holding one run (e.g. sharded)")
+    parser.add_argument("candidates", nargs="+", metavar="CANDIDATE.eval", help="as BASELINE")
     parser.add_argument(
         "--metric",
         action="append",

@@ -74,13 +74,13 @@ def subject_of(task: str) -> str:
 
 
 def read_pilot(paths: Sequence[str | Path]) -> Pilot:
-    from inspect_ai.log import read_eval_log
+    """The pilot's logs (files or folders; a sharded run's logs as one run)."""
+    from bedside.reporting.load import read_logs
 
     rows: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
     human_outputs: list[dict[str, Any]] = []
-    for path in paths:
-        log = read_eval_log(str(path))
+    for path, log in read_logs([str(p) for p in paths]):
         if not log.samples:
             raise ValueError(f"{path}: the log holds no samples (was it written with --no-log-samples?)")
         subject = subject_of(log.eval.task)
@@ -299,14 +299,17 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
 def run(args: argparse.Namespace) -> int:
     from bedside.reporting.usage import load_prices
 
-    pilot = read_pilot(args.logs)
+    from bedside.reporting.load import read_logs
+
+    try:
+        pilot = read_pilot(args.logs)
+    except (FileNotFoundError, ValueError) as error:
+        print(f"bedside estimate: {error}")
+        return 2
     models = _pairs(args.model_role or [], "--model-role")
     if args.model:
-        for path in args.logs:
-            from inspect_ai.log import read_eval_log
-
-            task = read_eval_log(str(path), header_only=True).eval.task
-            models.setdefault(subject_of(task), args.model)
+        for _, log in read_logs(args.logs, header_only=True):
+            models.setdefault(subject_of(log.eval.task), args.model)
     prices = load_prices(args.prices) if args.prices else None
     if args.batch and prices is None:
         print("bedside estimate: --batch prices a role's calls through the batch API: it needs --prices FILE.yaml")

@@ -5,8 +5,12 @@ benchmark descriptors (:mod:`bedside.benchmarks`). Logs are read with
 :func:`inspect_ai.log.read_eval_log`; a directory is expanded with :func:`inspect_ai.log.list_eval_logs`
 (``.eval`` and ``.json``, recursively). Each log gets a *label*: the model under test, plus the task
 arguments that change what is measured (each benchmark's descriptor's ``variant_args``) when they
-are not the default. Logs with the same label (e.g. shards of one run) are
-pooled.
+are not the default. Logs with the same label are pooled.
+
+The logs of a sharded run (``bedside scale``) are read as one log, with the numbers of the unsharded run
+(:func:`read_logs`, :mod:`bedside.scale.merge`): every reader takes a run's folder (or its units' logs) as one
+run, and refuses a missing or duplicated shard, or shards of different runs, in one line naming the shard.
+Paths may be local or URLs Inspect reads (``s3://...``).
 """
 
 from __future__ import annotations
@@ -15,6 +19,7 @@ import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
@@ -36,20 +41,44 @@ class LoadedLog:
 
 
 def expand(paths: Iterable[str]) -> list[str]:
-    """Files given, and the logs found (recursively) in directories given, in a stable order."""
+    """Files given, and the logs found (recursively) in directories given, in a stable order (local paths
+    or URLs such as ``s3://bucket/prefix``)."""
+    from fsspec.core import url_to_fs
+
     out: list[str] = []
     for p in paths:
-        path = Path(p)
-        if path.is_dir():
-            found = sorted(info.name.removeprefix("file://") for info in list_eval_logs(str(path)))
+        fs, inner = url_to_fs(p)
+        if fs.isdir(inner):
+            found = sorted(info.name.removeprefix("file://") for info in list_eval_logs(p))
             if not found:
                 raise FileNotFoundError(f"{p}: no eval log (.eval or .json) in this directory")
             out.extend(found)
-        elif path.exists():
-            out.append(str(path))
+        elif fs.exists(inner):
+            out.append(p)
         else:
             raise FileNotFoundError(f"{p}: no such file or directory")
     return out
+
+
+def read_logs(paths: Iterable[str], **read: Any) -> list[tuple[str, EvalLog]]:
+    """(path, log) of each run in ``paths`` (files or folders, :func:`expand`): a sharded run's units merged
+    into one log whose path is the run's folder (:func:`bedside.scale.merge.merge_runs`; ``ShardError``, one
+    line naming the shard, for a missing or duplicated shard or shards of different runs). ``read``:
+    arguments of :func:`inspect_ai.log.read_eval_log`."""
+    from bedside.scale.merge import merge_runs
+
+    return merge_runs([(path, read_eval_log(path, **read)) for path in expand(paths)])
+
+
+def read_run(path: str, **read: Any) -> EvalLog:
+    """The one run at ``path`` (a log file, or a folder holding one run's logs, sharded or not); a folder of
+    several runs, or one shard's log alone, is refused in one line."""
+    from bedside.scale.merge import ShardError
+
+    runs = read_logs([path], **read)
+    if len(runs) != 1:
+        raise ShardError(f"{path}: holds {len(runs)} runs ({', '.join(p for p, _ in runs)}); pass one run")
+    return runs[0][1]
 
 
 def benchmark_of(log: EvalLog) -> str:
@@ -73,8 +102,7 @@ def label_of(log: EvalLog) -> str:
 
 def load(paths: Sequence[str]) -> list[LoadedLog]:
     out = []
-    for path in expand(paths):
-        log = read_eval_log(path)
+    for path, log in read_logs(paths):
         if log.status != "success":
             print(f"warning: {path} has status {log.status!r}; reporting the samples it holds", flush=True)
         out.append(LoadedLog(path=path, log=log, label=label_of(log), benchmark=benchmark_of(log)))

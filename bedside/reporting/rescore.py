@@ -5,7 +5,8 @@ Each log's own scorers (as recorded in the log) run again on its samples — the
 (dialogue, comprehension answers) is the scorers' only input besides the case — with the ``grader``
 role bound to ``MODEL``, through Inspect's :func:`inspect_ai.score` (``action="overwrite"``: the
 new scores and metrics replace the old ones). The result is written to ``DIR/<same file name>``; the
-source log is never modified.
+source log is never modified. A sharded run (``bedside scale``) is re-judged as one run, written as one log
+``DIR/<the run's folder name>.eval``.
 
 A log whose data may not leave the machine (patient data under a data-use agreement: its benchmark's
 ``rescore_guard``) is refused before any call when the new grader is not local, in one line naming the
@@ -49,7 +50,7 @@ from inspect_ai import score
 from inspect_ai.log import read_eval_log, write_eval_log
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 
-from bedside.reporting.load import expand
+from bedside.reporting.load import read_logs
 
 
 def grader_name(config: object) -> str:
@@ -80,16 +81,15 @@ def rescore(
 
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    sources = expand(paths)
-    targets = [out / Path(p).name for p in sources]
-    finished = {t for s, t in zip(sources, targets) if judged_already(t, s, grader)}
+    runs = read_logs(paths)  # a sharded run's logs: one log, its path the run's folder
+    targets = [out / _file_name(source) for source, _ in runs]
+    finished = {t for (s, _), t in zip(runs, targets) if judged_already(t, s, grader)}
     if clash := [str(t) for t in targets if (t.exists() and t not in finished) or targets.count(t) > 1]:
         raise FileExistsError(f"{clash[0]}: already exists or two inputs share this file name; choose another --out")
     jobs = []  # every log read and checked first: a refusal comes before any call
-    for source, target in zip(sources, targets):
+    for (source, log), target in zip(runs, targets):
         if target in finished:
             continue
-        log = read_eval_log(source)
         if not log.samples:
             raise ValueError(f"{source}: the log holds no samples to re-judge")
         prompts = check_prompts(log, str(source), allow_different_data)
@@ -183,6 +183,12 @@ def judged_by_person(jobs: list[Job], grader: Model) -> list[Path]:
         written.append(write_rescored(scored, job, grader))
     finish()
     return written
+
+
+def _file_name(source: str) -> str:
+    """The re-judged log's file name: the source's, or ``<run>.eval`` for a sharded run's ``<run>.shards``."""
+    name = source.rstrip("/").rsplit("/", 1)[-1]
+    return name.removesuffix(".shards") + ".eval" if name.endswith(".shards") else name
 
 
 def check_prompts(log: Any, source: str, allow: bool) -> str | None:

@@ -21,13 +21,13 @@ import sys
 from collections.abc import Sequence
 
 import pandas as pd
-from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
 from bedside.intervals import summarise
 from bedside.reporting import run_options
-from bedside.reporting.load import LoadedLog, benchmark_of
+from bedside.reporting.load import LoadedLog, benchmark_of, read_logs
 from bedside.reporting.population import choices, described, restrict_log
 from bedside.reporting.scores import as_float, label
 
@@ -83,8 +83,13 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
 
 def run(args: argparse.Namespace) -> int:
     frames, loaded = [], []
-    for path in args.logs:
-        log = restrict_log(read_eval_log(path), args.population)
+    try:
+        runs = read_logs(args.logs)  # a sharded run's logs as one run
+    except (FileNotFoundError, ValueError) as error:
+        print(f"bedside strata: {error}")
+        return 2
+    for path, log in runs:
+        log = restrict_log(log, args.population)
         frame = strata_table(log, args.by or None)
         frame.insert(0, "log", label(log))
         item = LoadedLog(path=path, log=log, label=label(log), benchmark=benchmark_of(log))
@@ -123,7 +128,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("logs", nargs="+", metavar="LOG")
+    parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs, or folders of logs (a sharded run: one run)")
     parser.add_argument(
         "--by",
         action="append",
