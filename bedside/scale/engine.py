@@ -75,7 +75,8 @@ class Engine:
                 if result is not None:
                     outcome.result = result
                 if outcome.done and result is not None:
-                    say(f"{unit}: success, {result.samples} samples ({result.log})")
+                    where = f" on node {result.node[:8]}" if result.node else ""
+                    say(f"{unit}: success, {result.samples} samples{where} ({result.log})")
                     continue
                 failure = error or f"status {result.status if result else 'unknown'}" + (
                     f": {result.error}" if result and result.error else ""
@@ -145,7 +146,8 @@ class RayEngine(Engine):
         self.remote = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(run_unit)
 
     def submit(self, unit: Unit) -> Any:
-        return self.remote.remote(unit)
+        # the task's name is the worker's process title while it runs (``ray::<name>``, e.g. in ``ps``)
+        return self.remote.options(name=f"bedside-unit {unit.task_name} {unit.info.shard}/{unit.info.shards}").remote(unit)
 
     def finished(self, handles: list[Any]) -> list[tuple[Any, tuple[UnitResult | None, str | None]]]:
         done, _ = self.ray.wait(handles, num_returns=1)

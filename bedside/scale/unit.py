@@ -29,6 +29,7 @@ class UnitResult:
     log: str | None
     host: str
     pid: int
+    node: str | None = None  # the Ray node it ran on (None: not on Ray)
     error: str | None = None
 
 
@@ -67,5 +68,16 @@ def run_unit(unit: Unit) -> UnitResult:
         log=log.location,
         host=socket.gethostname(),
         pid=os.getpid(),
+        node=_ray_node(),
         error=error,
     )
+
+
+def _ray_node() -> str | None:
+    """The id of the Ray node this process runs on, when it is a Ray worker."""
+    import sys
+
+    ray = sys.modules.get("ray")
+    if ray is None or not ray.is_initialized():
+        return None
+    return str(ray.get_runtime_context().get_node_id())

@@ -1,0 +1,151 @@
+"""Helpers of the sharded-run tests: the ``bedside scale`` command as a user runs it, the counting loopback
+server (:mod:`tests.scale.serve`) in its own process, a lean DischargeBench task file, and what a run's logs
+hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import subprocess
+import sys
+import urllib.request
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from inspect_ai.log import EvalLog, read_eval_log
+
+from bedside.reporting.load import expand, read_logs
+from bedside.scale.shards import shard_info
+from tests.conftest import REPO
+
+BEDSIDE = str(Path(sys.executable).parent / "bedside")
+LOOPBACK = "openai-api/loopback"
+ROLES = ("patient", "monitor", "grader")
+
+#: DischargeBench with its judge scorers that need no embedding model (a worker starts quicker), short sessions
+LEAN_TASK = """
+from inspect_ai import task, task_with
+
+from bedside.scorers.discharge.conversation_quality import conversation_quality
+from bedside.scorers.discharge.encounter_outcome import encounter_outcome
+from bedside.scorers.discharge.topic_checklist import topic_checklist
+from bedside.tasks.discharge import discharge
+
+
+@task
+def discharge_lean(data: str | None = None, min_turns: int = 4, max_turns: int = 8):
+    base = discharge(data=data, min_turns=min_turns, max_turns=max_turns, cache_references=False)
+    return task_with(base, scorer=[encounter_outcome(), conversation_quality(), topic_checklist()])
+"""
+
+
+def lean_task(folder: Path) -> str:
+    """The lean task file in ``folder``; returns its name (a path relative to ``folder``)."""
+    (folder / "lean_task.py").write_text(LEAN_TASK)
+    return "lean_task.py"
+
+
+def loopback_arguments() -> list[str]:
+    """``--model`` and ``--model-role`` of DischargeBench against the loopback server."""
+    roles = [arg for role in ROLES for arg in ("--model-role", f"{role}={LOOPBACK}/{role}")]
+    return ["--model", f"{LOOPBACK}/educator", *roles]
+
+
+def ray_environment() -> dict[str, str]:
+    """Ray for a test: token authentication with a token of its own (nothing written to $HOME), no usage
+    statistics sent."""
+    return {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": secrets.token_hex(16), "RAY_USAGE_STATS_ENABLED": "0"}
+
+
+def scale(*args: str, cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    """``bedside scale ARGS`` as a user runs it (its own process)."""
+    return subprocess.run(
+        [BEDSIDE, "scale", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def start_scale(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
+    """``bedside scale ARGS`` started, in a process group of its own (killed with the group)."""
+    return subprocess.Popen(
+        [BEDSIDE, "scale", *args],
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,
+    )
+
+
+class CountingServerProcess:
+    """:mod:`tests.scale.serve` in a child process, with a request log; a context manager."""
+
+    def __init__(self, request_log: Path, latency: float = 0.0) -> None:
+        self.request_log = request_log
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "tests.scale.serve", str(request_log), str(latency)],
+            cwd=REPO,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        first = self.proc.stdout.readline() if self.proc.stdout else ""
+        if "http://" not in first:
+            self.proc.kill()
+            raise RuntimeError(f"the counting loopback server did not start: {first}")
+        self.base_url = first.strip()
+
+    @property
+    def env(self) -> dict[str, str]:
+        return {"LOOPBACK_API_KEY": "scale-test", "LOOPBACK_BASE_URL": self.base_url, "BEDSIDE_LOOPBACK_URL": self.base_url}
+
+    def stats(self) -> dict[str, Any]:
+        with urllib.request.urlopen(f"{self.base_url.removesuffix('/v1')}/stats", timeout=30) as response:
+            return json.loads(response.read())
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.request_log.exists():
+            return []
+        return [json.loads(line) for line in self.request_log.read_text().splitlines() if line.strip()]
+
+    def __enter__(self) -> CountingServerProcess:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+        if self.proc.stdout:
+            self.proc.stdout.close()
+
+
+def unit_logs(log_dir: str | Path) -> list[EvalLog]:
+    """Every log under ``log_dir`` (headers), units of sharded runs and others."""
+    return [read_eval_log(path, header_only=True) for path in expand([str(log_dir)])]
+
+
+def run_samples(log_dir: str | Path) -> Counter[tuple[str, int]]:
+    """(sample id, epoch) -> how many logs under ``log_dir`` hold it, over every unit's current log."""
+    counts: Counter[tuple[str, int]] = Counter()
+    for _, log in read_logs([str(log_dir)]):
+        for sample in log.samples or []:
+            counts[str(sample.id), sample.epoch] += 1
+    return counts
+
+
+def shards_of(log_dir: str | Path) -> list[tuple[int, str]]:
+    """(shard, status) of every unit log under ``log_dir``."""
+    out = []
+    for log in unit_logs(log_dir):
+        info = shard_info(log)
+        assert info is not None, log.location
+        out.append((info.shard, log.status))
+    return sorted(out)
+
+
+def environment(**more: str) -> dict[str, str]:
+    return {**os.environ, **more}
