@@ -7,8 +7,11 @@ from __future__ import annotations
 import json
 import os
 import secrets
+import socket
 import subprocess
 import sys
+import threading
+import time
 import urllib.request
 from collections import Counter
 from pathlib import Path
@@ -149,3 +152,146 @@ def shards_of(log_dir: str | Path) -> list[tuple[int, str]]:
 
 def environment(**more: str) -> dict[str, str]:
     return {**os.environ, **more}
+
+
+class Outage:
+    """A TCP proxy in front of a server that can be taken down for a while: ``down()`` closes its port
+    (connections refused) and cuts the connections open through it; ``up()`` opens the same port again.
+    What a store that is unreachable for a few seconds looks like to its clients. A context manager."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        self._open: list[Any] = []
+        self._lock = threading.Lock()
+        self._listener: Any = None
+        self.up()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def up(self) -> None:
+        listener = socket.socket()
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind(("127.0.0.1", self.port))
+        listener.listen(64)
+        self._listener = listener
+        threading.Thread(target=self._accept, args=(listener,), daemon=True).start()
+
+    def down(self) -> None:
+        listener, self._listener = self._listener, None
+        if listener is not None:
+            try:
+                listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            listener.close()
+        with self._lock:
+            open_now, self._open = self._open, []
+        for sock in open_now:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            sock.close()
+
+    def _accept(self, listener: Any) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed by down()
+            try:
+                server = socket.create_connection(("127.0.0.1", self.target_port))
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._open += [client, server]
+            for a, b in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: Any, target: Any) -> None:
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (source, target):
+                try:
+                    sock.close()
+                except OSError:
+                    pass
+
+    def __enter__(self) -> Outage:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.down()
+
+
+class MotoServer:
+    """moto's S3-compatible server (``moto_server``) on a free port of 127.0.0.1, in a child process, with one
+    bucket; a context manager. ``env(url)``: the variables that point boto3, s3fs and Inspect at ``url``."""
+
+    def __init__(self, bucket: str = "bedside") -> None:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            self.port = int(probe.getsockname()[1])
+        moto = str(Path(sys.executable).parent / "moto_server")
+        self.proc = subprocess.Popen(
+            [moto, "-H", "127.0.0.1", "-p", str(self.port)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(self.url, timeout=5).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline or self.proc.poll() is not None:
+                    self.proc.kill()
+                    raise RuntimeError("moto_server did not start") from None
+                time.sleep(0.2)
+        self.bucket = bucket
+        self.client().create_bucket(Bucket=bucket)
+
+    @staticmethod
+    def env(url: str) -> dict[str, str]:
+        return {
+            "AWS_ENDPOINT_URL": url,
+            "AWS_ACCESS_KEY_ID": "bedside-test",
+            "AWS_SECRET_ACCESS_KEY": "bedside-test",
+            "AWS_DEFAULT_REGION": "us-east-1",
+        }
+
+    def client(self) -> Any:
+        import boto3
+
+        env = self.env(self.url)
+        return boto3.client(
+            "s3",
+            endpoint_url=self.url,
+            aws_access_key_id=env["AWS_ACCESS_KEY_ID"],
+            aws_secret_access_key=env["AWS_SECRET_ACCESS_KEY"],
+            region_name=env["AWS_DEFAULT_REGION"],
+        )
+
+    def keys(self, prefix: str = "") -> list[str]:
+        found = self.client().list_objects_v2(Bucket=self.bucket, Prefix=prefix).get("Contents", [])
+        return sorted(obj["Key"] for obj in found)
+
+    def __enter__(self) -> MotoServer:
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
