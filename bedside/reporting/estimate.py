@@ -297,9 +297,8 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bedside.reporting.usage import load_prices
-
     from bedside.reporting.load import read_logs
+    from bedside.reporting.usage import load_prices
 
     try:
         pilot = read_pilot(args.logs)

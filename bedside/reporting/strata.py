@@ -84,11 +84,11 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
 def run(args: argparse.Namespace) -> int:
     frames, loaded = [], []
     try:
-        runs = read_logs(args.logs)  # a sharded run's logs as one run
+        logs = read_logs(args.logs)  # a sharded run's logs as one run
     except (FileNotFoundError, ValueError) as error:
         print(f"bedside strata: {error}")
         return 2
-    for path, log in runs:
+    for path, log in logs:
         log = restrict_log(log, args.population)
         frame = strata_table(log, args.by or None)
         frame.insert(0, "log", label(log))

@@ -95,7 +95,11 @@ def run(args: argparse.Namespace) -> int:
             f"({', '.join(f'{k}: {n} samples' for k, n in run_plan.samples.items())}), "
             f"{run_plan.at_once} at once on {engine.slots} slot(s); each unit max_connections "
             f"{run_plan.units[0].max_connections if run_plan.units else 0} (budget {run_plan.budget} per model)"
-            + (f", max_samples {run_plan.units[0].max_samples}" if run_plan.units and run_plan.units[0].max_samples else "")
+            + (
+                f", max_samples {run_plan.units[0].max_samples}"
+                if run_plan.units and run_plan.units[0].max_samples
+                else ""
+            )
             + f"; logs in {spec.log_dir}",
             flush=True,
         )
@@ -140,20 +144,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--model", help="model(s) under test, comma-separated (as inspect eval)")
     p.add_argument("-M", action="append", metavar="KEY=VALUE", help="model argument (repeatable)")
     p.add_argument("--model-base-url", help="base URL of the model under test")
-    p.add_argument("--model-role", action="append", metavar="ROLE=MODEL", help="model role (repeatable, as inspect eval)")
+    p.add_argument(
+        "--model-role", action="append", metavar="ROLE=MODEL", help="model role (repeatable, as inspect eval)"
+    )
     p.add_argument("-T", action="append", metavar="KEY=VALUE", help="task argument (repeatable)")
-    p.add_argument("--log-dir", help="log folder: local, shared, or s3://bucket/prefix (default INSPECT_LOG_DIR or ./logs)")
+    p.add_argument(
+        "--log-dir", help="log folder: local, shared, or s3://bucket/prefix (default INSPECT_LOG_DIR or ./logs)"
+    )
     p.add_argument("--limit", help="first N samples, or START-END (as inspect eval), taken before sharding")
     p.add_argument("--sample-id", help="sample ids, comma-separated (as inspect eval), taken before sharding")
     p.add_argument("--shards", type=int, help="shards per (task, model) (default: the units that run at once)")
-    p.add_argument("--workers", type=int, help="units at once: CPUs of a local Ray instance (default every core); 1: no Ray")
+    p.add_argument(
+        "--workers", type=int, help="units at once: CPUs of a local Ray instance (default every core); 1: no Ray"
+    )
     p.add_argument("--address", help="address of a running Ray cluster (ray start --head ...)")
     p.add_argument("--env", action="append", metavar="NAME", help="set this variable in every Ray worker (repeatable)")
     p.add_argument("--run-id", help="the run's id (default: a hash of its definition, so a re-run resumes it)")
     p.add_argument("--max-connections", type=int, help="connections per model for the whole run")
     p.add_argument("--max-samples", type=int, help="samples at once for the whole run")
     p.add_argument(
-        "--fail-on-error", type=float, help="as inspect eval: a proportion (< 1) or count of sample errors that fails a unit"
+        "--fail-on-error",
+        type=float,
+        help="as inspect eval: a proportion (< 1) or count of sample errors that fails a unit",
     )
     p.add_argument("--unit-retries", type=int, default=2, help="tries again of a unit that did not finish (default 2)")
     for flag, (name, kind) in EVAL_OPTIONS.items():

@@ -147,7 +147,9 @@ class RayEngine(Engine):
 
     def submit(self, unit: Unit) -> Any:
         # the task's name is the worker's process title while it runs (``ray::<name>``, e.g. in ``ps``)
-        return self.remote.options(name=f"bedside-unit {unit.task_name} {unit.info.shard}/{unit.info.shards}").remote(unit)
+        return self.remote.options(name=f"bedside-unit {unit.task_name} {unit.info.shard}/{unit.info.shards}").remote(
+            unit
+        )
 
     def finished(self, handles: list[Any]) -> list[tuple[Any, tuple[UnitResult | None, str | None]]]:
         done, _ = self.ray.wait(handles, num_returns=1)

@@ -122,9 +122,7 @@ def _check(units: list[tuple[str, EvalLog, ShardInfo]]) -> None:
     path0, log0, info0 = units[0]
     for path, log, info in units[1:]:
         if info.shards != info0.shards:
-            raise ShardError(
-                f"{path}: {info} is not of the run of {path0} ({info0}): their numbers of shards differ"
-            )
+            raise ShardError(f"{path}: {info} is not of the run of {path0} ({info0}): their numbers of shards differ")
         if log.eval.task_args != log0.eval.task_args:
             raise ShardError(f"{path}: {info} is not of the run of {path0}: their task arguments differ")
         if diff := differences(versions_of(log0), versions_of(log)):

@@ -64,7 +64,7 @@ def run_unit(unit: Unit) -> UnitResult:
     return UnitResult(
         unit=str(unit),
         status=log.status,
-        samples=len(log.samples or []) if log.samples is not None else (log.results.completed_samples if log.results else 0),
+        samples=len(log.samples or []),
         log=log.location,
         host=socket.gethostname(),
         pid=os.getpid(),

@@ -64,9 +64,7 @@ def ray_environment() -> dict[str, str]:
 
 def scale(*args: str, cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """``bedside scale ARGS`` as a user runs it (its own process)."""
-    return subprocess.run(
-        [BEDSIDE, "scale", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout
-    )
+    return subprocess.run([BEDSIDE, "scale", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
 def start_scale(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
@@ -102,7 +100,11 @@ class CountingServerProcess:
 
     @property
     def env(self) -> dict[str, str]:
-        return {"LOOPBACK_API_KEY": "scale-test", "LOOPBACK_BASE_URL": self.base_url, "BEDSIDE_LOOPBACK_URL": self.base_url}
+        return {
+            "LOOPBACK_API_KEY": "scale-test",
+            "LOOPBACK_BASE_URL": self.base_url,
+            "BEDSIDE_LOOPBACK_URL": self.base_url,
+        }
 
     def stats(self) -> dict[str, Any]:
         with urllib.request.urlopen(f"{self.base_url.removesuffix('/v1')}/stats", timeout=30) as response:

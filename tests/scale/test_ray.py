@@ -43,7 +43,9 @@ pytestmark = pytest.mark.eval
 
 CASES = 8
 SHARDS = 4
-ENV_FLAGS = [arg for name in ("LOOPBACK_API_KEY", "LOOPBACK_BASE_URL", "BEDSIDE_LOOPBACK_URL") for arg in ("--env", name)]
+ENV_FLAGS = [
+    arg for name in ("LOOPBACK_API_KEY", "LOOPBACK_BASE_URL", "BEDSIDE_LOOPBACK_URL") for arg in ("--env", name)
+]
 
 
 @pytest.fixture(scope="module")

@@ -160,7 +160,9 @@ def test_every_reader_of_a_sharded_discharge_run_gives_the_unsharded_numbers(dis
     assert tables and tables == sorted(p.name for p in (tmp_path / "b").glob("*.csv"))
     for table in tables:
         a, b = pd.read_csv(tmp_path / "a" / table), pd.read_csv(tmp_path / "b" / table)
-        pd.testing.assert_frame_equal(a.drop(columns=["log"], errors="ignore"), b.drop(columns=["log"], errors="ignore"))
+        pd.testing.assert_frame_equal(
+            a.drop(columns=["log"], errors="ignore"), b.drop(columns=["log"], errors="ignore")
+        )
 
 
 def test_a_sharded_run_is_rejudged_as_one_run(medsp, tmp_path: Path) -> None:
@@ -203,7 +205,9 @@ def refused_by_every_reader(target: list[str], tmp: Path, *expected: str) -> Non
 
 
 def unit_folder(folder: str, shard: int) -> Path:
-    [found] = [Path(p).parent for p in expand([folder]) if shard_info(read_eval_log(p, header_only=True)).shard == shard]  # type: ignore[union-attr]
+    [found] = [
+        Path(p).parent for p in expand([folder]) if shard_info(read_eval_log(p, header_only=True)).shard == shard
+    ]  # type: ignore[union-attr]
     return found
 
 

@@ -70,7 +70,12 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
             time.sleep(OUTAGE)
             proxy.up()
             output, _ = proc.communicate(timeout=600)
-            yield {"output": output, "returncode": proc.returncode, "running": running, "flushed_before": flushed_before}
+            yield {
+                "output": output,
+                "returncode": proc.returncode,
+                "running": running,
+                "flushed_before": flushed_before,
+            }
         finally:
             if proc.poll() is None:
                 proc.kill()
