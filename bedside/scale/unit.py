@@ -64,13 +64,23 @@ def run_unit(unit: Unit) -> UnitResult:
     return UnitResult(
         unit=str(unit),
         status=log.status,
-        samples=len(log.samples or []),
+        samples=_samples(log),
         log=log.location,
         host=socket.gethostname(),
         pid=os.getpid(),
         node=_ray_node(),
         error=error,
     )
+
+
+def _samples(log: Any) -> int:
+    """The samples a unit's log holds (``eval_set()`` may return logs without their samples: then counted
+    from the log file's sample summaries)."""
+    from inspect_ai.log import read_eval_log_sample_summaries
+
+    if log.samples is not None:
+        return len(log.samples)
+    return len(read_eval_log_sample_summaries(log.location)) if log.location else 0
 
 
 def _ray_node() -> str | None:

@@ -17,6 +17,7 @@ COMMANDS = {
     "agreement",
     "annotate",
     "rescore",
+    "scale",
     "build-cases",
     "replay-check",
     "safety",
