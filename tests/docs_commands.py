@@ -384,6 +384,28 @@ NOT_RUN: tuple[NotRun, ...] = (
         "parsed by Inspect's own command-line parser",
     ),
     NotRun(
+        r"^bedside scale ",
+        "none",
+        "runs a whole evaluation on Ray workers against real model APIs and a cluster; tests/scale runs the "
+        "command against the loopback server on a local Ray instance, a two-node Ray cluster and moto's S3 server",
+    ),
+    NotRun(
+        r"^ray start ",
+        "none",
+        "starts a Ray node that runs until stopped; tests/scale/test_ray.py starts a two-node Ray cluster on "
+        "this machine with ray.cluster_utils",
+    ),
+    NotRun(
+        r"^bedside report s3://",
+        "none",
+        "reads a bucket that needs credentials; tests/scale/test_s3.py runs bedside report on a run in moto's S3 server",
+    ),
+    NotRun(
+        r"bench/scale_out\.py ",
+        "none",
+        "a benchmark of several minutes (bench/, not a test); its steps are the ones tests/scale checks",
+    ),
+    NotRun(
         r"^inspect view( |$)",
         "parsed",
         "starts Inspect's log viewer, a web server that runs until stopped; parsed by Inspect's own "
