@@ -303,6 +303,9 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         f"{args.latency} s a call (no jitter), {args.lanes} samples at once in all (one process: max_samples "
         f"{args.lanes}; {ray['workers']} workers: {ray['max_samples_per_unit']} each).",
         "",
+        "Each row gives the 1-minute load average before → after it: on a machine shared with other jobs the "
+        "workers compete with them for the cores, and the ratio below measures that, not the engine.",
+        "",
         "| run | calls | sessions | span s | wall s | calls/s | sessions/h | process CPU ms/call | peak RSS MB | "
         "server CPU ms/call | server share of the cores | load 1-min |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",

@@ -67,7 +67,9 @@ def read_logs(paths: Iterable[str], **read: Any) -> list[tuple[str, EvalLog]]:
     arguments of :func:`inspect_ai.log.read_eval_log`."""
     from bedside.scale.merge import merge_runs
 
-    return merge_runs([(path, read_eval_log(path, **read)) for path in expand(paths)])
+    headers = [(path, read_eval_log(path, header_only=True)) for path in expand(paths)]
+    merge_runs(headers)  # a missing or twice-given shard, or shards of different runs: refused before the samples
+    return merge_runs([(path, read_eval_log(path, **read)) for path, _ in headers])
 
 
 def read_run(path: str, **read: Any) -> EvalLog:

@@ -50,10 +50,11 @@ def lean_task(folder: Path) -> str:
     return "lean_task.py"
 
 
-def loopback_arguments() -> list[str]:
-    """``--model`` and ``--model-role`` of DischargeBench against the loopback server."""
-    roles = [arg for role in ROLES for arg in ("--model-role", f"{role}={LOOPBACK}/{role}")]
-    return ["--model", f"{LOOPBACK}/educator", *roles]
+def loopback_arguments(prefix: str = "") -> list[str]:
+    """``--model`` and ``--model-role`` of DischargeBench against the loopback server; the model names (free:
+    they only label the calls) start with ``prefix``, so that the server counts one run's calls apart."""
+    roles = [arg for role in ROLES for arg in ("--model-role", f"{role}={LOOPBACK}/{prefix}{role}")]
+    return ["--model", f"{LOOPBACK}/{prefix}educator", *roles]
 
 
 def ray_environment() -> dict[str, str]:

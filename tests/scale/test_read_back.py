@@ -211,23 +211,23 @@ def unit_folder(folder: str, shard: int) -> Path:
     return found
 
 
-def test_a_missing_shard_is_refused_by_every_reader(discharge, tmp_path: Path) -> None:
-    _, folder, _ = discharge
+def test_a_missing_shard_is_refused_by_every_reader(medsp, tmp_path: Path) -> None:
+    _, folder, _ = medsp
     copy = tmp_path / "run"
     shutil.copytree(folder, copy)
     shutil.rmtree(unit_folder(str(copy), 3))
     refused_by_every_reader([str(copy)], tmp_path, "shard 3 of 4", "is missing")
 
 
-def test_a_shard_given_twice_is_refused_by_every_reader(discharge, tmp_path: Path) -> None:
-    _, folder, _ = discharge
+def test_a_shard_given_twice_is_refused_by_every_reader(medsp, tmp_path: Path) -> None:
+    _, folder, _ = medsp
     shutil.copytree(folder, tmp_path / "logs" / "run")
     shutil.copytree(unit_folder(folder, 2), tmp_path / "logs" / "copy-of-shard-2")  # a copy beside the run
     refused_by_every_reader([str(tmp_path / "logs")], tmp_path, "shard 2 of 4", "given twice", "copy-of-shard-2")
 
 
-def test_shards_of_different_runs_are_refused(discharge, tmp_path: Path) -> None:
-    _, folder, _ = discharge
+def test_shards_of_different_runs_are_refused(medsp, tmp_path: Path) -> None:
+    _, folder, _ = medsp
     # shards 1-2 of this run with shards 3-4 of another run of the same task and model: each run is missing two
     mixed = tmp_path / "mixed"
     for path in expand([folder]):
