@@ -80,7 +80,8 @@ def workspace(
 ) -> tuple[Path, CountingServerProcess, dict[str, str], list[str]]:
     """(folder, the server, the command's environment, the command's arguments but the models)."""
     data = replicate_discharge(CASES, tmp_path / "cases.jsonl", prefix="ray")
-    args = [lean_task(tmp_path), "-T", f"data={data}", "--shards", str(SHARDS), "--address", cluster.address]
+    args = [lean_task(tmp_path), "-T", f"data={data}", "-T", "min_turns=2", "-T", "max_turns=4"]
+    args += ["--shards", str(SHARDS), "--address", cluster.address]
     args += [*ENV_FLAGS, "--log-buffer", "1", "--log-dir", str(tmp_path / "logs")]
     return tmp_path, server, environment(**server.env), args
 
@@ -153,17 +154,18 @@ def calls_of(log_dir: Path) -> dict[str, list[str]]:
 
 def test_a_run_spreads_over_two_nodes_within_its_connection_budget(workspace) -> None:
     folder, server, env, args = workspace
-    done = scale(*args, *loopback_arguments("budget-"), "--max-connections", "2", cwd=folder, env=env)
+    done = scale(*args, *loopback_arguments("budget-"), "--max-connections", "4", cwd=folder, env=env)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-    assert "2 at once on 2 slot(s); each unit max_connections 1 (budget 2 per model)" in done.stdout
+    assert "2 at once on 2 slot(s); each unit max_connections 2 (budget 4 per model)" in done.stdout
     nodes = {line.split(" on node ")[1].split()[0] for line in done.stdout.splitlines() if " on node " in line}
     assert len(nodes) == 2, done.stdout  # both nodes ran units
     assert unit_samples(folder / "logs") == {f"ray-{i:03d}": 1 for i in range(1, CASES + 1)}
-    # the budget is per model for the whole run: never more than 2 calls to one model at once, over both
-    # nodes (2 units at once, 1 connection each); and the two units did overlap (some model reached 2)
+    # the budget is per model for the whole run: never more than 4 calls to one model at once, over both
+    # nodes (2 units at once, 2 connections each); and the two units' calls did overlap (more than one
+    # unit's 2 in flight at once for some model)
     peaks = {m: n for m, n in server.stats()["in_flight_peak"].items() if m.startswith("budget-")}  # this run's
     assert set(peaks) == {"budget-educator", "budget-patient", "budget-monitor", "budget-grader"}
-    assert max(peaks.values()) == 2 and all(p <= 2 for p in peaks.values()), peaks
+    assert max(peaks.values()) > 2 and all(p <= 4 for p in peaks.values()), peaks
 
 
 def test_a_worker_killed_mid_run_is_resumed_by_ray_and_nothing_runs_twice(workspace) -> None:
@@ -214,9 +216,10 @@ def test_a_crashed_command_run_again_runs_only_unfinished_samples(workspace) -> 
     keys = calls_of(folder / "logs")
     rerun = Counter(r["key"] for r in server.requests()[before:])
     assert all(not rerun[k] for sid in finished for k in keys[sid]), finished
-    # the run is complete: a third run of the command makes no model call
+    # the run is complete: a third run makes no model call (in this process, --workers 1: the same run)
     requests = len(server.requests())
-    third = scale(*args, cwd=folder, env=env)
+    at = args.index("--address")
+    third = scale(*args[:at], *args[at + 2 :], "--workers", "1", cwd=folder, env=env)
     assert third.returncode == 0 and "every unit finished" in third.stdout, third.stdout[-3000:]
     assert len(server.requests()) == requests
 

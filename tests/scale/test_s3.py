@@ -49,12 +49,13 @@ def store(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     with (
         MotoServer() as moto,
         Outage(moto.port) as proxy,
-        CountingServerProcess(tmp / "requests.jsonl", latency=0.1) as server,
+        CountingServerProcess(tmp / "requests.jsonl", latency=0.05) as server,
         pytest.MonkeyPatch.context() as env,
     ):
         for name, value in MotoServer.env(moto.url).items():
             env.setenv(name, value)  # this process reads the store directly, the run through the proxy
-        args = [lean_task(tmp), "-T", f"data={data}", *loopback_arguments(), "--shards", "2", "--workers", "1"]
+        args = [lean_task(tmp), "-T", f"data={data}", "-T", "min_turns=2", "-T", "max_turns=4", *loopback_arguments()]
+        args += ["--shards", "2", "--workers", "1"]
         proc = start_scale(
             *args, "--log-buffer", "1", "--log-dir", RUN, cwd=tmp, env=environment(**server.env, **moto.env(proxy.url))
         )
