@@ -137,7 +137,7 @@ def test_strata_and_compare_give_the_unsharded_runs_numbers(name: str, request: 
 
 
 def test_every_reader_of_a_sharded_discharge_run_gives_the_unsharded_numbers(discharge, tmp_path: Path) -> None:
-    from bedside.discharge.agreement import judge_values
+    from bedside.discharge.ratings import judge_values
     from bedside.discharge.audit import audit_table
     from bedside.reporting.estimate import estimate, read_pilot
     from bedside.reporting.sweep import case_values, leaderboard
