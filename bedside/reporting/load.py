@@ -46,7 +46,7 @@ def expand(paths: Iterable[str]) -> list[str]:
     from fsspec.core import url_to_fs
 
     out: list[str] = []
-    for p in paths:
+    for p in map(str, paths):
         fs, inner = url_to_fs(p)
         if fs.isdir(inner):
             found = sorted(info.name.removeprefix("file://") for info in list_eval_logs(p))

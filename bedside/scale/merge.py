@@ -4,10 +4,11 @@
 The units of one (run, task, model) (:mod:`bedside.scale.shards`) become one Inspect log: their samples in
 the order Inspect reads a log's samples back (epoch, then id: what the unsharded run's log gives), the
 header of shard 1 with the whole case set's sample ids, the usage of all shards added up, the first unit's
-non-success status (with its error) if any; no metrics (the units' are of their shards: each reader computes
-its numbers from the samples, ``bedside rescore`` has Inspect compute new ones). Its location is the run's
-``.shards`` folder. So a reader sees the numbers of the unsharded run: the same samples with the same
-scores, in the same order.
+non-success status (with its error) if any, the run id and its units' logs in the metadata
+(``bedside_merged_shards``: the merged log is an ordinary log, not a unit); no metrics (the units' are of
+their shards: each reader computes its numbers from the samples, ``bedside rescore`` has Inspect compute new
+ones). Its location is the run's ``.shards`` folder. So a reader sees the numbers of the unsharded run:
+the same samples with the same scores, in the same order.
 
 Refused with :class:`ShardError`, one line naming the shard, before anything is read from the samples:
 
@@ -25,7 +26,7 @@ from typing import Any
 
 from inspect_ai.log import EvalLog
 
-from bedside.scale.shards import ShardInfo, shard_info, shard_of
+from bedside.scale.shards import KEY, MERGED_KEY, ShardInfo, shard_info, shard_of
 
 
 class ShardError(ValueError):
@@ -74,12 +75,11 @@ def merge(units: list[tuple[str, EvalLog, ShardInfo]]) -> tuple[str, EvalLog]:
             ),
             "config": first.eval.config.model_copy(update={"sample_id": ids}),  # the run's selection
             "metadata": {
-                **(first.eval.metadata or {}),
-                **ShardInfo(info.run_id, 0, info.shards).metadata(),
+                **{k: v for k, v in (first.eval.metadata or {}).items() if k != KEY},
+                MERGED_KEY: {"run_id": info.run_id, "shards": info.shards, "units": [p for p, _, _ in current]},
             },
         }
     )
-    merged.eval.metadata["bedside_shard"]["units"] = [path for path, _, _ in current]  # type: ignore[index]
     merged.status = statuses[0].status if statuses else "success"
     merged.error = statuses[0].error if statuses else None
     merged.samples = samples

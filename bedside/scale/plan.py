@@ -18,6 +18,7 @@ so a sharded run fixes it).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -65,6 +66,9 @@ class Unit:
     max_connections: int
     max_samples: int | None
     eval_args: dict[str, Any]
+    cwd: str = (
+        ""  # the command's working folder: the unit runs there where it exists (relative paths, the log's task file)
+    )
 
     def __str__(self) -> str:
         return f"{self.task_name} × {self.model}, shard {self.info.shard} of {self.info.shards}"
@@ -129,6 +133,7 @@ def plan(spec: RunSpec, slots: int) -> Plan:
                     max_connections=connections,
                     max_samples=samples,
                     eval_args=dict(spec.eval_args),
+                    cwd=os.getcwd(),
                 )
             )
     return Plan(

@@ -28,6 +28,9 @@ from typing import Any
 
 #: the eval-metadata key of a unit's log
 KEY = "bedside_shard"
+#: the eval-metadata key of a log merged from a sharded run's units (a reader's, or ``bedside rescore``'s log of
+#: a sharded run): the run id, the number of shards and the units' logs; such a log is an ordinary log
+MERGED_KEY = "bedside_merged_shards"
 
 
 @dataclass(frozen=True)

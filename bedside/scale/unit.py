@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import os
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,10 +57,14 @@ def eval_set_arguments(unit: Unit) -> dict[str, Any]:
 
 
 def run_unit(unit: Unit) -> UnitResult:
-    """Run (or resume) ``unit``; returns its log's status (``success`` when the shard is complete)."""
+    """Run (or resume) ``unit`` in the command's working folder where this machine has it (a Ray worker
+    starts elsewhere: relative ``-T`` paths, and the task file a log records, which Inspect writes relative to
+    the working folder and matches a unit's log by when it resumes it, are then the command's); returns its
+    log's status (``success`` when the shard is complete)."""
     from inspect_ai import eval_set
 
-    _, logs = eval_set(**eval_set_arguments(unit))
+    with _working_folder(unit.cwd):
+        _, logs = eval_set(**eval_set_arguments(unit))
     [log] = logs  # one task, one model: one log
     error = log.error.message if log.error is not None else None
     return UnitResult(
@@ -71,6 +77,17 @@ def run_unit(unit: Unit) -> UnitResult:
         node=_ray_node(),
         error=error,
     )
+
+
+@contextmanager
+def _working_folder(folder: str) -> Iterator[None]:
+    before = os.getcwd()
+    if folder and os.path.isdir(folder):
+        os.chdir(folder)
+    try:
+        yield
+    finally:
+        os.chdir(before)
 
 
 def _samples(log: Any) -> int:

@@ -22,7 +22,7 @@ from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 from bedside.reporting.load import expand, load, read_logs, read_run
 from bedside.scale.engine import InProcess
 from bedside.scale.plan import RunSpec, plan
-from bedside.scale.shards import KEY, shard_info
+from bedside.scale.shards import KEY, MERGED_KEY, shard_info
 from tests.conftest import REPO, bedside_command
 from tests.golden import make_golden
 
@@ -118,7 +118,7 @@ def test_a_sharded_run_has_the_unsharded_runs_samples_and_scores(name: str, requ
     for a, b in zip(unsharded.samples or [], sharded.samples or []):
         assert {k: v.value for k, v in (a.scores or {}).items()} == {k: v.value for k, v in (b.scores or {}).items()}
         assert a.metadata == b.metadata  # persona draws, assignments: decided on the whole case set
-    assert sharded.eval.metadata[KEY]["shards"] == SHARDS  # type: ignore[index]
+    assert KEY not in sharded.eval.metadata and sharded.eval.metadata[MERGED_KEY]["shards"] == SHARDS  # type: ignore[index,operator]
 
 
 @pytest.mark.parametrize("name", ["discharge", "medsp", "cpb"])
@@ -137,8 +137,8 @@ def test_strata_and_compare_give_the_unsharded_runs_numbers(name: str, request: 
 
 
 def test_every_reader_of_a_sharded_discharge_run_gives_the_unsharded_numbers(discharge, tmp_path: Path) -> None:
-    from bedside.discharge.ratings import judge_values
     from bedside.discharge.audit import audit_table
+    from bedside.discharge.ratings import judge_values
     from bedside.reporting.estimate import estimate, read_pilot
     from bedside.reporting.sweep import case_values, leaderboard
 
@@ -172,7 +172,7 @@ def test_a_sharded_run_is_rejudged_as_one_run(medsp, tmp_path: Path) -> None:
         assert done.returncode == 0, done.stdout
     [a], [b] = (list((tmp_path / out).glob("*.eval")) for out in ("a", "b"))
     assert b.name.endswith(".eval") and "_run-" in b.name  # one log for the whole sharded run
-    a_log, b_log = read_eval_log(str(a)), read_eval_log(str(b))
+    a_log, b_log = read_eval_log(str(a)), read_run(str(b))  # the re-judged run reads back as an ordinary log
     assert len(b_log.samples or []) == len(a_log.samples or []) == 7
     assert [{k: v.value for k, v in (s.scores or {}).items()} for s in a_log.samples or []] == [
         {k: v.value for k, v in (s.scores or {}).items()} for s in b_log.samples or []
