@@ -15,7 +15,7 @@ Steps (each in a process of its own, so that its CPU and memory are its own; the
   the JSON in ``logs/bench/scale-out-<time>/``.
 
 The server answers from a table: a reply computed once for a request body is served again from memory
-(the scripted replies are a function of the request, :mod:`bedside.testing.scripted`; the body is hashed,
+(the scripted replies are a function of the request, :mod:`bedside.providers.scripted`; the body is hashed,
 not parsed); the ``one`` run fills the table, the ``ray`` run is served from it, so the
 server's own CPU (reported per call, and as a share of the machine) stays small where the workers compete
 for the cores. Calls/s is measured over the span the units' logs cover (first start to last end), and the
@@ -63,7 +63,7 @@ def _serve(conn: Any, latency: float) -> None:  # child process
 
     from aiohttp import web
 
-    from bedside.testing.loopback import LoopbackServer
+    from tests.loopback.server import LoopbackServer
 
     table: dict[bytes, bytes] = {}
     served = {"table": 0, "computed": 0}

@@ -15,7 +15,7 @@ import threading
 from collections import Counter
 from typing import Any
 
-from bedside.testing.loopback import LoopbackServer
+from tests.loopback.server import LoopbackServer
 
 
 class CountingServer(LoopbackServer):
