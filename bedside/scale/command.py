@@ -6,7 +6,9 @@ several models separated by commas, ``-M``, ``--model-role``, ``--limit``, ``--s
 cuts the run into units of (task, model, shard) and runs them: ``--workers 1`` one after another in this
 process; otherwise as Ray tasks, on a new local Ray instance of ``--workers`` CPUs (default: every core) or
 on the Ray cluster at ``--address`` (``ray start --head`` on one node and ``ray start --address`` on the
-others, KubeRay, a Ray cluster inside a Slurm allocation). ``--log-dir`` may be a local folder, a shared file
+others, KubeRay, a Ray cluster inside a Slurm allocation; default ``RAY_ADDRESS``, which a Ray job's
+entrypoint has). Without an address the local instance is always a new one, whatever a dead cluster left
+behind in Ray's temporary folder. ``--log-dir`` may be a local folder, a shared file
 system or ``s3://bucket/prefix`` (Inspect writes it through fsspec; ``AWS_ENDPOINT_URL`` for an S3-compatible
 store).
 
@@ -76,11 +78,12 @@ def run(args: argparse.Namespace) -> int:
         print(f"bedside scale: {error}")
         return 2
     engine: Engine
-    if args.workers == 1 and not args.address:
+    address = args.address or os.environ.get("RAY_ADDRESS") or None
+    if args.workers == 1 and not address:
         engine = InProcess()
     else:
         try:
-            engine = RayEngine(args.workers, args.address, args.env or ())
+            engine = RayEngine(args.workers, address, args.env or ())
         except ImportError:
             print("bedside scale: Ray is not installed (pip install 'bedside[scale]'), or run with --workers 1")
             return 2
@@ -157,7 +160,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--workers", type=int, help="units at once: CPUs of a local Ray instance (default every core); 1: no Ray"
     )
-    p.add_argument("--address", help="address of a running Ray cluster (ray start --head ...)")
+    p.add_argument(
+        "--address",
+        help="address of a running Ray cluster (ray start --head ...; default RAY_ADDRESS, as Ray's own commands and "
+        "a Ray job's entrypoint have it); without either, a new local Ray instance",
+    )
     p.add_argument("--env", action="append", metavar="NAME", help="set this variable in every Ray worker (repeatable)")
     p.add_argument("--run-id", help="the run's id (default: a hash of its definition, so a re-run resumes it)")
     p.add_argument("--max-connections", type=int, help="connections per model for the whole run")

@@ -125,7 +125,12 @@ class InProcess(Engine):
 class RayEngine(Engine):
     """Units as Ray tasks (one CPU each): a new local Ray instance of ``workers`` CPUs, or the cluster at
     ``address`` (``workers``: how many units at once; default its CPUs). ``env``: variables of this process
-    to set in every worker (Ray's ``runtime_env``)."""
+    to set in every worker (Ray's ``runtime_env``).
+
+    Without an address the local instance is always a new one (Ray's ``address="local"``): never a cluster
+    that Ray's own look-up would find (``RAY_ADDRESS``, or the address file ``ray start`` leaves in Ray's
+    temporary folder, which outlives a cluster that died). :mod:`bedside.scale.command` passes
+    ``RAY_ADDRESS`` as the address when ``--address`` is not given."""
 
     def __init__(self, workers: int | None = None, address: str | None = None, env: Sequence[str] = ()) -> None:
         import ray
@@ -142,7 +147,7 @@ class RayEngine(Engine):
             self.slots = workers or max(1, cpus)
         else:
             self.slots = workers or os.cpu_count() or 1
-            ray.init(num_cpus=self.slots, include_dashboard=False, **options)
+            ray.init(address="local", num_cpus=self.slots, include_dashboard=False, **options)
         self.remote = ray.remote(num_cpus=1, max_retries=RAY_MAX_RETRIES)(run_unit)
 
     def submit(self, unit: Unit) -> Any:
