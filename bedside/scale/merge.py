@@ -26,7 +26,7 @@ from typing import Any
 
 from inspect_ai.log import EvalLog
 
-from bedside.scale.shards import KEY, MERGED_KEY, ShardInfo, shard_info, shard_of
+from bedside.scale.shards import KEY, MERGED_KEY, ShardInfo, assignment, shard_info
 
 
 class ShardError(ValueError):
@@ -138,15 +138,25 @@ def _check(units: list[tuple[str, EvalLog, ShardInfo]]) -> None:
             f"is missing: found shard{'s' if len(present) > 1 else ''} {', '.join(map(str, sorted(present)))} "
             f"in {where}; re-run the run's command to complete it, or pass every shard's log"
         )
+    planned = {path: [str(i) for i in _planned_ids(log)] for path, log, _ in units}
+    dealt = assignment((i for ids in planned.values() for i in ids), info0.shards)
     seen: dict[tuple[str, int], str] = {}
     for path, log, info in units:
+        if wrong := next((i for i in planned[path] if dealt[i] != info.shard), None):
+            raise ShardError(f"{path}: {info} holds sample {wrong}, which belongs to shard {dealt[wrong]}")
+        mine = set(planned[path])
         for sample in log.samples or []:
-            if shard_of(sample.id, info.shards) != info.shard:
-                raise ShardError(f"{path}: {info} holds sample {sample.id}, which belongs to another shard")
+            if str(sample.id) not in mine:
+                raise ShardError(f"{path}: {info} holds sample {sample.id}, which is not among its shard's samples")
             key = (str(sample.id), sample.epoch)
             if key in seen:
                 raise ShardError(f"{path}: {info} holds sample {sample.id} (epoch {sample.epoch}) also in {seen[key]}")
             seen[key] = path
+
+
+def _planned_ids(log: EvalLog) -> list[str | int]:
+    """The sample ids a unit was given (its log's selection; a log without one: the samples it holds)."""
+    return list(log.eval.dataset.sample_ids or [sample.id for sample in log.samples or []])
 
 
 def _added(usages: list[dict[str, Any]]) -> dict[str, Any]:

@@ -1,11 +1,13 @@
 """What a shard is, and what every unit of a sharded run writes into its log.
 
-A run is cut into units of (task, model, shard). A sample belongs to shard :func:`shard_of` of its id: a
-hash of the id modulo the number of shards, so a shard's samples do not depend on the order of the case set
-or on the other cases in it. Everything else about a sample (its persona, its balanced assignment, its
-seed, its epochs) is decided when the task builds the whole case set, before any shard is taken (the
-units select their samples with Inspect's ``sample_id``): the samples of a sharded run are exactly those
-of the unsharded run.
+A run is cut into units of (task, model, shard). The shards of a case set are dealt by sample id
+(:func:`assignment`): the ids in the order of their SHA-256, dealt round-robin, so a shard's samples do not
+depend on the order of the case set, and the shards' sizes differ by one at most (a run takes as long as
+its largest shard: a hash of each id alone would leave them uneven, e.g. 27 and 21 of 48). Everything else
+about a sample (its persona, its balanced assignment, its seed, its epochs) is decided when the task builds
+the whole case set, before any shard is taken (the units select their samples with Inspect's
+``sample_id``): the samples of a sharded run are exactly those of the unsharded run. (A changed case set is
+another run: its run id hashes the ids.)
 
 Each unit's log is an ordinary Inspect log whose eval metadata holds :data:`KEY`: the run id, the shard
 (1-based) and the number of shards (:class:`ShardInfo`); beside it, the task's own record of the data and
@@ -22,7 +24,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,20 +58,21 @@ def shard_info(log: Any) -> ShardInfo | None:
     return ShardInfo(run_id=str(found["run_id"]), shard=int(found["shard"]), shards=int(found["shards"]))
 
 
-def shard_of(sample_id: str | int, shards: int) -> int:
-    """The shard (1..``shards``) of a sample id: its SHA-256 modulo ``shards`` (the id as text, so ``7`` and
-    ``"7"`` agree)."""
+def assignment(ids: Iterable[str | int], shards: int) -> dict[str, int]:
+    """Sample id (as text, so ``7`` and ``"7"`` agree) -> its shard (1..``shards``): the ids in the order of
+    their SHA-256, dealt round-robin (module docstring)."""
     if shards < 1:
         raise ValueError(f"shards must be at least 1, got {shards}")
-    digest = hashlib.sha256(str(sample_id).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big") % shards + 1
+    texts = sorted({str(i) for i in ids}, key=lambda t: (hashlib.sha256(t.encode("utf-8")).digest(), t))
+    return {text: k % shards + 1 for k, text in enumerate(texts)}
 
 
 def split(ids: Sequence[str | int], shards: int) -> list[list[str | int]]:
     """The ids of each shard (index 0 = shard 1), each in the order given."""
+    where = assignment(ids, shards)
     out: list[list[str | int]] = [[] for _ in range(shards)]
     for sample_id in ids:
-        out[shard_of(sample_id, shards) - 1].append(sample_id)
+        out[where[str(sample_id)] - 1].append(sample_id)
     return out
 
 

@@ -10,6 +10,7 @@ process the embedding kernels are the same, so here even the kernel floats agree
 
 from __future__ import annotations
 
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
 from bedside.reporting.load import expand, load, read_logs, read_run
 from bedside.scale.engine import InProcess
+from bedside.scale.merge import ShardError
 from bedside.scale.plan import RunSpec, plan
 from bedside.scale.shards import KEY, MERGED_KEY, shard_info
 from tests.conftest import REPO, bedside_command
@@ -247,6 +249,23 @@ def test_shards_of_different_runs_are_refused(medsp, tmp_path: Path) -> None:
             log.eval.metadata["data_versions"]["cases"] = "sha256:0000"  # type: ignore[index]
         write_eval_log(log, str(other / f"{info.shard}" / Path(path).name))  # type: ignore[union-attr]
     refused_by_every_reader([str(other)], tmp_path, "shard 4 of 4", "is not of the run", "cases differs")
+    # a unit holding a sample of another shard (moved from shard 2 to shard 1, with its place in the selection)
+    logs = {}
+    for path in expand([folder]):
+        log = read_eval_log(path)
+        logs[shard_info(log).shard] = (path, log)  # type: ignore[union-attr]
+    (_, one), (_, two) = logs[1], logs[2]
+    moved = two.samples.pop()  # type: ignore[union-attr]
+    one.samples.append(moved)  # type: ignore[union-attr]
+    one.eval.dataset.sample_ids = [*one.eval.dataset.sample_ids, moved.id]  # type: ignore[misc]
+    two.eval.dataset.sample_ids = [i for i in two.eval.dataset.sample_ids if i != moved.id]  # type: ignore[union-attr]
+    moved_dir = tmp_path / "moved"
+    for shard, (path, log) in logs.items():
+        write_eval_log(log, str(moved_dir / f"{shard}" / Path(path).name))
+    with pytest.raises(
+        ShardError, match=rf"shard 1 of 4 .* holds sample {re.escape(str(moved.id))}, which belongs to shard 2$"
+    ):
+        read_logs([str(moved_dir)])
 
 
 def test_read_logs_keeps_unsharded_runs_apart(discharge, medsp) -> None:

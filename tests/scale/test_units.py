@@ -1,5 +1,5 @@
-"""The units of a sharded run (no eval runs here): shards by sample id, stable under reordering; the whole case
-set decided before the shards; the run's connection budget divided over the units at once."""
+"""The units of a sharded run (no eval runs here): shards dealt by sample id, stable under reordering and even;
+the whole case set decided before the shards; the run's connection budget divided over the units at once."""
 
 from __future__ import annotations
 
@@ -9,23 +9,28 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from bedside.scale.plan import RunSpec, _selected, concurrency, plan
-from bedside.scale.shards import ShardInfo, run_id, shard_info, shard_of, split, unit_dir
+from bedside.scale.shards import ShardInfo, assignment, run_id, shard_info, split, unit_dir
 
 IDS = [f"case-{i:03d}" for i in range(200)]
 
 
-def test_a_sample_keeps_its_shard_whatever_the_order_and_the_other_cases() -> None:
+def test_shards_are_dealt_by_id_whatever_the_order_and_differ_in_size_by_one_at_most() -> None:
     shuffled = IDS[:]
     random.Random(7).shuffle(shuffled)
-    assert {i: shard_of(i, 4) for i in IDS} == {i: shard_of(i, 4) for i in shuffled}
+    assert assignment(IDS, 4) == assignment(shuffled, 4)  # by id, not by position
     parts = split(shuffled, 4)
     assert sorted(i for part in parts for i in part) == sorted(IDS)  # a partition: every id in one shard
-    assert all(shard_of(i, 4) == k + 1 for k, part in enumerate(parts) for i in part)
+    assert all(assignment(IDS, 4)[i] == k + 1 for k, part in enumerate(parts) for i in part)
     assert all(part == [i for i in shuffled if i in set(part)] for part in parts)  # each in the order given
-    assert min(len(p) for p in parts) > 30  # a hash spreads 200 ids roughly evenly
-    assert shard_of(7, 3) == shard_of("7", 3)  # an id as text: 7 and "7" agree
+    for n in (1, 7, 48, 199, 200):  # sizes differ by one at most (a run lasts as long as its largest shard)
+        for shards in (1, 2, 3, 4, 8):
+            sizes = [len(p) for p in split(IDS[:n], shards)]
+            assert sum(sizes) == n and max(sizes) - min(sizes) <= 1, (n, shards, sizes)
+    # the deal follows the ids' hashes, not their order: a shard is not a run of neighbouring cases
+    assert split(IDS[:8], 2) != [IDS[0:8:2], IDS[1:8:2]] and split(IDS[:8], 2) != [IDS[:4], IDS[4:8]]
+    assert assignment([7, 8], 2) == assignment(["7", "8"], 2)  # an id as text: 7 and "7" agree
     with pytest.raises(ValueError, match="at least 1"):
-        shard_of("a", 0)
+        assignment(["a"], 0)
 
 
 def test_the_budget_is_divided_over_the_units_at_once_and_never_exceeded() -> None:
