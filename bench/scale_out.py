@@ -1,28 +1,39 @@
 """One process against N workers: DischargeBench calls/s and sessions/h against the loopback server at a
-fixed latency, at the same total concurrency, and what that predicts for K machines.
+fixed latency, at the same total concurrency, and what bounds each.
 
-    .venv/bin/python bench/scale_out.py all                     # n=48 cases, 16 lanes, 0.3 s a call, 2 workers
-    .venv/bin/python bench/scale_out.py all --n 96 --workers 2 --lanes 16 --latency 0.3
+    .venv/bin/python bench/scale_out.py all       # 96 cases, 16 and 32 lanes, 0.3 s a call, 2 workers
+    .venv/bin/python bench/scale_out.py all --n 96 --lanes 16,32 --latency 0.3 --workers 2
 
-Steps (each in a process of its own, so that its CPU and memory are its own; the loopback server in another):
+For each total concurrency of ``--lanes`` (samples at once over the whole run), two runs of the same cases
+(each step in a process of its own, so that its CPU and memory are its own; the loopback server in another):
 
-- ``one``: one Inspect process, ``eval()`` of DischargeBench with ``max_samples`` = ``--lanes`` (as
-  ``inspect eval``): wall-clock, calls/s, sessions/h, CPU per call, peak RSS;
-- ``ray``: ``bedside scale``'s planner and Ray engine with ``--workers`` local workers and the same run-wide
-  ``--max-samples`` (``--lanes``: each of N units runs lanes/N samples at once) and shards = workers; the Ray
-  workers' CPU seconds and peak RSS sampled every 0.5 s (psutil), and Ray's own processes (raylet, GCS) apart;
-- ``all``: the loopback server (latency, no jitter), ``one`` then ``ray``, then ``RESULTS-scale-out.md`` beside
-  the JSON in ``logs/bench/scale-out-<time>/``.
+- ``one``: one Inspect process, ``eval()`` of DischargeBench with ``max_samples`` = lanes (as ``inspect
+  eval``): wall-clock, calls/s, sessions/h, CPU per call, peak RSS;
+- ``ray``: ``bedside scale``'s planner and Ray engine with ``--workers`` local workers, shards = workers and
+  the same run-wide ``--max-samples`` (each of N units runs lanes/N samples at once); the Ray workers' CPU
+  and peak RSS sampled every 0.5 s (psutil), Ray's own processes (raylet, GCS) apart.
+
+``all`` starts the loopback server (latency, no jitter), runs ``one`` then ``ray`` for each lanes value, and
+writes ``RESULTS-scale-out.md`` beside the JSON in ``logs/bench/scale-out-<time>/``. Choose ``--n`` a
+multiple of every lanes value (every process then runs whole waves of samples: the comparison measures the
+engine, not a half-empty last wave).
+
+What bounds a run, from its logs and the CPU samples: the cores its processes used over the span (1.0: a
+process is CPU-bound on its core), the lane occupancy (sample-seconds / (lanes × span): how full the lanes
+were; the rest is the tail of the last wave and a unit's start), the seconds of a sample against its calls'
+critical path at the server's latency (the lane bound), and a call's seconds against the latency (the rest:
+waiting in the process's event loop).
 
 The server answers from a table: a reply computed once for a request body is served again from memory
 (the scripted replies are a function of the request, :mod:`bedside.providers.scripted`; the body is hashed,
-not parsed); the ``one`` run fills the table, the ``ray`` run is served from it, so the
-server's own CPU (reported per call, and as a share of the machine) stays small where the workers compete
-for the cores. Calls/s is measured over the span the units' logs cover (first start to last end), and the
-wall-clock of the whole command (Ray's start-up included) is given beside it.
+not parsed); the first run fills the table, the later runs are served from it (the report gives how many of
+each run's calls the server computed), so the server's own CPU (reported per call, and as a share of the
+machine) stays small where the workers compete for the cores. Calls/s is measured over the span the
+logs cover (first start to last end), and the wall-clock of the whole step (Ray's start-up included) is
+given beside it.
 
-The machine is shared while the coordinator's helpers work: every row gives the 1-minute load average
-before and after; compare ratios measured in one run, on a quiet machine.
+Each row gives the 1-minute load average before and after: compare ratios measured in one run, on a quiet
+machine.
 """
 
 from __future__ import annotations
@@ -121,64 +132,67 @@ def table_server(latency: float) -> Iterator[tuple[str, Any]]:
 # the two runs
 
 
-def calls_and_span(log_dir: str) -> dict[str, Any]:
-    """Model calls, samples and the time span (first start to last end) of the logs under ``log_dir``."""
+def log_stats(log_dir: str, latency: float) -> dict[str, Any]:
+    """Model calls, samples and the span (first start to last end) of the logs under ``log_dir``, and per log
+    (a unit of the sharded run): its samples, span, sample-seconds, mean seconds a call and mean critical
+    path of a sample at ``latency`` a call."""
+    from datetime import datetime
+    from statistics import mean
+
     from inspect_ai.log import read_eval_log, read_eval_log_samples
 
     from bedside.reporting.load import expand
 
-    calls = samples = 0
-    starts, ends = [], []
+    units = []
     for path in expand([log_dir]):
         header = read_eval_log(path, header_only=True)
-        starts.append(header.stats.started_at)
-        ends.append(header.stats.completed_at)
+        calls, busy, call_s, paths = 0, 0.0, [], []
+        samples = 0
         for sample in read_eval_log_samples(path, all_samples_required=False):
+            events = [e for e in common.model_events(sample) if e.cache != "read"]
             samples += 1
-            calls += sum(1 for e in sample.events if e.event == "model" and e.cache != "read")
-    from datetime import datetime
-
-    span = (datetime.fromisoformat(max(ends)) - datetime.fromisoformat(min(starts))).total_seconds()
-    return {"calls": calls, "samples": samples, "span_s": span}
-
-
-def step_one(args: argparse.Namespace) -> dict[str, Any]:
-    from inspect_ai import eval
-
-    from bedside.tasks.discharge import discharge
-
-    os.environ["INSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix="bedside-scale-out-cache-")
-    models = {r: common.loopback_model(r, args.base_url) for r in ROLES}
-    task = discharge(data=args.data, min_turns=args.min_turns)
-    load_before, cpu0, t0 = common.loadavg(), common.cpu_seconds(), time.perf_counter()
-    [log] = eval(
-        task,
-        model=common.loopback_model("educator", args.base_url),
-        model_roles=models,
-        max_samples=args.lanes,
-        max_connections=6 * args.lanes,
-        log_dir=args.log_dir,
-        display="none",
-    )
-    wall, cpu = time.perf_counter() - t0, common.cpu_seconds() - cpu0
+            calls += len(events)
+            busy += float(sample.total_time or 0.0)
+            call_s += [e.completed.timestamp() - e.timestamp.timestamp() for e in events if e.completed]
+            paths.append(common.critical_path(events, lambda e: latency)[0])
+        units.append(
+            {
+                "samples": samples,
+                "calls": calls,
+                "start": datetime.fromisoformat(header.stats.started_at).timestamp(),
+                "end": datetime.fromisoformat(header.stats.completed_at).timestamp(),
+                "sample_s": busy,
+                "call_s_mean": mean(call_s) if call_s else 0.0,
+                "critical_path_s_mean": mean(paths) if paths else 0.0,
+            }
+        )
+    start, end = min(u["start"] for u in units), max(u["end"] for u in units)
+    for unit in units:
+        unit["span_s"] = unit["end"] - unit["start"]
     return {
-        "step": "one",
-        "status": log.status,
-        "wall_s": wall,
-        "eval_cpu_s": cpu,
-        "cpu_s": common.cpu_seconds(),  # the whole process, imports and loads included (as a worker's)
-        "peak_rss_mb": common.peak_rss_mb(),
-        "loadavg": [load_before, common.loadavg()],
-        **calls_and_span(args.log_dir),
+        "calls": sum(u["calls"] for u in units),
+        "samples": sum(u["samples"] for u in units),
+        "span_s": end - start,
+        "start": start,
+        "end": end,
+        "sample_s": sum(u["sample_s"] for u in units),
+        "call_s_mean": sum(u["call_s_mean"] * u["calls"] for u in units) / max(1, sum(u["calls"] for u in units)),
+        "critical_path_s_mean": sum(u["critical_path_s_mean"] * u["samples"] for u in units)
+        / max(1, sum(u["samples"] for u in units)),
+        "units": units,
     }
 
 
 class Sampler:
-    """The CPU seconds and peak RSS of this process's descendants, every ``every`` s: Ray's workers
-    (``ray::`` in their command line) each apart, Ray's own processes (raylet, GCS, ...) together."""
+    """The CPU seconds and RSS of this process and its descendants every ``every`` s, as time series per
+    process (time, CPU seconds): this process (``self``), Ray's workers (``ray::`` in their command line) and
+    Ray's own processes (raylet, GCS, ...)."""
 
     def __init__(self, every: float = 0.5) -> None:
-        self.every, self.workers, self.ray, self.peak = every, {}, {}, {}  # type: ignore[var-annotated]
+        self.every = every
+        self.series: dict[int, list[tuple[float, float]]] = {}
+        self.kind: dict[int, str] = {}
+        self.peak: dict[int, float] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -189,22 +203,81 @@ class Sampler:
     def __exit__(self, *exc: Any) -> None:
         self._stop.set()
         self._thread.join()
+        self._sample()
 
     def _run(self) -> None:
+        while not self._stop.wait(self.every):
+            self._sample()
+
+    def _sample(self) -> None:
         import psutil
 
-        while not self._stop.wait(self.every):
-            for proc in psutil.Process().children(recursive=True):
-                try:
-                    with proc.oneshot():
-                        title = " ".join(proc.cmdline())
-                        cpu = sum(proc.cpu_times()[:2])
-                        rss = proc.memory_info().rss / 2**20
-                except psutil.Error:
-                    continue
-                target = self.workers if title.startswith("ray::") else self.ray
-                target[proc.pid] = cpu
-                self.peak[proc.pid] = max(self.peak.get(proc.pid, 0.0), rss)
+        me = psutil.Process()
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                with proc.oneshot():
+                    title = " ".join(proc.cmdline())
+                    cpu = sum(proc.cpu_times()[:2])
+                    rss = proc.memory_info().rss / 2**20
+            except psutil.Error:
+                continue
+            self.kind[proc.pid] = "self" if proc.pid == me.pid else "worker" if title.startswith("ray::") else "ray"
+            self.series.setdefault(proc.pid, []).append((time.time(), cpu))
+            self.peak[proc.pid] = max(self.peak.get(proc.pid, 0.0), rss)
+
+    def total(self, pid: int) -> float:
+        return self.series[pid][-1][1]
+
+    def between(self, pid: int, start: float, end: float) -> float:
+        """CPU seconds of ``pid`` from ``start`` to ``end`` (wall-clock), interpolated between samples."""
+        return _at(self.series[pid], end) - _at(self.series[pid], start)
+
+    def pids(self, kind: str) -> list[int]:
+        return [pid for pid, k in self.kind.items() if k == kind]
+
+
+def _at(series: list[tuple[float, float]], t: float) -> float:
+    if t <= series[0][0]:
+        return series[0][1]
+    for (t0, c0), (t1, c1) in zip(series, series[1:]):
+        if t <= t1:
+            return c0 + (c1 - c0) * (t - t0) / max(t1 - t0, 1e-9)
+    return series[-1][1]
+
+
+def step_one(args: argparse.Namespace) -> dict[str, Any]:
+    from inspect_ai import eval
+
+    from bedside.tasks.discharge import discharge
+
+    os.environ["INSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix="bedside-scale-out-cache-")
+    models = {r: common.loopback_model(r, args.base_url) for r in ROLES}
+    task = discharge(data=args.data, min_turns=args.min_turns)
+    load_before, t0 = common.loadavg(), time.perf_counter()
+    with Sampler() as sampler:
+        [log] = eval(
+            task,
+            model=common.loopback_model("educator", args.base_url),
+            model_roles=models,
+            max_samples=args.lanes,
+            max_connections=6 * args.lanes,
+            log_dir=args.log_dir,
+            display="none",
+        )
+    wall = time.perf_counter() - t0
+    stats = log_stats(args.log_dir, args.latency)
+    me = os.getpid()
+    return {
+        "step": "one",
+        "lanes": args.lanes,
+        "status": log.status,
+        "wall_s": wall,
+        "cpu_s": [common.cpu_seconds()],  # the whole process, imports and loads included (as a worker's)
+        "cpu_in_span_s": [sampler.between(me, stats["start"], stats["end"])],
+        "peak_rss_mb": [common.peak_rss_mb()],
+        "loadavg": [load_before, common.loadavg()],
+        **stats,
+    }
 
 
 def step_ray(args: argparse.Namespace) -> dict[str, Any]:
@@ -234,21 +307,24 @@ def step_ray(args: argparse.Namespace) -> dict[str, Any]:
         outcomes = engine.run(run_plan.units, run_plan.at_once, say=lambda line: None)
         engine.close()
     wall = time.perf_counter() - t0
-    workers = sorted(sampler.workers.items(), key=lambda kv: -kv[1])
-    busy = [(pid, cpu) for pid, cpu in workers if cpu > 1.0][: args.workers]
+    stats = log_stats(args.log_dir, args.latency)
+    workers = sorted(sampler.pids("worker"), key=lambda pid: -sampler.total(pid))
+    busy = [pid for pid in workers if sampler.total(pid) > 1.0][: args.workers]
     return {
         "step": "ray",
+        "lanes": args.lanes,
         "workers": args.workers,
         "status": [o.result.status if o.result else "no result" for o in outcomes],
         "wall_s": wall,
         "ray_start_s": started - t0,
-        "worker_cpu_s": [cpu for _, cpu in busy],
-        "worker_peak_rss_mb": [sampler.peak[pid] for pid, _ in busy],
-        "ray_own_cpu_s": sum(sampler.ray.values()),
+        "cpu_s": [sampler.total(pid) for pid in busy],
+        "cpu_in_span_s": [sampler.between(pid, stats["start"], stats["end"]) for pid in busy],
+        "peak_rss_mb": [sampler.peak[pid] for pid in busy],
+        "ray_own_cpu_s": sum(sampler.total(pid) for pid in sampler.pids("ray")),
         "driver_cpu_s": common.cpu_seconds(),
         "loadavg": [load_before, common.loadavg()],
         "max_samples_per_unit": run_plan.units[0].max_samples,
-        **calls_and_span(args.log_dir),
+        **stats,
     }
 
 
@@ -259,24 +335,33 @@ def step_ray(args: argparse.Namespace) -> dict[str, Any]:
 def step_all(args: argparse.Namespace) -> None:
     out = Path(args.dir or REPO_LOGS / f"scale-out-{time.strftime('%Y%m%d-%H%M%S')}")
     out.mkdir(parents=True, exist_ok=True)
+    lanes = [int(x) for x in str(args.lanes).split(",")]
+    if uneven := [x for x in lanes if args.n % x or x % args.workers]:
+        print(
+            f"scale-out: --n {args.n} is not a multiple of {uneven[0]} lanes, or {uneven[0]} lanes not of "
+            f"{args.workers} workers: the runs' last waves differ; measured anyway",
+            flush=True,
+        )
     data = str(common.replicate_discharge(args.n, out / "cases.jsonl"))
-    results: dict[str, Any] = {"machine": common.machine(), "argv": sys.argv[1:], "n": args.n}
+    results: dict[str, Any] = {"machine": common.machine(), "argv": sys.argv[1:], "n": args.n, "runs": []}
     with table_server(args.latency) as (base_url, server):
-        for step, extra in (("one", []), ("ray", ["--workers", str(args.workers)])):
-            before = server()
-            command = [sys.executable, __file__, step, "--data", data, "--base-url", base_url]
-            command += ["--lanes", str(args.lanes), "--min-turns", str(args.min_turns)]
-            command += ["--log-dir", str(out / f"logs-{step}"), "--out", str(out / f"{step}.json"), *extra]
-            print(f"scale-out: {step} ...", flush=True)
-            subprocess.run(command, check=True)
-            after = server()
-            result = json.loads((out / f"{step}.json").read_text())
-            result["server"] = {
-                "cpu_s": after["cpu_s"] - before["cpu_s"],
-                "from_table": after["table"] - before["table"],
-                "computed": after["computed"] - before["computed"],
-            }
-            results[step] = result
+        for width in lanes:
+            for step, extra in (("one", []), ("ray", ["--workers", str(args.workers)])):
+                before = server()
+                name = f"{step}-{width}"
+                command = [sys.executable, __file__, step, "--data", data, "--base-url", base_url]
+                command += ["--lanes", str(width), "--min-turns", str(args.min_turns), "--latency", str(args.latency)]
+                command += ["--log-dir", str(out / f"logs-{name}"), "--out", str(out / f"{name}.json"), *extra]
+                print(f"scale-out: {step}, {width} lanes ...", flush=True)
+                subprocess.run(command, check=True)
+                after = server()
+                result = json.loads((out / f"{name}.json").read_text())
+                result["server"] = {
+                    "cpu_s": after["cpu_s"] - before["cpu_s"],
+                    "from_table": after["table"] - before["table"],
+                    "computed": after["computed"] - before["computed"],
+                }
+                results["runs"].append(result)
     common.write_json(out / "results.json", results)
     text = report(results, args)
     (out / "RESULTS-scale-out.md").write_text(text)
@@ -284,77 +369,88 @@ def step_all(args: argparse.Namespace) -> None:
 
 
 def report(results: dict[str, Any], args: argparse.Namespace) -> str:
-    one, ray = results["one"], results["ray"]
-    rate = {k: r["calls"] / r["span_s"] for k, r in (("one", one), ("ray", ray))}
-    sessions = {k: r["samples"] / r["span_s"] * 3600 for k, r in (("one", one), ("ray", ray))}
-    calls_per_session = one["calls"] / max(one["samples"], 1)
-    cpu_call = {"one": one["cpu_s"] / one["calls"], "ray": sum(ray["worker_cpu_s"]) / ray["calls"]}
-    span_total = {k: r["span_s"] for k, r in (("one", one), ("ray", ray))}
-    cores = results["machine"]["cores"] or 1
-    server_share = {k: results[k]["server"]["cpu_s"] / (span_total[k] * cores) for k in ("one", "ray")}
-    ratio = rate["ray"] / rate["one"]
     m = results["machine"]
+    cores = m["cores"] or 1
+    runs = results["runs"]
     lines = [
         "# bedside scale-out benchmark",
         "",
         f"`{' '.join(['bench/scale_out.py', *results['argv']])}`; machine: {m['cores']} cores ({m['cpu']}), "
-        f"{m['ram_gb']} GB, Python {m['python']}, inspect_ai {m['inspect_ai']}, bedside `{m['git']}`.",
+        f"{m['ram_gb']} GB, Python {m['python']}, inspect_ai {m['inspect_ai']}, bedside `{m['git']}`. "
         f"DischargeBench, {results['n']} synthetic cases, `min_turns={args.min_turns}`, loopback latency "
-        f"{args.latency} s a call (no jitter), {args.lanes} samples at once in all (one process: max_samples "
-        f"{args.lanes}; {ray['workers']} workers: {ray['max_samples_per_unit']} each).",
+        f"{args.latency} s a call (no jitter). Lanes: samples at once over the run (one process: max_samples; "
+        "N workers: lanes/N each).",
         "",
-        "Each row gives the 1-minute load average before → after it: on a machine shared with other jobs the "
-        "workers compete with them for the cores, and the ratio below measures that, not the engine.",
-        "",
-        "| run | calls | sessions | span s | wall s | calls/s | sessions/h | process CPU ms/call | peak RSS MB | "
-        "server CPU ms/call | server share of the cores | load 1-min |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| lanes | run | calls | span s | wall s | calls/s | sessions/h | cores used in the span (per process) "
+        "| lane occupancy | s a sample (critical path) | s a call | CPU ms/call | peak RSS MB | server: computed, "
+        "CPU ms/call, share | load 1-min |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
-    names = {"one": "1 process", "ray": f"{ray['workers']} Ray workers"}
-    for key, r in (("one", one), ("ray", ray)):
-        rss = f"{r['peak_rss_mb']:.0f}" if key == "one" else " / ".join(f"{x:.0f}" for x in r["worker_peak_rss_mb"])
+    for r in runs:
+        rate = r["calls"] / r["span_s"]
+        name = "1 process" if r["step"] == "one" else f"{r['workers']} Ray workers"
+        used = " + ".join(f"{c / r['span_s']:.2f}" for c in r["cpu_in_span_s"])
+        occupancy = r["sample_s"] / (r["lanes"] * r["span_s"])
+        server = r["server"]
         lines.append(
-            f"| {names[key]} | {r['calls']:,} | {r['samples']} "
-            f"| {r['span_s']:.1f} | {r['wall_s']:.1f} | **{rate[key]:.1f}** | {sessions[key]:.0f} "
-            f"| {1000 * cpu_call[key]:.1f} | {rss} | {1000 * r['server']['cpu_s'] / r['calls']:.2f} "
-            f"| {100 * server_share[key]:.1f} % | {r['loadavg'][0][0]} → {r['loadavg'][1][0]} |"
+            f"| {r['lanes']} | {name} | {r['calls']:,} | {r['span_s']:.1f} | {r['wall_s']:.1f} | **{rate:.1f}** "
+            f"| {r['samples'] / r['span_s'] * 3600:.0f} | {used} | {100 * occupancy:.0f} % "
+            f"| {r['sample_s'] / r['samples']:.1f} ({r['critical_path_s_mean']:.1f}) | {r['call_s_mean']:.2f} "
+            f"| {1000 * sum(r['cpu_s']) / r['calls']:.1f} | {' / '.join(f'{x:.0f}' for x in r['peak_rss_mb'])} "
+            f"| {server['computed']:,}, {1000 * server['cpu_s'] / r['calls']:.2f}, "
+            f"{100 * server['cpu_s'] / (r['span_s'] * cores):.1f} % "
+            f"| {r['loadavg'][0][0]} → {r['loadavg'][1][0]} |"
         )
-    target = "met" if ratio >= 1.6 else "missed"
+    lines += [""]
+    best_worker_rate, calls_per_session, cpu_call = 0.0, 57.0, 0.03
+    for width in dict.fromkeys(r["lanes"] for r in runs):
+        one = next(r for r in runs if r["lanes"] == width and r["step"] == "one")
+        ray = next(r for r in runs if r["lanes"] == width and r["step"] == "ray")
+        ratio = (ray["calls"] / ray["span_s"]) / (one["calls"] / one["span_s"])
+        target = "met" if ratio >= 1.6 else "missed"
+        units = "; ".join(
+            f"{u['samples']} samples in {u['span_s']:.0f} s" for u in sorted(ray["units"], key=lambda u: -u["samples"])
+        )
+        lines.append(
+            f"- **{width} lanes: {ray['workers']} workers / 1 process = {ratio:.2f}× the calls/s** (target ≥ 1.6× "
+            f"with 2 workers on 2 cores: {target}). Units: {units}; {ray['max_samples_per_unit']} lanes each; "
+            f"Ray's own processes {ray['ray_own_cpu_s']:.0f} s CPU, its start-up {ray['ray_start_s']:.1f} s "
+            "(in the wall-clock, not the span)."
+        )
+        worker_rate = ray["calls"] / ray["span_s"] / ray["workers"]
+        if worker_rate > best_worker_rate:
+            best_worker_rate = worker_rate
+            calls_per_session = one["calls"] / max(one["samples"], 1)
+            cpu_call = sum(ray["cpu_in_span_s"]) / ray["calls"]
     lines += [
         "",
-        f"**{ray['workers']} workers / 1 process: {ratio:.2f}× the calls/s** (target ≥ 1.6× with 2 workers on 2 cores: "
-        f"**{target}**). Process CPU is each process's whole life, its imports and the embedding model's load "
-        f"included. Per worker: CPU {', '.join(f'{c:.0f}' for c in ray['worker_cpu_s'])} s, "
-        f"peak RSS {', '.join(f'{x:.0f}' for x in ray['worker_peak_rss_mb'])} MB; Ray's own processes "
-        f"{ray['ray_own_cpu_s']:.0f} s CPU; Ray's start-up {ray['ray_start_s']:.1f} s "
-        "(in the wall-clock, not the span). "
-        f"The server answered {ray['server']['from_table']:,} of the workers' calls from its table "
-        f"({ray['server']['computed']:,} computed).",
+        "Cores used: each process's CPU seconds within the span over the span (1.00: CPU-bound on its core). "
+        "Lane occupancy: the samples' seconds over lanes × span (the rest: the last wave's tail, a unit's "
+        "start). A sample's seconds against its calls' critical path at the latency (the lane bound), a call's "
+        f"seconds against the latency ({args.latency} s): the rest is waiting in the process. CPU ms/call: each "
+        "process's whole life (imports, the embedding model's load) over the calls.",
         "",
         "## K machines",
         "",
         "calls/s(K) = min(K × C × r, S, R), where r = the calls/s of one worker on one core (measured: "
-        f"{rate['ray'] / ray['workers']:.1f}, at {ray['max_samples_per_unit']} samples at once and {args.latency} s a "
-        f"call; CPU-bound it is 1 / CPU per call = {1 / cpu_call['ray']:.0f}), C = cores per machine, "
-        "S = what the model servers answer per second, R = the API's rate limit in calls/s; "
-        "sessions/h = calls/s × 3600 / "
-        f"{calls_per_session:.0f} calls a DischargeBench session here.",
+        f"{best_worker_rate:.1f} at the widest lanes; CPU-bound it is 1 / CPU per call in the span = "
+        f"{1 / cpu_call:.0f}), C = cores per machine, S = what the model servers answer per second, R = the API's "
+        f"rate limit in calls/s; sessions/h = calls/s × 3600 / {calls_per_session:.0f} calls a DischargeBench "
+        "session here. A worker needs enough lanes to keep its core busy: lanes per worker ≥ r × (latency + "
+        "its waiting) per call.",
         "",
         "| machines × cores | workers' calls/s (K × C × r) | sessions/h if S and R do not bind |",
         "|---|---|---|",
     ]
-    per_worker = rate["ray"] / ray["workers"]
     for k, c in ((1, 2), (1, 8), (4, 8), (8, 32)):
-        lines.append(
-            f"| {k} × {c} | {k * c * per_worker:,.0f} | {k * c * per_worker * 3600 / calls_per_session:,.0f} |"
-        )
+        rate = k * c * best_worker_rate
+        lines.append(f"| {k} × {c} | {rate:,.0f} | {rate * 3600 / calls_per_session:,.0f} |")
+    need = 477 * calls_per_session * 8 / 10800
     lines += [
         "",
         "K for a throughput T: K = ceil(T / (C × r)), capped where S or R binds (more machines then add nothing). "
-        f"E.g. 477 cases × {calls_per_session:.0f} calls × 8 models in 3 h is "
-        f"{477 * calls_per_session * 8 / 10800:.0f} calls/s: "
-        f"K = {math.ceil(477 * calls_per_session * 8 / 10800 / (2 * per_worker))} machine(s) of 2 cores "
-        "at this latency.",
+        f"E.g. 477 cases × {calls_per_session:.0f} calls × 8 models in 3 h is {need:.0f} calls/s: "
+        f"K = {math.ceil(need / (2 * best_worker_rate))} machine(s) of 2 cores at this latency.",
         "",
     ]
     return "\n".join(lines)
@@ -371,13 +467,14 @@ def main() -> None:
         step.add_argument("--data", required=True)
         step.add_argument("--base-url", required=True)
         step.add_argument("--lanes", type=int, default=16)
+        step.add_argument("--latency", type=float, default=0.3, help="the server's (for the critical path)")
         step.add_argument("--min-turns", type=int, default=10)
         step.add_argument("--workers", type=int, default=2)
         step.add_argument("--log-dir", required=True)
         step.add_argument("--out", required=True)
     everything = sub.add_parser("all")
-    everything.add_argument("--n", type=int, default=48)
-    everything.add_argument("--lanes", type=int, default=16, help="samples at once, in all")
+    everything.add_argument("--n", type=int, default=96)
+    everything.add_argument("--lanes", default="16,32", help="samples at once over the run; several: comma-separated")
     everything.add_argument("--latency", type=float, default=0.3)
     everything.add_argument("--min-turns", type=int, default=10)
     everything.add_argument("--workers", type=int, default=2)
