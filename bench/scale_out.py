@@ -433,7 +433,7 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         "## K machines",
         "",
         "calls/s(K) = min(K × C × r, S, R), where r = the calls/s of one worker on one core (measured: "
-        f"{best_worker_rate:.1f} at the widest lanes; CPU-bound it is 1 / CPU per call in the span = "
+        f"{best_worker_rate:.1f}, the best of the lanes above; CPU-bound it is 1 / CPU per call in the span = "
         f"{1 / cpu_call:.0f}), C = cores per machine, S = what the model servers answer per second, R = the API's "
         f"rate limit in calls/s; sessions/h = calls/s × 3600 / {calls_per_session:.0f} calls a DischargeBench "
         "session here. A worker needs enough lanes to keep its core busy: lanes per worker ≥ r × (latency + "
