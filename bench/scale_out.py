@@ -113,6 +113,10 @@ def table_server(latency: float) -> Iterator[tuple[str, Any]]:
     proc = ctx.Process(target=_serve, args=(child, latency), daemon=True)
     proc.start()
     lock = threading.Lock()
+    if not parent.poll(120):  # the child died before serving (e.g. an import error: its traceback is above)
+        proc.kill()
+        raise RuntimeError("the table server did not start within 120 s")
+    base_url = parent.recv()
 
     def stats() -> dict[str, Any]:
         with lock:
@@ -120,7 +124,7 @@ def table_server(latency: float) -> Iterator[tuple[str, Any]]:
             return parent.recv()
 
     try:
-        yield parent.recv(), stats
+        yield base_url, stats
     finally:
         with lock:
             parent.send("stop")
