@@ -71,6 +71,12 @@ class Options:
     # the scripted LLM checker of the simulated patient (bedside.providers.simulator_plants)
     checker_flag_turns: list[int] = field(default_factory=list)
     checker_malformed_attempts: int = 0
+    # a noisy or biased grader (tests of the noise floor and of judge panels): each checklist answer flipped
+    # with probability judge_flip, drawn per sample, epoch and question from noise_seed
+    # (bedside.providers.scripts.noisy); judge_offset added to every 1-5 quality score, cut to 1-5
+    judge_flip: float = 0.0
+    noise_seed: int = 0
+    judge_offset: int = 0
 
 
 # ---------------------------------------------------------------------------------------------

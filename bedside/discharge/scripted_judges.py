@@ -35,7 +35,7 @@ from bedside.discharge.scripted import (
     the_case,
 )
 from bedside.discharge.store import EncounterStore, comprehension_questions
-from bedside.providers.scripts import Call
+from bedside.providers.scripts import Call, noisy
 from bedside.records import Turn
 
 __all__ = ["Options", "HANDLERS", "SITUATIONS"]
@@ -160,7 +160,7 @@ def judge_quality(messages: list[ChatMessage], situation: dict[str, Any], attemp
     clarity = 5 if words <= 60 else 4 if words <= 100 else 3 if words <= 150 else 2
     relevance = 4
     naturalness, responsiveness, clarity, relevance = (
-        6 - score if axis in o.judge_invert else score
+        min(5, max(1, (6 - score if axis in o.judge_invert else score) + int(o.judge_offset)))
         for axis, score in zip(
             ("naturalness", "responsiveness", "clarity", "clinical_relevance"),
             (naturalness, responsiveness, clarity, relevance),
@@ -195,7 +195,7 @@ def judge_checklist(messages: list[ChatMessage], situation: dict[str, Any], atte
         turn = next((ln for ln in educator if topic and any(p in ln.lower() for p in TOPIC_PHRASES[topic])), "")
         evidence = SUBQUESTION_EVIDENCE.get(qid)
         yes = bool(turn) and (evidence is None or re.search(evidence, turn.lower()) is not None)
-        yes = yes != ("checklist" in o.judge_invert)
+        yes = noisy(yes != ("checklist" in o.judge_invert), o.judge_flip, o.noise_seed, situation, qid)
         answers[qid] = {
             "answer": "yes" if yes else "no",
             "reason": f'"{clip(_strip_ack(turn), 80)}"' if yes else "not discussed in the conversation",

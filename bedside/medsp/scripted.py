@@ -86,6 +86,10 @@ class Options:
     # the scripted LLM checker of the simulated patient (bedside.providers.simulator_plants)
     checker_flag_turns: list[int] = field(default_factory=list)
     checker_malformed_attempts: int = 0
+    # a noisy evaluator: each rubric item's verdict flipped with probability judge_flip, drawn per sample,
+    # epoch and item from noise_seed (bedside.providers.scripts.noisy; the other benchmarks' judges take them too)
+    judge_flip: float = 0.0
+    noise_seed: int = 0
 
     def __post_init__(self) -> None:  # "-M medsp_examinee_deviant_seeds=3,6" arrives as a string or int
         for name in ("medsp_examinee_deviant_seeds", "medsp_examinee_prose_turns"):

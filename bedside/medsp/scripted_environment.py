@@ -26,7 +26,7 @@ from bedside.medsp.scripted import (
     section,
     stems,
 )
-from bedside.providers.scripts import Call
+from bedside.providers.scripts import Call, noisy
 
 __all__ = ["Options", "HANDLERS", "SITUATIONS", "action_results", "scenario_states", "timed_events"]
 
@@ -226,7 +226,7 @@ def evaluator(messages: list[ChatMessage], situation: dict[str, Any], attempt: i
     def judge(text: str) -> tuple[bool, str]:
         need = stems(text)
         hit = sorted(need & did)
-        met = bool(need) and len(hit) * 2 >= len(need)
+        met = noisy(bool(need) and len(hit) * 2 >= len(need), o.judge_flip, o.noise_seed, situation, text)
         return met, (
             f"The examinee's words or actions match: {', '.join(hit)}." if met else "No matching statement or action."
         )

@@ -11,11 +11,14 @@ runs in, and the earlier calls of the sample in its transcript (their replies, r
 protocols; the info events the solvers write). It is gathered where the sample is — by
 ``bedside/scripted`` itself, or, for the loopback test server, by its Inspect hook
 (:mod:`loopback_channel`), which sends it along with the request — as plain JSON values, so that
-both give a handler the same input. A protocol without an entry in ``SITUATIONS`` gets ``{}``.
+both give a handler the same input. A protocol without an entry in ``SITUATIONS`` gets ``{}``; one with an
+entry also gets ``sample``, the sample and epoch the call runs in (``"<id>|<epoch>"``), on which seeded
+noise keys (:func:`noisy`).
 """
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cached_property
@@ -90,6 +93,18 @@ class Call:
             return dict(state.metadata)
         init = next((e for e in self.events if isinstance(e, SampleInitEvent)), None)
         return dict(init.sample.metadata or {}) if init is not None else {}
+
+    @cached_property
+    def sample(self) -> str:
+        """The sample the call runs in and its epoch, ``"<id>|<epoch>"`` (re-scoring a log: the logged sample's
+        id and the epoch Inspect runs it in)."""
+        from bedside.compat import epoch, sample_state
+
+        state = sample_state()
+        if state is not None:
+            return f"{state.sample_id}|{state.epoch}"
+        init = next((e for e in self.events if isinstance(e, SampleInitEvent)), None)
+        return f"{init.sample.id if init is not None else ''}|{epoch.get(1)}"
 
     def store(self, model: type[S]) -> S:
         """A record of the sample store (what the solvers and scorers keep)."""
@@ -172,7 +187,21 @@ def situation_of(protocol: str, messages: list[ChatMessage]) -> dict[str, Any]:
     )
     if gather is None:
         return {}
-    return to_jsonable_python(gather(Call(protocol, messages)), fallback=str)
+    call = Call(protocol, messages)
+    return to_jsonable_python({**gather(call), "sample": call.sample}, fallback=str)
+
+
+def noisy(verdict: bool, probability: float, seed: int, situation: dict[str, Any], *item: object) -> bool:
+    """``verdict``, flipped with ``probability`` by a seeded draw: the same draw for the same ``seed``, sample
+    and epoch (the situation's ``sample``) and ``item`` (e.g. the judge and the question), independent across
+    them. A scripted judge's run-to-run noise (the options ``judge_flip`` and ``noise_seed`` of the
+    benchmarks' scripts): its verdicts differ between epochs and between runs of other seeds, never between
+    retries of one call."""
+    if not float(probability) > 0:
+        return verdict
+    key = repr((int(seed), str(situation.get("sample", "")), *map(str, item))).encode()
+    draw = int.from_bytes(hashlib.sha256(key).digest()[:8], "big") / 2**64
+    return verdict != (draw < float(probability))
 
 
 def last_user_text(messages: list[ChatMessage]) -> str:
