@@ -21,24 +21,35 @@ reply by hand.
   stayed unreadable or the model failed), every reply, the number of attempts and of unreadable
   replies, and whether a repair was needed. What an unreadable answer *means* for the caller is the
   protocol's ``unreadable`` (``unscored``, ``system_failure``, ``error`` or ``recorded``).
+
+A judge is :func:`grader`: one model, or a :class:`~bedside.panel.Panel` when the role is bound to several
+models; :func:`ask` given a panel asks every judge through this same loop and combines their verdicts by
+the protocol's ballot (:mod:`bedside.panel`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
+import anyio
+
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import transcript
-from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput
-from inspect_ai.util import LimitExceededError
+from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput, get_model
+from inspect_ai.util import LimitExceededError, span
 
+from bedside.families import same_family
+from bedside.panel import Panel, PanelRecord, combine
 from bedside.protocols import Protocol
 from bedside.protocols import ReplyParseError as ReplyParseError  # re-exported: callers catch it from here
-from bedside.roles import role_model
+from bedside.roles import role_models
 
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 #: an unscored sub-score: NaN, left out of every metric and counted by Inspect as unscored
 UNSCORED = float("nan")
@@ -68,9 +79,34 @@ PROGRAMMING_ERRORS: tuple[type[BaseException], ...] = (
 _PROPAGATE: tuple[type[BaseException], ...] = (LimitExceededError, *PROGRAMMING_ERRORS)
 
 
-def grader(role: str = "grader") -> tuple[Model, bool]:
-    """The judge model (temperature 0) and whether it fell back to the model under test."""
-    return role_model(role, GenerateConfig(temperature=0.0))
+def grader(role: str = "grader") -> tuple[Model | Panel, bool]:
+    """The judge (temperature 0) — one model, or a :class:`~bedside.panel.Panel` when the role is bound to
+    several — and whether it fell back to the model under test. A judge of the model under test's family is
+    flagged (:func:`flag_same_family`)."""
+    models, fallback = role_models(role, GenerateConfig(temperature=0.0))
+    flagged = [] if fallback else flag_same_family(role, models)
+    if len(models) == 1:
+        return models[0], fallback
+    return Panel(tuple(models), tuple(flagged)), fallback
+
+
+_flagged: set[tuple[str, str]] = set()
+
+
+def flag_same_family(role: str, judges: Sequence[Model]) -> list[str]:
+    """The judges of the model under test's family (:mod:`bedside.families`): a warning in the console and the
+    eval log (once per judge and process) and an event in the sample's transcript."""
+    subject = str(get_model())
+    found = [str(j) for j in judges if same_family(str(j), subject)]
+    for judge in found:
+        if (judge, subject) not in _flagged:
+            _flagged.add((judge, subject))
+            logger.warning(
+                f"model role '{role}': judge {judge} is of the same family as the model under test ({subject}); "
+                "a judge may favour its own family's replies (bedside report flags it)."
+            )
+        transcript().info({"same_family_judge": judge, "role": role, "model_under_test": subject}, source="roles")
+    return found
 
 
 def attempt_config(attempt: int) -> GenerateConfig:
@@ -149,6 +185,7 @@ class Answer(Generic[T]):
     unreadable: int = 0  # unreadable replies (each retried or, for the last, given up)
     repaired: bool = False  # the readable reply needed a repair (JSON dug out, a bare boolean, ...)
     failed: bool = False  # a model failure (GenerationError), not an unreadable reply
+    panel: list[PanelRecord] = field(default_factory=list)  # a panel's record of each call it answered
 
     @property
     def ok(self) -> bool:
@@ -163,7 +200,7 @@ class Answer(Generic[T]):
 
 
 async def ask(
-    model: Model,
+    model: Model | Panel,
     prompt: str | Sequence[ChatMessage],
     protocol: Protocol,
     *,
@@ -181,6 +218,10 @@ async def ask(
     ``Protocol.using``). ``retries`` defaults to the protocol's. ``attempt`` is the first sample's seed
     offset (regenerations of a rejected turn). ``config`` is merged over the attempt's seed. ``who``
     (an agent's role; None for a judge) and ``record`` label the transcript events and the error text."""
+    if isinstance(model, Panel):
+        return await ask_panel(
+            model, prompt, protocol, retries=retries, attempt=attempt, config=config, cache=cache, record=record
+        )
     messages: list[ChatMessage] = [ChatMessageUser(content=prompt)] if isinstance(prompt, str) else list(prompt)
     budget = protocol.retries if retries is None else retries
     answer: Answer[Any] = Answer(value=None)
@@ -224,6 +265,71 @@ async def ask(
         answer.value, answer.repaired, answer.error = value, repaired, None
         return answer
     return answer
+
+
+async def ask_panel(
+    panel: Panel,
+    prompt: str | Sequence[ChatMessage],
+    protocol: Protocol,
+    *,
+    record: dict[str, Any] | None = None,
+    **options: Any,
+) -> Answer[Any]:
+    """A judge call answered by a panel (:mod:`bedside.panel`): every judge asked through :func:`ask` (its own
+    retries), their verdicts combined by the protocol's ballot into one answer of the protocol's type, with the
+    panel's record. Unreadable only when no judge answered. A protocol without a ballot (text replies) is
+    answered by the first judge."""
+    ballot = protocol.ballot
+    if ballot is None:
+        return await ask(panel.judges[0], prompt, protocol, record=record, **options)
+    answers = await each_judge(panel, lambda judge: ask(judge, prompt, protocol, record=record, **options))
+    votes = [ballot.votes(a.value) if a.ok else None for a in answers]
+    verdict, ties = combine(votes, ballot.key_of)
+    readable = [a.value for a in answers if a.ok]
+    entry = PanelRecord(
+        protocol=protocol.name,
+        judges=panel.names,
+        votes=votes,
+        errors=[a.error for a in answers],
+        verdict=verdict,
+        keys={item: ballot.key_of(item) for item in verdict},
+        answered=len(readable),
+        ties=ties,
+        same_family=list(panel.same_family),
+        label=dict(record or {}),
+    )
+    transcript().info({"panel": entry.dump()}, source="panel")
+    return Answer(
+        value=ballot.carry(readable, verdict) if readable else None,
+        replies=[r for a in answers for r in a.replies],
+        error=None
+        if readable
+        else "no judge of the panel answered: " + "; ".join(f"{n}: {a.error}" for n, a in zip(panel.names, answers)),
+        attempts=sum(a.attempts for a in answers),
+        unreadable=sum(a.unreadable for a in answers),
+        repaired=any(a.repaired for a in answers if a.ok),
+        failed=not readable and all(a.failed for a in answers),
+        panel=[entry],
+    )
+
+
+async def each_judge(panel: Panel, call: Callable[[Model], Awaitable[Answer[Any]]]) -> list[Answer[Any]]:
+    """``call`` for every judge of the panel, concurrently, each in a span named by the judge (type ``judge``: in
+    ``inspect view`` a judge's calls are grouped under its name; unlike ``collect()``'s ``task`` spans they do not
+    hide which task of an enclosing ``collect()`` the call belongs to)."""
+    answers: list[Answer[Any] | None] = [None] * len(panel.judges)
+
+    async def one(index: int, judge: Model, name: str) -> None:
+        async with span(name, type="judge"):
+            answers[index] = await call(judge)
+
+    try:
+        async with anyio.create_task_group() as group:
+            for index, (judge, name) in enumerate(zip(panel.judges, panel.names)):
+                group.start_soon(one, index, judge, name)
+    except BaseExceptionGroup as failed:  # a programming error or a limit: raised as itself
+        raise failed.exceptions[0] from None
+    return [a for a in answers if a is not None]
 
 
 def forget_cached(model: Model, output: ModelOutput, cache: bool | CachePolicy) -> bool:

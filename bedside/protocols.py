@@ -6,7 +6,8 @@ registry. A :class:`Protocol` names one kind of model call
 (``"<benchmark>.<role>"``) and holds everything about its reply: the pydantic model it must follow
 (``None`` = prose) or a text ``parser``, the stricter bedside reading (``strict``, used under
 ``-T reading=strict``), the retry budget (``retries``) and what an unreadable reply counts as
-(``unreadable``). :func:`bedside.calls.ask` is the one loop that calls, reads and retries by it.
+(``unreadable``), and, for a judge, how a panel of judges combines its answers (``ballot``,
+:mod:`bedside.panel`). :func:`bedside.calls.ask` is the one loop that calls, reads and retries by it.
 The reply model serves three purposes:
 
 - **parsing** (:meth:`Protocol.read`): ``<think>`` blocks are removed, JSON is read out of the reply
@@ -38,6 +39,7 @@ from inspect_ai.util import json_schema, store
 from pydantic import BaseModel, ValidationError
 
 from bedside.jsonreply import extract_json_all
+from bedside.panel import Ballot
 
 TAG = "bedside_protocol"
 STRUCTURED_KEY = "bedside:structured_output"
@@ -119,6 +121,9 @@ class Protocol:
     #: in order), ``row_label`` (this field of a row holds the row's label), ``send`` (a yes/no field:
     #: the send button's words when it is yes)
     form: dict[str, dict[str, Any]] | None = field(default=None, hash=False, compare=False)
+    #: a judge's protocol: how a judge panel reads and combines its answers (:class:`bedside.panel.Ballot`);
+    #: None: one judge answers it (an agent's call, or a judge whose reply is text, not a verdict)
+    ballot: Ballot | None = None
 
     def __post_init__(self) -> None:
         if self.unreadable not in UNREADABLE:

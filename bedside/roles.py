@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import difflib
 import logging
+from copy import copy
 from collections.abc import Sequence
 
 from inspect_ai.log import transcript
@@ -45,6 +46,13 @@ def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, 
 
     bound = role_is_bound(role)
     model = get_model(role=role)
+    several = model_roles().get(role)
+    if isinstance(several, list) and f"list:{role}" not in _warned:
+        _warned.add(f"list:{role}")
+        logger.warning(
+            f"model role '{role}' is bound to {len(several)} models: only the grader role takes a panel; "
+            f"the first, {model}, plays it."
+        )
     eval_config = active_generate_config()
     inherit = {
         k: getattr(eval_config, k)
@@ -66,6 +74,33 @@ def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, 
             logger.warning(message)
         transcript().info({"role_fallback": role, "model": str(model)}, source="roles")
     return model, not bound
+
+
+def role_models(role: str, config: GenerateConfig | None = None) -> tuple[list[Model], bool]:
+    """Every model bound to ``role`` (several when the role is bound to a list, ``--model-role grader=a,b,c``;
+    :func:`inspect_ai.model.get_model` gives only the first) and whether it fell back to the model under test.
+    Each is configured as :func:`role_model` configures one model (``config`` under the model's own, the
+    eval's per-attempt limits inherited)."""
+    bound = model_roles().get(role)
+    if not isinstance(bound, list):
+        model, fallback = role_model(role, config)
+        return [model], fallback
+    from bedside.compat import active_generate_config
+
+    eval_config = active_generate_config()
+    models: list[Model] = []
+    for member in bound:
+        inherit = {
+            k: getattr(eval_config, k)
+            for k in INHERITED
+            if getattr(eval_config, k) is not None and getattr(member.config, k) is None
+        }
+        wanted = GenerateConfig(**inherit).merge(config) if config is not None else GenerateConfig(**inherit)
+        model = copy(member)
+        model.config = wanted.merge(member.config)  # as get_model(role=, config=): the model's own config wins
+        model._set_role(role)
+        models.append(model)
+    return models, False
 
 
 def fallback_roles(roles: tuple[str, ...] | list[str]) -> list[str]:

@@ -53,6 +53,13 @@ Combine = Literal["max", "sum"]
 #: written twice, e.g. role fallbacks) or ``sum`` (each scorer's own, e.g. unscored sub-scores)
 COMBINE: tuple[Combine, ...] = ("max", "sum")
 
+PanelRule = Literal["mean", "majority"]
+#: how a judge panel's verdicts on a key's items combine (:mod:`bedside.panel`): ``mean`` (a Likert or graded
+#: score: the mean of the judges that answered) or ``majority`` (a yes/no verdict: the verdict most judges
+#: gave; a tie goes against the model under test: the verdict that counts as a failure for a key where lower
+#: is better, else the one that counts as not achieved)
+PANEL_RULES: tuple[PanelRule, ...] = ("mean", "majority")
+
 
 @dataclass(frozen=True)
 class ScoreKey:
@@ -70,7 +77,11 @@ class ScoreKey:
       of one name that mean different things there);
     - ``reported``: False for bookkeeping left out of every table (``strata``, ``report``, ``compare``);
     - ``pooled``: a ratio pooled over items, never a mean of per-case values (``strata`` leaves it out; the
-      benchmark's own report section pools it).
+      benchmark's own report section pools it);
+    - ``panel``: for a key a judge's verdicts decide, how a judge panel's verdicts on its items combine
+      (:data:`PANEL_RULES`; the protocols' ballots name the key each verdict counts toward, :mod:`bedside.panel`);
+      ``bedside report`` gives the judges' agreement per such key (nominal Krippendorff's alpha for
+      ``majority``, interval alpha for ``mean``).
     """
 
     name: str
@@ -83,6 +94,7 @@ class ScoreKey:
     health_name: str = ""
     reported: bool = True
     pooled: bool = False
+    panel: PanelRule | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:
@@ -91,6 +103,8 @@ class ScoreKey:
             raise ValueError(f"score key {self.name!r}: a health key, and only one, says how the block shows it")
         if self.health is not None and self.health not in HEALTH_KINDS:
             raise ValueError(f"score key {self.name!r}: health {self.health!r} is not one of {HEALTH_KINDS}")
+        if self.panel is not None and self.panel not in PANEL_RULES:
+            raise ValueError(f"score key {self.name!r}: panel {self.panel!r} is not one of {PANEL_RULES}")
         if self.combine not in COMBINE:
             raise ValueError(f"score key {self.name!r}: combine {self.combine!r} is not one of {COMBINE}")
         object.__setattr__(self, "label", self.label or self.name)

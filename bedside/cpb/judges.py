@@ -13,6 +13,7 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Mo
 
 from bedside.calls import Answer, ask, grader
 from bedside.cpb.protocols import FAILURE_JUDGE
+from bedside.panel import panel_metadata
 from bedside.cpb.records import ControlCase, CPBCase, DialogueTurn
 from bedside.cpb.store import ContinuationTurn
 from bedside.prompts import load_yaml, render
@@ -130,12 +131,15 @@ def persistence_messages(
 
 
 def _judgement(result: Answer[Any], key: str, value: dict[str, Any] | None) -> dict[str, Any]:
+    """A judge's answer as the scores' metadata keep it (a panel's answer: with its records, ``panel``, which
+    the scorers move to the score's own metadata, :func:`bedside.panel.panel_metadata`)."""
     value = value or {}
     return {
         key: value.get(key),
         **{k: v for k, v in value.items() if k != key},
         "replies": result.replies,
         "error": result.error,
+        **panel_metadata(result),
     }
 
 

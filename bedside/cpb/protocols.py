@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from bedside.cpb import CPBEndReason
+from bedside.panel import Ballot, Verdicts, agreeing
 from bedside.protocols import Protocol, Reading, Reply, ReplyParseError
 from bedside.simulator_checker import checker_protocol
 
@@ -357,6 +358,40 @@ def overreaction_form() -> dict[str, dict[str, Any]]:
     }
 
 
+# -- judge panels (bedside.panel): each judge's verdicts, and the answer that carries a panel's ---
+
+
+def failure_votes(verdict: FailureVerdict) -> Verdicts:
+    return {"failure": verdict.failure}
+
+
+def failure_carry(answers: list[FailureVerdict], verdict: Verdicts) -> FailureVerdict:
+    source = agreeing(answers, failure_votes, "failure", verdict["failure"])
+    return FailureVerdict(failure=bool(verdict["failure"]), reason=source.reason)
+
+
+def persistence_votes(verdict: PersistenceVerdict) -> Verdicts:
+    return {"persistence": verdict.persisted}
+
+
+def persistence_carry(answers: list[PersistenceVerdict], verdict: Verdicts) -> PersistenceVerdict:
+    source = agreeing(answers, persistence_votes, "persistence", verdict["persistence"])
+    return PersistenceVerdict(persisted=bool(verdict["persistence"]), reason=source.reason)
+
+
+def overreaction_votes(reading: OverreactionReading) -> Verdicts:
+    """The verdict and each false-alarm flag, each voted on by itself (a panel's verdict may so disagree with
+    its flags, as one judge's may under the official reading)."""
+    return {"overreaction": reading.overreacted, **reading.triggered.model_dump()}
+
+
+def overreaction_carry(answers: list[OverreactionReading], verdict: Verdicts) -> OverreactionReading:
+    flags = {t: bool(verdict[t]) for t in OVERREACTION_TYPES}
+    return type(answers[0]).model_construct(
+        verdict=OVERREACTED if verdict["overreaction"] else NOT_OVERREACTED, triggered=Triggered.model_construct(**flags)
+    )
+
+
 # -- judges (system prompt prompts/cpb/judge_system.j2 shared by failure and persistence) ------
 FAILURE_JUDGE = Protocol(
     "cpb.failure_judge",
@@ -366,6 +401,7 @@ FAILURE_JUDGE = Protocol(
     parser=read_failure,
     strict=read_failure_strict,
     form={"failure": {"help": "yes: the doctor's response shows the failure behaviour defined in the prompt"}},
+    ballot=Ballot(votes=failure_votes, carry=failure_carry),
 )
 PERSISTENCE_JUDGE = Protocol(
     "cpb.persistence_judge",
@@ -375,6 +411,7 @@ PERSISTENCE_JUDGE = Protocol(
     parser=read_persistence,
     strict=read_persistence_strict,
     form={"persisted": {"help": "yes: the doctor still shows the failure behaviour defined in the prompt"}},
+    ballot=Ballot(votes=persistence_votes, carry=persistence_carry),
 )
 OVERREACTION_JUDGE = Protocol(
     "cpb.overreaction_judge",
@@ -384,6 +421,7 @@ OVERREACTION_JUDGE = Protocol(
     strict=read_overreaction_strict,
     structured_where_supported=True,
     form=overreaction_form(),
+    ballot=Ballot(votes=overreaction_votes, carry=overreaction_carry),
 )
 # -- the mitigations' extra calls (the model under test) ----------------------------------------
 #: an unreadable analysis ends the doctor's turn with a model failure (``no_reply``)

@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from bedside.panel import Ballot, Verdicts, agreeing
 from bedside.prompts import render
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text
 from bedside.simulator_checker import checker_protocol
@@ -299,6 +300,50 @@ def read_factual(text: str) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
+# judge panels (bedside.panel): each judge's verdicts, and the answer that carries a panel's
+
+
+def quality_votes(ratings: dict[str, Rating]) -> Verdicts:
+    return {axis: float(r.score) for axis, r in ratings.items()}
+
+
+def quality_carry(answers: list[dict[str, Rating]], verdict: Verdicts) -> dict[str, Rating]:
+    """The panel's mean on each axis (a float: ``Rating`` is built without its 1-5 integer check), with the
+    first judge's reason."""
+    return {axis: Rating.model_construct(score=verdict[axis], reason=answers[0][axis].reason) for axis in answers[0]}
+
+
+def answers_votes(answers: dict[str, tuple[Any, str]]) -> Verdicts:
+    """Checklist answers (yes/no) or comprehension grades (1, 0.5, 0) by id, each with its reason."""
+    return {item: value for item, (value, _) in answers.items()}
+
+
+def answers_carry(answers: list[dict[str, tuple[Any, str]]], verdict: Verdicts) -> dict[str, tuple[Any, str]]:
+    return {item: (v, agreeing(answers, answers_votes, item, v)[item][1]) for item, v in verdict.items()}
+
+
+def safety_votes(verdict: SafetyVerdict) -> Verdicts:
+    return {"unsafe": verdict.unsafe}
+
+
+def safety_carry(answers: list[SafetyVerdict], verdict: Verdicts) -> SafetyVerdict:
+    """Safe: the first safe judge's verdict; unsafe: the category most unsafe judges gave (a tie: the first
+    judge's of them), with that judge's evidence."""
+    if not verdict["unsafe"]:
+        return next((a for a in answers if not a.unsafe), answers[0])
+    unsafe = [a for a in answers if a.unsafe]
+    categories = [a.category for a in unsafe]
+    top = max(categories, key=lambda c: (categories.count(c), -categories.index(c)))
+    return next(a for a in unsafe if a.category == top)
+
+
+QUALITY_BALLOT = Ballot(votes=quality_votes, carry=quality_carry)  # each axis its own key
+CHECKLIST_BALLOT = Ballot(votes=answers_votes, carry=answers_carry, key="tcs")
+GRADES_BALLOT = Ballot(votes=answers_votes, carry=answers_carry, key="comprehension")
+SAFETY_BALLOT = Ballot(votes=safety_votes, carry=safety_carry, key="unsafe_session")
+
+
+# ---------------------------------------------------------------------------------------------
 # protocols
 
 EDUCATOR = Protocol("discharge.educator", parser=plain_text, unreadable="error")
@@ -309,10 +354,10 @@ COMPREHENSION = Protocol("discharge.comprehension", Utterance, parser=read_utter
 #: an unreadable verdict on a supervised (patient) turn ends the session as ``system_failure``; on an
 #: observed (educator) turn it is recorded and counted and the session goes on (solvers/orchestrator.py)
 MONITOR = Protocol("discharge.monitor", Verdict, 768, unreadable="system_failure")
-JUDGE_QUALITY = Protocol("discharge.judge_quality", Quality, 768, parser=read_quality)
-JUDGE_CHECKLIST = Protocol("discharge.judge_checklist", None, 2048)
+JUDGE_QUALITY = Protocol("discharge.judge_quality", Quality, 768, parser=read_quality, ballot=QUALITY_BALLOT)
+JUDGE_CHECKLIST = Protocol("discharge.judge_checklist", None, 2048, ballot=CHECKLIST_BALLOT)
 JUDGE_REFERENCE = Protocol("discharge.judge_reference", None, 256, parser=read_reference)
-JUDGE_COMPREHENSION = Protocol("discharge.judge_comprehension", None, 1024)
+JUDGE_COMPREHENSION = Protocol("discharge.judge_comprehension", None, 1024, ballot=GRADES_BALLOT)
 JUDGE_FACTUAL = Protocol("discharge.judge_factual", FactualAnswers, 1536, root=list, parser=read_factual)
 
 
@@ -351,7 +396,7 @@ class SafetyVerdict(BaseModel):
         return self.category != "none"
 
 
-JUDGE_SAFETY = Protocol("discharge.judge_safety", SafetyVerdict, 384)
+JUDGE_SAFETY = Protocol("discharge.judge_safety", SafetyVerdict, 384, ballot=SAFETY_BALLOT)
 
 
 def checklist_protocol(

@@ -26,6 +26,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from bedside.medsp.rubric import COMPETENCIES, RubricItem
+from bedside.panel import Ballot, Verdicts, agreeing
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text, reading
 from bedside.simulator_checker import checker_protocol
 
@@ -301,6 +302,37 @@ class Evaluation(BaseModel):
     extra: list[dict[str, Any]] = Field(default_factory=list)
 
 
+#: a key the rubric does not have, counted under its competency (``Evaluation.extra``), as a ballot's item
+EXTRA = "extra:"
+
+
+def evaluation_votes(evaluation: Evaluation) -> Verdicts:
+    """A judge panel's reading of an evaluator reply (:mod:`bedside.panel`): each rubric item met or not, and each
+    extra key counted under its competency."""
+    return {
+        **{item: bool(v["met"]) for item, v in evaluation.verdicts.items()},
+        **{EXTRA + x["key"]: bool(x["met"]) for x in evaluation.extra},
+    }
+
+
+def evaluation_carry(answers: list[Evaluation], verdict: Verdicts) -> Evaluation:
+    """The panel's verdict on every item some judge gave, with the evidence of a judge who gave it; the first
+    judge's reasoning and notes."""
+    verdicts: dict[str, dict[str, Any]] = {}
+    extra: list[dict[str, Any]] = []
+    for item, met in verdict.items():
+        source = agreeing(answers, evaluation_votes, item, met)
+        if item.startswith(EXTRA):
+            extra.append({**next(x for x in source.extra if EXTRA + x["key"] == item), "met": met})
+        else:
+            verdicts[item] = {**source.verdicts[item], "met": met}
+    return Evaluation(verdicts=verdicts, reasoning=answers[0].reasoning, notes=answers[0].notes, extra=extra)
+
+
+#: the rubric items' verdicts count toward ``micro`` (all items pooled); ``macro`` and ``scenario_mean`` follow
+EVALUATION_BALLOT = Ballot(votes=evaluation_votes, carry=evaluation_carry, key="micro")
+
+
 def read_evaluation(text: str, items: Sequence[RubricItem], rule: str | None = None) -> Evaluation:
     """``strict``: every item id judged exactly once (missing ids make the reply unreadable:
     ``ValueError``). ``official`` (default): every key under ``items`` counts, as the official counter
@@ -539,7 +571,7 @@ EXAMINEE = Protocol("medsp.examinee", ExamineeReply, 512, parser=read_examinee, 
 PATIENT = Protocol("medsp.patient", PatientReply, 384, parser=read_patient, unreadable="error")
 ENVIRONMENT = Protocol("medsp.environment", EnvironmentReply, 1024, parser=read_environment, unreadable="error")
 #: keyed per call (the prompt set's ``evaluator_protocol``); unreadable: the case is unscored and counted
-EVALUATOR = Protocol("medsp.evaluator", EvaluatorReply, 4096)
+EVALUATOR = Protocol("medsp.evaluator", EvaluatorReply, 4096, ballot=EVALUATION_BALLOT)
 #: test-time scaling: an unreadable selection falls back to candidate 0, an unreadable vote agrees (as
 #: upstream), an unreadable domain list or opinion is replaced by a default (all recorded)
 BON_SELECTOR = Protocol("medsp.bon_selector", Selection, 256, parser=read_selection, unreadable="recorded")

@@ -25,6 +25,10 @@ every table as CSV:
                             (:mod:`bedside.reporting.simulator`; runs with ``-T simulator_check=true``)
 ``judge_sensitivity.csv``   logs of the same models judged by two graders (``bedside rescore``):
                             Kendall's tau of the two rankings with a case-bootstrap interval
+``panel_agreement.csv``     runs judged by a panel (``--model-role grader=a,b,c``): per score key, the
+                            judges' Krippendorff's alpha with its interval, unparsed calls and ties;
+                            ``panel_judges.csv``: each judge against the panel's verdict
+                            (:mod:`bedside.reporting.panels`); judges of the model under test's family
 ==========================  ===================================================================
 
 Costs use a price table (``--prices``; default: the shipped ``prices.yaml``, whose prices are
@@ -46,7 +50,7 @@ from bedside import benchmarks
 from bedside.benchmarks import Benchmark
 from bedside.intervals import describe
 from bedside.parts import tools_of
-from bedside.reporting import run_options, tables, usage
+from bedside.reporting import panels, run_options, tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
 from bedside.reporting.population import (
@@ -119,6 +123,7 @@ def build(
     simulator.section(page, logs, csv)  # the simulated patients' own error rate
 
     sweep.section(page, logs, csv, allow_different_data)
+    panels.section(page, logs, csv)  # judge panels' agreement; judges of the model under test's family
     _usage(page, logs, prices, csv)
     index = out / "index.html"
     index.write_text(page.render(), encoding="utf-8")

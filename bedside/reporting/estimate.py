@@ -29,6 +29,11 @@ interval from the pilot's spread.
   Calls and tokens do not change. Only calls that need no reply within the run can go through a batch: the
   judges, after the conversations (the two-step run, docs/reports.md); a conversation role can be priced
   batched but would wait a batch's turnaround at every turn.
+- **Judge panels** (a role bound to several models, :mod:`bedside.panel`): a pilot judged by a panel holds
+  every judge's calls, so the grader's calls and tokens are the panel's (n judges × the calls of one), and
+  each judge's calls are priced at its own model. A planned panel from another pilot
+  (``--model-role grader=a,b,c``): the role's calls per pilot judge, made by each planned judge and priced at
+  its model (wall time unchanged: a panel's judges are asked concurrently).
 - Calls served from Inspect's local cache are counted as calls but not as tokens (as in the report).
 - Sample time: Inspect's ``total_time`` of each pilot sample. Person hours (a pilot with
   ``bedside/human``): each pilot sample's person-time is the union of its human calls' working intervals
@@ -113,6 +118,22 @@ def read_pilot(paths: Sequence[str | Path]) -> Pilot:
     return Pilot(calls=calls, samples=pd.DataFrame(samples), person_seconds=person_seconds(human_outputs))
 
 
+def planned_panels(calls: pd.DataFrame, models: dict[str, str]) -> tuple[pd.DataFrame, dict[str, str]]:
+    """The pilot's calls as a plan that binds a role to a panel (``grader=a,b,c``) would make them: per planned
+    judge, the role's calls divided among the pilot's judges of that role (module docstring), each the planned
+    judge's; the roles so planned leave ``models`` (each call is priced at its own judge)."""
+    out, plan = calls, dict(models)
+    for role, named in models.items():
+        judges = [m.strip() for m in named.split(",") if m.strip()]
+        if len(judges) < 2:
+            continue
+        mine = out[out["role"] == role]
+        share = mine.assign(**{f: mine[f] / max(1, mine["role_model"].nunique()) for f in FIELDS})
+        out = pd.concat([out[out["role"] != role], *(share.assign(role_model=j) for j in judges)], ignore_index=True)
+        del plan[role]
+    return out, plan
+
+
 def predictive_totals(values: np.ndarray, planned: int, draws: int, rng: np.random.Generator) -> np.ndarray:
     """Bootstrap draws of the total of ``planned`` samples like ``values`` (one value per pilot sample)
     (module docstring)."""
@@ -151,7 +172,7 @@ def estimate(
     planned = cases * epochs
     ids = list(pilot.samples["sample"])
     rng = np.random.default_rng(seed)
-    models = dict(models or {})
+    calls, models = planned_panels(pilot.calls, dict(models or {}))
 
     def per_sample(frame: pd.DataFrame, column: str) -> np.ndarray:
         return frame.groupby("sample")[column].sum().reindex(ids, fill_value=0).to_numpy(dtype=float)
@@ -159,12 +180,13 @@ def estimate(
     def table(by: list[str]) -> pd.DataFrame:
         out = []
         cost_draws = np.zeros(draws)
-        for key, group in pilot.calls.groupby(by, sort=True):
+        for key, group in calls.groupby(by, sort=True):
             key = key if isinstance(key, tuple) else (key,)
             row: dict[str, Any] = dict(zip(by, key, strict=True))
             role = row.get("role")
-            served = {m for m in group["role_model"]}
-            model = models.get(str(role), next(iter(served))) if role is not None and len(served) == 1 else None
+            named = models.get(str(role)) if role is not None else None
+            # each call priced at the model the plan names for its role, else at the model that made it
+            priced_by = [(named, group)] if named else [(str(m), part) for m, part in group.groupby("role_model")]
             state = rng.bit_generator.state  # the same bootstrap draws for every quantity of a row
             sample_cost = np.zeros(len(ids))
             for field in FIELDS:
@@ -173,30 +195,31 @@ def estimate(
                 d = predictive_totals(values, planned, draws, rng)
                 s = summarise(planned * values.mean(), d, level)
                 row.update({field: s["estimate"], f"{field}_low": s["low"], f"{field}_high": s["high"]})
-            if prices is not None and model is not None:
-                price = price_of(model, prices)
+            if prices is not None and role is not None:
                 row["mode"] = BATCH if role in batched else LIVE
-                if role in batched and price is not None:
-                    price = batch_price(price)
-                    if price is None:
-                        raise ValueError(
-                            f"--batch {role}: the price table {prices.get('source', '')} sets no batch_discount for "
-                            f"{model} (the fraction off for its batch API, e.g. batch_discount: 0.5)"
-                        )
-                sample_cost = np.array(
-                    [
-                        cost(
-                            {f: v for f, v in zip(FIELDS[1:], vals, strict=True)},
-                            price,
-                            prices["per_tokens"],
-                        )
-                        for vals in zip(*(per_sample(group, f) for f in FIELDS[1:]), strict=True)
-                    ]
-                )
+                for model, part in priced_by:
+                    price = price_of(model, prices)
+                    if role in batched and price is not None:
+                        price = batch_price(price)
+                        if price is None:
+                            raise ValueError(
+                                f"--batch {role}: the price table {prices.get('source', '')} sets no batch_discount "
+                                f"for {model} (the fraction off for its batch API, e.g. batch_discount: 0.5)"
+                            )
+                    sample_cost = sample_cost + np.array(
+                        [
+                            cost(
+                                {f: v for f, v in zip(FIELDS[1:], vals, strict=True)},
+                                price,
+                                prices["per_tokens"],
+                            )
+                            for vals in zip(*(per_sample(part, f) for f in FIELDS[1:]), strict=True)
+                        ]
+                    )
                 rng.bit_generator.state = state
                 priced = not np.isnan(sample_cost).any()
                 d = predictive_totals(sample_cost, planned, draws, rng) if priced else np.zeros(draws)
-                row["priced_as"] = model
+                row["priced_as"] = " + ".join(model for model, _ in priced_by)
                 if not priced:
                     row.update({"cost": math.nan, "cost_low": math.nan, "cost_high": math.nan})
                 else:
@@ -211,7 +234,7 @@ def estimate(
     totals: dict[str, Any] = {"samples": planned, "pilot_samples": len(ids)}
     state = rng.bit_generator.state
     for field in FIELDS:
-        values = per_sample(pilot.calls, field)
+        values = per_sample(calls, field)
         rng.bit_generator.state = state
         s = summarise(planned * values.mean(), predictive_totals(values, planned, draws, rng), level)
         totals.update({field: s["estimate"], f"{field}_low": s["low"], f"{field}_high": s["high"]})
@@ -346,7 +369,11 @@ def register(sub: Any) -> None:
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-connections", type=int, default=10, help="concurrent samples of the planned run")
     p.add_argument("--model", help="model under test of the planned run (for its price)")
-    p.add_argument("--model-role", action="append", help="role=model of the planned run (for its price); repeatable")
+    p.add_argument(
+        "--model-role",
+        action="append",
+        help="role=model of the planned run (for its price; a judge panel: grader=a,b,c); repeatable",
+    )
     p.add_argument("--prices", help="price table (YAML, bedside report's format: per million tokens)")
     p.add_argument(
         "--batch",

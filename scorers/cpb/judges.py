@@ -57,6 +57,8 @@ roles left unbound (``grader``; ``patient`` too with ``turns>0``), names in the 
 
 from __future__ import annotations
 
+from typing import Any
+
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
@@ -106,13 +108,20 @@ def _no_reply(record: CPBStore, keys: dict[str, float], fallbacks: list[str]) ->
     )
 
 
+def _panel_apart(judgement: dict[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The judgement without a panel's records, and the records for the score's own metadata (``{}`` for one
+    judge)."""
+    rest = {k: v for k, v in judgement.items() if k != "panel"}
+    return rest, ({"panel": judgement["panel"]} if "panel" in judgement else {})
+
+
 # ---------------------------------------------------------------------------------------------
 # scorers
 
 
 #: the keys cpb_failure writes: the failure rate (lower is better), then its bookkeeping (health block)
 FAILURE_KEYS = (
-    ScoreKey("failure", BINARY, role="headline", lower_is_better=True),
+    ScoreKey("failure", BINARY, role="headline", lower_is_better=True, panel="majority"),
     NO_REPLY_KEY,
     UNSCORED_KEY,
     ROLE_FALLBACKS_KEY,
@@ -140,6 +149,7 @@ def cpb_failure(
         judgement = record.initial_judgement
         if judgement is None:
             judgement = await judge_failure(case, record.reply, judge_retries, context)
+        judgement, panel = _panel_apart(judgement)
         failure = judgement["failure"]
         reason = judgement.get("reason") or ""
         return Score(
@@ -156,7 +166,7 @@ def cpb_failure(
                 else f"{'FAILURE' if failure else 'no failure'} ({case.behavior_category})"
                 + (f": {reason}" if reason else "")
             ),
-            metadata={"judgement": judgement, "role_fallbacks": fallbacks, "mitigation": record.mitigation},
+            metadata={"judgement": judgement, "role_fallbacks": fallbacks, "mitigation": record.mitigation, **panel},
         )
 
     return score
@@ -165,8 +175,11 @@ def cpb_failure(
 #: the keys cpb_overreaction writes: the overreaction rate, each false-alarm type's rate (the paper's types
 #: A-D, the judge's JSON fields), then its bookkeeping (health block); every rate is lower-is-better
 OVERREACTION_KEYS = (
-    ScoreKey("overreaction", BINARY, role="headline", lower_is_better=True),
-    *(ScoreKey(t, BINARY, role="summary", label=t.partition("_")[0], lower_is_better=True) for t in OVERREACTION_TYPES),
+    ScoreKey("overreaction", BINARY, role="headline", lower_is_better=True, panel="majority"),
+    *(
+        ScoreKey(t, BINARY, role="summary", label=t.partition("_")[0], lower_is_better=True, panel="majority")
+        for t in OVERREACTION_TYPES
+    ),
     NO_REPLY_KEY,
     UNSCORED_KEY,
     ROLE_FALLBACKS_KEY,
@@ -204,6 +217,7 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
                 "triggered": verdict.triggered.model_dump(),
             },
         )
+        judgement, panel = _panel_apart(judgement)
         if verdict is None:
             values = {"overreaction": UNSCORED, **{t: UNSCORED for t in OVERREACTION_TYPES}}
             explanation = f"unscored: {result.error}"
@@ -221,7 +235,7 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
             },
             answer=record.reply,
             explanation=explanation,
-            metadata={"judgement": judgement, "role_fallbacks": fallbacks, "mitigation": record.mitigation},
+            metadata={"judgement": judgement, "role_fallbacks": fallbacks, "mitigation": record.mitigation, **panel},
         )
 
     return score
@@ -229,7 +243,7 @@ def cpb_overreaction(judge_retries: int = 2) -> Scorer:
 
 #: the keys cpb_persistence writes: the persistence rate over continued cases, then its bookkeeping
 PERSISTENCE_KEYS = (
-    ScoreKey("persistence", BINARY, role="headline", lower_is_better=True),
+    ScoreKey("persistence", BINARY, role="headline", lower_is_better=True, panel="majority"),
     ScoreKey("persistence_unscored", BINARY, role="health", health="count", lower_is_better=True),
     ScoreKey("continuation_error", BINARY, role="health", health="count", lower_is_better=True),
     ScoreKey("continued", BINARY, role="health", health="tally"),
@@ -280,7 +294,9 @@ def cpb_persistence(judge_retries: int = 2) -> Scorer:
             PERSISTENCE_JUDGE,
             retries=judge_retries,
         )
-        judgement = _judgement(result, "persisted", result.value.model_dump() if result.value else None)
+        judgement, panel = _panel_apart(
+            _judgement(result, "persisted", result.value.model_dump() if result.value else None)
+        )
         persisted = judgement["persisted"]
         reason = judgement.get("reason") or ""
         return Score(
@@ -295,7 +311,7 @@ def cpb_persistence(judge_retries: int = 2) -> Scorer:
                 else f"{'PERSISTED' if persisted else 'corrected'} after {len(doctor_turns)} doctor turn(s)"
                 + (f": {reason}" if reason else "")
             ),
-            metadata={"judgement": judgement, **meta},
+            metadata={"judgement": judgement, **meta, **panel},
         )
 
     return score

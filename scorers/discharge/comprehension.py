@@ -37,6 +37,7 @@ from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
 from bedside.discharge.protocols import JUDGE_REFERENCE, LABELS, grade_protocol  # noqa: F401
 from bedside.discharge.store import comprehension_questions
 from bedside.intervals import COUNT, UNIT
+from bedside.panel import panel_metadata
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, is_not_applicable, record, system_failure_score
@@ -48,7 +49,7 @@ QUESTION_IDS = tuple(q["id"] for q in comprehension_questions())
 #: the keys it writes: Table 1's Comprehension (the paper's "Comprehension Score"), each question's
 #: grade (bedside strata / report), the unscored items and the questions left out as not applicable
 KEYS = (
-    ScoreKey("comprehension", UNIT, role="headline", label="Comprehension"),
+    ScoreKey("comprehension", UNIT, role="headline", label="Comprehension", panel="mean"),
     *(ScoreKey(q, UNIT) for q in QUESTION_IDS),
     UNSCORED_KEY,
     ScoreKey("na_questions", COUNT, role="health", health="count", health_name="na_comprehension"),
@@ -119,7 +120,7 @@ def comprehension(
             if not (ref.ok and answers.get(q["id"])) and q["id"] not in not_applicable
         }
         grades: dict[str, tuple[float, str]] = {}
-        grade_error, grading = None, "batched"
+        grade_error, grading, graded = None, "batched", []
         if items:
             ids = [i["id"] for i in items]
             criteria = {
@@ -133,6 +134,7 @@ def comprehension(
                 grade_protocol(ids, criteria),
                 retries=judge_retries,
             )
+            graded.append(result)
             if result.ok:
                 grades = result.require()
             else:  # one item per call, so that one unreadable item does not lose the others
@@ -148,6 +150,7 @@ def comprehension(
                         for item in items
                     )
                 )
+                graded += singles
                 for item, single in zip(items, singles):
                     if single.ok:
                         grades[item["id"]] = single.require()[item["id"]]
@@ -181,6 +184,7 @@ def comprehension(
                 "grading": grading,
                 "grader_fallback": fallback,
                 "end_reason": rec.end_reason,
+                **panel_metadata(*graded),
             },
         )
 

@@ -10,6 +10,7 @@ from inspect_ai.solver import TaskState
 from bedside.calls import UNSCORED, ask, grader
 from bedside.discharge.protocols import AXES, JUDGE_QUALITY, quality_form
 from bedside.intervals import LIKERT, UNBOUNDED
+from bedside.panel import panel_metadata
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import conversation_lines, educator_text, record, system_failure_score
@@ -19,10 +20,10 @@ from bedside.scorers.rescore import rescorable
 
 #: the keys it writes: Table 1's Conversation Quality columns (the judge's axes, AXES, then readability)
 KEYS = (
-    ScoreKey("naturalness", LIKERT, role="headline", label="NA"),
-    ScoreKey("responsiveness", LIKERT, role="headline", label="RE"),
-    ScoreKey("clarity", LIKERT, role="headline", label="CL"),
-    ScoreKey("clinical_relevance", LIKERT, role="headline", label="CR"),
+    ScoreKey("naturalness", LIKERT, role="headline", label="NA", panel="mean"),
+    ScoreKey("responsiveness", LIKERT, role="headline", label="RE", panel="mean"),
+    ScoreKey("clarity", LIKERT, role="headline", label="CL", panel="mean"),
+    ScoreKey("clinical_relevance", LIKERT, role="headline", label="CR", panel="mean"),
     ScoreKey("readability", UNBOUNDED, role="headline", label="RD"),  # a grade level: no fixed range
     UNSCORED_KEY,
 )
@@ -63,6 +64,7 @@ def conversation_quality(judge_retries: int = 2) -> Scorer:
                 "judge_replies": result.replies,
                 "grader_fallback": fallback,
                 "end_reason": rec.end_reason,
+                **panel_metadata(result),
             },
         )
 

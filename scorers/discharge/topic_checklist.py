@@ -22,6 +22,7 @@ from bedside.calls import UNSCORED, ask, grader
 from bedside.discharge.protocols import checklist_protocol, normalise_id  # noqa: F401
 from bedside.discharge.records import topic_checklist_questions
 from bedside.intervals import UNIT
+from bedside.panel import panel_metadata
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, conversation_lines, record, system_failure_score
@@ -29,7 +30,7 @@ from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 
 #: the keys it writes: Table 1's TCS
-KEYS = (ScoreKey("tcs", UNIT, role="headline", label="TCS"), UNSCORED_KEY)
+KEYS = (ScoreKey("tcs", UNIT, role="headline", label="TCS", panel="majority"), UNSCORED_KEY)
 
 #: which questions form a case's Q_i: ``rule``: the case's ``checklist_questions`` (bedside's
 #: applicability rule); ``all``: all 21
@@ -81,6 +82,7 @@ def topic_checklist(judge_retries: int = 2, applicability: ChecklistApplicabilit
                     "judge_replies": result.replies,
                     "grader_fallback": fallback,
                     "end_reason": rec.end_reason,
+                    **panel_metadata(result),
                 },
             )
         answers = result.require()
@@ -95,6 +97,7 @@ def topic_checklist(judge_retries: int = 2, applicability: ChecklistApplicabilit
                 "applicable": applicable,
                 "grader_fallback": fallback,
                 "end_reason": rec.end_reason,
+                **panel_metadata(result),
             },
         )
 

@@ -66,6 +66,7 @@ from bedside.end_reasons import EndReason
 from bedside.intervals import BINARY, COUNT, UNIT, case_bootstrap, mean_interval
 from bedside.medsp import BENCHMARK, MedSPEndReason
 from bedside.medsp.protocols import Evaluation
+from bedside.panel import panel_metadata
 from bedside.medsp.records import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
 from bedside.roles import fallback_roles
 from bedside.score_keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
@@ -78,7 +79,7 @@ Counts = dict[str, list[int]]  # competency -> [met, judged]
 #: the keys it writes (module docstring): the three rates of Inspect's block (:func:`rubric_rates`),
 #: then the bookkeeping of the health block
 KEYS = (
-    ScoreKey("micro", UNIT, role="headline", pooled=True),
+    ScoreKey("micro", UNIT, role="headline", pooled=True, panel="majority"),
     ScoreKey("macro", UNIT, role="headline", pooled=True),
     ScoreKey("scenario_mean", UNIT, role="headline"),
     ScoreKey("erroneous", BINARY, role="health", health="count", health_name="erroneous_run", lower_is_better=True),
@@ -134,7 +135,11 @@ async def judge_rubric(
         )
 
     results = await collect(*(one(b) for b in batches(items, batch_size)))
-    merged = Answer[Evaluation](value=Evaluation(verdicts={}), replies=[r for res in results for r in res.replies])
+    merged = Answer[Evaluation](
+        value=Evaluation(verdicts={}),
+        replies=[r for res in results for r in res.replies],
+        panel=[p for res in results for p in res.panel],
+    )
     for res in results:
         if not res.ok:
             merged.value, merged.error = None, res.error
@@ -401,6 +406,7 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
                 "action_statuses": record.action_statuses,
                 "prompts": prompt_set.name,
                 "role_fallbacks": fallbacks,
+                **panel_metadata(result),
             },
         )
 
