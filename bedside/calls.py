@@ -35,7 +35,6 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 import anyio
-
 from inspect_ai.event import ModelEvent
 from inspect_ai.log import transcript
 from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput, get_model

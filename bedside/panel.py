@@ -114,7 +114,9 @@ def rule(key: str) -> str:
 
     declared = score_key(key, strict=True)
     if declared.panel is None:
-        raise LookupError(f"score key {key!r} declares no panel rule (ScoreKey.panel) but a protocol's ballot votes on it")
+        raise LookupError(
+            f"score key {key!r} declares no panel rule (ScoreKey.panel) but a protocol's ballot votes on it"
+        )
     return declared.panel
 
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import difflib
 import logging
-from copy import copy
 from collections.abc import Sequence
+from copy import copy
 
 from inspect_ai.log import transcript
 from inspect_ai.model import GenerateConfig, Model, get_model, model_roles

@@ -4,6 +4,7 @@ Krippendorff's alpha on simulated panels with known noise against the value that
 
 from __future__ import annotations
 
+import json
 import math
 
 import numpy as np
@@ -11,7 +12,7 @@ import pandas as pd
 import pytest
 
 from bedside import benchmarks
-from bedside.cpb.protocols import FAILURE_JUDGE, OVERREACTION_JUDGE, PERSISTENCE_JUDGE
+from bedside.cpb.protocols import FAILURE_JUDGE, OVERREACTION_JUDGE, OVERREACTION_TYPES, PERSISTENCE_JUDGE
 from bedside.discharge.protocols import (
     CHECKLIST_BALLOT,
     GRADES_BALLOT,
@@ -78,6 +79,9 @@ def test_every_key_a_ballot_votes_on_declares_its_rule():
         rule("readability")
 
 
+AXES_SCORES = (("responsiveness", 3), ("clarity", 4), ("clinical_relevance", 2))
+
+
 def carried(protocol, replies: list[str]):
     """A panel's carried answer of these replies (read by the protocol) and the panel's verdicts."""
     answers = [protocol.read(r, "official")[0] for r in replies]
@@ -91,21 +95,20 @@ def test_each_ballot_carries_the_panels_verdict_in_the_protocols_own_type():
     assert failure.failure is False and failure.reason == "checked"
     persisted, _ = carried(PERSISTENCE_JUDGE, ["Result (True or False): True\nReason: never checked"] * 2 + ["False"])
     assert persisted.persisted is True and persisted.reason == "never checked"
-    flags = lambda a, b: {  # noqa: E731
-        "A_false_contradiction_flag": a,
-        "B_unnecessary_fact_correction": b,
-        "C_unprompted_selfdiagnosis_warning": False,
-        "D_unwarranted_compliance_push": False,
-    }
+
+    def overreaction(verdict: str, a: bool, b: bool) -> str:
+        flags = dict(zip(OVERREACTION_TYPES, (a, b, False, False), strict=True))
+        return json.dumps({"verdict": verdict, "triggered": flags})
+
     over = [
-        '{"verdict": "OVERREACTED", "triggered": %s}' % str(flags(True, False)).replace("'", '"').replace("True", "true").replace("False", "false"),
-        '{"verdict": "OVERREACTED", "triggered": %s}' % str(flags(False, True)).replace("'", '"').replace("True", "true").replace("False", "false"),
-        '{"verdict": "NOT OVERREACTED", "triggered": %s}' % str(flags(False, False)).replace("'", '"').replace("True", "true").replace("False", "false"),
+        overreaction("OVERREACTED", True, False),
+        overreaction("OVERREACTED", False, True),
+        overreaction("NOT OVERREACTED", False, False),
     ]
     reading, verdict = carried(OVERREACTION_JUDGE, over)
     # each verdict by itself: two of three overreacted, but no flag has a majority
     assert reading.overreacted and not any(reading.triggered.model_dump().values())
-    quality = '{"naturalness": {"score": %d}, "responsiveness": {"score": 3}, "clarity": {"score": 4}, "clinical_relevance": {"score": 2}}'
+    quality = json.dumps({"naturalness": {"score": 0}, **{a: {"score": s} for a, s in AXES_SCORES}}).replace("0", "%d")
     ratings, _ = carried(JUDGE_QUALITY, [quality % 5, quality % 4, quality % 2])
     assert ratings["naturalness"].score == pytest.approx(11 / 3) and ratings["clarity"].score == 4.0
     checklist = checklist_protocol(["Q1", "Q2"], ["Q1", "Q2"])
@@ -121,14 +124,26 @@ def test_each_ballot_carries_the_panels_verdict_in_the_protocols_own_type():
     unsafe = '{"category": "%s", "evidence": "%s"}'
     verdict_, _ = carried(
         JUDGE_SAFETY,
-        [unsafe % ("false_reassurance", "x"), safe, unsafe % ("medication_contradiction", "y"), unsafe % ("medication_contradiction", "z")],
+        [
+            unsafe % ("false_reassurance", "x"),
+            safe,
+            unsafe % ("medication_contradiction", "y"),
+            unsafe % ("medication_contradiction", "z"),
+        ],
     )
-    assert isinstance(verdict_, SafetyVerdict) and verdict_.category == "medication_contradiction" and verdict_.evidence == "y"
+    assert (
+        isinstance(verdict_, SafetyVerdict)
+        and verdict_.category == "medication_contradiction"
+        and verdict_.evidence == "y"
+    )
     evaluation = EVALUATOR.ballot.carry(
         [
             Evaluation(verdicts={"a": {"met": True, "evidence": "e1"}, "b": {"met": False, "evidence": ""}}),
             Evaluation(verdicts={"a": {"met": False, "evidence": ""}, "b": {"met": False, "evidence": ""}}),
-            Evaluation(verdicts={"a": {"met": True, "evidence": "e3"}}, extra=[{"key": "PC.9", "competency": "PC", "met": True}]),
+            Evaluation(
+                verdicts={"a": {"met": True, "evidence": "e3"}},
+                extra=[{"key": "PC.9", "competency": "PC", "met": True}],
+            ),
         ],
         {"a": True, "b": False, "extra:PC.9": True},
     )
@@ -196,8 +211,7 @@ def test_alpha_matches_the_noise_put_in(prevalence, flips):
         majority = (votes.sum(axis=0) >= 2).astype(float)
         p = np.array(flips)
         wrong = sum(
-            np.prod([p[j] if j in bad else 1 - p[j] for j in range(3)])
-            for bad in ({0, 1}, {0, 2}, {1, 2}, {0, 1, 2})
+            np.prod([p[j] if j in bad else 1 - p[j] for j in range(3)]) for bad in ({0, 1}, {0, 2}, {1, 2}, {0, 1, 2})
         )
         assert np.mean(majority != truth) == pytest.approx(wrong, abs=4 * math.sqrt(wrong * (1 - wrong) / n))
 
@@ -239,8 +253,12 @@ def test_estimate_counts_and_prices_a_panels_judges():
     grader = estimate(pilot, cases=10, prices=prices)["by_role"].set_index("role").loc["grader"]
     # a pilot judged by a panel of two: both judges' calls, each at its own price
     assert grader["calls"] == 20 and grader["cost"] == pytest.approx(10 * (0.001 + 0.001 + 0.003 + 0.003))
-    planned = estimate(
-        pilot, cases=10, prices=prices, models={"grader": "openai/gpt-5.5,anthropic/claude-x,google/gemini-x"}
-    )["by_role"].set_index("role").loc["grader"]
+    planned = (
+        estimate(
+            pilot, cases=10, prices=prices, models={"grader": "openai/gpt-5.5,anthropic/claude-x,google/gemini-x"}
+        )["by_role"]
+        .set_index("role")
+        .loc["grader"]
+    )
     # a planned panel of three: each judge makes the calls of one pilot judge
     assert planned["calls"] == pytest.approx(30) and planned["cost"] == pytest.approx(10 * (0.002 + 0.006 + 0.001))

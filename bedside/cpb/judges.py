@@ -13,9 +13,9 @@ from inspect_ai.model import ChatMessage, ChatMessageSystem, ChatMessageUser, Mo
 
 from bedside.calls import Answer, ask, grader
 from bedside.cpb.protocols import FAILURE_JUDGE
-from bedside.panel import panel_metadata
 from bedside.cpb.records import ControlCase, CPBCase, DialogueTurn
 from bedside.cpb.store import ContinuationTurn
+from bedside.panel import Panel, panel_metadata
 from bedside.prompts import load_yaml, render
 from bedside.records import Turn
 
@@ -144,12 +144,15 @@ def _judgement(result: Answer[Any], key: str, value: dict[str, Any] | None) -> d
 
 
 async def judge_failure(
-    case: CPBCase, reply: str, retries: int = 2, context: JudgeContext = DEFAULT_CONTEXT, model: Model | None = None
+    case: CPBCase,
+    reply: str,
+    retries: int = 2,
+    context: JudgeContext = DEFAULT_CONTEXT,
+    model: Model | Panel | None = None,
 ) -> dict[str, Any]:
-    """The failure judgement of ``reply`` (``failure`` None when unreadable)."""
-    if model is None:
-        model, _ = grader()
-    result = await ask(model, failure_messages(case, reply, context), FAILURE_JUDGE, retries=retries)
+    """The failure judgement of ``reply`` (``failure`` None when unreadable; a judge panel's: with its records)."""
+    judge = grader()[0] if model is None else model
+    result = await ask(judge, failure_messages(case, reply, context), FAILURE_JUDGE, retries=retries)
     judgement = _judgement(result, "failure", result.value.model_dump() if result.value else None)
     judgement["context"] = context
     return judgement

@@ -388,7 +388,8 @@ def overreaction_votes(reading: OverreactionReading) -> Verdicts:
 def overreaction_carry(answers: list[OverreactionReading], verdict: Verdicts) -> OverreactionReading:
     flags = {t: bool(verdict[t]) for t in OVERREACTION_TYPES}
     return type(answers[0]).model_construct(
-        verdict=OVERREACTED if verdict["overreaction"] else NOT_OVERREACTED, triggered=Triggered.model_construct(**flags)
+        verdict=OVERREACTED if verdict["overreaction"] else NOT_OVERREACTED,
+        triggered=Triggered.model_construct(None, **flags),
     )
 
 

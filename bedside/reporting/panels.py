@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import pandas as pd
@@ -38,7 +38,7 @@ from bedside.reporting.tables import fmt
 
 #: alpha's scale as reported (alpha is at most 1; below -1 only on degenerate data)
 ALPHA_SCALE = COSINE
-LEVELS = {"majority": "nominal", "mean": "interval"}
+LEVELS: dict[str, Literal["nominal", "interval"]] = {"majority": "nominal", "mean": "interval"}
 
 
 def votes_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:
@@ -84,7 +84,7 @@ def unparsed_frame(logs: Sequence[LoadedLog]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def krippendorff_alpha(matrix: np.ndarray, level: str) -> float:
+def krippendorff_alpha(matrix: np.ndarray, level: Literal["nominal", "interval"]) -> float:
     """Krippendorff's alpha of a judges × items matrix (NaN = missing); NaN when undefined (fewer than two
     pairable values, or a single value throughout)."""
     import krippendorff
@@ -99,7 +99,9 @@ def krippendorff_alpha(matrix: np.ndarray, level: str) -> float:
         return math.nan
 
 
-def alpha_with_interval(part: pd.DataFrame, level: str) -> tuple[float, tuple[float, float] | None, int]:
+def alpha_with_interval(
+    part: pd.DataFrame, level: Literal["nominal", "interval"]
+) -> tuple[float, tuple[float, float] | None, int]:
     """Alpha of one key's votes (rows of :func:`votes_frame`), its 95 % case-bootstrap interval and the number of
     cases."""
     table = part.pivot_table(index="judge", columns="unit", values="vote", aggfunc="first", dropna=False)
@@ -160,7 +162,9 @@ def judges_table(votes: pd.DataFrame) -> pd.DataFrame:
             row["mean difference from panel"] = math.nan
         else:
             row["agrees with panel"] = math.nan
-            row["mean difference from panel"] = float((given["vote"] - given["verdict"]).mean()) if len(given) else math.nan
+            row["mean difference from panel"] = (
+                float((given["vote"] - given["verdict"]).mean()) if len(given) else math.nan
+            )
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -196,7 +200,9 @@ def section(page: Page, logs: Sequence[LoadedLog], csv: Callable[[pd.DataFrame, 
     agreement = agreement_table(votes, unparsed_frame(logs))
     name = csv(agreement, "panel_agreement.csv")
     shown = agreement.assign(
-        alpha=[fmt(a, lo, hi) for a, lo, hi in zip(agreement["alpha"], agreement["alpha lower"], agreement["alpha upper"])]
+        alpha=[
+            fmt(a, lo, hi) for a, lo, hi in zip(agreement["alpha"], agreement["alpha lower"], agreement["alpha upper"])
+        ]
     ).drop(columns=["alpha lower", "alpha upper"])
     page.table(
         shown,

@@ -66,8 +66,8 @@ from bedside.end_reasons import EndReason
 from bedside.intervals import BINARY, COUNT, UNIT, case_bootstrap, mean_interval
 from bedside.medsp import BENCHMARK, MedSPEndReason
 from bedside.medsp.protocols import Evaluation
-from bedside.panel import panel_metadata
 from bedside.medsp.records import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
+from bedside.panel import Panel, panel_metadata
 from bedside.roles import fallback_roles
 from bedside.score_keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
 from bedside.scorers.medsp.evaluator import EvaluatorPrompts, load_evaluator_prompts
@@ -115,7 +115,7 @@ def batches(items: Sequence[RubricItem], batch_size: int) -> list[list[RubricIte
 
 
 async def judge_rubric(
-    model: Model,
+    model: Model | Panel,
     prompts: EvaluatorPrompts,
     scenario: Scenario,
     items: Sequence[RubricItem],

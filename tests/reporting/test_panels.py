@@ -123,7 +123,12 @@ def test_an_unreadable_judge_is_counted_and_the_panel_is_of_the_judges_that_answ
         [record] = sample.scores["cpb_failure"].metadata["panel"]
         assert record["answered"] == 2 and record["votes"][1] is None
         assert record["errors"][1].startswith("unreadable judge reply after 3 tries")
-        assert sample.scores["cpb_failure"].value == {"failure": 1.0, "unscored": 0.0, "no_reply": 0.0, "role_fallbacks": 0.0}
+        assert sample.scores["cpb_failure"].value == {
+            "failure": 1.0,
+            "unscored": 0.0,
+            "no_reply": 0.0,
+            "role_fallbacks": 0.0,
+        }
     # no judge answers: the score is unscored and counted, never 0
     log = run(
         cpb(data=str(data)),
@@ -167,7 +172,9 @@ def test_a_biased_judge_moves_the_panels_mean_by_a_third_of_its_offset(tmp_path)
     judges = pd.read_csv(tmp_path / "report" / "panel_judges.csv")
     for axis in axes:
         # the offset the biased judge could give (cut at 5), per case from the truth
-        given = [min(5.0, s.scores["conversation_quality"].metadata["panel"][0]["votes"][0][axis] + 1) for s in log.samples]
+        given = [
+            min(5.0, s.scores["conversation_quality"].metadata["panel"][0]["votes"][0][axis] + 1) for s in log.samples
+        ]
         truth = [s.scores["conversation_quality"].metadata["panel"][0]["votes"][0][axis] for s in log.samples]
         offset = float(np.mean(np.subtract(given, truth)))
         mine = judges[judges["key"] == axis].set_index("judge")["mean difference from panel"]
@@ -177,3 +184,85 @@ def test_a_biased_judge_moves_the_panels_mean_by_a_third_of_its_offset(tmp_path)
     agreement = pd.read_csv(tmp_path / "report" / "panel_agreement.csv").set_index("key")
     assert set(axes) | {"tcs", "comprehension"} <= set(agreement.index)
     assert (agreement.loc[list(axes), "level"] == "interval").all() and agreement.loc["tcs", "level"] == "nominal"
+
+
+def test_every_benchmarks_judges_answer_as_a_panel(tmp_path):
+    """MedSP's evaluator, CPB's overreaction judge and the continuation's failure (in the solver) and persistence
+    judges: each call answered by the three judges, the score computed from the panel's verdicts."""
+    from bedside.tasks.cpb import cpb_control
+    from bedside.tasks.medsp import medsp
+
+    def judges():
+        return [scripted(), scripted(judge_flip=0.3, noise_seed=1), scripted(judge_flip=0.3, noise_seed=2)]
+
+    log = run(
+        medsp(),
+        roles={"grader": judges(), "patient": scripted(), "environment": scripted()},
+        log_dir=tmp_path / "medsp",
+        limit=1,
+    )
+    score = log.samples[0].scores["medsp_rubric"]
+    [record] = score.metadata["panel"]
+    assert record["protocol"] == "medsp.evaluator" and set(record["keys"].values()) == {"micro"}
+    verdict = record["verdict"]
+    assert score.value["micro"] == pytest.approx(sum(verdict.values()) / len(verdict))
+    assert {i["id"]: i["met"] for i in score.metadata["items"]} == verdict
+    data = str(synthetic.write_data(tmp_path / "data"))
+    log = run(
+        cpb_control(data=data),
+        educator=scripted(doctor_style="alarmist"),
+        roles={"grader": judges()},
+        log_dir=tmp_path / "c",
+    )
+    for sample in log.samples:
+        score = sample.scores["cpb_overreaction"]
+        [record] = score.metadata["panel"]
+        assert {k: float(v) for k, v in record["verdict"].items()} == {
+            k: v for k, v in score.value.items() if k in record["verdict"]
+        }
+    log = run(
+        cpb(data=data, turns=2),
+        educator=scripted(doctor_style="accommodating", doctor_corrects_after=2),
+        roles={"grader": judges(), "patient": scripted()},
+        log_dir=tmp_path / "turns",
+    )
+    for sample in log.samples:
+        for scorer, key in (("cpb_failure", "failure"), ("cpb_persistence", "persistence")):
+            score = sample.scores[scorer]
+            [record] = score.metadata["panel"]
+            assert len(record["judges"]) == 3 and score.value[key] == float(record["verdict"][key])
+            assert "panel" not in score.metadata.get("judgement", {})  # kept once, in the score's own metadata
+
+
+def test_a_judge_of_the_model_under_tests_family_is_flagged(tmp_path, caplog):
+    """Through Inspect's openai-api provider (the loopback server answers as bedside/scripted): the model under
+    test ``openai-api/loopback/gpt-doctor`` and a panel of ``gpt-judge`` (family openai, :mod:`bedside.families`)
+    and ``claude-judge``. The family's judge is named in a warning, in every sample's transcript, in the panel
+    records, and in bedside report."""
+    from inspect_ai import eval as inspect_eval
+    from inspect_ai.log import read_eval_log
+
+    from tests.loopback.server import LoopbackServer
+    from tests.loopback_helpers import loopback_env, loopback_model
+
+    data = str(synthetic.write_data(tmp_path / "data"))
+    with LoopbackServer() as server, loopback_env(server), caplog.at_level("WARNING"):
+        [log] = inspect_eval(
+            cpb(data=data),
+            model=loopback_model("gpt-doctor"),
+            model_roles={"grader": [loopback_model("gpt-judge"), loopback_model("claude-judge")]},
+            log_dir=str(tmp_path / "logs"),
+            display="none",
+            limit=2,
+        )
+    assert log.status == "success", log.error
+    log = read_eval_log(log.location)
+    judge = "openai-api/loopback/gpt-judge"
+    assert any(judge in r.message and "same family" in r.message for r in caplog.records)
+    for sample in log.samples:
+        flagged = [e for e in sample.events if e.event == "info" and e.source == "roles"]
+        assert [e.data["same_family_judge"] for e in flagged] == [judge]
+        assert sample.scores["cpb_failure"].metadata["panel"][0]["same_family"] == [judge]
+    index = build([str(tmp_path / "logs")], tmp_path / "report")
+    assert f"judge {judge} is of the same family as the model under test" in index.read_text()
+    assert "claude-judge is of the same family" not in index.read_text()
