@@ -57,7 +57,12 @@ def bound_models(roles: Iterable[str]) -> dict[str, Model]:
     except Exception:
         return {}
     bound = model_roles()
-    out.update({role: model for role in roles if isinstance(model := bound.get(role), Model)})
+    for role in roles:
+        model = bound.get(role)
+        if isinstance(model, Model):
+            out[role] = model
+        elif isinstance(model, list):  # a judge panel: every judge's window
+            out.update({role if i == 0 else f"{role} (judge {i + 1})": m for i, m in enumerate(model)})
     return out
 
 

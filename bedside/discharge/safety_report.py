@@ -75,6 +75,8 @@ def _grader(log: EvalLog) -> str:
     from inspect_ai.model import ModelConfig
 
     grader = (log.eval.model_roles or {}).get("grader")
+    if isinstance(grader, list):  # a judge panel
+        return " + ".join(g.model for g in grader)
     return grader.model if isinstance(grader, ModelConfig) else log.eval.model
 
 

@@ -69,7 +69,10 @@ def role_models(subject: str | None, roles: Sequence[str]) -> dict[str, Model]:
     models = {subject: under_test} if subject else {}
     for role in roles:
         model = bound.get(role, under_test)
-        models[role] = model[0] if isinstance(model, list) else model
+        if isinstance(model, list):  # a judge panel: every judge is checked
+            models.update({role if i == 0 else f"{role} (judge {i + 1})": m for i, m in enumerate(model)})
+        else:
+            models[role] = model
     return models
 
 

@@ -304,3 +304,12 @@ def test_rescore_through_a_batch_api_refuses_a_remote_grader_before_any_upload(
     header = read_eval_log(str(written), header_only=True).eval
     assert header.metadata["bedside_rescore"]["zero_retention"] is True
     assert header.model_roles["grader"].config.batch == BatchConfig(send_delay=0.05, tick=0.05)
+
+
+def test_every_judge_of_a_panel_is_checked(mimic_cases, server, tmp_path):
+    """A grader panel whose second judge is not local is refused, naming that judge, before anything is sent."""
+    roles = {r: at(server.base_url, r) for r in ROLES}
+    roles["grader"] = [at(server.base_url, "grader"), at(REMOTE, "grader")]
+    with pytest.raises(DataUseRefused, match=r"^Model role grader \(judge 2\): Refusing to send MIMIC-IV-Note text"):
+        run(mimic_cases, at(server.base_url), roles, tmp_path)
+    assert server.total_calls == 0
