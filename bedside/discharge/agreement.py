@@ -11,7 +11,8 @@ physician (DischargeBench paper, Table 5).
                 ``Q2.1``, … (``yes``/``no``, also ``1``/``0``, ``true``/``false``); a
                 comprehension item ``q1`` … ``q6`` (``correct`` / ``partially correct`` /
                 ``incorrect``, or ``1`` / ``0.5`` / ``0``); any other numeric score key of the
-                log (e.g. ``tcs``, ``comprehension``: continuous, Spearman only)
+                log (e.g. ``tcs``, ``comprehension``: continuous, Spearman only; a number
+                inside the scale the key's scorer declares, [0, 1] for these two)
 ``value``       the rating
 ``model``       optional: the model under test (label or model name), needed only when the
                 same case id is in several logs

@@ -12,7 +12,13 @@ judge graded. The estimate assumes the annotated cases are a random sample of th
 fewer than :data:`MIN_ANNOTATED` annotated cases no interval is given: the row says so. Both intervals
 (the judge-only t interval and ppi-python's) are intersected with the metric's declared scale (1-5 for a
 Likert axis, [0, 1] for ``tcs`` and ``comprehension``), as every bedside interval stays inside its
-scale: the mean lies in the scale, so the intersection covers it whenever the interval does.
+scale: the mean lies in the scale, so the intersection covers it whenever the interval does; the
+calibrated point estimate (the judge's mean plus a correction, which can leave the scale) is cut to it too.
+
+Power tuning weighs the judge by cov(physician, judge) / var(judge), which is 0 / 0 when the judge gives
+every case the same score (ppi-python then returns NaN). Such a judge carries no information about the
+cases, and the estimate is the physicians' own mean with its classical interval (ppi-python with
+``lam=1``, which then equals the classical estimate); the row's note says so.
 
 The same table is printed by ``bedside agreement`` (:func:`print_calibrated`) and shown in DischargeBench's
 section of ``bedside report --annotations FILE`` (:func:`section`, named by its tools' ``calibrated``;
@@ -37,6 +43,10 @@ HEADLINE = (*LIKERT, "tcs", "comprehension")
 #: fewest annotated cases for an interval
 MIN_ANNOTATED = 10
 TOO_FEW = "too few annotated cases for an interval (n_annotated < {minimum})"
+CONSTANT_JUDGE = (
+    "the judge gave every case {value:g}, so this is the physicians' own mean: "
+    "the classical estimate (ppi-python, lam=1)"
+)
 
 
 def physician_case_values(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataFrame:
@@ -107,14 +117,21 @@ def estimate(
         "calibrated": math.nan,
         "calibrated_ci_lower": math.nan,
         "calibrated_ci_upper": math.nan,
+        "note": TOO_FEW.format(minimum=MIN_ANNOTATED) if n < MIN_ANNOTATED else "",
     }
     if n < MIN_ANNOTATED or big_n < 1:
         return out
-    out["calibrated"] = float(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_unannotated))[0])
-    lower, upper = ppi_mean_ci(y, yhat, yhat_unannotated, alpha=alpha)
+    # power tuning weighs the judge by cov(physician, judge) / var(judge): 0 / 0 for a judge that gives every
+    # case one score; such a judge carries no information, and lam=1 gives the classical estimate
+    constant = bool(np.ptp(np.concatenate([yhat, yhat_unannotated])) == 0)
+    lam = 1.0 if constant else None
+    point = float(np.ravel(ppi_mean_pointestimate(y, yhat, yhat_unannotated, lam=lam))[0])
+    lower, upper = ppi_mean_ci(y, yhat, yhat_unannotated, alpha=alpha, lam=lam)
+    out["calibrated"] = clip(point, point, scale)[0]
     out["calibrated_ci_lower"], out["calibrated_ci_upper"] = clip(
         float(np.ravel(lower)[0]), float(np.ravel(upper)[0]), scale
     )
+    out["note"] = CONSTANT_JUDGE.format(value=float(yhat[0])) if constant else ""
     return out
 
 
@@ -138,8 +155,7 @@ def calibrated_table(annotations: pd.DataFrame, judge: pd.DataFrame) -> pd.DataF
         row["n_judged"] = len(values)
         row["judge_mean"], bounds = judge_interval(values.to_numpy())
         row["judge_ci_lower"], row["judge_ci_upper"] = clip(*bounds, scale)
-        note = TOO_FEW.format(minimum=MIN_ANNOTATED) if row["n_annotated"] < MIN_ANNOTATED else ""
-        rows.append({"model": label, "metric": metric, **row, "note": note})
+        rows.append({"model": label, "metric": metric, **row})
     return pd.DataFrame(rows)
 
 
@@ -164,7 +180,10 @@ def _interval(mean: float, lower: float, upper: float) -> str:
 
 
 def _calibrated(r: dict) -> str:
-    return r["note"] or _interval(r["calibrated"], r["calibrated_ci_lower"], r["calibrated_ci_upper"])
+    if math.isnan(r["calibrated"]):
+        return r["note"]
+    estimate = _interval(r["calibrated"], r["calibrated_ci_lower"], r["calibrated_ci_upper"])
+    return f"{estimate} ({r['note']})" if r["note"] else estimate
 
 
 def _bias(r: dict) -> str:

@@ -93,7 +93,22 @@ def code(value: object, axis: Axis) -> float:
         if text not in GRADES:
             raise ValueError(f"comprehension item: {value!r} is not correct / partially correct / incorrect")
         return float(GRADES[text])
-    return float(text)
+    return on_scale(float(text), axis.name)
+
+
+def on_scale(number: float, key: str) -> float:
+    """A continuous rating of score key ``key`` (e.g. ``tcs``), checked against the scale its scorer declares
+    (:func:`bedside.benchmarks.score_key`; an undeclared key: any finite number); ``ValueError`` otherwise."""
+    from bedside import benchmarks
+
+    scale = benchmarks.score_key(key).scale
+    low = -math.inf if scale.lower is None else scale.lower
+    high = math.inf if scale.upper is None else scale.upper
+    if not math.isfinite(number):
+        raise ValueError(f"{key}: {number} is not a finite number")
+    if not low <= number <= high:
+        raise ValueError(f"{key}: {number:g} is outside its scale, {low:g} to {high:g}")
+    return number
 
 
 def _line_numbers(path: str) -> list[int]:

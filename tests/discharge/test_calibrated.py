@@ -103,3 +103,68 @@ def test_the_agreement_command_prints_judge_only_bias_and_calibrated(tmp_path, c
     assert judge.mean() + stats.t.ppf(0.975, 5) * stats.sem(judge) > 5
     assert nat["judge_ci_upper"] == 5.0 and 1.0 < nat["judge_ci_lower"] < nat["judge_mean"]
     assert (table["judge_ci_upper"] <= table["metric"].map(lambda m: 1.0 if m == "tcs" else 5.0)).all()
+
+
+def test_a_judge_that_gives_every_case_one_score_gives_the_classical_estimate():
+    """Power tuning divides cov(physician, judge) by var(judge): 0 / 0 for a constant judge (ppi-python then
+    returns NaN). Such a judge adds nothing, and the estimate is the physicians' own mean with the classical
+    interval (ppi-python's lam=1 with a constant judge; its classical_mean_ci), and says so."""
+    from ppi_py import classical_mean_ci, ppi_mean_ci
+
+    physician = np.array([2 + i % 4 for i in range(12)], dtype=float)
+    judge = np.full(24, 4.0)
+    with np.errstate(all="ignore"):
+        assert np.isnan(ppi_mean_ci(physician, judge[:12], judge[12:], alpha=0.05)[0]).all()  # what ppi-python gives
+    r = estimate(physician, judge[:12], judge[12:])
+    low, high = classical_mean_ci(physician, alpha=0.05)
+    assert r["calibrated"] == pytest.approx(physician.mean())
+    assert (r["calibrated_ci_lower"], r["calibrated_ci_upper"]) == pytest.approx((float(low), float(high)))
+    assert "the judge gave every case 4" in r["note"] and "classical" in r["note"]
+    varied = estimate(physician, judge[:12] + np.arange(12) % 2, judge[12:])  # a judge with any spread: tuned
+    assert varied["note"] == "" and not np.isnan(varied["calibrated"])
+
+
+def test_the_point_estimate_is_cut_to_the_scale_as_its_interval_is():
+    """A judge two points under the physicians on the annotated cases and at 5 on the rest: the corrected
+    mean lands above 5 (the raw estimator), the shown one at the top of the scale, inside its own interval."""
+    from bedside.intervals import LIKERT as LIKERT_SCALE
+
+    physician = np.array([5, 5, 4, 5, 5, 4, 5, 5, 5, 4, 5, 5.0])
+    judge = physician - 2
+    raw = estimate(physician, judge, np.full(30, 5.0))
+    assert raw["calibrated"] > 5
+    cut = estimate(physician, judge, np.full(30, 5.0), scale=LIKERT_SCALE)
+    assert cut["calibrated"] == 5.0 and cut["calibrated_ci_lower"] <= cut["calibrated"] <= cut["calibrated_ci_upper"]
+
+
+def test_the_agreement_command_gives_a_number_and_a_note_for_a_constant_judge(tmp_path, capsys):
+    """The scripted judge gives every case the same score on 3 of 4 Likert axes: no `nan`, the note instead."""
+    from inspect_ai.scorer import Score
+
+    from tests.reporting.synth import log, sample
+
+    samples = [
+        sample(f"c{i}", {"conversation_quality": Score(value={"naturalness": 4.0, "clarity": float(1 + i % 5)})})
+        for i in range(24)
+    ]
+    path = write(log("bedside/discharge", "prov/a", samples), tmp_path / "judge.eval")
+    rows = ["case_id,annotator,item,value"]
+    rows += [f"c{i},phys_a,naturalness,{2 + i % 4}" for i in range(12)]
+    rows += [f"c{i},phys_a,clarity,{1 + (i + 1) % 5}" for i in range(12)]
+    (tmp_path / "a.csv").write_text("\n".join(rows) + "\n")
+    assert main(["agreement", "--annotations", str(tmp_path / "a.csv"), path]) == 0
+    out = capsys.readouterr().out
+    calibrated = [line for line in out.splitlines() if "calibrated" in line and "prov/a" in line]
+    assert len(calibrated) == 2 and "nan" not in " ".join(calibrated)
+    [naturalness] = [line for line in calibrated if "naturalness" in line]
+    physicians = np.array([2 + i % 4 for i in range(12)], dtype=float)
+    assert f"calibrated {physicians.mean():.3f} [" in naturalness and "the judge gave every case 4" in naturalness
+
+
+@pytest.mark.parametrize(("value", "message"), [("1.7", "outside its scale, 0 to 1"), ("inf", "not a finite number")])
+def test_the_agreement_command_rejects_an_off_scale_numeric_rating(tmp_path, capsys, value, message):
+    path = write(judge_log(), tmp_path / "judge.eval")
+    bad = tmp_path / "bad.csv"
+    bad.write_text(f"case_id,annotator,item,value\ncase-1,phys_a,tcs,0.5\ncase-2,phys_a,tcs,{value}\n")
+    assert main(["agreement", "--annotations", str(bad), path]) == 2
+    assert f"{bad}, line 3, field 'value' (case case-2, item tcs): tcs: {value} " in capsys.readouterr().out

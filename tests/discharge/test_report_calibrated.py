@@ -154,6 +154,12 @@ def test_without_annotations_the_report_is_unchanged(run, tmp_path):
         ("case-1,phys_a,Q1,maybe", "value", "'maybe' is not yes/no"),
         ("case-1,phys_a,q2,mostly", "value", "is not correct / partially correct / incorrect"),
         ("case-1,phys_a,tcs,high", "value", "'high' is not a number"),
+        # numeric keys are checked against the scale their scorer declares ([0, 1] for tcs and comprehension)
+        ("case-1,phys_a,tcs,1.7", "value", "tcs: 1.7 is outside its scale, 0 to 1"),
+        ("case-1,phys_a,tcs,-0.2", "value", "tcs: -0.2 is outside its scale, 0 to 1"),
+        ("case-1,phys_a,tcs,50", "value", "tcs: 50 is outside its scale, 0 to 1"),
+        ("case-1,phys_a,tcs,inf", "value", "tcs: inf is not a finite number"),
+        ("case-1,phys_a,comprehension,1.5", "value", "comprehension: 1.5 is outside its scale, 0 to 1"),
         (",phys_a,naturalness,3", "case_id", "empty"),
     ],
 )
