@@ -100,8 +100,9 @@ def estimate(
 ) -> dict[str, float]:
     """PPI mean and interval from the annotated cases (physician ``y``, judge ``yhat``) and the judge on
     the other cases; the judge-only mean and interval (over all cases) and the judge's bias; both
-    intervals inside ``scale``. No interval below :data:`MIN_ANNOTATED` annotated cases or without
-    unannotated cases."""
+    intervals and the calibrated mean inside ``scale``. ``note``: why there is no interval (below
+    :data:`MIN_ANNOTATED` annotated cases; none without unannotated cases either), or that a judge of one
+    score gave the classical estimate (module docstring)."""
     from ppi_py import ppi_mean_ci, ppi_mean_pointestimate
 
     n, big_n = len(y), len(yhat_unannotated)
