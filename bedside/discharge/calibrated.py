@@ -97,7 +97,7 @@ def estimate(
     yhat_unannotated: np.ndarray,
     alpha: float = 0.05,
     scale: Scale = UNBOUNDED,
-) -> dict[str, float]:
+) -> dict[str, Any]:
     """PPI mean and interval from the annotated cases (physician ``y``, judge ``yhat``) and the judge on
     the other cases; the judge-only mean and interval (over all cases) and the judge's bias; both
     intervals and the calibrated mean inside ``scale``. ``note``: why there is no interval (below
