@@ -82,6 +82,10 @@ class ScoreKey:
       (:data:`PANEL_RULES`; the protocols' ballots name the key each verdict counts toward, :mod:`bedside.panel`);
       ``bedside report`` gives the judges' agreement per such key (nominal Krippendorff's alpha for
       ``majority``, interval alpha for ``mean``).
+    - ``items``: for a key that is a share of yes/no verdicts on items (a checklist's answers, a rubric's
+      items met), how to read those verdicts from the score's metadata: ``fn(metadata) -> {item id: True,
+      False or None (not judged)}``. Consistency over epochs (:mod:`bedside.reporting.epochs`) counts
+      flips and pass^k per item; a key declared binary is a verdict of its own.
     """
 
     name: str
@@ -95,6 +99,7 @@ class ScoreKey:
     reported: bool = True
     pooled: bool = False
     panel: PanelRule | None = None
+    items: Callable[[dict[str, Any]], dict[str, bool | None]] | None = None
 
     def __post_init__(self) -> None:
         if self.role not in ROLES:

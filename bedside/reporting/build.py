@@ -29,12 +29,19 @@ every table as CSV:
                             judges' Krippendorff's alpha with its interval, unparsed calls and ties;
                             ``panel_judges.csv``: each judge against the panel's verdict
                             (:mod:`bedside.reporting.panels`); judges of the model under test's family
+``epoch_noise.csv``         logs with two or more epochs of a case: each key's within-case SD over
+                            epochs; ``epoch_flips.csv``: the share of yes/no verdicts that flip
+                            between epochs, and pass^K with ``--pass-k K`` (:mod:`bedside.reporting.epochs`)
 ==========================  ===================================================================
+
+The leaderboard's minimum detectable differences use ``--power`` and ``--alpha`` (default 0.8 and 0.05;
+:mod:`bedside.reporting.detectable`).
 
 Costs use a price table (``--prices``; default: the shipped ``prices.yaml``, whose prices are
 EXAMPLES — see that file). Sections of benchmarks absent from the logs are left out. ``--population``
 chooses which samples a benchmark's section averages where its paper names several populations
-(:mod:`bedside.reporting.population`); usage, costs and the leaderboard use every sample.
+(:mod:`bedside.reporting.population`); usage, costs, the leaderboard and the run-to-run noise use every
+sample.
 """
 
 from __future__ import annotations
@@ -50,7 +57,7 @@ from bedside import benchmarks
 from bedside.benchmarks import Benchmark
 from bedside.intervals import describe
 from bedside.parts import tools_of
-from bedside.reporting import panels, run_options, tables, usage
+from bedside.reporting import detectable, epochs, panels, run_options, tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
 from bedside.reporting.population import (
@@ -71,6 +78,9 @@ def build(
     allow_different_data: bool = False,
     population: str | None = None,
     annotations: str | None = None,
+    power: float = detectable.POWER,
+    alpha: float = detectable.ALPHA,
+    pass_k: int | None = None,
 ) -> Path:
     """Write the report into ``out``; returns the path of ``index.html``. ``annotations``: a physician
     annotations file for the benchmarks that take one (their tools' ``calibrated``)."""
@@ -80,7 +90,8 @@ def build(
     annotated = _read_annotations(annotations, [b for b in benchmarks.all_benchmarks() if b.name in present])
     out.mkdir(parents=True, exist_ok=True)
     prices = usage.load_prices(prices_path)
-    frame = restrict_frame(scores_frame(logs), logs, population)
+    every_sample = scores_frame(logs)
+    frame = restrict_frame(every_sample, logs, population)
     page = Page("bedside report")
     page.note(f"Generated {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M UTC} from {len(logs)} log(s).")
     page.table(
@@ -122,8 +133,9 @@ def build(
 
     simulator.section(page, logs, csv)  # the simulated patients' own error rate
 
-    sweep.section(page, logs, csv, allow_different_data)
+    sweep.section(page, logs, csv, allow_different_data, power, alpha)
     panels.section(page, logs, csv)  # judge panels' agreement; judges of the model under test's family
+    epochs.section(page, logs, every_sample, csv, pass_k)
     _usage(page, logs, prices, csv)
     index = out / "index.html"
     index.write_text(page.render(), encoding="utf-8")
@@ -199,7 +211,17 @@ def _usage(page: Page, logs: list[LoadedLog], prices: dict, csv) -> None:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        index = build(args.logs, args.out, args.prices, args.allow_different_data, args.population, args.annotations)
+        index = build(
+            args.logs,
+            args.out,
+            args.prices,
+            args.allow_different_data,
+            args.population,
+            args.annotations,
+            args.power,
+            args.alpha,
+            args.pass_k,
+        )
     except (FileNotFoundError, ValueError) as error:
         print(f"bedside report: {error}")
         return 2
@@ -236,5 +258,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="physician annotations (the format of bedside agreement): adds each headline metric's "
         "judge-calibrated estimate (judge-only mean, judge bias, prediction-powered estimate) to the "
         "sections of the benchmarks that take them",
+    )
+    parser.add_argument(
+        "--power",
+        type=detectable.probability,
+        default=detectable.POWER,
+        help=f"power of the leaderboard's minimum detectable differences (default {detectable.POWER})",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=detectable.probability,
+        default=detectable.ALPHA,
+        help=f"two-sided level of the leaderboard's minimum detectable differences (default {detectable.ALPHA})",
+    )
+    parser.add_argument(
+        "--pass-k",
+        type=detectable.positive,
+        metavar="K",
+        help="logs with epochs: also pass^K of each yes/no verdict (the chance that K epochs all pass)",
     )
     parser.set_defaults(func=run)

@@ -4,10 +4,20 @@ paired comparison of logs on the same cases, and the regression gate for CI.
 For each metric (a score key such as ``tcs``, or ``scorer/key`` when two scorers share a key; a key
 the ``health`` block copies means the scorer's own; without ``--metric``: every numeric score key both
 logs hold, the health block's copies left out), samples of the two logs are paired by sample id and
-epoch; pairs where either side is unscored (NaN) are left out (and counted). The difference is
-``candidate − baseline`` per pair; its mean gets a 95 % interval by bedside's one interval rule
-(:mod:`bedside.intervals`): the percentile bootstrap of the mean of the per-pair differences — pairs
-resampled together — with ``--resamples`` resamples and ``--seed``; no interval below two pairs.
+epoch; pairs where either side is unscored (NaN) are left out (and counted). With ``--epochs`` the
+epochs of a case are averaged on each side first (over its scored pairs), so that the case is the
+unit: its epochs are not independent draws. The difference is ``candidate − baseline`` per case; its
+mean gets a 95 % interval by bedside's one interval rule (:mod:`bedside.intervals`): the percentile
+bootstrap of the mean of the per-case differences — both sides of a case resampled together — with
+``--resamples`` resamples and ``--seed``; no interval below two cases.
+
+Beside each difference: the **minimum detectable difference** (MDD) at the run's n cases, from the SD
+of the per-case differences, at ``--power`` (default 0.8) and ``--alpha`` (default 0.05) — the smallest
+true difference a paired t-test of these cases detects with that power; a smaller one may be real but
+is missed more often than not at this n (:mod:`bedside.reporting.detectable`: the formula, and its
+interval). When a log has two or more epochs of a case, its own **run-to-run noise** follows, for the
+compared keys (:mod:`bedside.reporting.epochs`): the within-case SD over epochs, and for yes/no
+verdicts the share of units whose verdict flips between epochs (``--pass-k K`` adds pass^K).
 The *drop* is the decrease in the good direction: ``−mean difference`` for higher-is-better keys,
 ``+mean difference`` for lower-is-better keys (the scorer that writes a key declares its direction,
 :mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
@@ -42,8 +52,8 @@ from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
 from bedside.intervals import mean_interval
-from bedside.reporting import run_options
-from bedside.reporting.load import read_run
+from bedside.reporting import detectable, epochs, run_options
+from bedside.reporting.load import LoadedLog, benchmark_of, read_run, scores_frame
 from bedside.reporting.scores import own, score_table
 from bedside.versions import DataMismatch, check_same_data
 
@@ -59,8 +69,8 @@ class CompareError(ValueError):
 class Result:
     metric: str
     direction: str
-    n: int
-    excluded: int
+    n: int  # cases with a scored pair
+    excluded: int  # unscored pairs (case × epoch) left out
     baseline: float
     candidate: float
     difference: float
@@ -69,6 +79,11 @@ class Result:
     drop: float
     max_drop: float
     verdict: str
+    epochs: int  # most scored pairs of a case
+    sd_difference: float  # SD of the per-case differences
+    mdd: float  # minimum detectable difference at n, --power and --alpha
+    mdd_ci_lower: float
+    mdd_ci_upper: float
 
     @property
     def regressed(self) -> bool:
@@ -99,18 +114,23 @@ def compare_metric(
     lower_is_better: bool = False,
     resamples: int = RESAMPLES,
     seed: int = 0,
+    power: float = detectable.POWER,
+    alpha: float = detectable.ALPHA,
 ) -> Result:
     """One metric's paired comparison; ``max_drop=None``: no gate (never a regression)."""
     pairs = select(baseline, metric, "the baseline").merge(
         select(candidate, metric, "the candidate"), on=["id", "epoch"], suffixes=("_base", "_cand")
     )
     valid = pairs.dropna(subset=["value_base", "value_cand"])
-    n = len(valid)
-    if n == 0:
+    if len(valid) == 0:
         raise CompareError(f"metric {metric!r}: no pair of scored samples shared by the two logs")
-    base = valid["value_base"].to_numpy(dtype=float)
-    cand = valid["value_cand"].to_numpy(dtype=float)
+    # the case is the unit: its scored epochs averaged on each side (cases in the logs' order)
+    cases = valid.groupby("id", sort=False)[["value_base", "value_cand"]].mean()
+    n = len(cases)
+    base = cases["value_base"].to_numpy(dtype=float)
+    cand = cases["value_cand"].to_numpy(dtype=float)
     difference = float(np.mean(cand - base))
+    floor = detectable.detectable(cand - base, benchmarks.score_key(metric).scale, power, alpha)
     interval = mean_interval(cand - base, resamples=resamples, seed=seed)
     lower, upper = interval if interval is not None else (math.nan, math.nan)
     sign = 1.0 if lower_is_better else -1.0
@@ -130,7 +150,7 @@ def compare_metric(
         metric=metric,
         direction="lower is better" if lower_is_better else "higher is better",
         n=n,
-        excluded=len(pairs) - n,
+        excluded=len(pairs) - len(valid),
         baseline=float(base.mean()),
         candidate=float(cand.mean()),
         difference=difference,
@@ -139,6 +159,11 @@ def compare_metric(
         drop=drop,
         max_drop=math.nan if max_drop is None else max_drop,
         verdict=verdict,
+        epochs=int(valid.groupby("id").size().max()),
+        sd_difference=floor["sd"],
+        mdd=floor["mdd"],
+        mdd_ci_lower=floor["mdd_low"],
+        mdd_ci_upper=floor["mdd_high"],
     )
 
 
@@ -163,6 +188,8 @@ def compare(
     resamples: int = RESAMPLES,
     seed: int = 0,
     allow_different_data: bool = False,
+    power: float = detectable.POWER,
+    alpha: float = detectable.ALPHA,
 ) -> list[Result]:
     """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log
     (each a path, or a log read already, named in messages by its location); logs run on different data or
@@ -192,6 +219,8 @@ def compare(
             lower_is_better=m.rpartition("/")[2] in lower or m in lower,
             resamples=resamples,
             seed=seed,
+            power=power,
+            alpha=alpha,
         )
         for m in metrics
     ]
@@ -225,9 +254,12 @@ def markdown(
     seed: int,
     gate: bool = True,
     options: Sequence[dict] = (),
+    power: float = detectable.POWER,
+    alpha: float = detectable.ALPHA,
+    noise: Sequence[str] = (),
 ) -> str:
     """The summary of one candidate; ``options``: the two runs' run options
-    (:func:`bedside.reporting.run_options.pair`)."""
+    (:func:`bedside.reporting.run_options.pair`); ``noise``: the lines of :func:`noise_lines`."""
     failed = [r for r in results if r.regressed]
     head = ("❌ **Regression**" if failed else "✅ **No regression**") if gate else "paired differences (no gate)"
     rule = (
@@ -238,19 +270,30 @@ def markdown(
     lines = [
         f"## bedside compare: {head}",
         "",
-        f"Baseline `{baseline}` vs candidate `{candidate}`: paired by sample id and epoch; "
-        f"difference = candidate − baseline; 95 % paired-bootstrap CI ({resamples} resamples, seed {seed}). " + rule,
+        f"Baseline `{baseline}` vs candidate `{candidate}`: paired by sample id and epoch, epochs averaged per "
+        f"case; difference = candidate − baseline; 95 % paired-bootstrap CI ({resamples} resamples, seed {seed}). "
+        + rule,
         "",
-        "| metric | direction | n pairs | baseline | candidate | difference [95 % CI] | drop | max drop | verdict |",
-        "|---|---|---:|---:|---:|---|---:|---:|---|",
+        detectable.describe(power, alpha) + "; a difference inside it is not distinguishable at this n.",
+        "",
+        "| metric | direction | n cases | baseline | candidate | difference [95 % CI] | MDD [95 % CI] | drop "
+        "| max drop | verdict |",
+        "|---|---|---:|---:|---:|---|---|---:|---:|---|",
     ]
     for r in results:
         excluded = f" ({r.excluded} unscored left out)" if r.excluded else ""
+        epochs_shown = f" × {r.epochs} epochs" if r.epochs > 1 else ""
         interval = f" [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}]" if r.ci_lower == r.ci_lower else " (no interval: n < 2)"
+        floor = (
+            f"{r.mdd:.4f} [{r.mdd_ci_lower:.4f}, {r.mdd_ci_upper:.4f}]"
+            + (" (inside)" if abs(r.difference) < r.mdd else "")
+            if r.mdd == r.mdd
+            else "– (n < 2)"
+        )
         threshold = f"{r.max_drop:g}" if r.max_drop == r.max_drop else "–"
         lines.append(
-            f"| `{r.metric}` | {r.direction} | {r.n}{excluded} | {r.baseline:.4f} | {r.candidate:.4f} | "
-            f"{r.difference:+.4f}{interval} | {r.drop:+.4f} | {threshold} | "
+            f"| `{r.metric}` | {r.direction} | {r.n}{epochs_shown}{excluded} | {r.baseline:.4f} | {r.candidate:.4f} | "
+            f"{r.difference:+.4f}{interval} | {floor} | {r.drop:+.4f} | {threshold} | "
             f"{ICON[r.verdict]} {r.verdict} |"
         )
     if options:
@@ -264,7 +307,50 @@ def markdown(
         ]
         warnings = option_warnings(options)
         lines += ["", *(f"⚠️ **{line}**" for line in warnings)] if warnings else []
+    lines += ["", *noise] if noise else []
     return "\n".join(lines) + "\n"
+
+
+def noise_lines(runs: dict[str, EvalLog], metrics: Sequence[str], pass_k: int | None = None) -> list[str]:
+    """Markdown: each run's run-to-run noise over its epochs (:mod:`bedside.reporting.epochs`) for the compared
+    ``metrics``; nothing when no run has two epochs of a case. ``runs``: name (baseline, candidate) -> log."""
+    repeated = [
+        LoadedLog(str(log.location), log, name, benchmark_of(log))
+        for name, log in runs.items()
+        if epochs.epochs_of(log) >= 2
+    ]
+    if not repeated:
+        return []
+    keys = {m.rpartition("/")[2] for m in metrics}
+    lines = [
+        "Run-to-run noise over epochs (each run on its own; cases scored in two or more epochs):",
+        "",
+        "| run | key | n cases | epochs | within-case SD [95 % CI] |",
+        "|---|---|---:|---:|---|",
+    ]
+    sd = epochs.within_case_sd(scores_frame(repeated))
+    for r in sd[sd["key"].isin(keys)].to_dict("records") if not sd.empty else []:
+        interval = f"{r['within_sd']:.4f} [{r['within_sd_ci_lower']:.4f}, {r['within_sd_ci_upper']:.4f}]"
+        lines.append(f"| {r['model']} | `{r['key']}` | {r['n_cases']} | {r['epochs']} | {interval} |")
+    flips = epochs.flips(epochs.verdicts(repeated), pass_k)
+    flips = flips[flips["verdict"].isin(keys)] if not flips.empty else flips
+    if flips.empty:
+        return lines
+    extra = f" pass^{pass_k} [95 % CI] |" if pass_k is not None else ""
+    lines += [
+        "",
+        "| run | verdict | unit | n units (cases) | epochs | pass^1 | flips [95 % CI] |" + extra,
+        "|---|---|---|---:|---:|---:|---|" + ("---|" if extra else ""),
+    ]
+    for r in flips.to_dict("records"):
+        row = (
+            f"| {r['model']} | `{r['verdict']}` | {r['unit']} | {r['n_units']} ({r['n_cases']}) | {r['epochs']} | "
+            f"{r['pass_1']:.4f} | {r['flip_share']:.4f} [{r['flip_ci_lower']:.4f}, {r['flip_ci_upper']:.4f}] |"
+        )
+        if pass_k is not None:
+            row += f" {r['pass_k']:.4f} [{r['pass_k_ci_lower']:.4f}, {r['pass_k_ci_upper']:.4f}] |"
+        lines.append(row)
+    return lines
 
 
 def run(args: argparse.Namespace) -> int:
@@ -287,12 +373,30 @@ def run(args: argparse.Namespace) -> int:
                 resamples=args.resamples,
                 seed=args.seed,
                 allow_different_data=args.allow_different_data,
+                power=args.power,
+                alpha=args.alpha,
             )
         except CompareError as error:
             print(f"bedside compare: {error}")
             return 2
         gate = args.max_drop is not None
-        texts.append(markdown(results, args.baseline, candidate, args.resamples, args.seed, gate, options))
+        noise = noise_lines(
+            {"baseline": baseline_log, "candidate": candidate_log}, [r.metric for r in results], args.pass_k
+        )
+        texts.append(
+            markdown(
+                results,
+                args.baseline,
+                candidate,
+                args.resamples,
+                args.seed,
+                gate,
+                options,
+                args.power,
+                args.alpha,
+                noise,
+            )
+        )
         for line in option_warnings(options):
             print(line, file=sys.stderr, flush=True)
         several = len(args.candidates) > 1  # one CSV for several candidates: say which row is which
@@ -339,6 +443,24 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="append",
         metavar="KEY",
         help="treat KEY as lower-is-better (besides the keys the log's benchmark declares so)",
+    )
+    parser.add_argument(
+        "--power",
+        type=detectable.probability,
+        default=detectable.POWER,
+        help=f"power of the minimum detectable difference (default {detectable.POWER})",
+    )
+    parser.add_argument(
+        "--alpha",
+        type=detectable.probability,
+        default=detectable.ALPHA,
+        help=f"two-sided level of the minimum detectable difference (default {detectable.ALPHA})",
+    )
+    parser.add_argument(
+        "--pass-k",
+        type=detectable.positive,
+        metavar="K",
+        help="with epochs: also pass^K of each yes/no verdict (the chance that K epochs all pass)",
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")

@@ -39,6 +39,16 @@ interval from the pilot's spread.
   ``bedside/human``): each pilot sample's person-time is the union of its human calls' working intervals
   (:mod:`bedside.person_time`), never the time a call waited; the pilot's own person-time (the union
   over all its samples: tabs open side by side count once) is printed beside the estimate.
+
+**How many cases and epochs** (``--detect D``): the cases a paired comparison of two models needs so
+that a true difference of D is detected with ``--power`` (default 0.8) at ``--alpha`` (default 0.05),
+for 1, 2, 3 and 5 epochs and the planned ``--epochs``, per score key (``--metric``, repeatable; default
+the ranked keys of the pilot's benchmark), from the pilot's variance components (between cases, and
+within a case over its epochs: a pilot with two or more epochs measures the run-to-run noise) or from a
+stated SD of the per-case paired difference (``--sd``); :mod:`bedside.reporting.detectable` gives the
+formula. ``--cases`` may then be left out (no bill); with it, the bill follows.
+
+    bedside estimate logs/pilot/*.eval --detect 0.05 --metric failure --epochs 3
 """
 
 from __future__ import annotations
@@ -319,10 +329,38 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
     return out
 
 
+def detection(args: argparse.Namespace) -> None:
+    """The cases and epochs ``--detect`` needs (module docstring), printed and, with ``--csv``, written."""
+    from bedside import benchmarks
+    from bedside.reporting import detectable
+    from bedside.reporting.load import load, scores_frame
+
+    logs = load(args.logs)
+    ranked = (k for i in logs if i.benchmark in benchmarks.names() for k in benchmarks.get(i.benchmark).ranked)
+    keys = args.metric or list(dict.fromkeys(ranked))
+    epochs = sorted({*detectable.PLANNED_EPOCHS, args.epochs})
+    table = detectable.needs(scores_frame(logs), args.detect, keys, epochs, args.sd, args.power, args.alpha)
+    if table.empty:
+        print(f"no pilot case scored on {', '.join(keys)} by every model: nothing to plan from (or pass --sd)")
+        return
+    print(detectable.render(table, args.detect, args.power, args.alpha))
+    if args.csv:
+        Path(args.csv).mkdir(parents=True, exist_ok=True)
+        table.to_csv(Path(args.csv) / "detect.csv", index=False)
+
+
 def run(args: argparse.Namespace) -> int:
     from bedside.reporting.load import read_logs
     from bedside.reporting.usage import load_prices
 
+    if args.detect is None and args.cases is None:
+        print("bedside estimate: give --cases N (the bill of a planned run) and/or --detect D (the cases it needs)")
+        return 2
+    if args.detect is not None:
+        detection(args)
+        if args.cases is None:
+            return 0
+        print()
     try:
         pilot = read_pilot(args.logs)
     except (FileNotFoundError, ValueError) as error:
@@ -365,7 +403,9 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: Any) -> None:
     p = sub.add_parser("estimate", help="expected calls, tokens, wall time and cost of a planned run, from pilot logs")
     p.add_argument("logs", nargs="+", help="pilot .eval logs (a few cases)")
-    p.add_argument("--cases", type=int, required=True, help="cases in the planned run")
+    from bedside.reporting import detectable
+
+    p.add_argument("--cases", type=int, help="cases in the planned run (for its bill)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-connections", type=int, default=10, help="concurrent samples of the planned run")
     p.add_argument("--model", help="model under test of the planned run (for its price)")
@@ -385,4 +425,14 @@ def register(sub: Any) -> None:
     p.add_argument("--level", type=float, default=0.9, help="interval level (default 0.9)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed")
     p.add_argument("--csv", help="also write the tables as CSV files into this folder")
+    p.add_argument(
+        "--detect",
+        type=float,
+        metavar="D",
+        help="the difference between two models the planned run must detect: print the cases it needs per epochs",
+    )
+    p.add_argument("--metric", action="append", metavar="KEY", help="score key of --detect; repeatable")
+    p.add_argument("--sd", type=float, help="--detect: the SD of a case's paired difference (else from the pilot)")
+    p.add_argument("--power", type=detectable.probability, default=detectable.POWER, help="--detect: power (0.8)")
+    p.add_argument("--alpha", type=detectable.probability, default=detectable.ALPHA, help="--detect: level (0.05)")
     p.set_defaults(func=run)

@@ -14,9 +14,15 @@ model's mean, 95 % interval and n (:func:`bedside.reporting.tables.summarise`, t
 interval rule, clipped to the key's scale: 1-5, 0-1, open for readability), its rank, and for
 every pair of models the **paired difference** on the cases both have scored: mean of (model A −
 model B) per case with the same interval rule applied to the differences, clipped to ± the scale's
-width, n pairs, and whether the interval excludes 0. The rank order is **resolved** between
-neighbours when their paired interval excludes 0, and resolved overall when every neighbouring pair
-is. Lower is better for rates of bad outcomes (each key's direction as its scorer declares it,
+width, n pairs, and whether the interval excludes 0; beside it the **minimum detectable difference**
+at those n pairs (:mod:`bedside.reporting.detectable`: from the SD of the per-case differences, at the
+report's ``--power`` and ``--alpha``, default 0.8 and 0.05) and whether the difference lies inside it.
+The rank order is **resolved** between neighbours when their paired interval excludes 0, and resolved
+overall when every neighbouring pair is. Models are **grouped** where they are not distinguishable at
+this n: walking down the ranking, a model joins the group of the model that opened it (the best of the
+group) while its paired difference with that model lies inside their MDD, and opens the next group
+otherwise; so a group is a run of neighbours, and its members all lie within the MDD of its first.
+Lower is better for rates of bad outcomes (each key's direction as its scorer declares it,
 :mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`). For a benchmark that declares
 paper-silent run options (:mod:`bedside.reporting.run_options`), each model's options are shown
 (``run_options``; pairs: ``run_options_differ``), and models ranked together that ran with different
@@ -47,7 +53,7 @@ from bedside import benchmarks
 from bedside.benchmark import NOT_APPLICABLE
 from bedside.intervals import AGREEMENT_RESAMPLES, agreement_interval
 from bedside.intervals import summarise as summarise_values
-from bedside.reporting import run_options, tables
+from bedside.reporting import detectable, run_options, tables
 from bedside.reporting.load import LoadedLog, disambiguate, label_of, scores_frame
 from bedside.reporting.rescore import grader_name
 from bedside.versions import sweep_problems
@@ -95,7 +101,21 @@ def summary(values: Sequence[float], key: str, difference: bool = False) -> dict
     return summarise_values(values) if difference else tables.summarise(values, key)
 
 
-def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+def groups(order: Sequence[str], inside: dict[tuple[str, str], bool]) -> dict[str, int]:
+    """Model -> its group (1, 2, ...): runs of neighbours in ``order`` whose paired difference with the group's
+    first model lies inside their MDD (``inside[(first, model)]``; module docstring)."""
+    found: dict[str, int] = {}
+    first = None
+    for model in order:
+        if first is None or not inside[(first, model)]:
+            first = model
+        found[model] = found.get(first, len(set(found.values())) + 1)
+    return found
+
+
+def leaderboard(
+    values: pd.DataFrame, power: float = detectable.POWER, alpha: float = detectable.ALPHA
+) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ranking: one row per benchmark, grader, key, model; pairs: every pair of models' paired difference)."""
     ranks, pairs = [], []
     for (benchmark, grader, key), part in values.groupby(["benchmark", "grader", "key"], sort=True):
@@ -105,12 +125,16 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
         lower = key in benchmarks.lower_is_better(str(benchmark))
         stats_of = {m: summary(wide[m].dropna().tolist(), str(key)) for m in wide.columns}
         order = sorted(wide.columns, key=lambda m: (stats_of[m]["mean"] if lower else -stats_of[m]["mean"], m))
-        diffs = {}
+        diffs, inside, floors = {}, {}, {}
+        scale = benchmarks.score_key(str(key)).scale
         for a, b in itertools.combinations(order, 2):  # a ranks above b
             both = wide[[a, b]].dropna()
             stats = summary((both[a] - both[b]).tolist(), str(key), difference=True)
             resolved = bool(stats["n"] >= 2 and (stats["ci_lower"] > 0 or stats["ci_upper"] < 0))
             diffs[(a, b)] = resolved
+            floor = detectable.detectable((both[a] - both[b]).to_numpy(), scale, power, alpha)
+            inside[(a, b)] = bool(abs(stats["mean"]) < floor["mdd"])  # no MDD (n < 2): not inside
+            floors[(a, b)] = floor["mdd"]
             pairs.append(
                 {
                     "benchmark": benchmark,
@@ -123,8 +147,14 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                     "ci_upper": stats["ci_upper"],
                     "n_pairs": stats["n"],
                     "resolved": resolved,
+                    "sd_difference": floor["sd"],
+                    "mdd": floor["mdd"],
+                    "mdd_ci_lower": floor["mdd_low"],
+                    "mdd_ci_upper": floor["mdd_high"],
+                    "inside_mdd": inside[(a, b)],
                 }
             )
+        grouped = groups(order, inside)
         for rank, model in enumerate(order, start=1):
             below = order[rank] if rank < len(order) else None
             ranks.append(
@@ -138,6 +168,8 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
                     "direction": "lower is better" if lower else "higher is better",
                     "resolved_vs_next": diffs[(model, below)] if below else None,
                     "order_resolved": all(diffs[(x, y)] for x, y in zip(order, order[1:])),
+                    "mdd_vs_next": floors[(model, below)] if below else math.nan,
+                    "group": grouped[model],
                 }
             )
     ranking = pd.DataFrame(
@@ -155,6 +187,8 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "direction",
             "resolved_vs_next",
             "order_resolved",
+            "mdd_vs_next",
+            "group",
         ],
     )
     return ranking, pd.DataFrame(
@@ -170,6 +204,11 @@ def leaderboard(values: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
             "ci_upper",
             "n_pairs",
             "resolved",
+            "sd_difference",
+            "mdd",
+            "mdd_ci_lower",
+            "mdd_ci_upper",
+            "inside_mdd",
         ],
     )
 
@@ -289,11 +328,18 @@ def option_notes(ranking: pd.DataFrame, options: dict[tuple[str, str, str], dict
     return notes
 
 
-def section(page, logs: Sequence[LoadedLog], csv, allow_different_data: bool = False) -> None:
+def section(
+    page,
+    logs: Sequence[LoadedLog],
+    csv,
+    allow_different_data: bool = False,
+    power: float = detectable.POWER,
+    alpha: float = detectable.ALPHA,
+) -> None:
     """The report's sweep section (nothing when no two models share cases; a note instead of the
     leaderboard when the logs were run on different data or prompts, unless ``allow_different_data``)."""
     values = case_values(logs)
-    ranking, pairs = leaderboard(values)
+    ranking, pairs = leaderboard(values, power, alpha)
     if ranking.empty:
         return
     page.heading("Leaderboard: models on the same cases")
@@ -339,13 +385,18 @@ def section(page, logs: Sequence[LoadedLog], csv, allow_different_data: bool = F
                 "n",
                 "resolved_vs_next",
                 "order_resolved",
+                "mdd_vs_next",
+                "group",
                 *(["run_options"] if options else []),
             ]
         ],
         csv(ranking, "leaderboard.csv"),
         "Per score key, models ranked by their mean over the cases they were scored on (n; 95 % interval as "
         "in Table 1). resolved_vs_next: the paired difference with the next model, on the cases both have "
-        "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved."
+        "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved. "
+        f"mdd_vs_next: the minimum detectable difference of that pair ({detectable.describe(power, alpha)}); "
+        "group: models in one group are not distinguishable at this n (each lies within the MDD of the "
+        "group's first model)."
         + (
             " run_options: the paper-silent options each model's runs used (the paired differences' "
             "run_options_differ names those two models differ in)."

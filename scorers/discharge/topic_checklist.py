@@ -13,7 +13,7 @@ not Eq. 1's text, which excludes the questions that do not apply.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -29,8 +29,14 @@ from bedside.scorers.discharge.record import case, conversation_lines, record, s
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 
-#: the keys it writes: Table 1's TCS
-KEYS = (ScoreKey("tcs", UNIT, role="headline", label="TCS", panel="majority"), UNSCORED_KEY)
+
+def answers(metadata: dict[str, Any]) -> dict[str, bool | None]:
+    """The judge's yes/no answer to each applicable question of a case (its score's metadata)."""
+    return dict(metadata.get("answers") or {})
+
+
+#: the keys it writes: Table 1's TCS, a share of the judge's answers
+KEYS = (ScoreKey("tcs", UNIT, role="headline", label="TCS", panel="majority", items=answers), UNSCORED_KEY)
 
 #: which questions form a case's Q_i: ``rule``: the case's ``checklist_questions`` (bedside's
 #: applicability rule); ``all``: all 21

@@ -76,12 +76,19 @@ from bedside.scorers.rescore import rescorable
 
 Counts = dict[str, list[int]]  # competency -> [met, judged]
 
+
+
+def items_met(metadata: dict[str, Any]) -> dict[str, bool | None]:
+    """Whether the evaluator marked each rubric item of a case met (None: not judged), from its score's metadata."""
+    return {str(i["id"]): i.get("met") for i in metadata.get("items") or []}
+
+
 #: the keys it writes (module docstring): the three rates of Inspect's block (:func:`rubric_rates`),
 #: then the bookkeeping of the health block
 KEYS = (
     ScoreKey("micro", UNIT, role="headline", pooled=True, panel="majority"),
     ScoreKey("macro", UNIT, role="headline", pooled=True),
-    ScoreKey("scenario_mean", UNIT, role="headline"),
+    ScoreKey("scenario_mean", UNIT, role="headline", items=items_met),
     ScoreKey("erroneous", BINARY, role="health", health="count", health_name="erroneous_run", lower_is_better=True),
     ScoreKey("judge_unscored", BINARY, role="health", health="count", lower_is_better=True),
     ScoreKey("items_unscored", COUNT, role="health", health="count", lower_is_better=True),
