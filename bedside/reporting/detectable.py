@@ -83,7 +83,7 @@ def effect(n: int, power: float = POWER, alpha: float = ALPHA) -> float:
         return math.nan
     from statsmodels.stats.power import TTestPower
 
-    return float(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))
+    return float(np.ravel(TTestPower().solve_power(effect_size=None, nobs=n, alpha=alpha, power=power))[0])
 
 
 def mdd(sd: float, n: int, power: float = POWER, alpha: float = ALPHA) -> float:
@@ -108,7 +108,7 @@ def detectable(
     if n < MIN_CASES:
         return out
     factor = effect(n, power, alpha)
-    sd = float(np.std(d, ddof=1))
+    sd = float(np.std(d, ddof=1)) if np.ptp(d) > 0 else 0.0  # one value on every case: no spread, not dust
     bounds = Scale(0.0, width_of(scale), name="difference")
     interval = case_bootstrap(n, lambda idx: np.std(d[idx], axis=-1, ddof=1)) if sd > 0 else (0.0, 0.0)
     low, high = clip(factor * interval[0], factor * interval[1], bounds) if interval else (math.nan, math.nan)
@@ -139,10 +139,10 @@ def cases_for(detect: float, sd: float, power: float = POWER, alpha: float = ALP
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         n = TTestPower().solve_power(effect_size=detect / sd, nobs=None, alpha=alpha, power=power)
-    return float(max(MIN_CASES, math.ceil(float(n) - 1e-9)))
+    return float(max(MIN_CASES, math.ceil(float(np.ravel(n)[0]) - 1e-9)))
 
 
-def _components(values: dict[str, np.ndarray]) -> tuple[float, float, str]:
+def components(values: dict[str, np.ndarray]) -> tuple[float, float, str]:
     """(σ²_Δ, σ²_e, source) from ``values``: model -> (cases × epochs) array of one key (NaN: not scored),
     the same cases in every model (module docstring)."""
     means = {m: np.nanmean(v, axis=1) for m, v in values.items()}
@@ -168,7 +168,7 @@ def plan(
 ) -> pd.DataFrame:
     """For each planned epoch count k: s_d(k) and the cases needed to detect ``detect`` [95 % CI] (module
     docstring); ``values``: model -> (cases × epochs) array of one key on the pilot's cases."""
-    sigma_delta, sigma_e, source = _components(values)
+    sigma_delta, sigma_e, source = components(values)
     n_cases = len(next(iter(values.values())))
     has_epochs = any(np.sum(np.isfinite(v), axis=1).max() >= 2 for v in values.values())
     drawn: list[tuple[float, float, str]] = []  # the components of each bootstrap resample, computed once
@@ -176,7 +176,7 @@ def plan(
     def sd_at(k: int) -> Any:
         def statistic(idx: np.ndarray) -> np.ndarray:
             if not drawn:
-                drawn.extend(_components({m: v[row] for m, v in values.items()}) for row in idx)
+                drawn.extend(components({m: v[row] for m, v in values.items()}) for row in idx)
             return np.asarray([math.sqrt(d + 2 * e / k) for d, e, _ in drawn])
 
         return statistic
@@ -269,7 +269,8 @@ def render(table: pd.DataFrame, detect: float, power: float, alpha: float) -> st
     """The plan as ``bedside estimate`` prints it."""
     lines = [
         f"cases needed to detect a difference of {detect:g} between two models on the same cases "
-        f"({power * 100:g} % power, two-sided α = {alpha:g}; paired t-test; 95 % intervals: case bootstrap of the pilot):"
+        f"({power * 100:g} % power, two-sided α = {alpha:g}; paired t-test; "
+        "95 % intervals: case bootstrap of the pilot):"
     ]
     for key, part in table.groupby("key", sort=False):
         first = part.iloc[0]
