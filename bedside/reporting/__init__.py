@@ -7,8 +7,10 @@ Sub-commands of ``bedside`` (also ``python -m bedside``):
 - ``bedside strata LOG...`` (:mod:`bedside.reporting.strata`): every score per stratum (mean, 95 % CI,
   n);
 - ``bedside compare BASELINE.eval CANDIDATE.eval [--metric KEY] [--max-drop X]``
-  (:mod:`bedside.reporting.compare`): paired-bootstrap comparison with a Markdown summary; with
-  ``--max-drop``, the regression gate;
+  (:mod:`bedside.reporting.compare`): paired-bootstrap comparison with a Markdown summary and the
+  minimum detectable difference; with ``--max-drop``, the regression gate;
+- ``bedside estimate PILOT... --cases N | --detect D`` (:mod:`bedside.reporting.estimate`): the bill of a
+  planned run, and the cases and epochs it needs to detect a difference;
 - ``bedside rescore LOG... --grader MODEL --out DIR`` (:mod:`bedside.reporting.rescore`): re-judge
   logs with another grader; ``report`` then shows how the ranking moves
   (:mod:`bedside.reporting.sweep`: leaderboard with paired differences, Kendall's tau).
@@ -18,5 +20,8 @@ A benchmark's own commands and report section are in its package (its tools' ``c
 for ``report``) and :mod:`bedside.reporting.scores` (one log's score table); what differs per benchmark
 (strata, metric directions, headline keys, ...) comes from the descriptors in :mod:`bedside.benchmarks`. The numbers
 are computed in :mod:`bedside.reporting.tables` (pandas, scipy, scikit-learn), every interval by
-bedside's one rule (:mod:`bedside.intervals`); :mod:`bedside.reporting.figures` only draws them.
+bedside's one rule (:mod:`bedside.intervals`); :mod:`bedside.reporting.figures` only draws them. The
+noise floor is in :mod:`bedside.reporting.detectable` (the minimum detectable difference at a run's n,
+and the cases a wanted one needs) and :mod:`bedside.reporting.epochs` (a run's own run-to-run noise over
+its epochs: within-case SD, verdict flips, pass^k).
 """

@@ -1,6 +1,6 @@
 """Scripted models made noisy and biased, and the noise measured back: the scripted judges flip each yes/no
 verdict with a known probability (``judge_flip``, seeded by ``noise_seed``, per sample, epoch and item:
-:func:`bedside.testing.scripts.noisy`), and DischargeBench's quality judge adds a known offset
+:func:`bedside.providers.scripts.noisy`), and DischargeBench's quality judge adds a known offset
 (``judge_offset``); ``compare``'s MDD and the epochs' flips, within-case SD and pass^k recover that noise.
 
 The model under test is deterministic, so each verdict's truth is known; every tolerance is 4 standard
@@ -21,12 +21,12 @@ from bedside.reporting import detectable, epochs
 from bedside.reporting.compare import compare
 from bedside.reporting.load import load, scores_frame
 from bedside.tasks.cpb import cpb
-from bedside.testing.scripts import noisy
+from bedside.providers.scripts import noisy
 from tests.conftest import run, scripted
 from tests.cpb import synthetic
 
 P = 0.2  # the judges' flip probability
-CASES = 60
+CASES = 50
 
 
 def cpb_data(root: Path, n: int) -> str:
@@ -124,6 +124,7 @@ def test_checklist_answers_and_rubric_items_flip_as_the_noise_put_in(tmp_path):
     grader = scripted(judge_flip=P, noise_seed=3)
     discharge_log = run(
         discharge(),
+        educator=scripted(educator_topics=1),  # a short session: every question is still answered
         roles={"patient": scripted(), "monitor": scripted(), "grader": grader},
         log_dir=tmp_path / "d",
         limit=1,
