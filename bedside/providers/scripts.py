@@ -96,8 +96,9 @@ class Call:
 
     @cached_property
     def sample(self) -> str:
-        """The sample the call runs in and its epoch, ``"<id>|<epoch>"`` (re-scoring a log: the logged sample's
-        id and the epoch Inspect runs it in)."""
+        """The sample the call runs in and its epoch, ``"<id>|<epoch>"``. Re-scoring a log (``bedside rescore``,
+        ``inspect score``), Inspect does not say which epoch a logged sample is: ``"<id>|1"`` for every epoch,
+        so seeded noise then draws alike in every epoch of a case."""
         from bedside.compat import epoch, sample_state
 
         state = sample_state()

@@ -66,6 +66,16 @@ def probability(text: str) -> float:
     return value
 
 
+def positive_number(text: str) -> float:
+    """An argparse type: a number above 0 (``--detect``)."""
+    import argparse
+
+    value = float(text)
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0")
+    return value
+
+
 def positive(text: str) -> int:
     """An argparse type: a whole number of at least 1 (``--pass-k``)."""
     import argparse

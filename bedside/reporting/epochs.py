@@ -10,9 +10,9 @@ at least two epochs:
   (:func:`bedside.intervals.case_bootstrap`, percentile, 2,000 resamples, seed 0), cut to [0, the key's
   scale width]; n = cases.
 - **flips** (every yes/no verdict): a *verdict unit* is a case × a yes/no outcome — a per-case key
-  declared binary (CPB-Bench's ``failure``, ``overreaction``, ...), or one item of a key that is a share
-  of yes/no items (:attr:`bedside.score_keys.ScoreKey.items`: DischargeBench's checklist answers behind
-  ``tcs``, MedSP1000's rubric items met behind ``scenario_mean``). A unit *flips* when its verdict is
+  declared binary (a failure, an overreaction, ...), or one item of a key that is a share of yes/no items
+  (:attr:`bedside.score_keys.ScoreKey.items`, declared by the scorer that writes the key: a checklist's
+  answers, a rubric's items met). A unit *flips* when its verdict is
   not the same in every epoch it was judged in. Shown: the share of units that flip, with n units and n
   cases; interval: Wilson (:func:`bedside.intervals.wilson`) when each case is one unit, else the case
   bootstrap of the pooled share (a case's items resampled together: they are not independent). If each
@@ -24,8 +24,8 @@ at least two epochs:
   outcome — no failure for a lower-is-better key (``failure``), yes / met for an item. Per case: the
   mean over its units; shown: the mean over cases [bedside's interval rule on [0, 1]] next to pass^1,
   the share of passing epochs (the mean). The task's own summary can use Inspect's reducers too
-  (``--epochs-reducer mean,pass_k_2``), but they reduce the score value's keys, where CPB's ``failure``
-  is 1 for the bad outcome and the items are not keys at all.
+  (``--epochs-reducer mean,pass_k_2``), but they reduce the score value's keys, where a lower-is-better
+  key such as ``failure`` is 1 for the bad outcome and the items are not keys at all.
 """
 
 from __future__ import annotations

@@ -329,8 +329,9 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
     return out
 
 
-def detection(args: argparse.Namespace) -> None:
-    """The cases and epochs ``--detect`` needs (module docstring), printed and, with ``--csv``, written."""
+def detection(args: argparse.Namespace) -> bool:
+    """The cases and epochs ``--detect`` needs (module docstring), printed and, with ``--csv``, written;
+    False (and one line) when the pilot has no case to plan from."""
     from bedside import benchmarks
     from bedside.reporting import detectable
     from bedside.reporting.load import load, scores_frame
@@ -341,12 +342,16 @@ def detection(args: argparse.Namespace) -> None:
     epochs = sorted({*detectable.PLANNED_EPOCHS, args.epochs})
     table = detectable.needs(scores_frame(logs), args.detect, keys, epochs, args.sd, args.power, args.alpha)
     if table.empty:
-        print(f"no pilot case scored on {', '.join(keys)} by every model: nothing to plan from (or pass --sd)")
-        return
+        print(
+            f"bedside estimate: no two pilot cases scored on {', '.join(keys) or 'a ranked key'} by every model: "
+            "nothing to plan from (--metric names a score key of the logs; or state --sd)"
+        )
+        return False
     print(detectable.render(table, args.detect, args.power, args.alpha))
     if args.csv:
         Path(args.csv).mkdir(parents=True, exist_ok=True)
         table.to_csv(Path(args.csv) / "detect.csv", index=False)
+    return True
 
 
 def run(args: argparse.Namespace) -> int:
@@ -357,7 +362,8 @@ def run(args: argparse.Namespace) -> int:
         print("bedside estimate: give --cases N (the bill of a planned run) and/or --detect D (the cases it needs)")
         return 2
     if args.detect is not None:
-        detection(args)
+        if not detection(args):
+            return 2
         if args.cases is None:
             return 0
         print()
@@ -427,7 +433,7 @@ def register(sub: Any) -> None:
     p.add_argument("--csv", help="also write the tables as CSV files into this folder")
     p.add_argument(
         "--detect",
-        type=float,
+        type=detectable.positive_number,
         metavar="D",
         help="the difference between two models the planned run must detect: print the cases it needs per epochs",
     )

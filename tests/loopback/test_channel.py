@@ -66,7 +66,8 @@ def test_the_test_channel_gets_the_protocol_header_and_the_situation(monkeypatch
         reply = _ask(server)
         [(header, body)] = server.seen
         assert header == "discharge.patient"
-        assert body[BODY_KEY] == {"name": "discharge.patient", "situation": SITUATION}
+        # and, as every situation, the sample and epoch the call runs in (here none: epoch 1 of no sample)
+        assert body[BODY_KEY] == {"name": "discharge.patient", "situation": {**SITUATION, "sample": "|1"}}
         assert server.calls == {"discharge.patient": 1} and '"utterance"' in reply
 
 

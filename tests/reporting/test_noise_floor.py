@@ -306,6 +306,8 @@ def test_estimate_detect_prints_the_cases_per_epochs_from_pilot_logs(tmp_path, c
     first = table.iloc[0]
     assert f"1 epoch(s): {first['cases']:,.0f} cases [" in printed
     assert main(["estimate", *paths]) == 2  # neither --cases nor --detect
+    assert main(["estimate", *paths, "--detect", "0.05", "--metric", "nope"]) == 2
+    assert "bedside estimate: no two pilot cases scored on nope" in capsys.readouterr().out
     assert main(["estimate", paths[0], "--detect", "0.05", "--sd", "0.3", "--metric", "tcs"]) == 0
     assert f"any epochs: {detectable.cases_for(0.05, 0.3):,.0f} cases" in capsys.readouterr().out
 
