@@ -77,7 +77,6 @@ from bedside.scorers.rescore import rescorable
 Counts = dict[str, list[int]]  # competency -> [met, judged]
 
 
-
 def items_met(metadata: dict[str, Any]) -> dict[str, bool | None]:
     """Whether the evaluator marked each rubric item of a case met (None: not judged), from its score's metadata."""
     return {str(i["id"]): i.get("met") for i in metadata.get("items") or []}
