@@ -72,6 +72,7 @@ def noisy_cpb(tmp_path_factory):
     ]
 
 
+@pytest.mark.eval
 def test_the_flip_share_within_case_sd_and_pass_k_match_the_noise_put_in(noisy_cpb):
     """Per epoch a verdict is a failure with probability P (the truth is no failure): the failure rate is P
     (SE sqrt(P(1 - P) / 2n)); a case flips between its two epochs with probability 2P(1 - P) (SE over the 2n
@@ -94,6 +95,7 @@ def test_the_flip_share_within_case_sd_and_pass_k_match_the_noise_put_in(noisy_c
     assert abs(variance - P * (1 - P)) < 4 * 0.5 * math.sqrt(f * (1 - f) / n)
 
 
+@pytest.mark.eval
 def test_compares_mdd_matches_the_noise_of_two_noisy_runs(noisy_cpb):
     """A case's difference of epoch means, (a1 + a2 - b1 - b2) / 2 with four independent Bernoulli(P), has
     variance σ² = P(1 - P) and fourth moment μ4 = (4 κ + 36 (P(1 - P))²) / 16 with κ = P(1 - P)(1 - 3P(1 - P)):
@@ -107,6 +109,7 @@ def test_compares_mdd_matches_the_noise_of_two_noisy_runs(noisy_cpb):
     assert abs(result.mdd - detectable.mdd(math.sqrt(pq), CASES)) < 4 * se_sd * detectable.effect(CASES)
 
 
+@pytest.mark.eval
 def test_a_judge_without_noise_never_flips(tmp_path):
     data = cpb_data(tmp_path / "data", 7)
     log = run(cpb(data=data), roles={"grader": scripted()}, log_dir=tmp_path / "logs", epochs=2)
@@ -114,6 +117,7 @@ def test_a_judge_without_noise_never_flips(tmp_path):
     assert (row["n_units"], row["flip_share"]) == (7, 0.0)
 
 
+@pytest.mark.eval
 def test_checklist_answers_and_rubric_items_flip_as_the_noise_put_in(tmp_path):
     """The same noise on DischargeBench's checklist answers (tcs) and MedSP1000's rubric items
     (scenario_mean), read per item from the logs: an item flips with probability 2P(1 - P), items drawn
@@ -151,6 +155,7 @@ def test_checklist_answers_and_rubric_items_flip_as_the_noise_put_in(tmp_path):
         assert abs(row["flip_share"] - f) < 4 * math.sqrt(f * (1 - f) / row["n_units"]), (verdict, row)
 
 
+@pytest.mark.eval
 def test_a_judge_with_a_known_offset_is_measured_by_compare(tmp_path):
     """The same DischargeBench conversations re-judged by a grader that adds -1 to every 1-5 score (cut at 1):
     compare's difference is the offset on every case (no spread: an MDD of 0, a significant drop)."""
