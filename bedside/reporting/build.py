@@ -28,7 +28,8 @@ every table as CSV:
 ``panel_agreement.csv``     runs judged by a panel (``--model-role grader=a,b,c``): per score key, the
                             judges' Krippendorff's alpha with its interval, unparsed calls and ties;
                             ``panel_judges.csv``: each judge against the panel's verdict
-                            (:mod:`bedside.reporting.panels`); judges of the model under test's family
+                            (:mod:`bedside.reporting.panels`); a judge of the model under test's
+                            family is flagged
 ``epoch_noise.csv``         logs with two or more epochs of a case: each key's within-case SD over
                             epochs; ``epoch_flips.csv``: the share of yes/no verdicts that flip
                             between epochs, and pass^K with ``--pass-k K`` (:mod:`bedside.reporting.epochs`)

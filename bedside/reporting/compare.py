@@ -286,7 +286,7 @@ def markdown(
         interval = f" [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}]" if r.ci_lower == r.ci_lower else " (no interval: n < 2)"
         floor = (
             f"{r.mdd:.4f} [{r.mdd_ci_lower:.4f}, {r.mdd_ci_upper:.4f}]"
-            + (" (inside)" if abs(r.difference) < r.mdd else "")
+            + (" (inside)" if detectable.inside(r.difference, r.mdd) else "")
             if r.mdd == r.mdd
             else "– (n < 2)"
         )
@@ -339,13 +339,14 @@ def noise_lines(runs: dict[str, EvalLog], metrics: Sequence[str], pass_k: int | 
     extra = f" pass^{pass_k} [95 % CI] |" if pass_k is not None else ""
     lines += [
         "",
-        "| run | verdict | unit | n units (cases) | epochs | pass^1 | flips [95 % CI] |" + extra,
-        "|---|---|---|---:|---:|---:|---|" + ("---|" if extra else ""),
+        "| run | verdict | unit | n units (cases) | epochs | pass^1 [95 % CI] | flips [95 % CI] |" + extra,
+        "|---|---|---|---:|---:|---|---|" + ("---|" if extra else ""),
     ]
     for r in flips.to_dict("records"):
         row = (
             f"| {r['model']} | `{r['verdict']}` | {r['unit']} | {r['n_units']} ({r['n_cases']}) | {r['epochs']} | "
-            f"{r['pass_1']:.4f} | {r['flip_share']:.4f} [{r['flip_ci_lower']:.4f}, {r['flip_ci_upper']:.4f}] |"
+            f"{r['pass_1']:.4f} [{r['pass_1_ci_lower']:.4f}, {r['pass_1_ci_upper']:.4f}] | "
+            f"{r['flip_share']:.4f} [{r['flip_ci_lower']:.4f}, {r['flip_ci_upper']:.4f}] |"
         )
         if pass_k is not None:
             row += f" {r['pass_k']:.4f} [{r['pass_k_ci_lower']:.4f}, {r['pass_k_ci_upper']:.4f}] |"

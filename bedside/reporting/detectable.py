@@ -101,6 +101,12 @@ def mdd(sd: float, n: int, power: float = POWER, alpha: float = ALPHA) -> float:
     return effect(n, power, alpha) * sd
 
 
+def inside(difference: float, floor: float) -> bool:
+    """A mean difference not distinguishable at this n: smaller than its MDD ``floor``, or none at all (two runs
+    alike on every case have an MDD of 0); False without an MDD (below 2 cases)."""
+    return bool(floor == floor and (abs(difference) < floor or difference == 0))
+
+
 def width_of(scale: Scale) -> float | None:
     """The width of a bounded scale (the largest possible difference of two values on it); None if unbounded."""
     return scale.upper - scale.lower if scale.lower is not None and scale.upper is not None else None

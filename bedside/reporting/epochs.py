@@ -23,7 +23,8 @@ at least two epochs:
   scored epochs of which c pass; a unit judged in fewer than k epochs has none); *pass* is the good
   outcome — no failure for a lower-is-better key (``failure``), yes / met for an item. Per case: the
   mean over its units; shown: the mean over cases [bedside's interval rule on [0, 1]] next to pass^1,
-  the share of passing epochs (the mean). The task's own summary can use Inspect's reducers too
+  the share of the units' judged epochs that pass (the mean; its 95 % interval the case bootstrap of that
+  pooled share, n the units and cases). The task's own summary can use Inspect's reducers too
   (``--epochs-reducer mean,pass_k_2``), but they reduce the score value's keys, where a lower-is-better
   key such as ``failure`` is 1 for the bad outcome and the items are not keys at all.
 """
@@ -133,6 +134,10 @@ def flips(table: pd.DataFrame, pass_k: int | None = None) -> pd.DataFrame:
         units["flipped"] = (units["min"] != units["max"]).astype(float)
         hits, sizes = _case_sums(units, "flipped")
         share, low, high = _pooled_share(hits, sizes)
+        units["passes"] = units["mean"] * units["count"]
+        passed = units.groupby("id", sort=True)["passes"].sum().to_numpy(dtype=float)
+        judged = units.groupby("id", sort=True)["count"].sum().to_numpy(dtype=float)
+        pass_1, pass_1_low, pass_1_high = _pooled_share(passed, judged)  # judged epochs: never one per case
         row: dict[str, Any] = {
             "model": model,
             "verdict": verdict,
@@ -140,7 +145,9 @@ def flips(table: pd.DataFrame, pass_k: int | None = None) -> pd.DataFrame:
             "n_cases": len(sizes),
             "n_units": int(sizes.sum()),
             "epochs": int(units["count"].max()),
-            "pass_1": float(units["mean"].mean()),
+            "pass_1": pass_1,
+            "pass_1_ci_lower": pass_1_low,
+            "pass_1_ci_upper": pass_1_high,
             "flip_share": share,
             "flip_ci_lower": low,
             "flip_ci_upper": high,
@@ -235,7 +242,11 @@ def section(page: Any, logs: Sequence[LoadedLog], frame: pd.DataFrame, csv: Any,
             ]
         }
     )
-    columns = ["model", "verdict", "unit", "n_cases", "n_units", "epochs", "pass_1", "flips [95 % CI]"]
+    shown["pass^1 [95 % CI]"] = [
+        f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
+        for v, lo, hi in zip(table["pass_1"], table["pass_1_ci_lower"], table["pass_1_ci_upper"])
+    ]
+    columns = ["model", "verdict", "unit", "n_cases", "n_units", "epochs", "pass^1 [95 % CI]", "flips [95 % CI]"]
     if pass_k is not None:
         shown[f"pass^{pass_k} [95 % CI]"] = [
             f"{v:.3f} [{lo:.3f}, {hi:.3f}]"
@@ -247,8 +258,8 @@ def section(page: Any, logs: Sequence[LoadedLog], frame: pd.DataFrame, csv: Any,
         csv(table, "epoch_flips.csv"),
         "Per yes/no verdict (a case-level key, or each item of a checklist or rubric): the share of the n_units "
         "units judged in two or more epochs whose verdict is not the same in every epoch (95 % interval: Wilson "
-        "for one unit per case, else a case bootstrap); pass_1: the share of epochs with the good outcome (no "
-        "failure; yes / met)"
+        "for one unit per case, else a case bootstrap); pass^1: the share of the units' judged epochs with the "
+        "good outcome (no failure; yes / met; 95 % case-bootstrap interval)"
         + (
             f"; pass^{pass_k}: the chance that {pass_k} epochs all give it (Inspect's pass_k reducer per unit, "
             "mean over cases)."

@@ -438,7 +438,11 @@ def register(sub: Any) -> None:
         help="the difference between two models the planned run must detect: print the cases it needs per epochs",
     )
     p.add_argument("--metric", action="append", metavar="KEY", help="score key of --detect; repeatable")
-    p.add_argument("--sd", type=float, help="--detect: the SD of a case's paired difference (else from the pilot)")
+    p.add_argument(
+        "--sd",
+        type=detectable.positive_number,
+        help="--detect: the SD of a case's paired difference (else from the pilot)",
+    )
     p.add_argument("--power", type=detectable.probability, default=detectable.POWER, help="--detect: power (0.8)")
     p.add_argument("--alpha", type=detectable.probability, default=detectable.ALPHA, help="--detect: level (0.05)")
     p.set_defaults(func=run)

@@ -113,11 +113,29 @@ def groups(order: Sequence[str], inside: dict[tuple[str, str], bool]) -> dict[st
     return found
 
 
+#: a model's paired difference with the next model in the ranking, as the ranking gives it: name -> pairs' column
+VS_NEXT = {
+    "difference_vs_next": "difference",
+    "difference_vs_next_ci_lower": "ci_lower",
+    "difference_vs_next_ci_upper": "ci_upper",
+    "n_vs_next": "n_pairs",
+    "mdd_vs_next": "mdd",
+    "mdd_vs_next_ci_lower": "mdd_ci_lower",
+    "mdd_vs_next_ci_upper": "mdd_ci_upper",
+}
+
+
+def vs_next(pair: dict | None) -> dict:
+    """The ranking's columns of a model's paired difference with the next model (NaN for the last model)."""
+    return {name: pair[column] if pair else math.nan for name, column in VS_NEXT.items()}
+
+
 def leaderboard(
     values: pd.DataFrame, power: float = detectable.POWER, alpha: float = detectable.ALPHA
 ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(ranking: one row per benchmark, grader, key, model; pairs: every pair of models' paired difference)."""
-    ranks, pairs = [], []
+    ranks: list[dict] = []
+    pairs: list[dict] = []
     for (benchmark, grader, key), part in values.groupby(["benchmark", "grader", "key"], sort=True):
         wide = part.pivot(index="id", columns="model", values="value")
         if wide.shape[1] < 2:
@@ -125,7 +143,7 @@ def leaderboard(
         lower = key in benchmarks.lower_is_better(str(benchmark))
         stats_of = {m: summary(wide[m].dropna().tolist(), str(key)) for m in wide.columns}
         order = sorted(wide.columns, key=lambda m: (stats_of[m]["mean"] if lower else -stats_of[m]["mean"], m))
-        diffs, inside, floors = {}, {}, {}
+        diffs, inside, floors = {}, {}, {}  # per pair (a above b): resolved, inside its MDD, the pair's row
         scale = benchmarks.score_key(str(key)).scale
         for a, b in itertools.combinations(order, 2):  # a ranks above b
             both = wide[[a, b]].dropna()
@@ -133,8 +151,8 @@ def leaderboard(
             resolved = bool(stats["n"] >= 2 and (stats["ci_lower"] > 0 or stats["ci_upper"] < 0))
             diffs[(a, b)] = resolved
             floor = detectable.detectable((both[a] - both[b]).to_numpy(), scale, power, alpha)
-            inside[(a, b)] = bool(abs(stats["mean"]) < floor["mdd"])  # no MDD (n < 2): not inside
-            floors[(a, b)] = floor["mdd"]
+            inside[(a, b)] = detectable.inside(stats["mean"], floor["mdd"])
+            floors[(a, b)] = len(pairs)
             pairs.append(
                 {
                     "benchmark": benchmark,
@@ -168,7 +186,7 @@ def leaderboard(
                     "direction": "lower is better" if lower else "higher is better",
                     "resolved_vs_next": diffs[(model, below)] if below else None,
                     "order_resolved": all(diffs[(x, y)] for x, y in zip(order, order[1:])),
-                    "mdd_vs_next": floors[(model, below)] if below else math.nan,
+                    **vs_next(pairs[floors[(model, below)]] if below else None),
                     "group": grouped[model],
                 }
             )
@@ -187,7 +205,7 @@ def leaderboard(
             "direction",
             "resolved_vs_next",
             "order_resolved",
-            "mdd_vs_next",
+            *VS_NEXT,
             "group",
         ],
     )
@@ -328,6 +346,20 @@ def option_notes(ranking: pd.DataFrame, options: dict[tuple[str, str, str], dict
     return notes
 
 
+def indistinguishable(ranking: pd.DataFrame) -> list[str]:
+    """One line per group of two or more models (per benchmark, grader and key): models not distinguishable at
+    this n."""
+    lines = []
+    for (benchmark, grader, key, _), part in ranking.groupby(["benchmark", "grader", "key", "group"], sort=False):
+        if len(part) >= 2:
+            lines.append(
+                f"Not distinguishable at this n ({benchmark}, {key}, grader {grader}): "
+                + ", ".join(f"{m} ({v:.3f}, n {n})" for m, v, n in zip(part["model"], part["mean"], part["n"]))
+                + " — each lies within the minimum detectable difference of the first."
+            )
+    return lines
+
+
 def section(
     page,
     logs: Sequence[LoadedLog],
@@ -366,11 +398,28 @@ def section(
         )
         for line in option_notes(ranking, options):
             page.note(line)
+    for line in indistinguishable(ranking):
+        page.note(line)
     shown = ranking.assign(
         **{
             "mean [95 % CI]": [
                 tables.fmt(m, lo, hi, 3) for m, lo, hi in zip(ranking["mean"], ranking["ci_lower"], ranking["ci_upper"])
-            ]
+            ],
+            "vs next: difference [95 % CI] (n)": [
+                f"{tables.fmt(d, lo, hi, 3)} ({n:.0f})" if d == d else "–"
+                for d, lo, hi, n in zip(
+                    ranking["difference_vs_next"],
+                    ranking["difference_vs_next_ci_lower"],
+                    ranking["difference_vs_next_ci_upper"],
+                    ranking["n_vs_next"],
+                )
+            ],
+            "vs next: MDD [95 % CI]": [
+                tables.fmt(m, lo, hi, 3)
+                for m, lo, hi in zip(
+                    ranking["mdd_vs_next"], ranking["mdd_vs_next_ci_lower"], ranking["mdd_vs_next_ci_upper"]
+                )
+            ],
         }
     )
     page.table(
@@ -380,13 +429,14 @@ def section(
                 "grader",
                 "key",
                 "rank",
+                "group",
                 "model",
                 "mean [95 % CI]",
                 "n",
+                "vs next: difference [95 % CI] (n)",
+                "vs next: MDD [95 % CI]",
                 "resolved_vs_next",
                 "order_resolved",
-                "mdd_vs_next",
-                "group",
                 *(["run_options"] if options else []),
             ]
         ],
@@ -394,7 +444,8 @@ def section(
         "Per score key, models ranked by their mean over the cases they were scored on (n; 95 % interval as "
         "in Table 1). resolved_vs_next: the paired difference with the next model, on the cases both have "
         "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved. "
-        f"mdd_vs_next: the minimum detectable difference of that pair ({detectable.describe(power, alpha)}); "
+        "vs next: the paired difference with the next model (mean over the n cases both have scored, 95 % "
+        f"interval) and its minimum detectable difference ({detectable.describe(power, alpha)}); "
         "group: models in one group are not distinguishable at this n (each lies within the MDD of the "
         "group's first model)."
         + (

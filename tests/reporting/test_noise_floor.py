@@ -22,7 +22,7 @@ from bedside.intervals import BINARY, UNIT
 from bedside.reporting import detectable, epochs
 from bedside.reporting.compare import compare
 from bedside.reporting.load import load, scores_frame
-from bedside.reporting.sweep import groups, leaderboard
+from bedside.reporting.sweep import groups, indistinguishable, leaderboard
 from tests.reporting.synth import log, sample, write
 
 P = 0.15  # the chance that a verdict is flipped in one epoch (or one run)
@@ -197,6 +197,11 @@ def test_pass_k_is_inspects_reducer_and_matches_the_chance_that_k_epochs_pass(tm
     assert abs(row["pass_k"] - np.mean(passing**2)) < 4 * se
     assert row["pass_k"] == pytest.approx(np.mean(per_case))
     assert row["pass_1"] == pytest.approx(1 - observed.mean())
+    # pass^1's interval (a case bootstrap of the pooled share) covers the truth, as its SE implies
+    assert row["pass_1_ci_lower"] < row["pass_1"] < row["pass_1_ci_upper"]
+    truth, se_1 = np.mean(passing), np.std(1.0 - observed.mean(axis=1), ddof=1) / math.sqrt(n)
+    assert row["pass_1_ci_lower"] - 2 * se_1 < truth < row["pass_1_ci_upper"] + 2 * se_1
+    assert row["pass_1_ci_upper"] - row["pass_1_ci_lower"] == pytest.approx(2 * 1.96 * se_1, rel=0.25)
 
 
 def test_the_report_shows_the_run_to_run_noise_of_a_log_with_epochs(tmp_path):
@@ -222,6 +227,13 @@ def test_groups_are_runs_of_neighbours_inside_the_mdd_of_their_first():
     assert groups(["a", "b", "c", "d"], inside) == {"a": 1, "b": 1, "c": 2, "d": 2}
 
 
+def test_a_difference_inside_the_mdd_is_smaller_or_none():
+    assert detectable.inside(0.01, 0.02) and detectable.inside(-0.01, 0.02) and not detectable.inside(0.03, 0.02)
+    assert detectable.inside(0.0, 0.0)  # two runs alike on every case: not distinguishable
+    assert not detectable.inside(-1.0, 0.0)  # the same shift on every case: detected at any n >= 2
+    assert not detectable.inside(0.0, math.nan)  # one case: no MDD
+
+
 def test_the_leaderboard_groups_models_not_distinguishable_at_this_n():
     """A and B differ by exactly 0.01 on average over 100 cases, with a per-case difference of SD exactly 0.05
     (MDD = mdd(0.05, 100), about 2.8 * 0.05 / 10 = 0.014): one group; C is 0.3 below: a group of its own."""
@@ -242,8 +254,16 @@ def test_the_leaderboard_groups_models_not_distinguishable_at_this_n():
     ab = pairs[(pairs["model_a"] == "A") & (pairs["model_b"] == "B")].iloc[0]
     expected = detectable.mdd(0.05, 100)
     assert ab["difference"] == pytest.approx(0.01) and ab["mdd"] == pytest.approx(expected) and ab["inside_mdd"]
-    assert ranking["mdd_vs_next"].iloc[0] == pytest.approx(expected)
+    first = ranking.iloc[0]
+    assert first["mdd_vs_next"] == pytest.approx(expected) and first["n_vs_next"] == 100
+    assert first["difference_vs_next"] == pytest.approx(0.01)
+    assert first["mdd_vs_next_ci_lower"] < expected < first["mdd_vs_next_ci_upper"]
+    assert first["difference_vs_next_ci_lower"] < 0.01 < first["difference_vs_next_ci_upper"]
+    assert math.isnan(ranking.iloc[2]["mdd_vs_next"])  # the last model has no next
     assert not pairs[(pairs["model_b"] == "C")]["inside_mdd"].any()
+    [line] = indistinguishable(ranking)  # one group of two or more: named above the leaderboard
+    assert line.startswith("Not distinguishable at this n (discharge, tcs, grader g): A (") and "B (" in line
+    assert "C (" not in line and "n 100" in line
 
 
 # --- estimate --detect: the variance components and the cases they need -----------------------------
