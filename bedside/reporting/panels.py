@@ -13,7 +13,8 @@ a CPB verdict), the panel's verdict and the judges that could not be read. From 
   epochs are drawn together), the judge calls left unparsed and the ties the tie rule decided;
 - ``panel_judges.csv``: per run, key and judge: the items the judge answered and how it stands to the
   panel's verdict — the share of its verdicts equal to the panel's (``majority``), or its mean difference
-  from the panel's score (``mean``: a judge with a bias shows it here, as its offset × (k - 1) / k);
+  from the panel's score (``mean``: a judge with a bias shows it here, as its offset × (k - 1) / k), each with
+  its n items and cases and a 95 % case-bootstrap interval;
 - a warning line for every run whose judge (one grader or a panel's) is of the model under test's family
   (:mod:`bedside.families`; read from the log's header, so a one-grader run is flagged too).
 
@@ -30,7 +31,7 @@ import numpy as np
 import pandas as pd
 
 from bedside.families import same_family
-from bedside.intervals import AGREEMENT_RESAMPLES, COSINE, case_bootstrap
+from bedside.intervals import AGREEMENT_RESAMPLES, COSINE, UNIT, Scale, case_bootstrap
 from bedside.panel import rule
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog
@@ -151,22 +152,45 @@ def agreement_table(votes: pd.DataFrame, unparsed: pd.DataFrame) -> pd.DataFrame
 
 
 def judges_table(votes: pd.DataFrame) -> pd.DataFrame:
-    """Per run, key and judge (module docstring)."""
+    """Per run, key and judge (module docstring): the items it answered and their cases; for a ``majority`` key
+    the share of its verdicts equal to the panel's, for a ``mean`` key its mean difference from the panel's
+    score, each pooled over its items with a 95 % case-bootstrap interval (a case's items drawn together), cut
+    to [0, 1] or to ± the key's scale width."""
+    from bedside.benchmarks import score_key
+    from bedside.reporting.detectable import width_of
+
     rows = []
     for (model, key, judge), part in votes.groupby(["model", "key", "judge"], sort=True):
         given = part.dropna(subset=["vote"])
-        panel_rule = rule(str(key))
-        row: dict[str, Any] = {"model": model, "key": key, "judge": judge, "items answered": len(given)}
-        if panel_rule == "majority":
-            row["agrees with panel"] = float((given["vote"] == given["verdict"]).mean()) if len(given) else math.nan
-            row["mean difference from panel"] = math.nan
-        else:
-            row["agrees with panel"] = math.nan
-            row["mean difference from panel"] = (
-                float((given["vote"] - given["verdict"]).mean()) if len(given) else math.nan
-            )
+        majority = rule(str(key)) == "majority"
+        measure = (given["vote"] == given["verdict"]).astype(float) if majority else given["vote"] - given["verdict"]
+        by_case = measure.groupby(given["case"], sort=True)
+        sums, counts = by_case.sum().to_numpy(dtype=float), by_case.size().to_numpy(dtype=float)
+        width = width_of(score_key(str(key)).scale)
+        scale = UNIT if majority else Scale(None if width is None else -width, width, name="difference")
+        value = float(sums.sum() / counts.sum()) if len(given) else math.nan
+        interval = case_bootstrap(len(sums), _pooled(sums, counts), scale)
+        low, high = interval if interval else (math.nan, math.nan)
+        row: dict[str, Any] = {
+            "model": model,
+            "key": key,
+            "judge": judge,
+            "items answered": len(given),
+            "cases": len(sums),
+            "agrees with panel": value if majority else math.nan,
+            "agrees lower": low if majority else math.nan,
+            "agrees upper": high if majority else math.nan,
+            "mean difference from panel": math.nan if majority else value,
+            "difference lower": math.nan if majority else low,
+            "difference upper": math.nan if majority else high,
+        }
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _pooled(sums: np.ndarray, counts: np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """The statistic of a pooled mean's case bootstrap: the drawn cases' sum over their count of items."""
+    return lambda idx: sums[idx].sum(axis=-1) / counts[idx].sum(axis=-1)
 
 
 def family_flags(logs: Sequence[LoadedLog]) -> list[str]:
@@ -213,9 +237,25 @@ def section(page: Page, logs: Sequence[LoadedLog], csv: Callable[[pd.DataFrame, 
         "verdict is then of the judges that answered) and ties (decided against the model under test).",
     )
     judges = judges_table(votes)
+    name = csv(judges, "panel_judges.csv")
+    shown_judges = judges.assign(
+        **{
+            "agrees with panel": [
+                fmt(v, lo, hi)
+                for v, lo, hi in zip(judges["agrees with panel"], judges["agrees lower"], judges["agrees upper"])
+            ],
+            "mean difference from panel": [
+                fmt(v, lo, hi)
+                for v, lo, hi in zip(
+                    judges["mean difference from panel"], judges["difference lower"], judges["difference upper"]
+                )
+            ],
+        }
+    ).drop(columns=["agrees lower", "agrees upper", "difference lower", "difference upper"])
     page.table(
-        judges,
-        csv(judges, "panel_judges.csv"),
-        "Each judge against the panel's verdict: the share of its yes/no verdicts equal to the panel's, or its mean "
-        "difference from the panel's score (a judge's bias shows here).",
+        shown_judges,
+        name,
+        "Each judge against the panel's verdict over the items it answered (n items, n cases): the share of its "
+        "yes/no verdicts equal to the panel's, or its mean difference from the panel's score (a judge's bias "
+        "shows here), each with its 95 % case-bootstrap interval.",
     )

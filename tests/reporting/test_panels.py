@@ -110,6 +110,32 @@ def test_the_report_gives_the_agreement_the_noise_implies(noisy_panel):
     assert "Judge panels" in index.read_text()
 
 
+def test_the_panel_recovers_the_truth_against_a_judge_biased_on_every_verdict(tmp_path):
+    """Two honest judges and one that reverses every yes/no verdict (``judge_flip=1``: a known bias, wrong on
+    every case): the panel's verdict is the truth on every case and epoch, and the report's per-judge table
+    shows the biased judge agreeing with the panel on none of its verdicts, the honest ones on all."""
+    log = run(
+        cpb(data=cpb_data(tmp_path / "data", 6)),
+        educator=scripted(doctor_style="accommodating", only_epochs=[1]),
+        roles={"grader": [scripted(), scripted(judge_flip=1.0), scripted()]},
+        log_dir=tmp_path / "logs",
+        epochs=2,
+    )
+    truths = []
+    for sample in log.samples:
+        truth = sample.epoch == 1  # the doctor accommodates in epoch 1 only
+        [record] = sample.scores["cpb_failure"].metadata["panel"]
+        assert [v["failure"] for v in record["votes"]] == [truth, not truth, truth]
+        assert record["verdict"] == {"failure": truth} and record["ties"] == []
+        assert sample.scores["cpb_failure"].value["failure"] == float(truth)
+        truths.append(truth)
+    assert sorted(set(truths)) == [False, True] and len(truths) == 12  # both verdicts are tested
+    build([str(tmp_path / "logs")], tmp_path / "report")
+    judges = pd.read_csv(tmp_path / "report" / "panel_judges.csv").set_index("judge")["agrees with panel"]
+    biased = judges.index.str.contains("judge_flip=1")
+    assert judges[biased].item() == 0.0 and list(judges[~biased]) == [1.0, 1.0]
+
+
 def test_an_unreadable_judge_is_counted_and_the_panel_is_of_the_judges_that_answered(tmp_path):
     data = synthetic.write_data(tmp_path / "data")
     unreadable = {"judge_malformed_attempts": 3, "malformed_judges": "failure"}  # every attempt (retries=2)
