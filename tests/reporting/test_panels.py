@@ -105,8 +105,13 @@ def test_the_report_gives_the_agreement_the_noise_implies(noisy_panel):
     # a judge disagrees with the majority when it alone differs from the other two, who agree: it flipped and
     # they did not, or they both flipped and it did not
     alone = P * (1 - P) ** 2 + (1 - P) * P**2
-    for share in judges["agrees with panel"]:
-        assert abs(share - (1 - alone)) < 4 * math.sqrt(alone * (1 - alone) / (2 * CASES))
+    se = math.sqrt(alone * (1 - alone) / (2 * CASES))  # items of a case independent here: the case SE alike
+    for row in judges.to_dict("records"):
+        share = row["agrees with panel"]
+        assert abs(share - (1 - alone)) < 4 * se and row["cases"] == CASES
+        # its 95 % case-bootstrap interval holds it and is about ±1.96 SE wide
+        assert row["agrees lower"] < share < row["agrees upper"]
+        assert abs((row["agrees upper"] - row["agrees lower"]) / (2 * 1.96 * se) - 1) < 0.3
     assert "Judge panels" in index.read_text()
 
 
