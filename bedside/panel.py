@@ -26,10 +26,10 @@ is bound to several models, and :func:`bedside.calls.ask` answers a judge call o
    one) and error, the panel's verdicts, ``answered``, the ties, and the judges of the same family as the
    model under test (:mod:`bedside.families`). Scorers keep the records in the score's metadata (``panel``,
    :func:`panel_metadata`), where ``inspect view`` shows them and ``bedside report`` reads the judges'
-   agreement per key (:mod:`bedside.reporting.agreement`).
+   agreement per key (:mod:`bedside.reporting.panels`).
 
-A protocol without a ballot (its reply is text, not a verdict: DischargeBench's comprehension reference
-answers and factual-consistency answers) is answered by the panel's first judge alone.
+A protocol without a ballot (its reply is text, not a verdict, e.g. reference answers a scorer compares by
+text similarity) is answered by the panel's first judge alone.
 """
 
 from __future__ import annotations

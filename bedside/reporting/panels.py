@@ -3,7 +3,7 @@ judges of a panel agree, per score key.
 
 A run whose ``grader`` role was bound to several models (:mod:`bedside.panel`) keeps, in each score's metadata
 (``panel``), every judge's verdict on every judged item (a checklist question, a rubric item, a Likert axis,
-a CPB verdict), the panel's verdict and the judges that could not be read. From those records:
+a yes/no verdict of its own), the panel's verdict and the judges that could not be read. From those records:
 
 - ``panel_agreement.csv``: per run and score key (the key each item counts toward, with the rule it declares:
   :attr:`bedside.score_keys.ScoreKey.panel`): the judges, the cases and items judged, **Krippendorff's alpha**
