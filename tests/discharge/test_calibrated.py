@@ -161,7 +161,15 @@ def test_the_agreement_command_gives_a_number_and_a_note_for_a_constant_judge(tm
     assert f"calibrated {physicians.mean():.3f} [" in naturalness and "the judge gave every case 4" in naturalness
 
 
-@pytest.mark.parametrize(("value", "message"), [("1.7", "outside its scale, 0 to 1"), ("inf", "not a finite number")])
+@pytest.mark.parametrize(
+    ("value", "message"),
+    [
+        ("1.7", "outside its scale, 0 to 1"),
+        ("-0.2", "outside its scale, 0 to 1"),
+        ("50", "outside its scale, 0 to 1"),
+        ("inf", "not a finite number"),
+    ],
+)
 def test_the_agreement_command_rejects_an_off_scale_numeric_rating(tmp_path, capsys, value, message):
     path = write(judge_log(), tmp_path / "judge.eval")
     bad = tmp_path / "bad.csv"
