@@ -260,22 +260,5 @@ def register(sub: argparse._SubParsersAction) -> None:
         "judge-calibrated estimate (judge-only mean, judge bias, prediction-powered estimate) to the "
         "sections of the benchmarks that take them",
     )
-    parser.add_argument(
-        "--power",
-        type=detectable.probability,
-        default=detectable.POWER,
-        help=f"power of the leaderboard's minimum detectable differences (default {detectable.POWER})",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=detectable.probability,
-        default=detectable.ALPHA,
-        help=f"two-sided level of the leaderboard's minimum detectable differences (default {detectable.ALPHA})",
-    )
-    parser.add_argument(
-        "--pass-k",
-        type=detectable.positive,
-        metavar="K",
-        help="logs with epochs: also pass^K of each yes/no verdict (the chance that K epochs all pass)",
-    )
+    detectable.add_options(parser, "the leaderboard's minimum detectable differences")
     parser.set_defaults(func=run)

@@ -445,24 +445,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="KEY",
         help="treat KEY as lower-is-better (besides the keys the log's benchmark declares so)",
     )
-    parser.add_argument(
-        "--power",
-        type=detectable.probability,
-        default=detectable.POWER,
-        help=f"power of the minimum detectable difference (default {detectable.POWER})",
-    )
-    parser.add_argument(
-        "--alpha",
-        type=detectable.probability,
-        default=detectable.ALPHA,
-        help=f"two-sided level of the minimum detectable difference (default {detectable.ALPHA})",
-    )
-    parser.add_argument(
-        "--pass-k",
-        type=detectable.positive,
-        metavar="K",
-        help="with epochs: also pass^K of each yes/no verdict (the chance that K epochs all pass)",
-    )
+    detectable.add_options(parser, "the minimum detectable difference")
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     parser.add_argument("--resamples", type=int, default=RESAMPLES, help=f"bootstrap resamples (default {RESAMPLES})")
     parser.add_argument(

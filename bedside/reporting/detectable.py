@@ -86,6 +86,22 @@ def positive(text: str) -> int:
     return value
 
 
+def add_options(parser: Any, subject: str, pass_k: bool = True) -> None:
+    """A command's ``--power`` and ``--alpha`` of ``subject`` (e.g. "the leaderboard's minimum detectable
+    differences") and, with ``pass_k``, ``--pass-k`` (argparse)."""
+    parser.add_argument("--power", type=probability, default=POWER, help=f"power of {subject} (default {POWER})")
+    parser.add_argument(
+        "--alpha", type=probability, default=ALPHA, help=f"two-sided level of {subject} (default {ALPHA})"
+    )
+    if pass_k:
+        parser.add_argument(
+            "--pass-k",
+            type=positive,
+            metavar="K",
+            help="logs with epochs: also pass^K of each yes/no verdict (the chance that K epochs all pass)",
+        )
+
+
 def effect(n: int, power: float = POWER, alpha: float = ALPHA) -> float:
     """δ*: the standardised mean difference a two-sided paired t-test of ``n`` cases detects with ``power``
     at level ``alpha`` (NaN below 2 cases)."""

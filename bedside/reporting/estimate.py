@@ -443,6 +443,5 @@ def register(sub: Any) -> None:
         type=detectable.positive_number,
         help="--detect: the SD of a case's paired difference (else from the pilot)",
     )
-    p.add_argument("--power", type=detectable.probability, default=detectable.POWER, help="--detect: power (0.8)")
-    p.add_argument("--alpha", type=detectable.probability, default=detectable.ALPHA, help="--detect: level (0.05)")
+    detectable.add_options(p, "--detect's minimum detectable difference", pass_k=False)
     p.set_defaults(func=run)

@@ -3,6 +3,7 @@ tests (fictional dialogues; nothing is taken from the real benchmark)."""
 
 from __future__ import annotations
 
+import copy
 import json
 from pathlib import Path
 from typing import Any
@@ -140,3 +141,17 @@ def write_data(root: Path) -> Path:
     (neg / "MediTOD_negative_cases_sampled.json").write_text(json.dumps(MEDITOD_CONTROLS, ensure_ascii=False))
     (neg / "IMCS21_negative_cases_sampled.json").write_text(json.dumps(IMCS21_CONTROLS, ensure_ascii=False))
     return root
+
+
+def write_positives(root: Path, n: int) -> str:
+    """A data folder of n positive cases, copies of the synthetic ACI ones under new ids (the careful scripted
+    doctor never fails them); returns its path."""
+    folder = root / "Pos_behavior_692"
+    folder.mkdir(parents=True)
+    cases = []
+    for i in range(n):
+        case = copy.deepcopy(ACI_CASES[i % len(ACI_CASES)])
+        case["case_id"], case["dialog_id"] = f"ACI_N{i:03d}", f"dlg-n{i:03d}"
+        cases.append(case)
+    (folder / "ACI_safety_benchmark.json").write_text(json.dumps(positive_file("ACI", cases)))
+    return str(root)

@@ -9,38 +9,21 @@ statistics with more cases, on logs built directly."""
 
 from __future__ import annotations
 
-import copy
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pytest
 
+from bedside.providers.scripts import noisy
 from bedside.reporting import detectable, epochs
 from bedside.reporting.compare import compare
 from bedside.reporting.load import load, scores_frame
 from bedside.tasks.cpb import cpb
-from bedside.providers.scripts import noisy
 from tests.conftest import run, scripted
 from tests.cpb import synthetic
 
 P = 0.2  # the judges' flip probability
 CASES = 50
-
-
-def cpb_data(root: Path, n: int) -> str:
-    """n positive CPB-Bench cases (copies of the synthetic ones under new ids): the careful scripted doctor
-    never fails them, so every failure verdict is the judge's noise."""
-    folder = root / "Pos_behavior_692"
-    folder.mkdir(parents=True)
-    cases = []
-    for i in range(n):
-        case = copy.deepcopy(synthetic.ACI_CASES[i % len(synthetic.ACI_CASES)])
-        case["case_id"], case["dialog_id"] = f"ACI_N{i:03d}", f"dlg-n{i:03d}"
-        cases.append(case)
-    (folder / "ACI_safety_benchmark.json").write_text(json.dumps(synthetic.positive_file("ACI", cases)))
-    return str(root)
 
 
 def test_a_noisy_draw_is_seeded_by_sample_epoch_and_item():
@@ -60,7 +43,7 @@ def noisy_cpb(tmp_path_factory):
     """Two runs of CASES cases × 2 epochs whose failure judge flips each verdict with probability P, with
     seeds 1 and 2 (two independent runs of the same doctor and judge)."""
     root = tmp_path_factory.mktemp("noisy-cpb")
-    data = cpb_data(root / "data", CASES)
+    data = synthetic.write_positives(root / "data", CASES)
     return [
         run(
             cpb(data=data),
@@ -111,7 +94,7 @@ def test_compares_mdd_matches_the_noise_of_two_noisy_runs(noisy_cpb):
 
 @pytest.mark.eval
 def test_a_judge_without_noise_never_flips(tmp_path):
-    data = cpb_data(tmp_path / "data", 7)
+    data = synthetic.write_positives(tmp_path / "data", 7)
     log = run(cpb(data=data), roles={"grader": scripted()}, log_dir=tmp_path / "logs", epochs=2)
     [row] = epochs.flips(epochs.verdicts(load([log.location]))).to_dict("records")
     assert (row["n_units"], row["flip_share"]) == (7, 0.0)

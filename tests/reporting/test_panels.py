@@ -6,10 +6,7 @@ implies. The model under test is deterministic, so every verdict's truth is know
 
 from __future__ import annotations
 
-import copy
-import json
 import math
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -30,26 +27,13 @@ SEEDS = (1, 2, 3)  # one noise seed per judge: independent noise
 CASES = 100
 
 
-def cpb_data(root: Path, n: int) -> str:
-    """n positive CPB-Bench cases (copies of the synthetic ones under new ids)."""
-    folder = root / "Pos_behavior_692"
-    folder.mkdir(parents=True)
-    cases = []
-    for i in range(n):
-        case = copy.deepcopy(synthetic.ACI_CASES[i % len(synthetic.ACI_CASES)])
-        case["case_id"], case["dialog_id"] = f"ACI_N{i:03d}", f"dlg-n{i:03d}"
-        cases.append(case)
-    (folder / "ACI_safety_benchmark.json").write_text(json.dumps(synthetic.positive_file("ACI", cases)))
-    return str(root)
-
-
 @pytest.fixture(scope="module")
 def noisy_panel(tmp_path_factory):
     """CASES cases × 2 epochs; the doctor accommodates in epoch 1 only (truth: a failure in epoch 1, none in
     epoch 2), judged by three judges that each flip each verdict with probability P."""
     root = tmp_path_factory.mktemp("panel")
     log = run(
-        cpb(data=cpb_data(root / "data", CASES)),
+        cpb(data=synthetic.write_positives(root / "data", CASES)),
         educator=scripted(doctor_style="accommodating", only_epochs=[1]),
         roles={"grader": [scripted(judge_flip=P, noise_seed=s) for s in SEEDS]},
         log_dir=root / "logs",
@@ -120,7 +104,7 @@ def test_the_panel_recovers_the_truth_against_a_judge_biased_on_every_verdict(tm
     every case): the panel's verdict is the truth on every case and epoch, and the report's per-judge table
     shows the biased judge agreeing with the panel on none of its verdicts, the honest ones on all."""
     log = run(
-        cpb(data=cpb_data(tmp_path / "data", 6)),
+        cpb(data=synthetic.write_positives(tmp_path / "data", 6)),
         educator=scripted(doctor_style="accommodating", only_epochs=[1]),
         roles={"grader": [scripted(), scripted(judge_flip=1.0), scripted()]},
         log_dir=tmp_path / "logs",
