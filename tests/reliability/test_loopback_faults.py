@@ -15,6 +15,7 @@ from inspect_ai.model import ChatMessageSystem, ChatMessageUser, GenerateConfig,
 from openai import OpenAI
 
 from tests.loopback.__main__ import main
+from tests.loopback.requests import BATCH_FAULTS
 from tests.loopback.server import (
     CONTENT_FAULTS,
     CONTEXT_LENGTH,
@@ -26,6 +27,9 @@ from tests.loopback.server import (
     spoil,
 )
 from tests.reliability.helpers import ServerProcess, fast_model
+
+#: the faults of one request (a whole batch's faults are tests/loopback/test_batches.py's)
+REQUEST_FAULTS = tuple(kind for kind in FAULT_KINDS if kind not in BATCH_FAULTS)
 
 #: the header bedside sends with a discharge.patient call (the server reads the protocol from it)
 TAGGED = {"X-Bedside-Protocol": "discharge.patient"}
@@ -50,10 +54,10 @@ EXPECTED = {
 def test_every_kind_as_the_openai_client_sees_it():
     # one rule per kind, selected by the model name
     # the client's timeout (2 s: time for a busy machine to answer every other kind) below the hang
-    rules = [Fault(kind, 1.0, models=[kind]) for kind in FAULT_KINDS]
+    rules = [Fault(kind, 1.0, models=[kind]) for kind in REQUEST_FAULTS]
     with LoopbackServer(faults=rules, hang=4.0, retry_after=0.2) as server:
         client = OpenAI(api_key="x", base_url=server.base_url, default_headers=TAGGED, max_retries=0, timeout=2.0)
-        for kind in FAULT_KINDS:
+        for kind in REQUEST_FAULTS:
             try:
                 reply = client.chat.completions.create(model=kind, messages=PATIENT)
             except Exception as ex:  # noqa: BLE001 - the point is which exception
@@ -68,8 +72,8 @@ def test_every_kind_as_the_openai_client_sees_it():
             assert kind in CONTENT_FAULTS, f"{kind} was answered"
             content = reply.choices[0].message.content
             assert content == NOT_JSON_REPLY if kind == "not_json" else json.loads(content) == {}
-        assert server.faults == {kind: 1 for kind in FAULT_KINDS}
-        assert server.requests == len(FAULT_KINDS)
+        assert server.faults == {kind: 1 for kind in REQUEST_FAULTS}
+        assert server.requests == len(REQUEST_FAULTS)
         assert server.total_calls == len(CONTENT_FAULTS)  # only HTTP 200 answers count as calls
         # a model no rule names is answered normally
         ok = client.chat.completions.create(model="patient", messages=PATIENT)
