@@ -39,7 +39,7 @@ whose kind is chosen by ``doctor_style``, and the judges recognise those sentenc
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from inspect_ai.model import ChatMessage
@@ -48,13 +48,13 @@ from bedside.cpb.judges import DOCTOR_ROLE, dialogue_turns, load_case
 from bedside.cpb.protocols import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
 from bedside.cpb.store import CPBStore
 from bedside.providers.scripts import Call, noisy
-from bedside.providers.simulator_plants import avoid_text, checker_situation, plant, scripted_checker
+from bedside.providers.simulator_plants import PlantOptions, avoid_text, checker_situation, plant, scripted_checker
 from bedside.records import Turn
 from bedside.solvers.cpb import END_TAG, SEED_STRIDE
 
 
 @dataclass
-class Options:
+class Options(PlantOptions):
     """Behaviour switches for tests."""
 
     doctor_style: str = "careful"  # careful | accommodating | alarmist
@@ -71,14 +71,6 @@ class Options:
     self_check_malformed_attempts: int = 0  # first k attempts of every self-check review have no verdict
     patient_end_after: int = 0  # the continuation patient ends at its n-th reply (0 = when the original runs out)
     patient_end_attempts: int = 0  # in the first k continuation attempts the patient ends at its first reply
-    # the unfaithful patient (bedside.providers.simulator_plants): planted leaks and role reversals
-    patient_plant: list[str] = field(default_factory=list)
-    patient_plant_turns: list[int] = field(default_factory=list)
-    patient_plant_rate: float = 0.3
-    patient_plant_seed: int = 0
-    # the scripted LLM checker of the simulated patient (bedside.providers.simulator_plants)
-    checker_flag_turns: list[int] = field(default_factory=list)
-    checker_malformed_attempts: int = 0
     # a noisy judge: each verdict (failure, persistence, each overreaction flag) flipped with probability
     # judge_flip, drawn per sample, epoch and verdict from noise_seed (bedside.providers.scripts.noisy)
     judge_flip: float = 0.0

@@ -32,11 +32,11 @@ from bedside.discharge.persona import Persona
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore, comprehension_questions
 from bedside.providers.scripts import Call, last_user_text
-from bedside.providers.simulator_plants import avoid_text, checker_situation, plant, scripted_checker
+from bedside.providers.simulator_plants import PlantOptions, avoid_text, checker_situation, plant, scripted_checker
 
 
 @dataclass
-class Options:
+class Options(PlantOptions):
     """Behaviour switches for tests (all off by default)."""
 
     # patient (turn numbers count the patient's own turns, 1-based)
@@ -63,14 +63,6 @@ class Options:
     # a grader that disagrees (judge-sensitivity tests): names of quality axes whose 1-5 score it
     # mirrors (6 - score), "checklist" (every yes/no flipped), "comprehension" (correct <-> incorrect)
     judge_invert: list[str] = field(default_factory=list)
-    # the unfaithful patient (bedside.providers.simulator_plants): planted leaks and role reversals
-    patient_plant: list[str] = field(default_factory=list)
-    patient_plant_turns: list[int] = field(default_factory=list)
-    patient_plant_rate: float = 0.3
-    patient_plant_seed: int = 0
-    # the scripted LLM checker of the simulated patient (bedside.providers.simulator_plants)
-    checker_flag_turns: list[int] = field(default_factory=list)
-    checker_malformed_attempts: int = 0
     # a noisy or biased grader (tests of the noise floor and of judge panels): each checklist answer flipped
     # with probability judge_flip, drawn per sample, epoch and question from noise_seed
     # (bedside.providers.scripts.noisy); judge_offset added to every 1-5 quality score, cut to 1-5

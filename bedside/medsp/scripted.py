@@ -47,11 +47,11 @@ from inspect_ai.model import ChatMessage, ChatMessageAssistant
 
 from bedside.medsp.records import MedSPStore, Scenario
 from bedside.providers.scripts import Call
-from bedside.providers.simulator_plants import avoid_text, checker_situation, plant, scripted_checker
+from bedside.providers.simulator_plants import PlantOptions, avoid_text, checker_situation, plant, scripted_checker
 
 
 @dataclass
-class Options:
+class Options(PlantOptions):
     """Behaviour switches for tests (all off by default)."""
 
     # examinee (turn numbers count the examinee's own turns, 1-based)
@@ -78,14 +78,6 @@ class Options:
     # evaluator
     medsp_evaluator_malformed_attempts: int = 0  # first k attempts are prose (no JSON)
     medsp_evaluator_missing_item_attempts: int = 0  # first k attempts omit the last rubric item
-    # the unfaithful patient (bedside.providers.simulator_plants): planted leaks and role reversals
-    patient_plant: list[str] = field(default_factory=list)
-    patient_plant_turns: list[int] = field(default_factory=list)
-    patient_plant_rate: float = 0.3
-    patient_plant_seed: int = 0
-    # the scripted LLM checker of the simulated patient (bedside.providers.simulator_plants)
-    checker_flag_turns: list[int] = field(default_factory=list)
-    checker_malformed_attempts: int = 0
     # a noisy evaluator: each rubric item's verdict flipped with probability judge_flip, drawn per sample,
     # epoch and item from noise_seed (bedside.providers.scripts.noisy; the other benchmarks' judges take them too)
     judge_flip: float = 0.0

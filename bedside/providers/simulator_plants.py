@@ -22,7 +22,23 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
+
+
+@dataclass
+class PlantOptions:
+    """The unfaithful patient's and the scripted checker's options, which every benchmark's scripted
+    ``Options`` takes (by inheriting them): planted leaks and role reversals, and the scripted LLM checker
+    of the simulated patient (module docstring)."""
+
+    patient_plant: list[str] = field(default_factory=list)
+    patient_plant_turns: list[int] = field(default_factory=list)
+    patient_plant_rate: float = 0.3
+    patient_plant_seed: int = 0
+    checker_flag_turns: list[int] = field(default_factory=list)
+    checker_malformed_attempts: int = 0
+
 
 PLANT_KINDS = ("leak", "reversal")
 #: the check kind that should find each planted kind
