@@ -20,11 +20,13 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
+from bedside import benchmarks
 from bedside.reporting.load import expand, load, read_logs, read_run
 from bedside.scale.engine import InProcess
 from bedside.scale.merge import ShardError
 from bedside.scale.plan import RunSpec, plan
 from bedside.scale.shards import KEY, MERGED_KEY, shard_info
+from tests.benchmarks import tiny_runs
 from tests.conftest import REPO, bedside_command
 from tests.golden import make_golden
 
@@ -78,22 +80,29 @@ def _sharded(tmp: Path, task: str, task_args: dict[str, Any]) -> EvalLog:
     return read_run(str(tmp / "sharded"))
 
 
+def sharded(tmp: Path, name: str) -> tuple[EvalLog, str, EvalLog]:
+    """``runs`` of a benchmark's main task (``bedside/<name>``) on its golden run's cases: the task's
+    defaults, with the data its tiny run names (``tests/<b>/tiny.py``: CPB-Bench's is written there)."""
+    data = tiny_runs()[name](tmp).args.get("data")
+    return runs(tmp, f"bedside/{name}", {"data": data} if data else {})
+
+
 @pytest.fixture(scope="module")
 def discharge(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalLog, str, EvalLog]:
-    return runs(tmp_path_factory.mktemp("discharge"), "bedside/discharge", {})
+    return sharded(tmp_path_factory.mktemp("discharge"), "discharge")
 
 
 @pytest.fixture(scope="module")
 def medsp(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalLog, str, EvalLog]:
-    return runs(tmp_path_factory.mktemp("medsp"), "bedside/medsp", {})
+    return sharded(tmp_path_factory.mktemp("medsp"), "medsp")
 
 
-@pytest.fixture(scope="module")
-def cpb(tmp_path_factory: pytest.TempPathFactory) -> tuple[EvalLog, str, EvalLog]:
-    from tests.cpb import synthetic
-
-    tmp = tmp_path_factory.mktemp("cpb")
-    return runs(tmp, "bedside/cpb", {"data": str(synthetic.write_data(tmp / "cpb-bench_data"))})
+@pytest.fixture(scope="module", params=[b.name for b in benchmarks.all_benchmarks()])
+def benchmark_run(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """(name, runs) of every registered benchmark; the runs of the fixtures above are shared."""
+    if request.param in ("discharge", "medsp"):
+        return request.param, request.getfixturevalue(request.param)
+    return request.param, sharded(tmp_path_factory.mktemp(request.param), request.param)
 
 
 def golden_values(log: EvalLog) -> dict[str, Any]:
@@ -107,9 +116,8 @@ def golden_values(log: EvalLog) -> dict[str, Any]:
     }
 
 
-@pytest.mark.parametrize("name", ["discharge", "medsp", "cpb"])
-def test_a_sharded_run_has_the_unsharded_runs_samples_and_scores(name: str, request: pytest.FixtureRequest) -> None:
-    unsharded, folder, sharded = request.getfixturevalue(name)
+def test_a_sharded_run_has_the_unsharded_runs_samples_and_scores(benchmark_run: Any) -> None:
+    name, (unsharded, folder, sharded) = benchmark_run
     units = [read_eval_log(p, header_only=True) for p in expand([folder])]
     assert sorted(shard_info(u).shard for u in units) == list(range(1, SHARDS + 1))  # type: ignore[union-attr]
     assert sum(1 for u in units if u.eval.dataset.sample_ids) >= 2  # the samples are spread over the shards
@@ -123,12 +131,11 @@ def test_a_sharded_run_has_the_unsharded_runs_samples_and_scores(name: str, requ
     assert KEY not in sharded.eval.metadata and sharded.eval.metadata[MERGED_KEY]["shards"] == SHARDS  # type: ignore[index,operator]
 
 
-@pytest.mark.parametrize("name", ["discharge", "medsp", "cpb"])
-def test_strata_and_compare_give_the_unsharded_runs_numbers(name: str, request: pytest.FixtureRequest) -> None:
+def test_strata_and_compare_give_the_unsharded_runs_numbers(benchmark_run: Any) -> None:
     from bedside.reporting.compare import compare
     from bedside.reporting.strata import strata_table
 
-    unsharded, folder, _ = request.getfixturevalue(name)
+    _, (unsharded, folder, _) = benchmark_run
     pd.testing.assert_frame_equal(strata_table(unsharded), strata_table(read_run(folder)), check_exact=True)
     results = compare(unsharded, folder, None, None, resamples=999)
     assert results and all(r.difference == 0 and r.baseline == r.candidate for r in results)
