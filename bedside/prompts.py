@@ -34,6 +34,13 @@ def render(name: str, **variables: Any) -> str:
 
 
 @cache
+def source(name: str) -> str:
+    """The text of ``prompts/<name>`` as written, unrendered (cached): for reading a template's fixed
+    wording, e.g. a judge's criteria shown to a person beside their fields."""
+    return (Path(PROMPTS_DIR) / name).read_text(encoding="utf-8")
+
+
+@cache
 def load_yaml(name: str) -> Any:
     """Parsed content of ``prompts/<name>`` (cached; treat as read-only)."""
     path = Path(PROMPTS_DIR) / name

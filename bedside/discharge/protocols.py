@@ -15,7 +15,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
 from bedside.panel import Ballot, Verdicts, agreeing
-from bedside.prompts import render
+from bedside.prompts import source
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text
 from bedside.simulator_checker import checker_protocol
 
@@ -424,14 +424,14 @@ def grade_protocol(ids: list[str], criteria: Mapping[str, str] | None = None) ->
 
 # ---------------------------------------------------------------------------------------------
 # the judges' criteria beside their fields on bedside/human's page (Protocol.form), read from the
-# judges' own prompts, so that a physician and the judge read the same words
+# judges' own prompt templates as written (not rendered), so that a physician and the judge read the same words
 
 
 @cache
 def quality_rubric() -> tuple[tuple[str, str, tuple[str, ...]], ...]:
     """(name, description, anchors "1: …" … "5: …") of the four axes, read from the judge's own prompt
     (paper Figure 8)."""
-    text = render("discharge/judge_conversation_quality.j2", conversation=[])
+    text = source("discharge/judge_conversation_quality.j2")
     blocks = re.findall(r"^\d\. (.+)\n(.+)\n((?:- \d: .+\n?){5})", text, re.MULTILINE)
     rubric = tuple(
         (name.strip(), description.strip(), tuple(a.removeprefix("- ").strip() for a in anchors.strip().splitlines()))
@@ -458,7 +458,7 @@ def quality_form() -> dict[str, dict[str, Any]]:
 @cache
 def factual_form() -> dict[str, dict[str, Any]]:
     """The six answers as rows, each labelled with its question as the prompt asks it (Figure 12)."""
-    text = render("discharge/judge_factual_consistency.j2", source="")
+    text = source("discharge/judge_factual_consistency.j2")
     rows = re.findall(r"^(q\d\. .+)$", text, re.MULTILINE)
     if len(rows) != 6:
         raise ValueError("prompts/discharge/judge_factual_consistency.j2: could not read its six questions")
