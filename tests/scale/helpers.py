@@ -81,6 +81,15 @@ def start_scale(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[
     )
 
 
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """Terminate a server process, killing it if it has not exited within 30 s."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 class CountingServerProcess:
     """:mod:`tests.scale.serve` in a child process, with a request log; a context manager."""
 
@@ -120,11 +129,7 @@ class CountingServerProcess:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop(self.proc)
         if self.proc.stdout:
             self.proc.stdout.close()
 
@@ -293,8 +298,4 @@ class MotoServer:
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        stop(self.proc)
