@@ -22,6 +22,7 @@ COMMANDS: tuple[str, ...] = (
     "bedside.reporting.strata",  # strata
     "bedside.reporting.compare",  # compare
     "bedside.reporting.rescore",  # rescore
+    "bedside.reporting.agreement",  # agreement
     "bedside.reporting.estimate",  # estimate
     "bedside.scale.command",  # scale
 )

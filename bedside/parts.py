@@ -3,7 +3,8 @@
 - :class:`Parts`, ``PARTS`` of ``bedside/<name>/parts.py``: what an eval's model calls need (the reply
   protocols, the scripted roles ``bedside/scripted`` plays, its own model engines, its simulated patient);
 - :class:`Tools`, ``TOOLS`` of ``bedside/<name>/tools.py`` (optional): what the ``bedside`` command needs (its
-  own sub-commands, its report section, populations, judge-calibrated estimates, the check of ``rescore``).
+  own sub-commands, its report section, populations, judge-calibrated estimates, the check of ``rescore``, its
+  judge's agreement with people).
 
 Each lists its objects with plain imports, so that a reader (and "go to definition") goes from a field to
 the code, and mypy checks each against the interface it is used through (the protocols below: a module is
@@ -94,6 +95,18 @@ class CalibratedModule(Protocol):
     def section(self, page: Any, benchmark: Any, logs: list[Any], annotations: pd.DataFrame, csv: Any) -> None: ...
 
 
+class AgreementModule(Protocol):
+    """A benchmark's LLM judge against people's ratings (``bedside agreement LOG... --annotations FILE``,
+    :mod:`bedside.reporting.agreement`): its options (``add_arguments``) and ``run(args)`` (the exit code); its
+    docstring is the command's help for it."""
+
+    __doc__: str | None
+
+    def add_arguments(self, parser: argparse.ArgumentParser) -> None: ...
+
+    def run(self, args: argparse.Namespace) -> int: ...
+
+
 class RescoreGuard(Protocol):
     """A check ``bedside rescore`` runs on each of the benchmark's logs before any call: raises ``ValueError``
     (one line) when the log's data may not go to ``grader`` (e.g. patient data under a data-use agreement)."""
@@ -126,7 +139,9 @@ class Tools:
     - ``report``: its section of ``bedside report``; None: the generic one (its headline keys per stratum);
     - ``populations``: the sample populations its reports may average; None: every sample;
     - ``calibrated``: its judge-calibrated estimates (``bedside report --annotations``); None: it takes none;
-    - ``rescore_guard``: the check ``bedside rescore`` runs on its logs before any call; None: no check.
+    - ``rescore_guard``: the check ``bedside rescore`` runs on its logs before any call; None: no check;
+    - ``agreement``: its LLM judge against people's ratings (``bedside agreement --annotations``); None: it takes
+      none.
     """
 
     commands: tuple[CommandModule, ...] = ()
@@ -134,6 +149,7 @@ class Tools:
     populations: PopulationModule | None = None
     calibrated: CalibratedModule | None = None
     rescore_guard: RescoreGuard | None = None
+    agreement: AgreementModule | None = None
 
 
 def parts_of(benchmark: Benchmark) -> Parts:

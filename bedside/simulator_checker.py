@@ -10,6 +10,15 @@ a kind that is not one of the four, a turn that is not a checked patient turn) i
 ``retries`` times, then counted as unparsed and the transcript's flags that the rules did not raise are
 unscored (NaN), never 0. Each benchmark declares the call as ``<benchmark>.simulator_checker``
 (:func:`checker_protocol`).
+
+**A person as the checker** (the realism rating): bound to the role (``--model-role
+simulator_checker=bedside/human``, or afterwards ``bedside rescore LOGS --simulator-checker bedside/human``),
+a person rates every checked patient turn on a form (:func:`rating_protocol`: one row per patient turn, with
+its words) as ``realistic``, off-script (``unsupported_fact``, ``persona_break`` or ``early_end``: the
+checker's kinds, so that the rating is read as a model's findings are) or ``role_reversal``, with an optional
+comment. Each turn not rated realistic becomes a finding of check ``person`` (:func:`rated_findings`) in the
+same place as the LLM checker's, so the report reads both alike and ``bedside agreement --people`` compares
+the two per patient turn (:mod:`bedside.reporting.simulator_agreement`).
 """
 
 from __future__ import annotations
@@ -23,6 +32,23 @@ from bedside.protocols import Protocol
 ROLE = "simulator_checker"
 #: the kinds of :data:`bedside.simulator_checks.KINDS` (a test keeps them equal)
 Kind = Literal["unsupported_fact", "persona_break", "role_reversal", "early_end"]
+#: a person's rating of one patient turn: realistic, one of the three off-script kinds, or a role reversal
+Rating = Literal["realistic", "unsupported_fact", "persona_break", "early_end", "role_reversal"]
+#: the word beside each choice on a row of the form (the three off-script kinds say so)
+CHOICES = {"unsupported_fact": "off-script", "persona_break": "off-script", "early_end": "off-script"}
+#: the check name of a person's findings (the LLM checker's are ``llm:<model>``, the rules' ``rules:<rule>``)
+PERSON = "person"
+#: what each rating means, as the person's form shows it beside the choice (the checker prompt's definitions)
+RATINGS: dict[str, str] = {
+    "realistic": "what this patient could say",
+    "unsupported_fact": "off-script: states a fact about the patient (a number, a medicine, a diagnosis, an event, "
+    "a result) that is neither in the materials nor said earlier",
+    "persona_break": "off-script: speaks out of the persona (words far above or below its education, another "
+    "personality, recall it should not have, says it is an AI or an actor)",
+    "early_end": "off-script: ends or tries to end the conversation before the clinician is done, or stalls",
+    "role_reversal": "teaches, explains, prescribes or diagnoses as the clinician would, or speaks the "
+    "clinician's lines",
+}
 
 
 class CheckerFinding(BaseModel):
@@ -44,3 +70,52 @@ class CheckerReply(BaseModel):
 def checker_protocol(benchmark: str) -> Protocol:
     """The checker's call in benchmark ``benchmark`` (declared in its protocols module)."""
     return Protocol(f"{benchmark}.{ROLE}", reply=CheckerReply, max_tokens=1024, unreadable="unscored")
+
+
+class TurnRating(BaseModel):
+    """A person's rating of one patient turn (a row of the form, in the order of the checked turns)."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    rating: Rating
+    comment: str = ""
+
+
+class RealismRating(BaseModel):
+    """A person's realism rating of a transcript: one row per checked patient turn, in order."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    turns: list[TurnRating]
+
+
+def row_label(index: int, message: str, limit: int = 400) -> str:
+    """A form row: the patient turn's number in the transcript and its words (cut at ``limit`` characters)."""
+    words = " ".join(message.split())
+    return f"[{index}] {words if len(words) <= limit else words[: limit - 1] + '…'}"
+
+
+def rating_protocol(benchmark: str, turns: list[tuple[int, str]]) -> Protocol:
+    """The checker's call answered by a person: the same protocol name (``<benchmark>.simulator_checker``)
+    with the rating reply and a form of one row per checked patient turn (``turns``: index, words)."""
+    form = {
+        "turns": {
+            "label": "Each patient turn",
+            "rows": [row_label(i, m) for i, m in turns],
+            "help": "Rate every patient turn (its number is the conversation's, in the prompt beside):\n"
+            + "\n".join(f"- {kind.replace('_', ' ')}: {meaning}" for kind, meaning in RATINGS.items())
+            + "\nA patient who repeats or asks about what the clinician said, is unsure, or forgets is realistic. "
+            "The comment is optional: the words that show it.",
+        },
+        "turns/rating": {"choices": {kind: CHOICES.get(kind, "") for kind in RATINGS}},
+        "turns/comment": {"label": "(optional)"},
+    }
+    return checker_protocol(benchmark).using(reply=RealismRating, form=form)
+
+
+def read_rating(reply: RealismRating, turns: list[int]) -> list[tuple[int, str, str]]:
+    """(turn index, rating, comment) of each checked patient turn; ``ValueError`` when the rows are not one per
+    turn."""
+    if len(reply.turns) != len(turns):
+        raise ValueError(f"{len(turns)} ratings expected, one per patient turn; the reply has {len(reply.turns)}")
+    return [(index, row.rating, row.comment.strip()) for index, row in zip(turns, reply.turns)]

@@ -18,7 +18,9 @@ The LLM checker (:mod:`bedside.simulator_checker`) runs only when its role is bo
 that is not a checked patient turn) is asked again ``checker_retries`` times, then counted as unparsed.
 
 The metadata keeps every finding (turn, kind, check, evidence), who checked (``rules`` and, when the role
-``simulator_checker`` is bound, ``llm:<model>``), the persona and the patient's word count. Run it with
+``simulator_checker`` is bound, ``llm:<model>``, or ``person`` when a person rates the turns on
+``bedside/human``'s page: then also ``ratings``, every checked turn's rating and comment), the persona and the
+patient's word count. Run it with
 ``-T simulator_check=true`` (every bedside task that has a simulated patient), or on an existing log with
 ``inspect score LOG --scorer bedside/simulator_check -S benchmark=<name> --action append``.
 """
@@ -28,7 +30,7 @@ from __future__ import annotations
 from typing import Any
 
 import anyio
-from inspect_ai.model import GenerateConfig
+from inspect_ai.model import GenerateConfig, Model
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
@@ -36,12 +38,12 @@ from bedside import benchmarks
 from bedside.calls import Answer, ask
 from bedside.intervals import BINARY, COUNT, UNBOUNDED
 from bedside.prompts import render
-from bedside.protocols import Protocol, Reading
+from bedside.protocols import Reading
 from bedside.roles import role_is_bound, role_model
 from bedside.score_keys import ScoreKey, declares
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
-from bedside.simulator_checker import ROLE, checker_protocol
+from bedside.simulator_checker import PERSON, ROLE, checker_protocol, rating_protocol, read_rating
 from bedside.simulator_checks import KINDS, Finding, PatientTranscript, rule_findings, sort
 
 NAN = float("nan")
@@ -58,7 +60,7 @@ def checker_bound() -> bool:
     return role_is_bound(ROLE)
 
 
-def checker_prompt(view: PatientTranscript) -> str:
+def checker_prompt(view: PatientTranscript, person: bool = False) -> str:
     script = "\n\n".join(f"## {part}\n{text}" for part, text in view.script.items() if text.strip())
     turns = "\n".join(f"[{t.index}] {t.role}: {t.message}" for t in view.turns)
     checked = [t.index for t in view.patient_turns]
@@ -69,15 +71,21 @@ def checker_prompt(view: PatientTranscript) -> str:
         patient_role=view.patient_role,
         checked=", ".join(str(i) for i in checked),
         persona="; ".join(f"{k}: {v}" for k, v in view.persona.items()) or "not stated",
+        person=person,
     )
 
 
 async def llm_findings(
-    view: PatientTranscript, protocol: Protocol, retries: int
-) -> tuple[list[Finding], Answer[Any], str]:
+    view: PatientTranscript, benchmark: str, retries: int
+) -> tuple[list[Finding], Answer[Any], str, list[dict[str, Any]]]:
     """The checker's findings on ``view``, its :class:`~bedside.calls.Answer` (``value`` None: unreadable
-    after the retries, or the call failed) and the checker's name (``llm:<model>``)."""
+    after the retries, or the call failed), the checker's name (``llm:<model>``; ``person`` for a person on
+    ``bedside/human``'s page) and a person's rating of every checked turn (empty for a model)."""
+    model, _ = role_model(ROLE, GenerateConfig(temperature=0.0))
+    if is_person(model):
+        return await person_findings(view, benchmark, model, retries)
     allowed = {t.index for t in view.patient_turns}
+    protocol = checker_protocol(benchmark)
 
     def read(text: str) -> Reading:
         reply, repaired = protocol.read_json(text)
@@ -86,12 +94,39 @@ async def llm_findings(
             raise ValueError(f"turns {wrong} are not checked patient turns ({sorted(allowed)})")
         return Reading(reply, repaired)
 
-    model, _ = role_model(ROLE, GenerateConfig(temperature=0.0))
     answer = await ask(model, checker_prompt(view), protocol.using(parser=read), retries=retries)
     name = f"llm:{model}"
     if answer.value is None:
-        return [], answer, name
-    return [Finding(f.turn, f.kind, name, f.evidence) for f in answer.value.findings], answer, name
+        return [], answer, name, []
+    return [Finding(f.turn, f.kind, name, f.evidence) for f in answer.value.findings], answer, name, []
+
+
+def is_person(model: Model) -> bool:
+    """Whether the checker is a person (``bedside/human``): they rate every patient turn on a form."""
+    return str(model) == "bedside/human"
+
+
+async def person_findings(
+    view: PatientTranscript, benchmark: str, model: Model, retries: int
+) -> tuple[list[Finding], Answer[Any], str, list[dict[str, Any]]]:
+    """A person's realism rating of every checked patient turn (:func:`bedside.simulator_checker.rating_protocol`):
+    each turn not rated realistic is a finding of check ``person``, its comment the evidence."""
+    turns = view.patient_turns
+    protocol = rating_protocol(benchmark, [(t.index, t.message) for t in turns])
+    indices = [t.index for t in turns]
+
+    def read(text: str) -> Reading:
+        reply, repaired = protocol.read_json(text)
+        return Reading(read_rating(reply, indices), repaired)
+
+    answer = await ask(model, checker_prompt(view, person=True), protocol.using(parser=read), retries=retries)
+    if answer.value is None:
+        return [], answer, PERSON, []
+    rated = answer.value
+    findings = [
+        Finding(i, kind, PERSON, comment or "rated so by a person") for i, kind, comment in rated if kind != "realistic"
+    ]
+    return findings, answer, PERSON, [{"turn": i, "rating": kind, "comment": comment} for i, kind, comment in rated]
 
 
 def patient_transcript(benchmark: str, metadata: dict) -> PatientTranscript | None:
@@ -130,8 +165,9 @@ def simulator_check(benchmark: str, checker_retries: int = 2) -> Scorer:
         findings, grade, words = await anyio.to_thread.run_sync(rule_findings, view)
         checked_by = ["rules"]
         checker_error: str | None = None
+        ratings: list[dict[str, Any]] = []
         if checker_bound():
-            found, answer, name = await llm_findings(view, checker_protocol(benchmark), checker_retries)
+            found, answer, name, ratings = await llm_findings(view, benchmark, checker_retries)
             checker_error = answer.error if answer.value is None else None
             checked_by.append(name)
             findings = sort([*findings, *found])
@@ -156,6 +192,7 @@ def simulator_check(benchmark: str, checker_retries: int = 2) -> Scorer:
                 "patient_turns": [t.index for t in view.patient_turns],
                 "patient_words": words,
                 **({"checker_error": checker_error} if unread else {}),
+                **({"ratings": ratings} if ratings else {}),
             },
         )
 

@@ -1,5 +1,6 @@
 """``bedside agreement --annotations FILE.csv LOG...``: LLM judge vs physicians, and physician vs
-physician (DischargeBench paper, Table 5).
+physician (DischargeBench paper, Table 5). DischargeBench's comparison of the shared ``bedside agreement``
+command (:mod:`bedside.reporting.agreement`).
 
 **Annotation CSV** (UTF-8, header row; lines starting with ``#`` are comments), one rating per row:
 
@@ -234,37 +235,30 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    """The ``agreement`` sub-command (module docstring)."""
-    parser = sub.add_parser(
-        "agreement",
-        help="judge-physician and physician-physician agreement (kappa, Spearman, n)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs (or directories) holding the judged cases")
-    parser.add_argument("--annotations", required=True, metavar="FILE.csv", help="physician annotations (format above)")
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """This comparison's options of ``bedside agreement`` (:mod:`bedside.reporting.agreement` adds
+    ``--annotations`` and ``--csv``)."""
     parser.add_argument(
         "--likert-weights",
         choices=tuple(WEIGHTS),
         default="quadratic",
-        help="kappa weighting of the four 1-5 Likert axes (default quadratic; bedside's choice)",
+        help="with --annotations: kappa weighting of the four 1-5 Likert axes (default quadratic; bedside's choice)",
     )
     parser.add_argument(
         "--comprehension-weights",
         choices=tuple(WEIGHTS),
         default="linear",
-        help="kappa weighting of the three comprehension grades (default linear; bedside's choice)",
+        help="with --annotations: kappa weighting of the three comprehension grades (default linear; bedside's choice)",
     )
     parser.add_argument(
         "--pairs",
         choices=PAIRS,
         default="shared",
-        help="shared (default): judge-physician and physician-physician on the same (case, item) pairs; "
-        "all: each comparison on every pair it has",
+        help="with --annotations: shared (default): judge-physician and physician-physician on the same (case, "
+        "item) pairs; all: each comparison on every pair it has",
     )
     parser.add_argument(
-        "--by-item", action="store_true", help="also one row per checklist question and comprehension item"
+        "--by-item",
+        action="store_true",
+        help="with --annotations: also one row per checklist question and comprehension item",
     )
-    parser.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
-    parser.set_defaults(func=run)

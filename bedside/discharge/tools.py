@@ -8,10 +8,11 @@ from bedside.discharge.report import section
 from bedside.parts import Tools
 
 TOOLS = Tools(
-    commands=(audit, agreement, annotate, build, safety_report),
+    commands=(audit, annotate, build, safety_report),
     report=section,
     populations=population,
     calibrated=calibrated,
     # re-judging a run on MIMIC-derived cases sends their notes to the new grader: checked as in a run
     rescore_guard=eval_guard.check_rescore,
+    agreement=agreement,
 )

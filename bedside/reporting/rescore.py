@@ -1,6 +1,13 @@
 """``bedside rescore LOG_OR_DIR... --grader MODEL [-M key=value ...] --out DIR``: re-judge finished
 runs with another grader model, without re-running the conversations.
 
+``--simulator-checker MODEL`` (with or without ``--grader``) checks the simulated patient again with the role
+``simulator_checker`` bound to ``MODEL`` (:mod:`bedside.scorers.simulator`): a model, or a person rating each
+patient turn on ``bedside/human``'s page (the realism rating, :mod:`bedside.simulator_checker`). Alone, it
+runs only the ``simulator_check`` scorer and replaces that score (added if the log had none), keeping every
+other score as it was; with ``--grader``, every scorer of the log runs again with both roles bound (and
+``simulator_check`` with them). ``bedside agreement LOGS --people DIR`` then compares the two checks.
+
 Each log's own scorers (as recorded in the log) run again on its samples — the recorded encounter
 (dialogue, comprehension answers) is the scorers' only input besides the case — with the ``grader``
 role bound to ``MODEL``, through Inspect's :func:`inspect_ai.score` (``action="overwrite"``: the
@@ -42,7 +49,7 @@ import argparse
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 import yaml
@@ -65,12 +72,14 @@ def grader_name(config: object) -> str:
 
 def rescore(
     paths: Sequence[str],
-    grader: Model,
+    grader: Model | None,
     out: str | Path,
     allow_different_data: bool = False,
     zero_retention: bool = False,
+    simulator_checker: Model | None = None,
 ) -> list[Path]:
-    """Re-judge every log of ``paths`` with ``grader``; returns the written logs. A log whose recorded
+    """Re-judge every log of ``paths`` with ``grader`` and/or check its simulated patient again with
+    ``simulator_checker`` (module docstring); returns the written logs. A log whose recorded
     prompt set differs from today's (the judges would read other prompts than the run's) is refused
     before any call, unless ``allow_different_data``; so is a log whose data may not go to ``grader``
     (its benchmark's ``rescore_guard``, e.g. patient data under a data-use agreement and a
@@ -79,11 +88,14 @@ def rescore(
     import bedside._registry  # noqa: F401  (bedside's scorers, under the names Inspect writes into logs)
     from bedside.compat import model_to_model_config
 
+    roles = {role: model for role, model in (("grader", grader), (CHECKER, simulator_checker)) if model is not None}
+    if not roles:
+        raise ValueError("give --grader, --simulator-checker or both")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
     runs = read_logs(paths)  # a sharded run's logs: one log, its path the run's folder
     targets = [out / _file_name(source) for source, _ in runs]
-    finished = {t for (s, _), t in zip(runs, targets) if judged_already(t, s, grader)}
+    finished = {t for (s, _), t in zip(runs, targets) if judged_already(t, s, roles)}
     if clash := [str(t) for t in targets if (t.exists() and t not in finished) or targets.count(t) > 1]:
         raise FileExistsError(f"{clash[0]}: already exists or two inputs share this file name; choose another --out")
     jobs = []  # every log read and checked first: a refusal comes before any call
@@ -93,45 +105,91 @@ def rescore(
         if not log.samples:
             raise ValueError(f"{source}: the log holds no samples to re-judge")
         prompts = check_prompts(log, str(source), allow_different_data)
-        check_data_use(log, str(source), grader, zero_retention)
-        record = {
-            "source": str(source),
-            "previous_grader": grader_name((log.eval.model_roles or {}).get("grader")) or None,
-            "grader": grader_name(model_to_model_config(grader)),
-            "prompts": prompts,
-            "zero_retention": zero_retention,
-        }
-        jobs.append(Job(log, target, record))
-    if str(grader) == "bedside/human":  # a physician re-judging in the browser: a run per rescored log
-        return judged_by_person(jobs, grader)
-    return judged_together(jobs, grader)
+        for model in roles.values():
+            check_data_use(log, str(source), model, zero_retention)
+        checked = simulated_patient(log, str(source)) if simulator_checker is not None else None
+        record: dict[str, Any] = {"source": str(source)}
+        for role, model in roles.items():
+            record[f"previous_{role}"] = grader_name((log.eval.model_roles or {}).get(role)) or None
+            record[role] = grader_name(model_to_model_config(model))
+        record.update(prompts=prompts, zero_retention=zero_retention)
+        jobs.append(Job(log, target, record, checked))
+    if any(str(model) == "bedside/human" for model in roles.values()):  # a person, in the browser: a run per log
+        return judged_by_person(jobs, roles)
+    return judged_together(jobs, roles)
+
+
+CHECKER = "simulator_checker"
+#: the scorer of the simulated patient's own errors, as logs name it
+SIMULATOR_SCORER = "simulator_check"
 
 
 @dataclass
 class Job:
-    """One log to re-judge: the log, where its re-judged copy goes, and its ``bedside_rescore`` record."""
+    """One log to re-judge: the log, where its re-judged copy goes, its ``bedside_rescore`` record and, when
+    its simulated patient is checked again, its benchmark's name."""
 
     log: Any
     target: Path
     record: dict[str, Any]
+    checked: str | None = None
 
 
-def judged_together(jobs: list[Job], grader: Model) -> list[Path]:
+def simulated_patient(log: Any, source: str) -> str:
+    """The name of the log's benchmark, whose simulated patient ``--simulator-checker`` checks; ``ValueError``
+    (one line) when the log's task has none."""
+    from bedside import benchmarks
+    from bedside.parts import parts_of
+
+    benchmark = benchmarks.of_task(log.eval.task)
+    if benchmark is None or parts_of(benchmark).simulator is None:
+        raise ValueError(f"{source}: task {log.eval.task} has no simulated patient to check (--simulator-checker)")
+    return benchmark.name
+
+
+def scoring_pass(job: Job, roles: dict[str, Model]) -> tuple[Any, list[Any], Literal["append", "overwrite"]]:
+    """(log, scorers, Inspect's score action) of one log: with a grader, every scorer of the log again (and
+    ``simulator_check`` if the log had none) in place of the old scores; the checker alone, the log without its
+    old ``simulator_check`` score and that scorer appended, every other score kept."""
+    from bedside.compat import resolve_scorers
+    from bedside.scorers.simulator import simulator_check
+
+    scorers = resolve_scorers(job.log) if "grader" in roles else []
+    if job.checked is not None and not any(s.name == SIMULATOR_SCORER for s in job.log.eval.scorers or []):
+        scorers.append(simulator_check(job.checked))
+    if "grader" in roles:
+        return job.log, scorers, "overwrite"
+    return without_scorer(job.log, SIMULATOR_SCORER), [simulator_check(job.checked)], "append"
+
+
+def without_scorer(log: Any, name: str) -> Any:
+    """``log`` (changed in place) without scorer ``name``: its sample scores, results, reductions and header."""
+    for sample in log.samples or []:
+        if sample.scores:
+            sample.scores.pop(name, None)
+    if log.results is not None:
+        log.results.scores = [s for s in log.results.scores if s.scorer != name and s.name != name]
+    if log.reductions:
+        log.reductions = [r for r in log.reductions if r.scorer != name]
+    log.eval.scorers = [s for s in log.eval.scorers or [] if s.name != name]
+    return log
+
+
+def judged_together(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
     """Every log's judges at once, in one event loop (Inspect's ``score_async`` per log), each log written as
     soon as its judging ends: with the grader in batch mode one batch pass serves all the logs, where a log
     at a time would wait for its batches' turnarounds one log after another."""
     from inspect_ai import score_async
 
-    from bedside.compat import platform_init, resolve_scorers
+    from bedside.compat import platform_init
 
     platform_init()  # as inspect_ai.score() does: Inspect's hooks
     written: list[Path] = []
 
     async def judge(job: Job) -> None:
-        scored = await score_async(
-            job.log, resolve_scorers(job.log), model_roles={"grader": grader}, action="overwrite", display="none"
-        )
-        written.append(write_rescored(scored, job, grader))
+        log, scorers, action = scoring_pass(job, roles)
+        scored = await score_async(log, scorers, model_roles=dict(roles), action=action, display="none")
+        written.append(write_rescored(scored, job, roles))
 
     async def every() -> None:
         async with anyio.create_task_group() as group:
@@ -142,19 +200,21 @@ def judged_together(jobs: list[Job], grader: Model) -> list[Path]:
     return sorted(written, key=[job.target for job in jobs].index)
 
 
-def write_rescored(scored: Any, job: Job, grader: Model) -> Path:
-    """Write a re-judged log: its header names the new grader and where it came from (module docstring)."""
+def write_rescored(scored: Any, job: Job, roles: dict[str, Model]) -> Path:
+    """Write a re-judged log: its header names the new grader (and checker) and where it came from (module
+    docstring)."""
     from bedside.compat import model_to_model_config
 
-    scored.eval.model_roles = {**(scored.eval.model_roles or {}), "grader": model_to_model_config(grader)}
+    bound = {role: model_to_model_config(model) for role, model in roles.items()}
+    scored.eval.model_roles = {**(scored.eval.model_roles or {}), **bound}
     scored.eval.metadata = {**(scored.eval.metadata or {}), "bedside_rescore": job.record}
     write_eval_log(scored, str(job.target))
     return job.target
 
 
-def judged_already(target: Path, source: str | Path, grader: Model) -> bool:
-    """Whether ``target`` is a finished re-judging of ``source`` by ``grader`` (a run of the same command
-    that was interrupted later): it is left as it is, and the re-run judges the other logs."""
+def judged_already(target: Path, source: str | Path, roles: dict[str, Model]) -> bool:
+    """Whether ``target`` is a finished re-judging of ``source`` by the models of ``roles`` (a run of the same
+    command that was interrupted later): it is left as it is, and the re-run judges the other logs."""
     from bedside.compat import model_to_model_config
 
     if not target.exists():
@@ -164,23 +224,25 @@ def judged_already(target: Path, source: str | Path, grader: Model) -> bool:
     except Exception:  # not a log (or half written): a clash
         return False
     record = (header.metadata or {}).get("bedside_rescore") or {}
-    same_grader = grader_name((header.model_roles or {}).get("grader")) == grader_name(model_to_model_config(grader))
-    return record.get("source") == str(source) and same_grader
+    same = all(
+        record.get(role) == grader_name(model_to_model_config(model))
+        and grader_name((header.model_roles or {}).get(role)) == record.get(role)
+        for role, model in roles.items()
+    )
+    return record.get("source") == str(source) and same
 
 
-def judged_by_person(jobs: list[Job], grader: Model) -> list[Path]:
+def judged_by_person(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
     """A person re-judging the logs in the browser: one log after another, each a run of its own
     (:func:`bedside.providers.human.scoring`)."""
-    from bedside.compat import resolve_scorers
     from bedside.providers.human import finish, scoring
 
     written = []
     for job in jobs:
         with scoring(job.target, job.log.eval.task):
-            scored = score(
-                job.log, resolve_scorers(job.log), model_roles={"grader": grader}, action="overwrite", display="none"
-            )
-        written.append(write_rescored(scored, job, grader))
+            log, scorers, action = scoring_pass(job, roles)
+            scored = score(log, scorers, model_roles=dict(roles), action=action, display="none")
+        written.append(write_rescored(scored, job, roles))
     finish()
     return written
 
@@ -269,8 +331,14 @@ def batch_config(value: str | None) -> GenerateConfig:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        grader = get_model(args.grader, memoize=False, config=batch_config(args.batch), **model_args(args.M))
-        written = rescore(args.logs, grader, args.out, args.allow_different_data, args.zero_retention)
+        config = batch_config(args.batch)
+        grader = get_model(args.grader, memoize=False, config=config, **model_args(args.M)) if args.grader else None
+        checker = (
+            get_model(args.simulator_checker, memoize=False, config=config, **model_args(args.checker_M))
+            if args.simulator_checker
+            else None
+        )
+        written = rescore(args.logs, grader, args.out, args.allow_different_data, args.zero_retention, checker)
     except (ValueError, FileNotFoundError, FileExistsError) as error:
         print(f"bedside rescore: {error}")
         return 2
@@ -288,8 +356,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="eval logs (files or folders)")
-    parser.add_argument("--grader", required=True, metavar="MODEL", help="the new grader, e.g. openai/gpt-5.5")
+    parser.add_argument("--grader", metavar="MODEL", help="the new grader, e.g. openai/gpt-5.5")
     parser.add_argument("-M", action="append", metavar="KEY=VALUE", help="model argument of the grader (repeatable)")
+    parser.add_argument(
+        "--simulator-checker",
+        metavar="MODEL",
+        help="check the simulated patient again with this model bound to the role simulator_checker "
+        "(bedside/human: a person rates each patient turn in the browser)",
+    )
+    parser.add_argument(
+        "--checker-M",
+        action="append",
+        metavar="KEY=VALUE",
+        help="model argument of the simulator checker (repeatable)",
+    )
     parser.add_argument("--out", required=True, metavar="DIR", help="folder for the re-judged logs (created)")
     parser.add_argument(
         "--batch",
