@@ -558,6 +558,130 @@ def test_a_person_plays_the_cpb_doctor_and_judge_and_the_medsp_examinee(tmp_path
 
 
 # ---------------------------------------------------------------------------------------------------
+# a person rates the simulated patient's turns (the realism rating) of a finished run
+
+#: the unfaithful scripted patient: planted errors at its 1st and 3rd turns (a leak or a role reversal, drawn)
+PLANTS = {"patient_plant": ["leak", "reversal"], "patient_plant_turns": [1, 3], "patient_plant_seed": 0}
+RATED_AS = {"leak": "unsupported_fact", "reversal": "role_reversal", None: "realistic"}
+
+
+def rating_of(case: str, n: int) -> str:
+    """What a careful person rates the ``n``-th patient turn of ``case``: what was planted there."""
+    from bedside.providers.simulator_plants import planted
+
+    kinds, turns, seed = PLANTS["patient_plant"], PLANTS["patient_plant_turns"], PLANTS["patient_plant_seed"]
+    return RATED_AS[planted(kinds, turns, 0.3, seed, case, n)]
+
+
+def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_checker(tmp_path, capsys):
+    from bedside.cli import main
+    from bedside.tasks.discharge import discharge
+    from tests.conftest import run, scripted
+
+    # the planted truth: leaks in demo-001, role reversals in demo-002, each at the patient's turns 1 and 3
+    truth = {case: [rating_of(case, n) for n in (1, 2, 3, 4)] for case in ("demo-001", "demo-002")}
+    assert truth == {
+        "demo-001": ["unsupported_fact", "realistic", "unsupported_fact", "realistic"],
+        "demo-002": ["role_reversal", "realistic", "role_reversal", "realistic"],
+    }, truth
+    # the run: its LLM checker (scripted, with planted errors of its own) calls the patient's 3rd turn a role reversal
+    roles = {"monitor": scripted(), "grader": scripted(), "patient": scripted(**PLANTS)}
+    checked = run(
+        discharge(simulator_check=True, min_turns=4, max_turns=8),
+        roles={**roles, "simulator_checker": scripted(checker_flag_turns=[3])},
+        log_dir=tmp_path / "run",
+        limit=2,
+    )
+    # a physician rates its patient turns afterwards, in the browser
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    out = tmp_path / "phys_a"
+    command = [str(Path(sys.executable).with_name("bedside")), "rescore", checked.location]
+    command += ["--simulator-checker", "bedside/human", "--checker-M", f"port={port}", "--out", str(out)]
+    proc = forked.start(command, cwd=REPO, env=dict(os.environ), stderr=subprocess.STDOUT)
+    STARTED.append(proc)
+    seen: dict[str, Any] = {}
+
+    def answer(call: dict[str, Any]) -> dict[str, Any]:
+        reply: dict[str, Any] = {f"turns/{i}/rating": r for i, r in enumerate(truth[call["case"]])}
+        if call["case"] == "demo-002":
+            reply["turns/0/comment"] = "speaks the doctor's line"
+        return reply
+
+    async def look(browser: Browser, call: dict[str, Any]) -> bool:
+        seen.setdefault("protocols", []).append(call["protocol"])
+        if call["case"] != "demo-002" or "rows" in seen:
+            return False
+        seen["rows"] = await browser.eval("[...document.querySelectorAll('.row > .label')].map(e => e.innerText)")
+        seen["choices"] = await text_of(browser, '.field[data-path="turns/0/rating"]')
+        seen["help"] = await text_of(browser, '.field[data-path="turns"] > .help')
+        seen["source"] = await text_of(browser, "#source pre")
+        # sent with the second turn unrated: refused at that row
+        partial = answer(call)
+        del partial["turns/1/rating"]
+        await fill(browser, partial)
+        seen["refused"] = await send(browser, call)
+        seen["marked"] = await text_of(browser, '.field.invalid[data-path="turns/1/rating"]')
+        await browser.click('[name="turns/1/rating"][value="realistic"]')
+        await shoot(browser, "simulator_realism_rating")
+        assert await send(browser, call) is True
+        return True
+
+    played = asyncio.run(play(url, proc, answer, tmp_path / "profile", look=look))
+    out_text, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 0, out_text[-3000:]
+    assert "Session complete" in played.end
+    assert seen["protocols"] and set(seen["protocols"]) == {"discharge.simulator_checker"}
+    # what the person saw: each patient turn's words on its own row, the choices, what each means, the materials
+    assert len(seen["rows"]) == 4 and "Doctor: Please take all your pills" in seen["rows"][0], seen["rows"]
+    assert seen["rows"][0].startswith("[1] ") and seen["rows"][1].startswith("[3] ")
+    for choice in ("realistic", "unsupported fact", "persona break", "early end", "role reversal", "off-script"):
+        assert choice in seen["choices"], seen["choices"]
+    assert "teaches, explains, prescribes or diagnoses" in seen["help"]
+    assert "# Materials" in seen["source"] and "in the form" in seen["source"]
+    assert "1 field to correct" in seen["refused"] and "an answer is needed" in seen["marked"]
+
+    # the ratings reach the log as the checker's findings (check "person"), turn by turn
+    [written] = sorted(out.glob("*.eval"))
+    rated = read_eval_log(str(written))
+    assert rated.eval.model_roles["simulator_checker"].model == "bedside/human"
+    for sample in rated.samples:
+        score = sample.scores["simulator_check"]
+        turns = score.metadata["patient_turns"]
+        assert "person" in score.metadata["checked_by"]
+        assert [r["rating"] for r in score.metadata["ratings"]] == truth[str(sample.id)]
+        mine = {(f["turn"], f["kind"]) for f in score.metadata["findings"] if f["check"] == "person"}
+        assert mine == {(turns[i], kind) for i, kind in enumerate(truth[str(sample.id)]) if kind != "realistic"}
+        kind = truth[str(sample.id)][0]
+        assert score.value[kind] == 1.0 and score.value["simulator_error"] == 1.0
+    comment = next(
+        f
+        for s in rated.samples
+        for f in s.scores["simulator_check"].metadata["findings"]
+        if f["check"] == "person" and f["turn"] == 1 and s.id == "demo-002"
+    )
+    assert comment["evidence"] == "speaks the doctor's line"
+
+    # bedside agreement: the scripted LLM checker against the person, per patient turn (hand-worked in
+    # tests/reporting/test_simulator_agreement.py: the checker's one role reversal at each 3rd turn)
+    capsys.readouterr()
+    csv = tmp_path / "agreement.csv"
+    assert main(["agreement", checked.location, "--people", str(out), "--checker", "llm", "--csv", str(csv)]) == 0
+    printed = capsys.readouterr().out
+    assert "phys_a" in printed and "patient turns by category" in printed
+    import pandas as pd
+
+    table = pd.read_csv(csv).set_index("level")
+    assert (table["n_turns"] == 8).all() and (table["n_transcripts"] == 2).all()
+    assert table.loc["any error", "kappa"] == pytest.approx(0.5)
+    assert table.loc["any error", "recall"] == pytest.approx(0.5) and table.loc["any error", "false_alarm"] == 0.0
+    assert table.loc["role reversal", "kappa"] == pytest.approx(1 / 3)
+    assert table.loc["role reversal", "recall"] == pytest.approx(0.5)
+    assert table.loc["role reversal", "false_alarm"] == pytest.approx(1 / 6)
+    assert table.loc["3 categories", "kappa"] == pytest.approx(1 / 3)
+
+
+# ---------------------------------------------------------------------------------------------------
 # a killed session resumes where it stopped
 
 
