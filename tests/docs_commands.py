@@ -371,6 +371,19 @@ NOT_RUN: tuple[NotRun, ...] = (
         "Chromium typing the replies; parsed by Inspect's own command-line parser",
     ),
     NotRun(
+        r"^bedside rescore .*--simulator-checker bedside/human",
+        "none",
+        "waits for a person to rate each patient turn in a browser; tests/human/test_browser.py runs the same "
+        "command with headless Chromium rating the turns",
+    ),
+    NotRun(
+        r"^bedside agreement .*--people ",
+        "none",
+        "reads people's realism ratings, which only a person in the browser writes (the command above); "
+        "tests/human/test_browser.py runs it on the ratings headless Chromium typed, "
+        "tests/reporting/test_simulator_agreement.py on written ones",
+    ),
+    NotRun(
         r"^inspect eval-retry ",
         "none",
         "resumes a run a person's eval stopped in (bedside/human): tests/human/test_browser.py kills such a "

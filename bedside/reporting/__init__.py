@@ -13,7 +13,12 @@ Sub-commands of ``bedside`` (also ``python -m bedside``):
   planned run, and the cases and epochs it needs to detect a difference;
 - ``bedside rescore LOG... --grader MODEL --out DIR`` (:mod:`bedside.reporting.rescore`): re-judge
   logs with another grader; ``report`` then shows how the ranking moves
-  (:mod:`bedside.reporting.sweep`: leaderboard with paired differences, Kendall's tau).
+  (:mod:`bedside.reporting.sweep`: leaderboard with paired differences, Kendall's tau); with
+  ``--simulator-checker MODEL``, check the simulated patient again (``bedside/human``: a person's realism rating);
+- ``bedside agreement LOG... --people DIR... | --annotations FILE`` (:mod:`bedside.reporting.agreement`): the
+  simulator checker against people's realism rating, per patient turn
+  (:mod:`bedside.reporting.simulator_agreement`), or a benchmark's judge against physicians (its tools'
+  ``agreement``).
 
 A benchmark's own commands and report section are in its package (its tools' ``commands`` and
 ``report``, ``bedside/<benchmark>/tools.py``). Logs are read by :mod:`bedside.reporting.load` (many logs,
