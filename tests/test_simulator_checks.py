@@ -159,3 +159,29 @@ def test_the_llm_checker_knows_the_kinds_of_the_rules():
     from bedside.simulator_checks import KINDS
 
     assert get_args(Kind) == KINDS
+
+
+def test_a_persons_rating_is_realistic_or_one_of_the_kinds_and_its_rows_are_the_patient_turns():
+    from typing import get_args
+
+    import pytest
+    from pydantic import ValidationError
+
+    from bedside.simulator_checker import RATINGS, RealismRating, Rating, rating_protocol, read_rating
+    from bedside.simulator_checks import KINDS
+
+    assert set(get_args(Rating)) == {"realistic", *KINDS} == set(RATINGS)
+    protocol = rating_protocol("discharge", [(1, "I take 37 mg."), (3, "Let me explain how this works.")])
+    assert protocol.name == "discharge.simulator_checker"
+    assert protocol.form is not None and protocol.form["turns"]["rows"] == [
+        "[1] I take 37 mg.",
+        "[3] Let me explain how this works.",
+    ]
+    reply, _ = protocol.read_json(
+        '{"turns": [{"rating": "unsupported_fact", "comment": " 37 mg "}, {"rating": "role_reversal"}]}'
+    )
+    assert read_rating(reply, [1, 3]) == [(1, "unsupported_fact", "37 mg"), (3, "role_reversal", "")]
+    with pytest.raises(ValueError, match="2 ratings expected, one per patient turn; the reply has 1"):
+        read_rating(RealismRating.model_validate({"turns": [{"rating": "realistic"}]}), [1, 3])
+    with pytest.raises(ValidationError):
+        RealismRating.model_validate({"turns": [{"rating": "off-script"}]})

@@ -154,12 +154,12 @@ def scoring_pass(job: Job, roles: dict[str, Model]) -> tuple[Any, list[Any], Lit
     from bedside.compat import resolve_scorers
     from bedside.scorers.simulator import simulator_check
 
-    scorers = resolve_scorers(job.log) if "grader" in roles else []
+    if "grader" not in roles and job.checked is not None:  # the checker alone
+        return without_scorer(job.log, SIMULATOR_SCORER), [simulator_check(job.checked)], "append"
+    scorers = resolve_scorers(job.log)
     if job.checked is not None and not any(s.name == SIMULATOR_SCORER for s in job.log.eval.scorers or []):
         scorers.append(simulator_check(job.checked))
-    if "grader" in roles:
-        return job.log, scorers, "overwrite"
-    return without_scorer(job.log, SIMULATOR_SCORER), [simulator_check(job.checked)], "append"
+    return job.log, scorers, "overwrite"
 
 
 def without_scorer(log: Any, name: str) -> Any:

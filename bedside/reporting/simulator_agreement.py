@@ -291,7 +291,9 @@ def agreement_table(pairs: pd.DataFrame) -> pd.DataFrame:
 def person_pairs(pairs: pd.DataFrame) -> pd.DataFrame:
     """Every pair of raters' categories of the turns both rated (columns ``transcript``, ``a``, ``b``)."""
     found = []
-    by_rater = {r: part.set_index(["transcript", "turn"])["person"] for r, part in pairs.groupby("rater", sort=True)}
+    by_rater = {
+        str(r): part.set_index(["transcript", "turn"])["person"] for r, part in pairs.groupby("rater", sort=True)
+    }
     for first, second in itertools.combinations(sorted(by_rater), 2):
         shared = by_rater[first].index.intersection(by_rater[second].index)
         found.append(
