@@ -16,9 +16,10 @@ simulator_checker=bedside/human``, or afterwards ``bedside rescore LOGS --simula
 a person rates every checked patient turn on a form (:func:`rating_protocol`: one row per patient turn, with
 its words) as ``realistic``, off-script (``unsupported_fact``, ``persona_break`` or ``early_end``: the
 checker's kinds, so that the rating is read as a model's findings are) or ``role_reversal``, with an optional
-comment. Each turn not rated realistic becomes a finding of check ``person`` (:func:`rated_findings`) in the
-same place as the LLM checker's, so the report reads both alike and ``bedside agreement --people`` compares
-the two per patient turn (:mod:`bedside.reporting.simulator_agreement`).
+comment. Each turn not rated realistic becomes a finding of check ``person``
+(:func:`bedside.scorers.simulator.person_findings`) in the same place as the LLM checker's, so the report reads
+both alike and ``bedside agreement --people`` compares the two per patient turn
+(:mod:`bedside.reporting.simulator_agreement`).
 """
 
 from __future__ import annotations

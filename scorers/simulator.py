@@ -75,7 +75,7 @@ def checker_prompt(view: PatientTranscript, person: bool = False) -> str:
     )
 
 
-async def llm_findings(
+async def checker_findings(
     view: PatientTranscript, benchmark: str, retries: int
 ) -> tuple[list[Finding], Answer[Any], str, list[dict[str, Any]]]:
     """The checker's findings on ``view``, its :class:`~bedside.calls.Answer` (``value`` None: unreadable
@@ -167,7 +167,7 @@ def simulator_check(benchmark: str, checker_retries: int = 2) -> Scorer:
         checker_error: str | None = None
         ratings: list[dict[str, Any]] = []
         if checker_bound():
-            found, answer, name, ratings = await llm_findings(view, benchmark, checker_retries)
+            found, answer, name, ratings = await checker_findings(view, benchmark, checker_retries)
             checker_error = answer.error if answer.value is None else None
             checked_by.append(name)
             findings = sort([*findings, *found])
