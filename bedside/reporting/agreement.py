@@ -4,8 +4,7 @@
   checker against people's realism rating of the same transcripts, per patient turn
   (:mod:`bedside.reporting.simulator_agreement`);
 - ``bedside agreement LOG... --annotations FILE.csv``: the LLM judge against people's ratings of the judged
-  items, for a benchmark that takes them (its tools' ``agreement``, :class:`bedside.parts.Tools`; DischargeBench:
-  its paper's Table 5).
+  items, for a benchmark that takes them (its tools' ``agreement``, :class:`bedside.parts.Tools`).
 
 ``--csv FILE`` also writes the table to a CSV file.
 """
