@@ -39,6 +39,7 @@ machine.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import multiprocessing as mp
@@ -49,9 +50,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -100,7 +102,7 @@ def _serve(conn: Any, latency: float) -> None:  # child process
         while True:
             message = conn.recv()
             usage = resource.getrusage(resource.RUSAGE_SELF)
-            conn.send({"cpu_s": usage.ru_utime + usage.ru_stime, **served})
+            conn.send({"cpu_s": usage.ru_utime + usage.ru_stime, "pid": os.getpid(), **served})
             if message == "stop":
                 return
 
@@ -187,13 +189,38 @@ def log_stats(log_dir: str, latency: float) -> dict[str, Any]:
     }
 
 
-class Sampler:
-    """The CPU seconds and RSS of this process and its descendants every ``every`` s, as time series per
-    process (time, CPU seconds): this process (``self``), Ray's workers (``ray::`` in their command line) and
-    Ray's own processes (raylet, GCS, ...)."""
+#: Ray's own processes by what their command line holds (the first match names the group)
+RAY_GROUPS = (
+    ("gcs_server", "Ray GCS"),
+    ("raylet", "raylet"),
+    ("dashboard.py", "Ray dashboard head"),
+    ("ray::DashboardAgent", "Ray agents"),
+    ("ray::RuntimeEnvAgent", "Ray agents"),
+    ("log_monitor.py", "Ray log monitor"),
+    ("monitor.py", "Ray autoscaler monitor"),
+)
 
-    def __init__(self, every: float = 0.5) -> None:
+
+def process_group(title: str) -> str:
+    """The group a descendant process's CPU is counted in: a unit's worker, one of Ray's own processes, or
+    another (an idle Ray worker, an embedding thread pool's helper process, ...)."""
+    if title.startswith("ray::bedside-unit"):
+        return "worker"
+    for needle, group in RAY_GROUPS:
+        if needle in title:
+            return group
+    return "Ray other" if "ray" in title else "other child"
+
+
+class Sampler:
+    """The CPU seconds and RSS of this process, its descendants and ``watch`` (the loopback server's pid)
+    every ``every`` s, as time series per process (time, CPU seconds), each process in a group (``self``,
+    ``server``, ``worker``, or one of Ray's own: :func:`process_group`); and the machine's busy CPU seconds
+    (all processes, other users' jobs included) as the series of pid 0."""
+
+    def __init__(self, every: float = 0.5, watch: int | None = None) -> None:
         self.every = every
+        self.watch = watch
         self.series: dict[int, list[tuple[float, float]]] = {}
         self.kind: dict[int, str] = {}
         self.peak: dict[int, float] = {}
@@ -201,6 +228,7 @@ class Sampler:
         self._thread = threading.Thread(target=self._run, daemon=True)
 
     def __enter__(self) -> Sampler:
+        self._sample()
         self._thread.start()
         return self
 
@@ -216,8 +244,17 @@ class Sampler:
     def _sample(self) -> None:
         import psutil
 
+        now = time.time()
+        machine = psutil.cpu_times()
+        self.kind[0] = "machine"
+        idle = machine.idle + getattr(machine, "iowait", 0.0) + getattr(machine, "steal", 0.0)
+        self.series.setdefault(0, []).append((now, sum(machine) - idle))
         me = psutil.Process()
-        for proc in [me, *me.children(recursive=True)]:
+        procs = [me, *me.children(recursive=True)]
+        if self.watch:
+            with contextlib.suppress(psutil.Error):
+                procs.append(psutil.Process(self.watch))
+        for proc in procs:
             try:
                 with proc.oneshot():
                     title = " ".join(proc.cmdline())
@@ -225,12 +262,17 @@ class Sampler:
                     rss = proc.memory_info().rss / 2**20
             except psutil.Error:
                 continue
-            self.kind[proc.pid] = "self" if proc.pid == me.pid else "worker" if title.startswith("ray::") else "ray"
-            self.series.setdefault(proc.pid, []).append((time.time(), cpu))
+            if proc.pid == me.pid:
+                self.kind[proc.pid] = "self"
+            elif proc.pid == self.watch:
+                self.kind[proc.pid] = "server"
+            elif self.kind.get(proc.pid) != "worker":  # a unit's worker is titled ray::IDLE again when it ends
+                self.kind[proc.pid] = process_group(title)
+            self.series.setdefault(proc.pid, []).append((now, cpu))
             self.peak[proc.pid] = max(self.peak.get(proc.pid, 0.0), rss)
 
     def total(self, pid: int) -> float:
-        return self.series[pid][-1][1]
+        return self.series[pid][-1][1] - (self.series[pid][0][1] if pid == 0 else 0.0)
 
     def between(self, pid: int, start: float, end: float) -> float:
         """CPU seconds of ``pid`` from ``start`` to ``end`` (wall-clock), interpolated between samples."""
@@ -238,6 +280,21 @@ class Sampler:
 
     def pids(self, kind: str) -> list[int]:
         return [pid for pid, k in self.kind.items() if k == kind]
+
+    def cores(self, start: float, end: float, workers: Sequence[int] = ()) -> dict[str, float]:
+        """The cores each group used from ``start`` to ``end``: ``workers`` each apart (``worker 1``, ...),
+        every other group summed, and ``rest of the machine`` (other users' jobs, the kernel): the machine's
+        busy cores less all of these."""
+        span = max(end - start, 1e-9)
+        out: dict[str, float] = {}
+        for i, pid in enumerate(workers, 1):
+            out[f"worker {i}"] = self.between(pid, start, end) / span
+        for pid, kind in self.kind.items():
+            if pid in workers or kind == "machine":
+                continue
+            out[kind] = out.get(kind, 0.0) + self.between(pid, start, end) / span
+        out["rest of the machine"] = self.between(0, start, end) / span - sum(out.values())
+        return out
 
 
 def _at(series: list[tuple[float, float]], t: float) -> float:
@@ -258,7 +315,7 @@ def step_one(args: argparse.Namespace) -> dict[str, Any]:
     models = {r: common.loopback_model(r, args.base_url) for r in ROLES}
     task = discharge(data=args.data, min_turns=args.min_turns)
     load_before, t0 = common.loadavg(), time.perf_counter()
-    with Sampler() as sampler:
+    with Sampler(watch=args.server_pid) as sampler:
         [log] = eval(
             task,
             model=common.loopback_model("educator", args.base_url),
@@ -278,6 +335,7 @@ def step_one(args: argparse.Namespace) -> dict[str, Any]:
         "wall_s": wall,
         "cpu_s": [common.cpu_seconds()],  # the whole process, imports and loads included (as a worker's)
         "cpu_in_span_s": [sampler.between(me, stats["start"], stats["end"])],
+        "cores": sampler.cores(stats["start"], stats["end"]),
         "peak_rss_mb": [common.peak_rss_mb()],
         "loadavg": [load_before, common.loadavg()],
         **stats,
@@ -294,7 +352,7 @@ def step_ray(args: argparse.Namespace) -> dict[str, Any]:
     )
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     load_before, t0 = common.loadavg(), time.perf_counter()
-    with Sampler() as sampler:
+    with Sampler(watch=args.server_pid) as sampler:
         engine = RayEngine(workers=args.workers)
         started = time.perf_counter()
         spec = RunSpec(
@@ -323,8 +381,9 @@ def step_ray(args: argparse.Namespace) -> dict[str, Any]:
         "ray_start_s": started - t0,
         "cpu_s": [sampler.total(pid) for pid in busy],
         "cpu_in_span_s": [sampler.between(pid, stats["start"], stats["end"]) for pid in busy],
+        "cores": sampler.cores(stats["start"], stats["end"], busy),
         "peak_rss_mb": [sampler.peak[pid] for pid in busy],
-        "ray_own_cpu_s": sum(sampler.total(pid) for pid in sampler.pids("ray")),
+        "ray_own_cpu_s": sum(sampler.total(pid) for pid, kind in sampler.kind.items() if kind.startswith("Ray")),
         "driver_cpu_s": common.cpu_seconds(),
         "loadavg": [load_before, common.loadavg()],
         "max_samples_per_unit": run_plan.units[0].max_samples,
@@ -349,27 +408,41 @@ def step_all(args: argparse.Namespace) -> None:
     data = str(common.replicate_discharge(args.n, out / "cases.jsonl"))
     results: dict[str, Any] = {"machine": common.machine(), "argv": sys.argv[1:], "n": args.n, "runs": []}
     with table_server(args.latency) as (base_url, server):
-        for width in lanes:
-            for step, extra in (("one", []), ("ray", ["--workers", str(args.workers)])):
-                before = server()
-                name = f"{step}-{width}"
-                command = [sys.executable, __file__, step, "--data", data, "--base-url", base_url]
-                command += ["--lanes", str(width), "--min-turns", str(args.min_turns), "--latency", str(args.latency)]
-                command += ["--log-dir", str(out / f"logs-{name}"), "--out", str(out / f"{name}.json"), *extra]
-                print(f"scale-out: {step}, {width} lanes ...", flush=True)
-                subprocess.run(command, check=True)
-                after = server()
-                result = json.loads((out / f"{name}.json").read_text())
-                result["server"] = {
-                    "cpu_s": after["cpu_s"] - before["cpu_s"],
-                    "from_table": after["table"] - before["table"],
-                    "computed": after["computed"] - before["computed"],
-                }
-                results["runs"].append(result)
+        for repeat, width, step in schedule(lanes, args.repeat):
+            extra = ["--workers", str(args.workers)] if step == "ray" else []
+            before = server()
+            name = f"{step}-{width}" + (f"-{repeat}" if args.repeat > 1 else "")
+            command = [sys.executable, __file__, step, "--data", data, "--base-url", base_url]
+            command += ["--server-pid", str(before["pid"])]
+            command += ["--lanes", str(width), "--min-turns", str(args.min_turns), "--latency", str(args.latency)]
+            command += ["--log-dir", str(out / f"logs-{name}"), "--out", str(out / f"{name}.json"), *extra]
+            print(f"scale-out: {step}, {width} lanes, repetition {repeat} ({common.loadavg()}) ...", flush=True)
+            subprocess.run(command, check=True)
+            after = server()
+            result = json.loads((out / f"{name}.json").read_text())
+            result["repeat"] = repeat
+            result["server"] = {
+                "cpu_s": after["cpu_s"] - before["cpu_s"],
+                "from_table": after["table"] - before["table"],
+                "computed": after["computed"] - before["computed"],
+            }
+            results["runs"].append(result)
     common.write_json(out / "results.json", results)
     text = report(results, args)
     (out / "RESULTS-scale-out.md").write_text(text)
     print(text)
+
+
+def schedule(lanes: Sequence[int], repeat: int) -> list[tuple[int, int, str]]:
+    """(repetition, lanes, step) in the order they run: for each repetition and lanes value the one process
+    and the workers back to back, in the order one, ray in odd repetitions and ray, one in even ones (a
+    machine's load drifting during the run then favours neither)."""
+    order = []
+    for r in range(1, repeat + 1):
+        for width in lanes:
+            for step in ("one", "ray") if r % 2 else ("ray", "one"):
+                order.append((r, width, step))
+    return order
 
 
 def report(results: dict[str, Any], args: argparse.Namespace) -> str:
@@ -385,10 +458,10 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         f"{args.latency} s a call (no jitter). Lanes: samples at once over the run (one process: max_samples; "
         "N workers: lanes/N each).",
         "",
-        "| lanes | run | calls | span s | wall s | calls/s | sessions/h | cores used in the span (per process) "
+        "| lanes | rep. | run | calls | span s | wall s | calls/s | sessions/h | cores used in the span (per process) "
         "| lane occupancy | s a sample (critical path) | s a call | CPU ms/call | peak RSS MB | server: computed, "
         "CPU ms/call, share | load 1-min |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in runs:
         rate = r["calls"] / r["span_s"]
@@ -397,7 +470,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         occupancy = r["sample_s"] / (r["lanes"] * r["span_s"])
         server = r["server"]
         lines.append(
-            f"| {r['lanes']} | {name} | {r['calls']:,} | {r['span_s']:.1f} | {r['wall_s']:.1f} | **{rate:.1f}** "
+            f"| {r['lanes']} | {r.get('repeat', 1)} | {name} | {r['calls']:,} | {r['span_s']:.1f} | {r['wall_s']:.1f} "
+            f"| **{rate:.1f}** "
             f"| {r['samples'] / r['span_s'] * 3600:.0f} | {used} | {100 * occupancy:.0f} % "
             f"| {r['sample_s'] / r['samples']:.1f} ({r['critical_path_s_mean']:.1f}) | {r['call_s_mean']:.2f} "
             f"| {1000 * sum(r['cpu_s']) / r['calls']:.1f} | {' / '.join(f'{x:.0f}' for x in r['peak_rss_mb'])} "
@@ -405,27 +479,42 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
             f"{100 * server['cpu_s'] / (r['span_s'] * cores):.1f} % "
             f"| {r['loadavg'][0][0]} → {r['loadavg'][1][0]} |"
         )
-    lines += [""]
+    lines += ["", *cores_table(runs, cores), ""]
     best_worker_rate, calls_per_session, cpu_call = 0.0, 57.0, 0.03
     for width in dict.fromkeys(r["lanes"] for r in runs):
-        one = next(r for r in runs if r["lanes"] == width and r["step"] == "one")
-        ray = next(r for r in runs if r["lanes"] == width and r["step"] == "ray")
-        ratio = (ray["calls"] / ray["span_s"]) / (one["calls"] / one["span_s"])
+        pairs = [
+            (one, ray)
+            for one in runs
+            for ray in runs
+            if one["step"] == "one"
+            and ray["step"] == "ray"
+            and one["lanes"] == ray["lanes"] == width
+            and one.get("repeat", 1) == ray.get("repeat", 1)
+        ]
+        ratios = [(ray["calls"] / ray["span_s"]) / (one["calls"] / one["span_s"]) for one, ray in pairs]
+        ratio = median(ratios)
         target = "met" if ratio >= 1.6 else "missed"
+        ray = pairs[0][1]
         units = "; ".join(
             f"{u['samples']} samples in {u['span_s']:.0f} s" for u in sorted(ray["units"], key=lambda u: -u["samples"])
         )
+        each = (
+            f" (the median of {len(ratios)} repetitions: {', '.join(f'{x:.2f}' for x in ratios)})"
+            if len(ratios) > 1
+            else ""
+        )
         lines.append(
-            f"- **{width} lanes: {ray['workers']} workers / 1 process = {ratio:.2f}× the calls/s** (target ≥ 1.6× "
-            f"with 2 workers on 2 cores: {target}). Units: {units}; {ray['max_samples_per_unit']} lanes each; "
-            f"Ray's own processes {ray['ray_own_cpu_s']:.0f} s CPU, its start-up {ray['ray_start_s']:.1f} s "
+            f"- **{width} lanes: {ray['workers']} workers / 1 process = {ratio:.2f}× the calls/s**{each} (target "
+            f"≥ 1.6× with 2 workers on 2 cores: {target}). Units: {units}; {ray['max_samples_per_unit']} lanes "
+            f"each; Ray's own processes {ray['ray_own_cpu_s']:.0f} s CPU, its start-up {ray['ray_start_s']:.1f} s "
             "(in the wall-clock, not the span)."
         )
-        worker_rate = ray["calls"] / ray["span_s"] / ray["workers"]
-        if worker_rate > best_worker_rate:
-            best_worker_rate = worker_rate
-            calls_per_session = one["calls"] / max(one["samples"], 1)
-            cpu_call = sum(ray["cpu_in_span_s"]) / ray["calls"]
+        for one, ray in pairs:
+            worker_rate = ray["calls"] / ray["span_s"] / ray["workers"]
+            if worker_rate > best_worker_rate:
+                best_worker_rate = worker_rate
+                calls_per_session = one["calls"] / max(one["samples"], 1)
+                cpu_call = sum(ray["cpu_in_span_s"]) / ray["calls"]
     lines += [
         "",
         "Cores used: each process's CPU seconds within the span over the span (1.00: CPU-bound on its core). "
@@ -460,6 +549,27 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def cores_table(runs: list[dict[str, Any]], cores: int) -> list[str]:
+    """Where the machine's cores went in each run's span: each process group's cores (the sampled CPU seconds
+    within the span over the span), the rest of the machine (other jobs) and what was left idle."""
+    groups = list(dict.fromkeys(g for r in runs for g in r.get("cores", {})))
+    if not groups:
+        return []
+    lines = [
+        "Where the cores went in the span (cores; the loopback server is `server`, the measured process or Ray's "
+        "driver `self`; `rest of the machine`: other jobs and the kernel; idle: what no process used):",
+        "",
+        "| lanes | rep. | run | " + " | ".join(groups) + " | idle |",
+        "|---|---|---|" + "---|" * (len(groups) + 1),
+    ]
+    for r in runs:
+        used = r.get("cores", {})
+        name = "1 process" if r["step"] == "one" else f"{r['workers']} Ray workers"
+        cells = " | ".join(f"{used[g]:.2f}" if g in used else "" for g in groups)
+        lines.append(f"| {r['lanes']} | {r.get('repeat', 1)} | {name} | {cells} | {cores - sum(used.values()):.2f} |")
+    return lines
+
+
 REPO_LOGS = HERE.parent / "logs" / "bench"
 
 
@@ -476,12 +586,14 @@ def main() -> None:
         step.add_argument("--workers", type=int, default=2)
         step.add_argument("--log-dir", required=True)
         step.add_argument("--out", required=True)
+        step.add_argument("--server-pid", type=int, help="the loopback server's process (its CPU is sampled too)")
     everything = sub.add_parser("all")
     everything.add_argument("--n", type=int, default=96)
     everything.add_argument("--lanes", default="16,32", help="samples at once over the run; several: comma-separated")
     everything.add_argument("--latency", type=float, default=0.3)
     everything.add_argument("--min-turns", type=int, default=10)
     everything.add_argument("--workers", type=int, default=2)
+    everything.add_argument("--repeat", type=int, default=1, help="runs of each configuration, interleaved")
     everything.add_argument("--dir")
     args = parser.parse_args()
     if args.step == "all":
