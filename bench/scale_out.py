@@ -70,7 +70,7 @@ HERE = Path(__file__).resolve().parent
 # the loopback server, answering from a table
 
 
-def _serve(conn: Any, latency: float) -> None:  # child process
+def _serve(conn: Any, latency: float, jitter: float) -> None:  # child process
     import asyncio
     import hashlib
 
@@ -89,7 +89,7 @@ def _serve(conn: Any, latency: float) -> None:  # child process
             key = hashlib.sha1(await http.read()).digest()  # aiohttp keeps the body for the handler
             if key in table:
                 served["table"] += 1
-                await asyncio.sleep(self.latency)
+                await asyncio.sleep(self._delay())
                 return web.Response(body=table[key], content_type="application/json")
             response = await super()._chat_completions(http)
             served["computed"] += 1
@@ -97,7 +97,7 @@ def _serve(conn: Any, latency: float) -> None:  # child process
                 table[key] = bytes(response.body)
             return response
 
-    with TableServer(port=0, latency=latency) as server:
+    with TableServer(port=0, latency=latency, jitter=jitter) as server:
         conn.send(server.base_url)
         while True:
             message = conn.recv()
@@ -108,11 +108,11 @@ def _serve(conn: Any, latency: float) -> None:  # child process
 
 
 @contextmanager
-def table_server(latency: float) -> Iterator[tuple[str, Any]]:
+def table_server(latency: float, jitter: float = 0.0) -> Iterator[tuple[str, Any]]:
     """(base URL, a function giving the server's CPU seconds and served counts so far)."""
     ctx = mp.get_context("spawn")
     parent, child = ctx.Pipe()
-    proc = ctx.Process(target=_serve, args=(child, latency), daemon=True)
+    proc = ctx.Process(target=_serve, args=(child, latency, jitter), daemon=True)
     proc.start()
     lock = threading.Lock()
     if not parent.poll(120):  # the child died before serving (e.g. an import error: its traceback is above)
@@ -152,23 +152,33 @@ def log_stats(log_dir: str, latency: float) -> dict[str, Any]:
     units = []
     for path in expand([log_dir]):
         header = read_eval_log(path, header_only=True)
-        calls, busy, call_s, paths = 0, 0.0, [], []
-        samples = 0
+        calls, busy, call_s, http_s, tails, paths = 0, 0.0, [], [], [], []
+        samples, starts, ends_of_samples = 0, [], []
         for sample in read_eval_log_samples(path, all_samples_required=False):
             events = [e for e in common.model_events(sample) if e.cache != "read"]
             samples += 1
             calls += len(events)
             busy += float(sample.total_time or 0.0)
             call_s += [e.completed.timestamp() - e.timestamp.timestamp() for e in events if e.completed]
+            http_s += [e.call.time for e in events if e.call is not None and e.call.time is not None]
+            ends = [e.completed.timestamp() for e in events if e.completed]
+            first = min(e.timestamp.timestamp() for e in sample.events)
+            starts.append(first)
+            ends_of_samples.append(first + float(sample.total_time or 0.0))
+            if ends:
+                tails.append(ends_of_samples[-1] - max(ends))
             paths.append(common.critical_path(events, lambda e: latency)[0])
         units.append(
             {
                 "samples": samples,
                 "calls": calls,
-                "start": datetime.fromisoformat(header.stats.started_at).timestamp(),
-                "end": datetime.fromisoformat(header.stats.completed_at).timestamp(),
+                # the samples' own times (the header's are whole seconds)
+                "start": min(starts, default=datetime.fromisoformat(header.stats.started_at).timestamp()),
+                "end": max(ends_of_samples, default=datetime.fromisoformat(header.stats.completed_at).timestamp()),
                 "sample_s": busy,
                 "call_s_mean": mean(call_s) if call_s else 0.0,
+                "http_s_mean": mean(http_s) if http_s else 0.0,
+                "tail_s_mean": mean(tails) if tails else 0.0,
                 "critical_path_s_mean": mean(paths) if paths else 0.0,
             }
         )
@@ -183,6 +193,8 @@ def log_stats(log_dir: str, latency: float) -> dict[str, Any]:
         "end": end,
         "sample_s": sum(u["sample_s"] for u in units),
         "call_s_mean": sum(u["call_s_mean"] * u["calls"] for u in units) / max(1, sum(u["calls"] for u in units)),
+        "http_s_mean": sum(u["http_s_mean"] * u["calls"] for u in units) / max(1, sum(u["calls"] for u in units)),
+        "tail_s_mean": sum(u["tail_s_mean"] * u["samples"] for u in units) / max(1, sum(u["samples"] for u in units)),
         "critical_path_s_mean": sum(u["critical_path_s_mean"] * u["samples"] for u in units)
         / max(1, sum(u["samples"] for u in units)),
         "units": units,
@@ -271,6 +283,19 @@ class Sampler:
             self.series.setdefault(proc.pid, []).append((now, cpu))
             self.peak[proc.pid] = max(self.peak.get(proc.pid, 0.0), rss)
 
+    def threads(self, pid: int) -> dict[str, float]:
+        """CPU seconds of ``pid``'s live threads so far, summed by thread name (``/proc``'s ``comm``: Python's
+        main thread is named after the process, Ray's core-worker threads after their role)."""
+        import psutil
+
+        out: dict[str, float] = {}
+        with contextlib.suppress(psutil.Error, OSError):
+            for thread in psutil.Process(pid).threads():
+                name = Path(f"/proc/{pid}/task/{thread.id}/comm").read_text().strip()
+                name = "main" if thread.id == pid else name.rstrip("0123456789_-") or name
+                out[name] = out.get(name, 0.0) + thread.user_time + thread.system_time
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
     def total(self, pid: int) -> float:
         return self.series[pid][-1][1] - (self.series[pid][0][1] if pid == 0 else 0.0)
 
@@ -324,7 +349,9 @@ def step_one(args: argparse.Namespace) -> dict[str, Any]:
             max_connections=6 * args.lanes,
             log_dir=args.log_dir,
             display="none",
+            **({"log_realtime": False} if args.no_log_realtime else {}),
         )
+        threads = [sampler.threads(os.getpid())]
     wall = time.perf_counter() - t0
     stats = log_stats(args.log_dir, args.latency)
     me = os.getpid()
@@ -336,6 +363,7 @@ def step_one(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_s": [common.cpu_seconds()],  # the whole process, imports and loads included (as a worker's)
         "cpu_in_span_s": [sampler.between(me, stats["start"], stats["end"])],
         "cores": sampler.cores(stats["start"], stats["end"]),
+        "threads_cpu_s": threads,
         "peak_rss_mb": [common.peak_rss_mb()],
         "loadavg": [load_before, common.loadavg()],
         **stats,
@@ -364,9 +392,11 @@ def step_ray(args: argparse.Namespace) -> dict[str, Any]:
             shards=args.workers,
             max_connections=6 * args.lanes,
             max_samples=args.lanes,
+            eval_args={"log_realtime": False} if args.no_log_realtime else {},
         )
         run_plan = plan(spec, engine.slots)
         outcomes = engine.run(run_plan.units, run_plan.at_once, say=lambda line: None)
+        threads = {pid: sampler.threads(pid) for pid in sampler.pids("worker")}
         engine.close()
     wall = time.perf_counter() - t0
     stats = log_stats(args.log_dir, args.latency)
@@ -382,6 +412,7 @@ def step_ray(args: argparse.Namespace) -> dict[str, Any]:
         "cpu_s": [sampler.total(pid) for pid in busy],
         "cpu_in_span_s": [sampler.between(pid, stats["start"], stats["end"]) for pid in busy],
         "cores": sampler.cores(stats["start"], stats["end"], busy),
+        "threads_cpu_s": [threads.get(pid, {}) for pid in busy],
         "peak_rss_mb": [sampler.peak[pid] for pid in busy],
         "ray_own_cpu_s": sum(sampler.total(pid) for pid, kind in sampler.kind.items() if kind.startswith("Ray")),
         "driver_cpu_s": common.cpu_seconds(),
@@ -407,7 +438,7 @@ def step_all(args: argparse.Namespace) -> None:
         )
     data = str(common.replicate_discharge(args.n, out / "cases.jsonl"))
     results: dict[str, Any] = {"machine": common.machine(), "argv": sys.argv[1:], "n": args.n, "runs": []}
-    with table_server(args.latency) as (base_url, server):
+    with table_server(args.latency, args.jitter) as (base_url, server):
         for repeat, width, step in schedule(lanes, args.repeat):
             extra = ["--workers", str(args.workers)] if step == "ray" else []
             before = server()
@@ -416,6 +447,7 @@ def step_all(args: argparse.Namespace) -> None:
             command += ["--server-pid", str(before["pid"])]
             command += ["--lanes", str(width), "--min-turns", str(args.min_turns), "--latency", str(args.latency)]
             command += ["--log-dir", str(out / f"logs-{name}"), "--out", str(out / f"{name}.json"), *extra]
+            command += ["--no-log-realtime"] if args.no_log_realtime else []
             print(f"scale-out: {step}, {width} lanes, repetition {repeat} ({common.loadavg()}) ...", flush=True)
             subprocess.run(command, check=True)
             after = server()
@@ -455,11 +487,13 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         f"`{' '.join(['bench/scale_out.py', *results['argv']])}`; machine: {m['cores']} cores ({m['cpu']}), "
         f"{m['ram_gb']} GB, Python {m['python']}, inspect_ai {m['inspect_ai']}, bedside `{m['git']}`. "
         f"DischargeBench, {results['n']} synthetic cases, `min_turns={args.min_turns}`, loopback latency "
-        f"{args.latency} s a call (no jitter). Lanes: samples at once over the run (one process: max_samples; "
-        "N workers: lanes/N each).",
+        f"{args.latency} s a call ({f'± U(0, {args.jitter}) s' if args.jitter else 'no jitter'})"
+        f"{'; both runs --no-log-realtime' if args.no_log_realtime else ''}. Lanes: samples at once over the run "
+        "(one process: max_samples; N workers: lanes/N each).",
         "",
         "| lanes | rep. | run | calls | span s | wall s | calls/s | sessions/h | cores used in the span (per process) "
-        "| lane occupancy | s a sample (critical path) | s a call | CPU ms/call | peak RSS MB | server: computed, "
+        "| lane occupancy | s a sample (critical path; after its last call) | s a call (HTTP) | CPU ms/call "
+        "| peak RSS MB | server: computed, "
         "CPU ms/call, share | load 1-min |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -473,7 +507,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
             f"| {r['lanes']} | {r.get('repeat', 1)} | {name} | {r['calls']:,} | {r['span_s']:.1f} | {r['wall_s']:.1f} "
             f"| **{rate:.1f}** "
             f"| {r['samples'] / r['span_s'] * 3600:.0f} | {used} | {100 * occupancy:.0f} % "
-            f"| {r['sample_s'] / r['samples']:.1f} ({r['critical_path_s_mean']:.1f}) | {r['call_s_mean']:.2f} "
+            f"| {r['sample_s'] / r['samples']:.1f} ({r['critical_path_s_mean']:.1f}; {r.get('tail_s_mean', 0):.1f}) "
+            f"| {r['call_s_mean']:.2f} ({r.get('http_s_mean', 0):.2f}) "
             f"| {1000 * sum(r['cpu_s']) / r['calls']:.1f} | {' / '.join(f'{x:.0f}' for x in r['peak_rss_mb'])} "
             f"| {server['computed']:,}, {1000 * server['cpu_s'] / r['calls']:.2f}, "
             f"{100 * server['cpu_s'] / (r['span_s'] * cores):.1f} % "
@@ -519,9 +554,11 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         "",
         "Cores used: each process's CPU seconds within the span over the span (1.00: CPU-bound on its core). "
         "Lane occupancy: the samples' seconds over lanes × span (the rest: the last wave's tail, a unit's "
-        "start). A sample's seconds against its calls' critical path at the latency (the lane bound), a call's "
-        f"seconds against the latency ({args.latency} s): the rest is waiting in the process. CPU ms/call: each "
-        "process's whole life (imports, the embedding model's load) over the calls.",
+        "start). A sample's seconds against its calls' critical path at the latency (the lane bound) and its "
+        "seconds after its last model call (its scorers' own work: ROUGE and the embeddings, one sample at a time "
+        "per process); a call's seconds against the latency "
+        f"({args.latency} s), and of them the HTTP request's (Inspect's `call.time`): the rest is waiting in the "
+        "process. CPU ms/call: each process's whole life (imports, the embedding model's load) over the calls.",
         "",
         "## K machines",
         "",
@@ -559,14 +596,25 @@ def cores_table(runs: list[dict[str, Any]], cores: int) -> list[str]:
         "Where the cores went in the span (cores; the loopback server is `server`, the measured process or Ray's "
         "driver `self`; `rest of the machine`: other jobs and the kernel; idle: what no process used):",
         "",
-        "| lanes | rep. | run | " + " | ".join(groups) + " | idle |",
-        "|---|---|---|" + "---|" * (len(groups) + 1),
+        "| lanes | rep. | run | "
+        + " | ".join(groups)
+        + " | idle | the event loop's thread: share of each process's CPU |",
+        "|---|---|---|" + "---|" * (len(groups) + 2),
     ]
     for r in runs:
         used = r.get("cores", {})
         name = "1 process" if r["step"] == "one" else f"{r['workers']} Ray workers"
         cells = " | ".join(f"{used[g]:.2f}" if g in used else "" for g in groups)
-        lines.append(f"| {r['lanes']} | {r.get('repeat', 1)} | {name} | {cells} | {cores - sum(used.values()):.2f} |")
+        main = " / ".join(
+            f"{100 * t.get('main', 0.0) / cpu:.0f} %" for t, cpu in zip(r.get("threads_cpu_s") or [], r["cpu_s"]) if cpu
+        )
+        idle = cores - sum(used.values())
+        lines.append(f"| {r['lanes']} | {r.get('repeat', 1)} | {name} | {cells} | {idle:.2f} | {main} |")
+    lines += [
+        "",
+        "The event loop's thread: its CPU over the process's whole life (the rest: the scorers' threads, "
+        "embeddings and ROUGE, and Inspect's and Ray's own threads).",
+    ]
     return lines
 
 
@@ -587,12 +635,15 @@ def main() -> None:
         step.add_argument("--log-dir", required=True)
         step.add_argument("--out", required=True)
         step.add_argument("--server-pid", type=int, help="the loopback server's process (its CPU is sampled too)")
+        step.add_argument("--no-log-realtime", action="store_true", help="as inspect eval (both runs)")
     everything = sub.add_parser("all")
     everything.add_argument("--n", type=int, default=96)
     everything.add_argument("--lanes", default="16,32", help="samples at once over the run; several: comma-separated")
     everything.add_argument("--latency", type=float, default=0.3)
     everything.add_argument("--min-turns", type=int, default=10)
     everything.add_argument("--workers", type=int, default=2)
+    everything.add_argument("--jitter", type=float, default=0.0, help="the server's latency ± U(0, jitter) s")
+    everything.add_argument("--no-log-realtime", action="store_true", help="as inspect eval, in both runs")
     everything.add_argument("--repeat", type=int, default=1, help="runs of each configuration, interleaved")
     everything.add_argument("--dir")
     args = parser.parse_args()

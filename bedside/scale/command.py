@@ -51,6 +51,8 @@ def spec_of(args: argparse.Namespace) -> RunSpec:
     eval_args = {name: getattr(args, name) for name, _ in EVAL_OPTIONS.values() if getattr(args, name) is not None}
     if args.fail_on_error is not None:
         eval_args["fail_on_error"] = args.fail_on_error
+    if args.no_log_realtime:
+        eval_args["log_realtime"] = False
     return RunSpec(
         tasks=tuple(args.tasks),
         models=tuple(m.strip() for m in models.split(",") if m.strip()),
@@ -173,6 +175,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--fail-on-error",
         type=float,
         help="as inspect eval: a proportion (< 1) or count of sample errors that fails a unit",
+    )
+    p.add_argument(
+        "--no-log-realtime",
+        action="store_true",
+        help="as inspect eval: no realtime sample buffer (less CPU a model call; no live view of a unit's running "
+        "samples, and a killed unit re-runs the samples it finished since its log's last flush)",
     )
     p.add_argument("--unit-retries", type=int, default=2, help="tries again of a unit that did not finish (default 2)")
     for flag, (name, kind) in EVAL_OPTIONS.items():

@@ -123,3 +123,16 @@ def test_a_units_samples_are_those_of_the_whole_case_set(tmp_path) -> None:
     }
     personas = {(m["persona"]["personality"]) for m in (whole[i] for i in unit.sample_ids)}
     assert len(personas) >= 2  # (the unit's samples are not all one persona)
+
+
+def test_no_log_realtime_reaches_every_units_eval_set_and_is_off_unless_asked() -> None:
+    from bedside.cli import parser
+    from bedside.scale.command import spec_of
+    from bedside.scale.unit import eval_set_arguments
+
+    def units(*flags: str):  # type: ignore[no-untyped-def]
+        args = parser().parse_args(["scale", "bedside/discharge", "--model", "mockllm/model", "--shards", "2", *flags])
+        return plan(spec_of(args), slots=2).units
+
+    assert all(eval_set_arguments(u)["log_realtime"] is False for u in units("--no-log-realtime"))
+    assert all("log_realtime" not in eval_set_arguments(u) for u in units())  # Inspect's default (on)
