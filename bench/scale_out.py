@@ -2,7 +2,7 @@
 fixed latency, at the same total concurrency, and what bounds each.
 
     .venv/bin/python bench/scale_out.py all       # 96 cases, 16 and 32 lanes, 0.3 s a call, 2 workers
-    .venv/bin/python bench/scale_out.py all --n 96 --lanes 16,32 --latency 0.3 --workers 2
+    .venv/bin/python bench/scale_out.py all --n 128 --lanes 32,64 --latency 0.3 --workers 2 --repeat 2
 
 For each total concurrency of ``--lanes`` (samples at once over the whole run), two runs of the same cases
 (each step in a process of its own, so that its CPU and memory are its own; the loopback server in another):
@@ -10,8 +10,14 @@ For each total concurrency of ``--lanes`` (samples at once over the whole run), 
 - ``one``: one Inspect process, ``eval()`` of DischargeBench with ``max_samples`` = lanes (as ``inspect
   eval``): wall-clock, calls/s, sessions/h, CPU per call, peak RSS;
 - ``ray``: ``bedside scale``'s planner and Ray engine with ``--workers`` local workers, shards = workers and
-  the same run-wide ``--max-samples`` (each of N units runs lanes/N samples at once); the Ray workers' CPU
-  and peak RSS sampled every 0.5 s (psutil), Ray's own processes (raylet, GCS) apart.
+  the same run-wide ``--max-samples`` (each of N units runs lanes/N samples at once).
+
+In both, every 0.5 s (psutil): the CPU and RSS of the step's process and all its descendants (each Ray
+worker; Ray's GCS, raylet, dashboard head, agents and monitors, each in its group), of the loopback server,
+and the machine's busy CPU; so each run reports the cores each process used over the span, the rest of the
+machine (other jobs) and what was idle, and, per process, its event loop's share of its CPU (per thread).
+``--repeat N`` runs the two back to back N times, their order alternating, and reports a ratio per
+repetition and their median.
 
 ``all`` starts the loopback server (latency, no jitter), runs ``one`` then ``ray`` for each lanes value, and
 writes ``RESULTS-scale-out.md`` beside the JSON in ``logs/bench/scale-out-<time>/``. Choose ``--n`` a
