@@ -19,10 +19,10 @@ machine (other jobs) and what was idle, and, per process, its event loop's share
 ``--repeat N`` runs the two back to back N times, their order alternating, and reports a ratio per
 repetition and their median.
 
-``all`` starts the loopback server (latency, no jitter), runs ``one`` then ``ray`` for each lanes value, and
-writes ``RESULTS-scale-out.md`` beside the JSON in ``logs/bench/scale-out-<time>/``. Choose ``--n`` a
-multiple of every lanes value (every process then runs whole waves of samples: the comparison measures the
-engine, not a half-empty last wave).
+``all`` starts the loopback server (``--latency``; ``--jitter``, none unless asked), runs ``one`` and ``ray``
+for each lanes value, and writes ``RESULTS-scale-out.md`` beside the JSON in
+``logs/bench/scale-out-<time>/``. Choose ``--n`` a multiple of every lanes value (every process then runs
+whole waves of samples: the comparison measures the engine, not a half-empty last wave).
 
 What bounds a run, from its logs and the CPU samples: the cores its processes used over the span (1.0: a
 process is CPU-bound on its core), the lane occupancy (sample-seconds / (lanes × span): how full the lanes
