@@ -14,11 +14,11 @@ unscored (NaN), never 0. Each benchmark declares the call as ``<benchmark>.simul
 **A person as the checker** (the realism rating): bound to the role (``--model-role
 simulator_checker=bedside/human``, or afterwards ``bedside rescore LOGS --simulator-checker bedside/human``),
 a person rates every checked patient turn on a form (:func:`rating_protocol`: one row per patient turn, with
-its words) as ``realistic``, off-script (``unsupported_fact``, ``persona_break`` or ``early_end``: the
-checker's kinds, so that the rating is read as a model's findings are) or ``role_reversal``, with an optional
-comment. Each turn not rated realistic becomes a finding of check ``person``
-(:func:`bedside.scorers.simulator.person_findings`) in the same place as the LLM checker's, so the report reads
-both alike and ``bedside agreement --people`` compares the two per patient turn
+its words and, above them in small grey, the turn they answer) as ``realistic``, off-script
+(``unsupported_fact``, ``persona_break`` or ``early_end``: the checker's kinds, so that the rating is read as a
+model's findings are) or ``role_reversal``, with an optional comment. Each turn not rated realistic becomes a
+finding of check ``person`` (:func:`bedside.scorers.simulator.person_findings`) in the same place as the LLM
+checker's, so the report reads both alike and ``bedside agreement --people`` compares the two per patient turn
 (:mod:`bedside.reporting.simulator_agreement`).
 """
 
@@ -29,6 +29,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from bedside.protocols import Protocol
+from bedside.simulator_checks import PatientTranscript, SpokenTurn
 
 ROLE = "simulator_checker"
 #: the kinds of :data:`bedside.simulator_checks.KINDS` (a test keeps them equal)
@@ -96,13 +97,24 @@ def row_label(index: int, message: str, limit: int = 400) -> str:
     return f"[{index}] {words if len(words) <= limit else words[: limit - 1] + '…'}"
 
 
-def rating_protocol(benchmark: str, turns: list[tuple[int, str]]) -> Protocol:
+def answered(view: PatientTranscript) -> list[SpokenTurn | None]:
+    """The turn just before each checked patient turn, whoever spoke it (None: the patient opens the conversation):
+    what the patient answers, which "said earlier", a role reversal or an off-script reply is judged against."""
+    checked = {id(t) for t in view.patient_turns}
+    return [before for before, turn in zip((None, *view.turns), view.turns) if id(turn) in checked]
+
+
+def rating_protocol(benchmark: str, view: PatientTranscript) -> Protocol:
     """The checker's call answered by a person: the same protocol name (``<benchmark>.simulator_checker``)
-    with the rating reply and a form of one row per checked patient turn (``turns``: index, words)."""
+    with the rating reply and a form of one row per checked patient turn of ``view``: its number and words,
+    and above them the turn it answers (:func:`answered`; the page shows it smaller and folds a long one)."""
     form = {
         "turns": {
             "label": "Each patient turn",
-            "rows": [row_label(i, m) for i, m in turns],
+            "rows": [row_label(t.index, t.message) for t in view.patient_turns],
+            "row_context": [
+                None if t is None else {"who": f"[{t.index}] {t.role}", "text": t.message} for t in answered(view)
+            ],
             "help": "Rate every patient turn (its number is the conversation's, in the prompt beside):\n"
             + "\n".join(f"- {kind.replace('_', ' ')}: {meaning}" for kind, meaning in RATINGS.items())
             + "\nA patient who repeats or asks about what the clinician said, is unsure, or forgets is realistic. "

@@ -111,9 +111,8 @@ async def person_findings(
 ) -> tuple[list[Finding], Answer[Any], str, list[dict[str, Any]]]:
     """A person's realism rating of every checked patient turn (:func:`bedside.simulator_checker.rating_protocol`):
     each turn not rated realistic is a finding of check ``person``, its comment the evidence."""
-    turns = view.patient_turns
-    protocol = rating_protocol(benchmark, [(t.index, t.message) for t in turns])
-    indices = [t.index for t in turns]
+    protocol = rating_protocol(benchmark, view)
+    indices = [t.index for t in view.patient_turns]
 
     def read(text: str) -> Reading:
         reply, repaired = protocol.read_json(text)

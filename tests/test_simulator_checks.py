@@ -168,14 +168,27 @@ def test_a_persons_rating_is_realistic_or_one_of_the_kinds_and_its_rows_are_the_
     from pydantic import ValidationError
 
     from bedside.simulator_checker import RATINGS, RealismRating, Rating, rating_protocol, read_rating
-    from bedside.simulator_checks import KINDS
+    from bedside.simulator_checks import KINDS, PatientTranscript, SpokenTurn
 
     assert set(get_args(Rating)) == {"realistic", *KINDS} == set(RATINGS)
-    protocol = rating_protocol("discharge", [(1, "I take 37 mg."), (3, "Let me explain how this works.")])
+    said = ["Which dose do you take?", "I take 37 mg.", "Any questions?", "Let me explain how this works."]
+    roles = ["educator", "patient", "educator", "patient"]
+    view = PatientTranscript(script={}, turns=tuple(SpokenTurn(i, r, m) for i, (r, m) in enumerate(zip(roles, said))))
+    protocol = rating_protocol("discharge", view)
     assert protocol.name == "discharge.simulator_checker"
     assert protocol.form is not None and protocol.form["turns"]["rows"] == [
         "[1] I take 37 mg.",
         "[3] Let me explain how this works.",
+    ]
+    # above each row, the turn it answers, whoever spoke it; a patient who opens the conversation answers nothing
+    assert protocol.form["turns"]["row_context"] == [
+        {"who": "[0] educator", "text": "Which dose do you take?"},
+        {"who": "[2] educator", "text": "Any questions?"},
+    ]
+    opening = PatientTranscript(script={}, turns=(SpokenTurn(0, "patient", "Hello?"), *view.turns[1:2]))
+    assert rating_protocol("discharge", opening).form["turns"]["row_context"] == [
+        None,
+        {"who": "[0] patient", "text": "Hello?"},
     ]
     reply, _ = protocol.read_json(
         '{"turns": [{"rating": "unsupported_fact", "comment": " 37 mg "}, {"rating": "role_reversal"}]}'

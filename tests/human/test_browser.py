@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -573,6 +574,30 @@ def rating_of(case: str, n: int) -> str:
     return RATED_AS[planted(kinds, turns, 0.3, seed, case, n)]
 
 
+#: each rating row's "answered" line: its text, font size against the row label's, whether it is grey, folded
+ANSWERED = """[...document.querySelectorAll('.row')].map(row => {
+  const c = row.querySelector('.context'), said = c && c.querySelector('.said'), more = c && c.querySelector('.more');
+  if (!c) return null;
+  const [r, g, b] = getComputedStyle(c).color.match(/\\d+/g).map(Number);
+  return {text: said.innerText, size: parseFloat(getComputedStyle(c).fontSize),
+    label_size: parseFloat(getComputedStyle(row.querySelector('.label')).fontSize),
+    grey: Math.max(r, g, b) - Math.min(r, g, b) < 40 && r > 60,
+    folded: said.classList.contains('folded') && said.scrollHeight > said.clientHeight + 1,
+    button: more && !more.hidden ? more.innerText : null};
+})"""
+#: clicks the first "show all" shown: the line's height before and after, the button's words after (null: none shown)
+UNFOLD = """(async () => {
+  const frames = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  await frames();
+  const more = [...document.querySelectorAll('.row > .context .more')].find(b => !b.hidden && b.offsetParent !== null);
+  if (!more) return null;
+  const said = more.parentElement.querySelector('.said'), before = said.clientHeight;
+  more.click();
+  await frames();
+  return {before, after: said.clientHeight, button: more.hidden ? null : more.innerText};
+})()"""
+
+
 def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_checker(tmp_path, capsys):
     from bedside.cli import main
     from bedside.tasks.discharge import discharge
@@ -613,6 +638,7 @@ def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_
         if call["case"] != "demo-002" or "rows" in seen:
             return False
         seen["rows"] = await browser.eval("[...document.querySelectorAll('.row > .label')].map(e => e.innerText)")
+        seen["answered"] = await browser.eval(ANSWERED)
         seen["choices"] = await text_of(browser, '.field[data-path="turns/0/rating"]')
         seen["help"] = await text_of(browser, '.field[data-path="turns"] > .help')
         seen["source"] = await text_of(browser, "#source pre")
@@ -624,6 +650,9 @@ def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_
         seen["marked"] = await text_of(browser, '.field.invalid[data-path="turns/1/rating"]')
         await browser.click('[name="turns/1/rating"][value="realistic"]')
         await shoot(browser, "simulator_realism_rating")
+        # a long clinician turn is folded to a few lines; "show all" unfolds it
+        seen["unfolded"] = await browser.eval(UNFOLD)
+        await shoot(browser, "simulator_realism_rating_unfolded")
         assert await send(browser, call) is True
         return True
 
@@ -635,6 +664,19 @@ def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_
     # what the person saw: each patient turn's words on its own row, the choices, what each means, the materials
     assert len(seen["rows"]) == 4 and "Doctor: Please take all your pills" in seen["rows"][0], seen["rows"]
     assert seen["rows"][0].startswith("[1] ") and seen["rows"][1].startswith("[3] ")
+    # above each patient turn, the clinician's turn it answers (as in the conversation), smaller and grey
+    conversation = seen["source"].split("# Conversation", 1)[1]
+    said = dict(re.findall(r"^\[(\d+)\] (educator: .*?)\n*(?=^\[\d+\] \w+: |\Z)", conversation, re.M | re.S))
+    assert len(seen["answered"]) == 4, seen["answered"]
+    for label, shown in zip(seen["rows"], seen["answered"]):
+        before = said[str(int(re.match(r"\[(\d+)\]", label)[1]) - 1)]
+        assert shown is not None and shown["text"].startswith(f"[{int(label[1:label.index(']')]) - 1}] educator: ")
+        assert " ".join(before.split()) in " ".join(shown["text"].split()), (before, shown["text"])
+        assert shown["size"] < shown["label_size"] and shown["grey"], shown
+    folded = [shown for shown in seen["answered"] if shown["folded"]]
+    assert folded and all(shown["button"] == "show all" for shown in folded), seen["answered"]
+    unfolded = seen["unfolded"]
+    assert unfolded is not None and unfolded["after"] > unfolded["before"] and unfolded["button"] == "show less"
     for choice in ("realistic", "unsupported fact", "persona break", "early end", "role reversal", "off-script"):
         assert choice in seen["choices"], seen["choices"]
     assert "teaches, explains, prescribes or diagnoses" in seen["help"]
