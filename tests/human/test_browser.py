@@ -649,6 +649,7 @@ def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_
         seen["refused"] = await send(browser, call)
         seen["marked"] = await text_of(browser, '.field.invalid[data-path="turns/1/rating"]')
         await browser.click('[name="turns/1/rating"][value="realistic"]')
+        seen["fixed"] = await text_of(browser, "#message")
         await shoot(browser, "simulator_realism_rating")
         # a long clinician turn is folded to a few lines; "show all" unfolds it
         seen["unfolded"] = await browser.eval(UNFOLD)
@@ -682,6 +683,7 @@ def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_
     assert "teaches, explains, prescribes or diagnoses" in seen["help"]
     assert "# Materials" in seen["source"] and "in the form" in seen["source"]
     assert "1 field to correct" in seen["refused"] and "an answer is needed" in seen["marked"]
+    assert seen["fixed"] == "", seen["fixed"]  # the refusal goes once its field is fixed
 
     # the ratings reach the log as the checker's findings (check "person"), turn by turn
     [written] = sorted(out.glob("*.eval"))
