@@ -397,14 +397,6 @@ NOT_RUN: tuple[NotRun, ...] = (
         "parsed by Inspect's own command-line parser",
     ),
     NotRun(
-        r"^bedside rescore \S+ --grader \S+ --batch ",
-        "none",
-        "re-judges logs through a provider's Batch API; tests/test_batch_judges.py runs the same command in a "
-        "process of its own against the loopback Batch API (resumed after a kill too). Run here, in the docs "
-        "worker's one process beside the loopback server's thread, it crashed at times inside asyncio "
-        "(IndexError: pop from an empty deque in the event loop's ready queue); not yet understood",
-    ),
-    NotRun(
         r"^bedside scale ",
         "none",
         "runs a whole evaluation on Ray workers against real model APIs and a cluster; tests/scale runs the "

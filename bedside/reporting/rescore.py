@@ -54,7 +54,7 @@ from typing import Any, Literal
 import anyio
 import yaml
 from inspect_ai import score
-from inspect_ai.log import read_eval_log, write_eval_log
+from inspect_ai.log import read_eval_log, write_eval_log, write_eval_log_async
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 
 from bedside.reporting.load import read_logs
@@ -189,7 +189,11 @@ def judged_together(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
     async def judge(job: Job) -> None:
         log, scorers, action = scoring_pass(job, roles)
         scored = await score_async(log, scorers, model_roles=dict(roles), action=action, display="none")
-        written.append(write_rescored(scored, job, roles))
+        # the async writer: Inspect's write_eval_log, called in a running event loop, re-enters the loop
+        # (nest_asyncio, applied then for the first time in the process) from inside one of its steps, and
+        # the step's other ready callbacks are gone when it resumes: IndexError: pop from an empty deque
+        await write_eval_log_async(rescored(scored, job, roles), str(job.target))
+        written.append(job.target)
 
     async def every() -> None:
         async with anyio.create_task_group() as group:
@@ -200,16 +204,15 @@ def judged_together(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
     return sorted(written, key=[job.target for job in jobs].index)
 
 
-def write_rescored(scored: Any, job: Job, roles: dict[str, Model]) -> Path:
-    """Write a re-judged log: its header names the new grader (and checker) and where it came from (module
+def rescored(scored: Any, job: Job, roles: dict[str, Model]) -> Any:
+    """A re-judged log with its header naming the new grader (and checker) and where it came from (module
     docstring)."""
     from bedside.compat import model_to_model_config
 
     bound = {role: model_to_model_config(model) for role, model in roles.items()}
     scored.eval.model_roles = {**(scored.eval.model_roles or {}), **bound}
     scored.eval.metadata = {**(scored.eval.metadata or {}), "bedside_rescore": job.record}
-    write_eval_log(scored, str(job.target))
-    return job.target
+    return scored
 
 
 def judged_already(target: Path, source: str | Path, roles: dict[str, Model]) -> bool:
@@ -242,7 +245,8 @@ def judged_by_person(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
         with scoring(job.target, job.log.eval.task):
             log, scorers, action = scoring_pass(job, roles)
             scored = score(log, scorers, model_roles=dict(roles), action=action, display="none")
-        written.append(write_rescored(scored, job, roles))
+        write_eval_log(rescored(scored, job, roles), str(job.target))
+        written.append(job.target)
     finish()
     return written
 

@@ -1,0 +1,42 @@
+"""``bedside rescore`` of a folder of logs, as a user runs it: one process judges every log at once
+(:func:`bedside.reporting.rescore.judged_together`) and writes each log as its judging ends, while the other
+logs' judges are still at work in the same event loop."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+from inspect_ai.log import read_eval_log
+
+from tests import forked
+from tests.test_batch_judges import conversations
+
+pytestmark = pytest.mark.eval
+
+#: logs judged together: enough that one log's end finds the others' judges queued in the event loop
+LOGS = 6
+
+
+def test_a_folder_of_logs_is_judged_together_and_every_log_written(tmp_path):
+    """Writing a log from inside the running event loop with Inspect's synchronous ``write_eval_log`` made
+    Inspect re-enter the loop (nest_asyncio, applied then for the first time in the process) in the middle of
+    one of its steps; the loop lost the step's other ready callbacks and the command died with ``IndexError:
+    pop from an empty deque`` (every time with these six logs). A log is written with the async writer."""
+    log = conversations("medsp", tmp_path)
+    folder = tmp_path / "conversations-copies"
+    folder.mkdir()
+    for i in range(LOGS):
+        shutil.copy(log.location, folder / f"run-{i}.eval")
+    out = tmp_path / "judged"
+    bedside = str(Path(sys.executable).parent / "bedside")
+    done = forked.run([bedside, "rescore", str(folder), "--grader", "bedside/scripted", "--out", str(out)], timeout=600)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    written = sorted(out.glob("*.eval"))
+    assert [p.name for p in written] == [f"run-{i}.eval" for i in range(LOGS)]
+    for path in written:
+        judged = read_eval_log(str(path))
+        assert judged.status == "success" and all(s.scores for s in judged.samples or [])
+        assert judged.eval.metadata["bedside_rescore"]["grader"] == "bedside/scripted"
