@@ -18,7 +18,8 @@ source log is never modified. A sharded run (``bedside scale``) is re-judged as 
 A log whose data may not leave the machine (patient data under a data-use agreement: its benchmark's
 ``rescore_guard``) is refused before any call when the new grader is not local, in one line naming the
 role and model, unless ``--zero-retention`` declares that the grader's endpoint retains nothing (recorded
-in the written log). ``inspect score`` has no such check.
+in the written log and in the samples' own record of who may read them). ``inspect score`` cannot declare
+zero retention: there the benchmark's own judges check their grader before their first call.
 
 This is what ``inspect score LOG --model-role grader=MODEL --action overwrite --output-file OUT``
 does, plus one thing Inspect 0.3.285 does not: the new log's header names the grader that produced

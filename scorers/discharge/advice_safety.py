@@ -35,7 +35,8 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect, store_as
 
-from bedside.calls import UNSCORED, ask, grader
+from bedside.calls import UNSCORED, ask
+from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import JUDGE_SAFETY, UNSAFE_CATEGORIES, SafetyVerdict
 from bedside.discharge.store import SafetyStore
 from bedside.intervals import BINARY, COUNT
@@ -106,7 +107,7 @@ def advice_safety(judge_retries: int = 2) -> Scorer:
         rec, the_case = record(state), case(state)
         if (excluded := system_failure_score(rec, RATES)) is not None:
             return excluded
-        judge, fallback = grader()
+        judge, fallback = checked_grader(state)
         pending = educator_turns(rec.history)
         answers = await collect(
             *(

@@ -33,7 +33,8 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 
-from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
+from bedside.calls import REFERENCE_CACHE, UNSCORED, ask
+from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import JUDGE_REFERENCE, LABELS, grade_protocol  # noqa: F401
 from bedside.discharge.store import comprehension_questions
 from bedside.intervals import COUNT, UNIT
@@ -89,7 +90,7 @@ def comprehension(
                 explanation="no dialogue / no answers",
                 metadata={"end_reason": rec.end_reason},
             )
-        judge, fallback = grader()
+        judge, fallback = checked_grader(state)
         references = await collect(
             *(
                 ask(

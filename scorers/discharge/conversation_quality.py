@@ -7,7 +7,8 @@ from __future__ import annotations
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
-from bedside.calls import UNSCORED, ask, grader
+from bedside.calls import UNSCORED, ask
+from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import AXES, JUDGE_QUALITY, quality_form
 from bedside.intervals import LIKERT, UNBOUNDED
 from bedside.panel import panel_metadata
@@ -44,7 +45,7 @@ def conversation_quality(judge_retries: int = 2) -> Scorer:
                 explanation="no dialogue to judge",
                 metadata={"end_reason": rec.end_reason},
             )
-        judge, fallback = grader()
+        judge, fallback = checked_grader(state)
         prompt = render("discharge/judge_conversation_quality.j2", conversation=conversation_lines(rec.history))
         result = await ask(judge, prompt, JUDGE_QUALITY.using(form=quality_form()), retries=judge_retries)
         ratings = result.value or {}

@@ -20,7 +20,8 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 
-from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, grader
+from bedside.calls import REFERENCE_CACHE, UNSCORED, ask
+from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import JUDGE_FACTUAL, factual_form
 from bedside.intervals import COSINE, COUNT, UNIT
 from bedside.prompts import render
@@ -51,7 +52,7 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
         empty = {"rouge_l": UNSCORED, "cosine": UNSCORED, "unscored": 2.0, "na_questions": UNSCORED}
         if not rec.history:
             return Score(value=empty, explanation="no dialogue", metadata={"end_reason": rec.end_reason})
-        judge, fallback = grader()
+        judge, fallback = checked_grader(state)
         protocol = JUDGE_FACTUAL.using(form=factual_form())
         note_side, dialogue_side = await collect(
             ask(

@@ -18,7 +18,8 @@ from typing import Any, Literal
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 
-from bedside.calls import UNSCORED, ask, grader
+from bedside.calls import UNSCORED, ask
+from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import checklist_protocol, normalise_id  # noqa: F401
 from bedside.discharge.records import topic_checklist_questions
 from bedside.intervals import UNIT
@@ -68,7 +69,7 @@ def topic_checklist(judge_retries: int = 2, applicability: ChecklistApplicabilit
             return Score(
                 value={"tcs": UNSCORED, "unscored": 1.0}, explanation=reason, metadata={"end_reason": rec.end_reason}
             )
-        judge, fallback = grader()
+        judge, fallback = checked_grader(state)
         prompt = render(
             "discharge/judge_topic_checklist.j2",
             questions=questions,

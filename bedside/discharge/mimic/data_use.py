@@ -42,8 +42,13 @@ def is_loopback(url: str | None) -> bool:
         return False
 
 
-def endpoint_problem(model_name: str, base_url: str | None, zero_retention: bool) -> str | None:
-    """Why ``model_name`` at ``base_url`` may not receive note text (None: it may)."""
+#: how a run declares zero retention (the end of a refusal)
+DECLARE = "-T zero_retention=true (bedside build-cases: --zero-retention)"
+
+
+def endpoint_problem(model_name: str, base_url: str | None, zero_retention: bool, declare: str = DECLARE) -> str | None:
+    """Why ``model_name`` at ``base_url`` may not receive note text (None: it may); ``declare``: how the user
+    declares zero retention where the refusal is met."""
     if zero_retention:
         return None
     if model_name in LOCAL_MODELS or is_loopback(base_url):
@@ -59,7 +64,7 @@ def endpoint_problem(model_name: str, base_url: str | None, zero_retention: bool
         "hf/..., or vllm/..., ollama/..., llama-cpp-python/..., openai-api/... with a base URL on "
         "localhost, 127.0.0.1 or ::1; a self-hosted server elsewhere counts as remote), or, only if your "
         "endpoint has zero data retention, say so "
-        "explicitly with -T zero_retention=true (bedside build-cases: --zero-retention)."
+        f"explicitly with {declare}."
     )
 
 

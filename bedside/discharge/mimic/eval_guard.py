@@ -12,8 +12,13 @@ run anywhere. Case files written before cases carried a provenance have none, bu
 treated as MIMIC-derived, and the refusal says so (:func:`mimic_reason`). A case of unknown origin (no
 provenance, not synthetic, another id) runs, with a warning in the log and in its sample's transcript.
 
-``bedside rescore`` of a log of such cases checks its new grader the same way (:func:`check_rescore`, its
-tools' ``rescore_guard``; ``--zero-retention``).
+Who may read a case is recorded in its sample's store (:data:`APPROVED`: each endpoint, whether zero retention was
+declared, and by which command): the run's set-up records every role it let through. Re-judging a log sends
+its cases to a grader again, live or in a batch upload: ``bedside rescore`` checks its new grader the same way
+before any call (:func:`check_rescore`, its tools' ``rescore_guard``; ``--zero-retention``) and records it;
+``inspect score`` has no such step, so each DischargeBench judge is checked in its scorer before its first call
+(:func:`checked_grader`): a judge that is neither local nor recorded is refused, in one line, before anything
+is sent or uploaded (``inspect score`` cannot declare zero retention; ``bedside rescore`` can).
 
 Checked twice: while Inspect builds the task (``inspect eval``, ``eval()`` of the task by name: the models
 are known, nothing is read past the case file), and per sample in the set-up (:func:`data_use_check`), so a
@@ -31,9 +36,22 @@ from inspect_ai.log import transcript
 from inspect_ai.model import Model, get_model, model_roles
 from inspect_ai.solver import Generate, TaskState, solver
 
-from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE, DataUseRefused, endpoint_problem, model_identity
+from bedside.calls import grader
+from bedside.discharge.mimic.data_use import (
+    DECLARE,
+    MIMIC_PROVENANCE,
+    DataUseRefused,
+    endpoint_problem,
+    model_identity,
+)
+from bedside.panel import Panel
 
 logger = logging.getLogger(__name__)
+
+#: the sample store's record of the endpoints let read its case: [{"model", "base_url", "zero_retention", "by"}]
+APPROVED = "data_use_approved"
+#: how a re-judging declares zero retention (the end of its refusal)
+RESCORE_DECLARE = "bedside rescore LOG --grader MODEL --zero-retention (inspect score cannot declare it)"
 
 #: the case ids ``bedside build-cases`` writes (``mimic-<hadm_id>``, :func:`bedside.discharge.mimic.cohort`)
 MIMIC_ID = re.compile(r"mimic-\d+")
@@ -76,12 +94,15 @@ def role_models(subject: str | None, roles: Sequence[str]) -> dict[str, Model]:
     return models
 
 
-def check_role_models(models: dict[str, Model], zero_retention: bool, reason: str | None = None) -> None:
+def check_role_models(
+    models: dict[str, Model], zero_retention: bool, reason: str | None = None, declare: str = DECLARE
+) -> None:
     """Raise :class:`DataUseRefused` (one line: role, model, the fix, and ``reason``, why the cases were
-    treated as MIMIC-derived) for the first role that is not local."""
+    treated as MIMIC-derived) for the first role that is not local; ``declare``: how the user declares
+    zero retention where the refusal is met."""
     for role, model in models.items():
         name, base_url = model_identity(model)
-        problem = endpoint_problem(name, base_url, zero_retention)
+        problem = endpoint_problem(name, base_url, zero_retention, declare)
         if problem:
             why = f" Treated as MIMIC-derived: {reason}." if reason else ""
             raise DataUseRefused(f"Model role {role}: {problem}{why}")
@@ -111,6 +132,7 @@ def data_use_check(subject: str | None, roles: Sequence[str], zero_retention: bo
         models = role_models(subject, roles)
         why = mimic_reason(case_of(state)) or reason
         check_role_models(models, zero_retention, why)  # raises: the sample fails, nothing sent
+        state.store.set(APPROVED, approval(state.store.get(APPROVED), models.values(), zero_retention, "inspect eval"))
         transcript().info(
             {
                 "data_use": "allowed",
@@ -154,13 +176,44 @@ def origin_warning():
     return solve
 
 
+def approval(recorded: list[dict[str, Any]] | None, models: Iterable[Model], zero_retention: bool, by: str) -> list:
+    """A sample's :data:`APPROVED` record with ``models`` added: let read its case, under this declaration, by
+    this command."""
+    added = [
+        {"model": name, "base_url": base_url, "zero_retention": zero_retention, "by": by}
+        for name, base_url in map(model_identity, models)
+    ]
+    return [*(recorded or []), *added]
+
+
 def check_rescore(log: Any, grader: Model, zero_retention: bool) -> None:
     """``bedside rescore`` of a log whose samples hold MIMIC-derived cases (:func:`mimic_reason`): the new
     grader reads their notes, so it must be local unless ``zero_retention`` is declared
-    (:class:`DataUseRefused`, one line naming the role and model, before any call)."""
+    (:class:`DataUseRefused`, one line naming the role and model, before any call). Let through, it is
+    recorded in each such sample's store (:func:`approval`), where the scorers' check finds it."""
     reason = restricted(case_of(s) for s in log.samples or [])
+    if not reason:
+        return
+    check_role_models({"grader": grader}, zero_retention, reason, declare="--zero-retention")
+    for sample in log.samples or []:
+        if mimic_reason(case_of(sample)):
+            sample.store[APPROVED] = approval(sample.store.get(APPROVED), [grader], zero_retention, "bedside rescore")
+
+
+def checked_grader(state: TaskState) -> tuple[Model | Panel, bool]:
+    """:func:`bedside.calls.grader` for a DischargeBench judge, checked first on a MIMIC-derived case: each
+    judge must be local or an endpoint its sample's store records as let read the case (:data:`APPROVED`;
+    the run's set-up, ``bedside rescore``), else :class:`DataUseRefused` (one line) before the judge's first
+    call, so before any batch upload. This is the check when ``inspect score`` re-judges a log."""
+    judge, fallback = grader()
+    reason = mimic_reason(case_of(state))
     if reason:
-        check_role_models({"grader": grader}, zero_retention, reason)
+        approved = {(a["model"], a["base_url"]) for a in state.store.get(APPROVED) or []}
+        judges = judge.judges if isinstance(judge, Panel) else (judge,)
+        named = {"grader" if i == 0 else f"grader (judge {i + 1})": m for i, m in enumerate(judges)}
+        unapproved = {role: m for role, m in named.items() if model_identity(m) not in approved}
+        check_role_models(unapproved, zero_retention=False, reason=reason, declare=RESCORE_DECLARE)
+    return judge, fallback
 
 
 def guard(dataset: Iterable, subject: str | None, roles: Sequence[str], zero_retention: bool) -> list:

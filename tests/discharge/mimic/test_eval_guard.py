@@ -6,6 +6,9 @@ their ``mimic-<digits>`` id (older case files), or of unknown origin: run with a
 from __future__ import annotations
 
 import json
+import os
+import sys
+from pathlib import Path
 
 import pytest
 from inspect_ai import eval
@@ -13,9 +16,10 @@ from inspect_ai.log import read_eval_log
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 
 from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE, DataUseRefused
-from bedside.discharge.mimic.eval_guard import check_role_models
+from bedside.discharge.mimic.eval_guard import APPROVED, check_role_models
 from bedside.discharge.records import load_cases
 from bedside.tasks.discharge import discharge
+from tests import forked
 from tests.conftest import scripted
 from tests.discharge.mimic.guarded import DEMO, REMOTE, at, write_mimic_cases
 
@@ -304,6 +308,86 @@ def test_rescore_through_a_batch_api_refuses_a_remote_grader_before_any_upload(
     header = read_eval_log(str(written), header_only=True).eval
     assert header.metadata["bedside_rescore"]["zero_retention"] is True
     assert header.model_roles["grader"].config.batch == BatchConfig(send_delay=0.05, tick=0.05)
+
+
+def conversations_only(mimic_cases, tmp_path, **roles_and_args):
+    """Step 1 of the two-step run on MIMIC-derived cases: the conversations, scripted, no judge (``--no-score``)."""
+    roles = {r: scripted() for r in ROLES} | roles_and_args.pop("roles", {})
+    [log] = eval(
+        "bedside/discharge",
+        task_args={"data": str(mimic_cases), "min_turns": 2, "max_turns": 2, **roles_and_args},
+        model=scripted(),
+        model_roles=roles,
+        log_dir=str(tmp_path / "conversations"),
+        display="none",
+        limit=1,
+        score=False,
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def inspect_score(log, grader_url: str, out, grader: str = "openai/judge") -> None:
+    """Step 2 as the docs write it, run by Inspect's own command line (in this process): ``inspect score LOG
+    --action overwrite --output-file OUT --model-role 'grader={model: openai/judge, ..., batch: ...}'``."""
+    from tests.compat import forget_models, inspect_cli
+
+    forget_models()
+    batch = "{send_delay: 0.05, tick: 0.05}"
+    role = f"grader={{model: {grader}, model_args: {{base_url: {grader_url}, api_key: x}}, batch: {batch}}}"
+    argv = ["score", log.location, "--action", "overwrite", "--output-file", str(out), "--model-role", role]
+    inspect_cli().main(args=[*argv, "--display", "none"], prog_name="inspect", standalone_mode=False)
+
+
+def test_inspect_score_refuses_a_batched_grader_before_any_upload(
+    mimic_cases, server, tmp_path, server_counts_as_remote
+):
+    """``inspect score`` runs a log's scorers without bedside's re-judging check: each DischargeBench judge checks
+    its grader before its first call (the batch upload included) on a MIMIC-derived case, and refuses one that
+    is neither local nor let read the case by the run (its sample's record), in one line naming the way to
+    declare zero retention (bedside rescore --zero-retention: inspect score cannot)."""
+    log = conversations_only(mimic_cases, tmp_path)
+    with pytest.raises(DataUseRefused) as refused:
+        inspect_score(log, server.base_url, tmp_path / "judged.eval")
+    message = str(refused.value)
+    assert message.startswith("Model role grader: Refusing to send MIMIC-IV-Note text to openai/judge (base URL")
+    assert "bedside rescore LOG --grader MODEL --zero-retention" in message and "\n" not in message
+    assert "has provenance MIMIC-IV-Note" in message
+    assert server.stats()["files"] == {} and server.requests == 0  # nothing uploaded, nothing sent
+    assert not (tmp_path / "judged.eval").exists()
+
+
+def test_inspect_score_takes_the_grader_the_run_let_read_the_cases(
+    mimic_cases, server, tmp_path, server_counts_as_remote, monkeypatch
+):
+    """A run that bound the batched grader and declared zero retention (-T zero_retention=true) let it read the
+    cases (recorded per sample): ``inspect score`` with that grader judges through the Batch API; with another
+    one it refuses."""
+    monkeypatch.setenv("OPENAI_API_KEY", "x")  # Inspect rebuilds the run's roles from the log (keys not recorded)
+    batched = batched_at(server.base_url)
+    log = conversations_only(mimic_cases, tmp_path, roles={"grader": batched}, zero_retention=True)
+    [sample] = read_eval_log(log.location).samples
+    assert {"model": "openai/judge", "base_url": server.base_url, "zero_retention": True, "by": "inspect eval"} in (
+        sample.store[APPROVED]
+    )
+    inspect_score(log, server.base_url, tmp_path / "judged.eval")
+    [judged] = read_eval_log(str(tmp_path / "judged.eval")).samples
+    assert judged.scores and server.stats()["files"]["batch"] >= 1 and server.stats()["batch_requests"]["answered"] > 0
+    with pytest.raises(DataUseRefused, match="^Model role grader: Refusing to send MIMIC-IV-Note text to openai/other"):
+        inspect_score(log, server.base_url, tmp_path / "other.eval", grader="openai/other")  # not let through
+
+
+def test_inspect_score_refusal_is_one_message_without_a_traceback(mimic_cases, tmp_path):
+    """As a user sees it: ``inspect score`` exits 1 with the refusal, no Python traceback, nothing judged."""
+    log = conversations_only(mimic_cases, tmp_path)
+    role = f"grader={{model: openai/judge, model_args: {{base_url: {REMOTE}}}, batch: true}}"
+    command = [str(Path(sys.executable).parent / "inspect"), "score", log.location, "--action", "overwrite"]
+    command += ["--output-file", str(tmp_path / "judged.eval"), "--model-role", role]
+    done = forked.run(command, env={**os.environ, "OPENAI_API_KEY": "x", "COLUMNS": "400"}, timeout=300)
+    output = done.stdout + done.stderr
+    assert done.returncode == 1, output
+    assert "Model role grader: Refusing to send MIMIC-IV-Note text to openai/judge" in output
+    assert "Traceback" not in output and not (tmp_path / "judged.eval").exists()
 
 
 def test_every_judge_of_a_panel_is_checked(mimic_cases, server, tmp_path):
