@@ -109,11 +109,12 @@ class AgreementModule(Protocol):
 
 class RescoreGuard(Protocol):
     """A check ``bedside rescore`` runs on each of the benchmark's logs before any call: raises ``ValueError``
-    (one line) when the log's data may not go to ``grader`` (e.g. patient data under a data-use agreement).
+    (one line, naming ``role``) when the log's data may not go to ``model``, the model re-judging it in that
+    role (e.g. patient data under a data-use agreement).
     What it lets through it may record in the log's samples, which are then judged (the benchmark's scorers
     may look there: ``inspect score`` runs them without this check)."""
 
-    def __call__(self, log: EvalLog, grader: Model, zero_retention: bool) -> None: ...
+    def __call__(self, log: EvalLog, role: str, model: Model, zero_retention: bool) -> None: ...
 
 
 @dataclass(frozen=True)

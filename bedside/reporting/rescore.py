@@ -106,8 +106,8 @@ def rescore(
         if not log.samples:
             raise ValueError(f"{source}: the log holds no samples to re-judge")
         prompts = check_prompts(log, str(source), allow_different_data)
-        for model in roles.values():
-            check_data_use(log, str(source), model, zero_retention)
+        for role, model in roles.items():
+            check_data_use(log, str(source), role, model, zero_retention)
         checked = simulated_patient(log, str(source)) if simulator_checker is not None else None
         record: dict[str, Any] = {"source": str(source)}
         for role, model in roles.items():
@@ -279,7 +279,7 @@ def check_prompts(log: Any, source: str, allow: bool) -> str | None:
     return today
 
 
-def check_data_use(log: Any, source: str, grader: Model, zero_retention: bool) -> None:
+def check_data_use(log: Any, source: str, role: str, model: Model, zero_retention: bool) -> None:
     """The log's benchmark's ``rescore_guard`` (none: nothing to check); its refusal prefixed with the log."""
     from bedside import benchmarks
     from bedside.parts import tools_of
@@ -289,7 +289,7 @@ def check_data_use(log: Any, source: str, grader: Model, zero_retention: bool) -
     if guard is None:
         return
     try:
-        guard(log, grader, zero_retention)
+        guard(log, role, model, zero_retention)
     except ValueError as refused:
         raise ValueError(f"{source}: {refused}") from None
 

@@ -186,18 +186,19 @@ def approval(recorded: list[dict[str, Any]] | None, models: Iterable[Model], zer
     return [*(recorded or []), *added]
 
 
-def check_rescore(log: Any, grader: Model, zero_retention: bool) -> None:
+def check_rescore(log: Any, role: str, model: Model, zero_retention: bool) -> None:
     """``bedside rescore`` of a log whose samples hold MIMIC-derived cases (:func:`mimic_reason`): the new
-    grader reads their notes, so it must be local unless ``zero_retention`` is declared
-    (:class:`DataUseRefused`, one line naming the role and model, before any call). Let through, it is
-    recorded in each such sample's store (:func:`approval`), where the scorers' check finds it."""
+    ``model`` in ``role`` (the grader, the simulator checker) reads their notes, so it must be local unless
+    ``zero_retention`` is declared (:class:`DataUseRefused`, one line naming the role and model, before any
+    call). Let through, it is recorded in each such sample's store (:func:`approval`), where the scorers'
+    check finds it."""
     reason = restricted(case_of(s) for s in log.samples or [])
     if not reason:
         return
-    check_role_models({"grader": grader}, zero_retention, reason, declare="--zero-retention")
+    check_role_models({role: model}, zero_retention, reason, declare="--zero-retention")
     for sample in log.samples or []:
         if mimic_reason(case_of(sample)):
-            sample.store[APPROVED] = approval(sample.store.get(APPROVED), [grader], zero_retention, "bedside rescore")
+            sample.store[APPROVED] = approval(sample.store.get(APPROVED), [model], zero_retention, "bedside rescore")
 
 
 def checked_grader(state: TaskState) -> tuple[Model | Panel, bool]:

@@ -231,7 +231,12 @@ def test_rescore_of_a_mimic_run_refuses_a_remote_grader_before_any_call(mimic_ca
     assert main(["rescore", log.location, *grader, "--out", str(tmp_path / "cli")]) == 2
     assert "Refusing to send MIMIC-IV-Note" in capsys.readouterr().out
 
-    check_data_use(read_eval_log(log.location), log.location, at(REMOTE), zero_retention=True)  # declared: passes
+    with pytest.raises(ValueError) as refused:  # the simulated patient's checker reads the notes too
+        rescore([log.location], None, tmp_path / "checker", simulator_checker=at(REMOTE, "judge"))
+    assert str(refused.value).startswith(f"{log.location}: Model role simulator_checker: Refusing to send MIMIC")
+    assert not list((tmp_path / "checker").glob("*.eval"))
+
+    check_data_use(read_eval_log(log.location), log.location, "grader", at(REMOTE), zero_retention=True)  # declared
     [local] = rescore([log.location], at(server.base_url, "judge"), tmp_path / "local")  # a local grader re-judges
     assert server.total_calls > 0
     assert read_eval_log(str(local), header_only=True).eval.metadata["bedside_rescore"]["zero_retention"] is False
@@ -243,7 +248,7 @@ def test_rescore_of_a_synthetic_run_takes_any_grader(tmp_path):
     from bedside.reporting.rescore import check_data_use
 
     log = run(DEMO, scripted(), {r: scripted() for r in ROLES}, tmp_path)
-    check_data_use(read_eval_log(log.location), log.location, at(REMOTE), zero_retention=False)  # no refusal
+    check_data_use(read_eval_log(log.location), log.location, "grader", at(REMOTE), zero_retention=False)  # no refusal
 
 
 # --- the judges through a batch API: an upload of the transcripts, checked as a live call ------------
