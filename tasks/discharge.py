@@ -134,7 +134,7 @@ def discharge(
     # a note that cannot fit a bound model's context window: one warning line each, before any call
     warn_oversized_notes(((str(s.id), (s.metadata or {})["case"]["discharge_note"]) for s in dataset), BENCHMARK.roles)
     # MIMIC-derived cases: every role local (or zero_retention declared), checked before any model call
-    data_use = guard(dataset, BENCHMARK.subject_role, BENCHMARK.roles, zero_retention)
+    data_use = guard(dataset, BENCHMARK.subject_role, BENCHMARK.roles, zero_retention, BENCHMARK.optional_roles)
     return Task(
         dataset=dataset,
         setup=[*data_use, setup],

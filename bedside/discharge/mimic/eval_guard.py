@@ -78,14 +78,15 @@ def restricted(cases: Iterable[dict[str, Any]]) -> str | None:
     return next((reason for reason in map(mimic_reason, cases) if reason), None)
 
 
-def role_models(subject: str | None, roles: Sequence[str]) -> dict[str, Model]:
+def role_models(subject: str | None, roles: Sequence[str], optional: Sequence[str] = ()) -> dict[str, Model]:
     """The model every role of the run will call: the bound one, else the model under test; ``subject``:
     what the model under test is called (None: a task that never calls it, e.g. the safety probe, whose
-    transcripts are replayed: only its ``roles`` are checked, an unbound one as the model under test)."""
+    transcripts are replayed: only its ``roles`` are checked, an unbound one as the model under test);
+    ``optional``: roles called only when bound (the simulated patient's checker), checked when bound."""
     under_test = get_model()
     bound = model_roles()
     models = {subject: under_test} if subject else {}
-    for role in roles:
+    for role in [*roles, *(r for r in optional if r in bound)]:
         model = bound.get(role, under_test)
         if isinstance(model, list):  # a judge panel: every judge is checked
             models.update({role if i == 0 else f"{role} (judge {i + 1})": m for i, m in enumerate(model)})
@@ -109,13 +110,13 @@ def check_role_models(
 
 
 def check_before_eval(
-    subject: str | None, roles: Sequence[str], zero_retention: bool, reason: str | None = None
+    subject: str | None, roles: Sequence[str], optional: Sequence[str], zero_retention: bool, reason: str | None = None
 ) -> None:
     """The check while Inspect builds the task (the eval's model and roles are known then)."""
     from bedside.compat import active_model, resolving_eval_tasks
 
     if resolving_eval_tasks() and active_model() is not None:
-        check_role_models(role_models(subject, roles), zero_retention, reason)
+        check_role_models(role_models(subject, roles, optional), zero_retention, reason)
 
 
 def case_of(state_or_sample: Any) -> dict[str, Any]:
@@ -123,13 +124,20 @@ def case_of(state_or_sample: Any) -> dict[str, Any]:
 
 
 @solver
-def data_use_check(subject: str | None, roles: Sequence[str], zero_retention: bool = False, reason: str | None = None):
+def data_use_check(
+    subject: str | None,
+    roles: Sequence[str],
+    zero_retention: bool = False,
+    reason: str | None = None,
+    optional: Sequence[str] = (),
+):
     """Per-sample set-up on MIMIC-derived cases: refuses before the sample's first model call (``reason``:
-    why the run's cases were treated as MIMIC-derived; the sample's own case's reason comes first)."""
-    roles = tuple(roles)
+    why the run's cases were treated as MIMIC-derived; the sample's own case's reason comes first;
+    ``optional``: roles checked when bound, :func:`role_models`)."""
+    roles, optional = tuple(roles), tuple(optional)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        models = role_models(subject, roles)
+        models = role_models(subject, roles, optional)
         why = mimic_reason(case_of(state)) or reason
         check_role_models(models, zero_retention, why)  # raises: the sample fails, nothing sent
         state.store.set(APPROVED, approval(state.store.get(APPROVED), models.values(), zero_retention, "inspect eval"))
@@ -217,16 +225,18 @@ def checked_grader(state: TaskState) -> tuple[Model | Panel, bool]:
     return judge, fallback
 
 
-def guard(dataset: Iterable, subject: str | None, roles: Sequence[str], zero_retention: bool) -> list:
+def guard(
+    dataset: Iterable, subject: str | None, roles: Sequence[str], zero_retention: bool, optional: Sequence[str] = ()
+) -> list:
     """The set-up solvers a DischargeBench run needs for its ``dataset``: none for synthetic cases and
     cases of another declared provenance; for MIMIC-derived ones (:func:`mimic_reason`) the run is checked
-    now (when the models are known) and per sample; cases of unknown origin run with a warning (one log
-    line now, one transcript entry per sample)."""
+    now (when the models are known) and per sample, every role and each ``optional`` role that is bound;
+    cases of unknown origin run with a warning (one log line now, one transcript entry per sample)."""
     cases = [case_of(s) for s in dataset]
     reason = restricted(cases)
     if reason:
-        check_before_eval(subject, roles, zero_retention, reason)
-        return [data_use_check(subject, roles, zero_retention, reason)]
+        check_before_eval(subject, roles, optional, zero_retention, reason)
+        return [data_use_check(subject, roles, zero_retention, reason, optional)]
     unknown = [str(c.get("case_id")) for c in cases if unknown_origin(c)]
     if not unknown:
         return []

@@ -402,3 +402,20 @@ def test_every_judge_of_a_panel_is_checked(mimic_cases, server, tmp_path):
     with pytest.raises(DataUseRefused, match=r"^Model role grader \(judge 2\): Refusing to send MIMIC-IV-Note text"):
         run(mimic_cases, at(server.base_url), roles, tmp_path)
     assert server.total_calls == 0
+
+
+def test_a_bound_simulator_checker_is_checked_as_every_role(mimic_cases, server, tmp_path):
+    """The simulated patient's checker reads the note: bound to a remote model it is refused, before anything
+    is sent; on the loopback server it runs and the log records it among the roles allowed."""
+    roles = {r: at(server.base_url, r) for r in ROLES}
+    remote = {**roles, "simulator_checker": at(REMOTE, "checker")}
+    with pytest.raises(DataUseRefused, match="^Model role simulator_checker: Refusing to send MIMIC-IV-Note text"):
+        run(mimic_cases, at(server.base_url), remote, tmp_path, simulator_check=True)
+    assert server.total_calls == 0
+
+    local = {**roles, "simulator_checker": at(server.base_url, "checker")}
+    log = run(mimic_cases, at(server.base_url), local, tmp_path / "local", simulator_check=True)
+    assert log.status == "success"
+    [sample] = read_eval_log(log.location).samples
+    [allowed] = [e.data for e in sample.events if e.event == "info" and e.source == "data_use"]
+    assert set(allowed["roles"]) == {"educator", *ROLES, "simulator_checker"}
