@@ -158,24 +158,26 @@ def _a_quiet_console_lays_out_nothing() -> Any:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def _each_embedding_batch_once() -> Any:
-    """The scripted runs of many tests score the same judge answers: each distinct batch of
-    :func:`bedside.scorers.discharge.text_metrics.cosine` is embedded once per test process and its values
-    re-used (the same inputs on the same kernels: the same floats). The first call still loads the
-    model and computes; subprocesses and direct calls of ``cosine`` compute as always."""
+def _each_text_embedded_once() -> Any:
+    """The scripted runs of many tests score the same judge answers: each distinct text given to
+    :func:`bedside.scorers.discharge.text_metrics.embed` is embedded once per test process and its
+    vector re-used (a text's vector does not depend on the texts embedded beside it: the same floats).
+    The first call still loads the model and computes; subprocesses compute as always."""
+    import numpy as np
+
     from bedside.scorers.discharge import text_metrics
 
-    compute = text_metrics.cosine
-    done: dict[tuple[tuple[str, str], ...], list[float]] = {}
+    compute = text_metrics.embed
+    done: dict[str, Any] = {}
 
-    def cosine(pairs: list[tuple[str, str]]) -> list[float]:
-        key = tuple((a, b) for a, b in pairs)
-        if key not in done:
-            done[key] = compute(pairs)
-        return list(done[key])
+    def embed(texts: list[str]) -> Any:
+        if missing := [text for text in dict.fromkeys(texts) if text not in done]:
+            done.update(zip(missing, compute(missing)))
+        return np.stack([done[text] for text in texts])
 
+    embed.__wrapped__ = compute  # type: ignore[attr-defined]
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(text_metrics, "cosine", cosine)
+        mp.setattr(text_metrics, "embed", embed)
         yield
 
 

@@ -1,0 +1,184 @@
+"""The factual-consistency embeddings: a text's vector does not depend on the texts embedded beside it,
+and the samples of one event loop waiting for embeddings are embedded together, each getting its own."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import anyio
+import numpy as np
+from bedside.scorers.discharge import text_metrics
+
+#: well above the differences between torch's kernels (the golden tolerance of a cosine is 1e-5) and
+#: far below what a padded batch moves a vector by on these texts (~1e-7 measured; bit-identical unpadded)
+SAME = 1e-6
+
+TEXTS = [
+    "Metoprolol 25 mg by mouth twice daily",
+    "Apixaban 5 mg twice a day",
+    "Return if you have chest pain, shortness of breath or fainting.",
+    "Not applicable",
+    "Follow up with cardiology in two weeks; bring your blood pressure log.",
+    "Apixaban 5 mg twice a day",
+]
+
+
+def uncached_embed():
+    """The real :func:`text_metrics.embed`, not the test session's memo of it (tests/conftest.py)."""
+    return getattr(text_metrics.embed, "__wrapped__", text_metrics.embed)
+
+
+def test_a_text_embeds_the_same_alone_and_among_others():
+    embed = uncached_embed()
+    together = embed(TEXTS)
+    alone = np.stack([embed([text])[0] for text in TEXTS])
+    assert together.shape == (len(TEXTS), text_metrics.embedder().get_embedding_dimension())
+    assert np.abs(together - alone).max() <= SAME
+    assert np.array_equal(together[1], together[5])  # a repeated text: one vector
+    assert np.allclose(np.linalg.norm(together, axis=1), 1.0, atol=1e-6)
+
+
+def test_embed_agrees_with_sentence_transformers_encode():
+    embed = uncached_embed()
+    direct = text_metrics.embedder().encode(TEXTS, normalize_embeddings=True, convert_to_numpy=True)
+    assert np.abs(embed(TEXTS) - direct).max() <= SAME
+
+
+class Recording:
+    """A stand-in for :func:`text_metrics.embed` that records each call's texts and answers slowly
+    (in the worker thread), so that requests arrive while one is running."""
+
+    def __init__(self, fail_on: str | None = None) -> None:
+        self.calls: list[list[str]] = []
+        self.fail_on = fail_on
+        self.lock = threading.Lock()
+
+    def __call__(self, texts: list[str]) -> np.ndarray:
+        with self.lock:
+            self.calls.append(list(texts))
+        time.sleep(0.2)
+        if self.fail_on in texts:
+            raise RuntimeError(f"cannot embed {self.fail_on!r}")
+        return np.array([[float(len(text)), 1.0] for text in texts])
+
+
+def pairs_of(k: int) -> list[tuple[str, str]]:
+    return [(f"note answer {k}", "x" * (k + 1)), (f"second {k}", "y")]
+
+
+def test_waiting_samples_are_embedded_together_and_each_gets_its_own(monkeypatch):
+    recording = Recording()
+    monkeypatch.setattr(text_metrics, "embed", recording)
+    results: dict[int, list[float]] = {}
+
+    async def sample(k: int) -> None:
+        await anyio.sleep(0.01 * (k > 0))  # the first starts an embedding; the rest arrive during it
+        results[k] = await text_metrics.cosine_async(pairs_of(k))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for k in range(6):
+                tg.start_soon(sample, k)
+
+    anyio.run(main)
+    assert [len(call) for call in recording.calls] == [4, 20]  # the first alone, the five others in one call
+    for k, cosines in results.items():
+        (a, b), (c, d) = pairs_of(k)
+        assert cosines == [len(a) * len(b) + 1.0, len(c) * len(d) + 1.0]
+
+
+def test_an_embedding_error_is_each_waiting_sample_s_and_the_pool_goes_on(monkeypatch):
+    recording = Recording(fail_on="second 2")
+    monkeypatch.setattr(text_metrics, "embed", recording)
+    outcomes: dict[int, object] = {}
+
+    async def sample(k: int, delay: float) -> None:
+        await anyio.sleep(delay)
+        try:
+            outcomes[k] = await text_metrics.cosine_async(pairs_of(k))
+        except RuntimeError as error:
+            outcomes[k] = str(error)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample, 0, 0)
+            tg.start_soon(sample, 1, 0.01)  # waits with 2, in the failing call
+            tg.start_soon(sample, 2, 0.01)
+        await sample(3, 0)  # after the failure: embedded as ever
+
+    anyio.run(main)
+    assert outcomes[1] == outcomes[2] == "cannot embed 'second 2'"
+    assert isinstance(outcomes[0], list) and isinstance(outcomes[3], list)
+
+
+def test_a_sample_cancelled_while_its_embedding_runs_leaves_the_others_theirs(monkeypatch):
+    recording = Recording()
+    monkeypatch.setattr(text_metrics, "embed", recording)
+    results: dict[int, list[float]] = {}
+
+    async def sample(k: int, delay: float) -> None:
+        await anyio.sleep(delay)
+        results[k] = await text_metrics.cosine_async(pairs_of(k))
+
+    async def cancelled(k: int, delay: float) -> None:
+        with anyio.move_on_after(0.35):  # while the second call, which it started, runs (0.2 to 0.4 s)
+            await sample(k, delay)
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample, 0, 0)  # the first call, 0 to 0.2 s
+            tg.start_soon(cancelled, 1, 0.05)  # waits first, so starts the second call, with 2 in it
+            tg.start_soon(sample, 2, 0.1)
+            tg.start_soon(sample, 3, 0.3)  # arrives during the second call: the third
+
+    anyio.run(main)
+    assert [len(call) for call in recording.calls] == [4, 8, 4]  # nothing embedded twice
+    assert sorted(results) == [0, 1, 2, 3]  # the thread's work is not abandoned (anyio's to_thread)
+    (a, b), (c, d) = pairs_of(2)
+    assert results[2] == [len(a) * len(b) + 1.0, len(c) * len(d) + 1.0]
+
+
+class Interrupted(BaseException):
+    pass
+
+
+def test_an_interrupted_embedding_leaves_the_others_in_it_waiting_for_the_next(monkeypatch):
+    recording = Recording()
+    interrupted = []
+
+    def embed(texts: list[str]) -> np.ndarray:
+        if "second 1" in texts and not interrupted:
+            interrupted.append(texts)
+            raise Interrupted
+        return recording(texts)
+
+    monkeypatch.setattr(text_metrics, "embed", embed)
+    results: dict[int, object] = {}
+
+    async def sample(k: int, delay: float) -> None:
+        await anyio.sleep(delay)
+        try:
+            results[k] = await text_metrics.cosine_async(pairs_of(k))
+        except Interrupted:
+            results[k] = "interrupted"
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(sample, 0, 0)
+            tg.start_soon(sample, 1, 0.05)  # starts the second call, with 2 in it: interrupted
+            tg.start_soon(sample, 2, 0.1)
+
+    anyio.run(main)
+    assert len(interrupted[0]) == 8
+    assert [len(call) for call in recording.calls] == [4, 4]  # 2 embedded again, in a call of its own
+    assert results[1] == "interrupted" and isinstance(results[2], list)
+
+
+def test_each_event_loop_has_its_own_pool(monkeypatch):
+    monkeypatch.setattr(text_metrics, "embed", Recording())
+
+    async def main() -> list[float]:
+        return await text_metrics.cosine_async(pairs_of(0))
+
+    assert anyio.run(main) == anyio.run(main) == [13 * 1 + 1.0, 8 * 1 + 1.0]
