@@ -88,6 +88,28 @@ def test_waiting_samples_are_embedded_together_and_each_gets_its_own(monkeypatch
         assert cosines == [len(a) * len(b) + 1.0, len(c) * len(d) + 1.0]
 
 
+def test_at_most_pool_requests_samples_are_embedded_in_one_call(monkeypatch):
+    recording = Recording()
+    monkeypatch.setattr(text_metrics, "embed", recording)
+    monkeypatch.setattr(text_metrics, "POOL_REQUESTS", 3)
+    results: dict[int, list[float]] = {}
+
+    async def sample(k: int) -> None:
+        await anyio.sleep(0.01 * k)  # they wait in this order
+        results[k] = await text_metrics.cosine_async(pairs_of(k))
+
+    async def main() -> None:
+        async with anyio.create_task_group() as tg:
+            for k in range(6):
+                tg.start_soon(sample, k)
+
+    anyio.run(main)
+    first_of_each = [call[0] for call in recording.calls]
+    assert first_of_each == ["note answer 0", "note answer 1", "note answer 4"]  # 1 alone, then 3, then 2
+    assert [len(call) // 4 for call in recording.calls] == [1, 3, 2]
+    assert sorted(results) == list(range(6))
+
+
 def test_an_embedding_error_is_each_waiting_sample_s_and_the_pool_goes_on(monkeypatch):
     recording = Recording(fail_on="second 2")
     monkeypatch.setattr(text_metrics, "embed", recording)
