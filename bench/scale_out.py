@@ -561,8 +561,8 @@ def report(results: dict[str, Any], args: argparse.Namespace) -> str:
         "Cores used: each process's CPU seconds within the span over the span (1.00: CPU-bound on its core). "
         "Lane occupancy: the samples' seconds over lanes × span (the rest: the last wave's tail, a unit's "
         "start). A sample's seconds against its calls' critical path at the latency (the lane bound) and its "
-        "seconds after its last model call (its scorers' own work: ROUGE and the embeddings, one sample at a time "
-        "per process); a call's seconds against the latency "
+        "seconds after its last model call (its scorers' own work: ROUGE and the embeddings, up to 8 waiting "
+        "samples a call per process); a call's seconds against the latency "
         f"({args.latency} s), and of them the HTTP request's (Inspect's `call.time`): the rest is waiting in the "
         "process. CPU ms/call: each process's whole life (imports, the embedding model's load) over the calls.",
         "",

