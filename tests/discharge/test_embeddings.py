@@ -4,6 +4,7 @@ its own."""
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 
@@ -68,102 +69,74 @@ def pairs_of(k: int) -> list[tuple[str, str]]:
     return [(f"note answer {k}", "x" * (k + 1)), (f"second {k}", "y")]
 
 
-def test_waiting_samples_are_embedded_together_and_each_gets_its_own(monkeypatch):
-    recording = Recording()
-    monkeypatch.setattr(text_metrics, "embed", recording)
-    results: dict[int, list[float]] = {}
+def cosines_of(k: int) -> list[float]:
+    """What :class:`Recording`'s vectors give for ``pairs_of(k)``."""
+    return [len(a) * len(b) + 1.0 for a, b in pairs_of(k)]
+
+
+class Interrupted(BaseException):
+    pass
+
+
+def samples(delays: dict[int, float], cancel_after: dict[int, float] | None = None) -> dict[int, object]:
+    """Sample k asks for the cosines of ``pairs_of(k)`` after ``delays[k]`` s, all in one event loop; one
+    with a time in ``cancel_after`` is cancelled then. k -> its cosines, or its error's name and text."""
+    outcomes: dict[int, object] = {}
 
     async def sample(k: int) -> None:
-        await anyio.sleep(0.01 * (k > 0))  # the first starts an embedding; the rest arrive during it
-        results[k] = await text_metrics.cosine_async(pairs_of(k))
+        with anyio.move_on_after((cancel_after or {}).get(k, math.inf)):
+            await anyio.sleep(delays[k])
+            try:
+                outcomes[k] = await text_metrics.cosine_async(pairs_of(k))
+            except (RuntimeError, Interrupted) as error:
+                outcomes[k] = f"{type(error).__name__}: {error}"
 
     async def main() -> None:
         async with anyio.create_task_group() as tg:
-            for k in range(6):
+            for k in delays:
                 tg.start_soon(sample, k)
 
     anyio.run(main)
+    return outcomes
+
+
+def test_waiting_samples_are_embedded_together_and_each_gets_its_own(monkeypatch):
+    recording = Recording()
+    monkeypatch.setattr(text_metrics, "embed", recording)
+    # the first starts an embedding; the rest arrive during it
+    outcomes = samples({k: 0.01 * (k > 0) for k in range(6)})
     assert [len(call) for call in recording.calls] == [4, 20]  # the first alone, the five others in one call
-    for k, cosines in results.items():
-        (a, b), (c, d) = pairs_of(k)
-        assert cosines == [len(a) * len(b) + 1.0, len(c) * len(d) + 1.0]
+    assert outcomes == {k: cosines_of(k) for k in range(6)}
 
 
 def test_at_most_pool_requests_samples_are_embedded_in_one_call(monkeypatch):
     recording = Recording()
     monkeypatch.setattr(text_metrics, "embed", recording)
     monkeypatch.setattr(text_metrics, "POOL_REQUESTS", 3)
-    results: dict[int, list[float]] = {}
-
-    async def sample(k: int) -> None:
-        await anyio.sleep(0.01 * k)  # they wait in this order
-        results[k] = await text_metrics.cosine_async(pairs_of(k))
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            for k in range(6):
-                tg.start_soon(sample, k)
-
-    anyio.run(main)
+    outcomes = samples({k: 0.01 * k for k in range(6)})  # they wait in this order
     first_of_each = [call[0] for call in recording.calls]
     assert first_of_each == ["note answer 0", "note answer 1", "note answer 4"]  # 1 alone, then 3, then 2
     assert [len(call) // 4 for call in recording.calls] == [1, 3, 2]
-    assert sorted(results) == list(range(6))
+    assert outcomes == {k: cosines_of(k) for k in range(6)}
 
 
 def test_an_embedding_error_is_each_waiting_sample_s_and_the_pool_goes_on(monkeypatch):
-    recording = Recording(fail_on="second 2")
-    monkeypatch.setattr(text_metrics, "embed", recording)
-    outcomes: dict[int, object] = {}
-
-    async def sample(k: int, delay: float) -> None:
-        await anyio.sleep(delay)
-        try:
-            outcomes[k] = await text_metrics.cosine_async(pairs_of(k))
-        except RuntimeError as error:
-            outcomes[k] = str(error)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sample, 0, 0)
-            tg.start_soon(sample, 1, 0.01)  # waits with 2, in the failing call
-            tg.start_soon(sample, 2, 0.01)
-        await sample(3, 0)  # after the failure: embedded as ever
-
-    anyio.run(main)
-    assert outcomes[1] == outcomes[2] == "cannot embed 'second 2'"
-    assert isinstance(outcomes[0], list) and isinstance(outcomes[3], list)
+    monkeypatch.setattr(text_metrics, "embed", Recording(fail_on="second 2"))
+    # 1 waits with 2, in the failing call (0.2 to 0.4 s); 3 comes after it
+    outcomes = samples({0: 0, 1: 0.01, 2: 0.01, 3: 0.5})
+    assert outcomes[1] == outcomes[2] == "RuntimeError: cannot embed 'second 2'"
+    assert outcomes[0] == cosines_of(0) and outcomes[3] == cosines_of(3)
 
 
 def test_a_sample_cancelled_while_its_embedding_runs_leaves_the_others_theirs(monkeypatch):
     recording = Recording()
     monkeypatch.setattr(text_metrics, "embed", recording)
-    results: dict[int, list[float]] = {}
-
-    async def sample(k: int, delay: float) -> None:
-        await anyio.sleep(delay)
-        results[k] = await text_metrics.cosine_async(pairs_of(k))
-
-    async def cancelled(k: int, delay: float) -> None:
-        with anyio.move_on_after(0.35):  # while the second call, which it started, runs (0.2 to 0.4 s)
-            await sample(k, delay)
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sample, 0, 0)  # the first call, 0 to 0.2 s
-            tg.start_soon(cancelled, 1, 0.05)  # waits first, so starts the second call, with 2 in it
-            tg.start_soon(sample, 2, 0.1)
-            tg.start_soon(sample, 3, 0.3)  # arrives during the second call: the third
-
-    anyio.run(main)
+    # 0: the first call (0 to 0.2 s); 1 waits first, so starts the second call, with 2 in it (0.2 to 0.4 s),
+    # and is cancelled during it; 3 arrives during it: the third call
+    outcomes = samples({0: 0, 1: 0.05, 2: 0.1, 3: 0.3}, cancel_after={1: 0.35})
     assert [len(call) for call in recording.calls] == [4, 8, 4]  # nothing embedded twice
-    assert sorted(results) == [0, 1, 2, 3]  # the thread's work is not abandoned (anyio's to_thread)
-    (a, b), (c, d) = pairs_of(2)
-    assert results[2] == [len(a) * len(b) + 1.0, len(c) * len(d) + 1.0]
-
-
-class Interrupted(BaseException):
-    pass
+    assert sorted(outcomes) == [0, 1, 2, 3]  # the thread's work is not abandoned (anyio's to_thread)
+    assert outcomes[2] == cosines_of(2)
 
 
 def test_an_interrupted_embedding_leaves_the_others_in_it_waiting_for_the_next(monkeypatch):
@@ -173,29 +146,14 @@ def test_an_interrupted_embedding_leaves_the_others_in_it_waiting_for_the_next(m
     def embed(texts: list[str]) -> np.ndarray:
         if "second 1" in texts and not interrupted:
             interrupted.append(texts)
-            raise Interrupted
+            raise Interrupted("interrupted")
         return recording(texts)
 
     monkeypatch.setattr(text_metrics, "embed", embed)
-    results: dict[int, object] = {}
-
-    async def sample(k: int, delay: float) -> None:
-        await anyio.sleep(delay)
-        try:
-            results[k] = await text_metrics.cosine_async(pairs_of(k))
-        except Interrupted:
-            results[k] = "interrupted"
-
-    async def main() -> None:
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(sample, 0, 0)
-            tg.start_soon(sample, 1, 0.05)  # starts the second call, with 2 in it: interrupted
-            tg.start_soon(sample, 2, 0.1)
-
-    anyio.run(main)
+    outcomes = samples({0: 0, 1: 0.05, 2: 0.1})  # 1 starts the second call, with 2 in it: interrupted
     assert len(interrupted[0]) == 8
     assert [len(call) for call in recording.calls] == [4, 4]  # 2 embedded again, in a call of its own
-    assert results[1] == "interrupted" and isinstance(results[2], list)
+    assert outcomes == {0: cosines_of(0), 1: "Interrupted: interrupted", 2: cosines_of(2)}
 
 
 def test_each_event_loop_has_its_own_pool(monkeypatch):
