@@ -1,0 +1,3 @@
+from tests.corpus.simulator_errors import main
+
+raise SystemExit(main())
