@@ -59,17 +59,19 @@ def patient_transcript(metadata: dict[str, Any]) -> PatientTranscript | None:
     behavior = metadata.get("behavior", "none")
     history = store_as(EncounterStore).history
     turns = tuple(SpokenTurn(t.index, t.role, t.message) for t in history)
-    farewell = next(
-        (t for t in turns[:-2] if t.role == "patient" and FAREWELL.search(t.message)),
-        None,
-    )
     return PatientTranscript(
         script=script(case, persona, behavior),
         turns=turns,
         persona={**{axis: getattr(persona, axis) for axis in PERSONA_AXES}, "behavior": behavior},
         reading_ceiling=READING_CEILING[persona.education_level],
         recall_limited=("medication", "medical_history") if persona.recall_level == "poor" else (),
-        early_end=(farewell.index, f"farewell before the session ended: {farewell.message[:80]!r}")
-        if farewell
-        else None,
+        early_end=early_farewell(turns),
     )
+
+
+def early_farewell(turns: tuple[SpokenTurn, ...]) -> tuple[int, str] | None:
+    """The first patient farewell before the last two turns of the session: its index and the reason; or None."""
+    farewell = next((t for t in turns[:-2] if t.role == "patient" and FAREWELL.search(t.message)), None)
+    if farewell is None:
+        return None
+    return farewell.index, f"farewell before the session ended: {farewell.message[:80]!r}"
