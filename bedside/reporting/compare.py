@@ -13,11 +13,13 @@ bootstrap of the mean of the per-case differences — both sides of a case resam
 
 Beside each difference: the **minimum detectable difference** (MDD) at the run's n cases, from the SD
 of the per-case differences, at ``--power`` (default 0.8) and ``--alpha`` (default 0.05) — the smallest
-true difference a paired t-test of these cases detects with that power; a smaller one may be real but
-is missed more often than not at this n (:mod:`bedside.reporting.detectable`: the formula, and its
-interval). When a log has two or more epochs of a case, its own **run-to-run noise** follows, for the
-compared keys (:mod:`bedside.reporting.epochs`): the within-case SD over epochs, and for yes/no
-verdicts the share of units whose verdict flips between epochs (``--pass-k K`` adds pass^K).
+true difference a paired t-test of these cases detects with that power: this comparison can reliably
+detect differences ≥ MDD (:mod:`bedside.reporting.detectable`: the formula, and its interval). It says
+what the comparison could see, not whether the difference it saw is real: that is the interval's (an
+observed difference smaller than the MDD whose interval excludes zero is significant). When a log has
+two or more epochs of a case, its own **run-to-run noise** follows, for the compared keys
+(:mod:`bedside.reporting.epochs`): the within-case SD over epochs, and for yes/no verdicts the share of
+units whose verdict flips between epochs (``--pass-k K`` adds pass^K).
 The *drop* is the decrease in the good direction: ``−mean difference`` for higher-is-better keys,
 ``+mean difference`` for lower-is-better keys (the scorer that writes a key declares its direction,
 :mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`; plus any ``--lower-is-better KEY``).
@@ -274,22 +276,17 @@ def markdown(
         f"case; difference = candidate − baseline; 95 % paired-bootstrap CI ({resamples} resamples, seed {seed}). "
         + rule,
         "",
-        detectable.describe(power, alpha) + "; a difference inside it is not distinguishable at this n.",
+        detectable.describe(power, alpha) + ".",
         "",
-        "| metric | direction | n cases | baseline | candidate | difference [95 % CI] | MDD [95 % CI] | drop "
-        "| max drop | verdict |",
+        "| metric | direction | n cases | baseline | candidate | difference [95 % CI] "
+        "| reliably detects ≥ MDD [95 % CI] | drop | max drop | verdict |",
         "|---|---|---:|---:|---:|---|---|---:|---:|---|",
     ]
     for r in results:
         excluded = f" ({r.excluded} unscored left out)" if r.excluded else ""
         epochs_shown = f" × {r.epochs} epochs" if r.epochs > 1 else ""
         interval = f" [{r.ci_lower:+.4f}, {r.ci_upper:+.4f}]" if r.ci_lower == r.ci_lower else " (no interval: n < 2)"
-        floor = (
-            f"{r.mdd:.4f} [{r.mdd_ci_lower:.4f}, {r.mdd_ci_upper:.4f}]"
-            + (" (inside)" if detectable.inside(r.difference, r.mdd) else "")
-            if r.mdd == r.mdd
-            else "– (n < 2)"
-        )
+        floor = f"{r.mdd:.4f} [{r.mdd_ci_lower:.4f}, {r.mdd_ci_upper:.4f}]" if r.mdd == r.mdd else "– (n < 2)"
         threshold = f"{r.max_drop:g}" if r.max_drop == r.max_drop else "–"
         lines.append(
             f"| `{r.metric}` | {r.direction} | {r.n}{epochs_shown}{excluded} | {r.baseline:.4f} | {r.candidate:.4f} | "

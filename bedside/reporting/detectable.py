@@ -11,11 +11,24 @@ where δ* is the standardised effect (the mean difference over the SD of the dif
 one-sample t-test of n values has that power — the noncentral t distribution with n − 1 degrees of
 freedom, solved by statsmodels (:class:`statsmodels.stats.power.TTestPower`). For large n
 δ* ≈ (z₁₋α/₂ + z_power) / √n, so MDD ≈ 2.80 · s_d / √n at the defaults, power 0.8 and α 0.05
-(``--power``, ``--alpha``). A smaller difference may be real, but at this n it is missed more often
-than 1 − power: two models whose difference lies inside the MDD are *not distinguishable at this n*.
+(``--power``, ``--alpha``). The MDD describes the comparison — its n and the spread of its per-case
+differences — not the difference it observed: this comparison can reliably detect true differences ≥ MDD,
+and misses a smaller true difference more often than 1 − power, but still detects it at the power the
+t-test has there. Whether an observed difference is real is its interval's or its test's to say, never the
+MDD's: a difference smaller than the MDD whose interval excludes zero is a detected difference.
 s_d is estimated too: the MDD's 95 % interval is δ* times the case bootstrap of s_d
 (:func:`bedside.intervals.case_bootstrap`: percentile, 2,000 resamples, seed 0), cut to [0, the scale's
 width]. No MDD below 2 cases; s_d = 0 (one difference on every case) gives 0.
+
+**Is an observed difference real?** Not the MDD's to say, but the interval's (``bedside compare``: the
+bootstrap interval of the mean difference) or the test's. Over the k(k − 1)/2 pairs of k models ranked on
+one key (the leaderboard) each pair gets the two-sided paired t-test of its per-case differences — the test
+the MDD is stated for (:func:`scipy.stats.ttest_1samp`; no spread: p = 0 for a nonzero difference, 1 for
+none) — and the pairs' p-values are adjusted together by **Holm**'s step-down method
+(:func:`statsmodels.stats.multitest.multipletests`, ``method="holm"``), so that the chance of calling any pair
+of equally good models different stays at most α however many pairs there are. A pair is distinguishable
+when its Holm-adjusted p-value is below α; a pair without two shared cases is not tested and left out of the
+family.
 
 **Cases and epochs for a wanted MDD** (``bedside estimate --detect D``). The SD of a case's paired
 difference when each model runs k epochs is
@@ -117,10 +130,31 @@ def mdd(sd: float, n: int, power: float = POWER, alpha: float = ALPHA) -> float:
     return effect(n, power, alpha) * sd
 
 
-def inside(difference: float, floor: float) -> bool:
-    """A mean difference not distinguishable at this n: smaller than its MDD ``floor``, or none at all (two runs
-    alike on every case have an MDD of 0); False without an MDD (below 2 cases)."""
-    return bool(floor == floor and (abs(difference) < floor or difference == 0))
+def paired_p(differences: Sequence[float] | np.ndarray) -> float:
+    """The two-sided p-value of the paired t-test that the per-case ``differences`` (NaN left out) have mean 0;
+    NaN below 2 cases; without spread 0 for a nonzero difference (detected at any n), 1 for none."""
+    d = np.asarray([float(v) for v in differences], dtype=float)
+    d = d[np.isfinite(d)]
+    if len(d) < MIN_CASES:
+        return math.nan
+    if np.ptp(d) == 0:
+        return 1.0 if d[0] == 0 else 0.0
+    from scipy import stats
+
+    return float(stats.ttest_1samp(d, 0.0).pvalue)
+
+
+def holm(p_values: Sequence[float] | np.ndarray, alpha: float = ALPHA) -> np.ndarray:
+    """``p_values`` of one family of tests adjusted by Holm's method (module docstring); NaN (a pair not
+    tested) is left out of the family and stays NaN."""
+    p = np.asarray(p_values, dtype=float)
+    adjusted = np.full(p.shape, math.nan)
+    tested = np.isfinite(p)
+    if tested.any():
+        from statsmodels.stats.multitest import multipletests
+
+        adjusted[tested] = multipletests(p[tested], alpha=alpha, method="holm")[1]
+    return adjusted
 
 
 def width_of(scale: Scale) -> float | None:
@@ -151,9 +185,10 @@ def detectable(
 def describe(power: float, alpha: float) -> str:
     """One line naming the rule (captions, Markdown summaries)."""
     return (
-        f"MDD: the smallest true difference a two-sided paired t-test at α = {alpha:g} detects with "
-        f"{power * 100:g} % power at this n (δ*(n) × the SD of the per-case differences; 95 % interval: case "
-        "bootstrap of that SD)"
+        f"MDD: this comparison can reliably detect true differences ≥ MDD, the smallest true difference a "
+        f"two-sided paired t-test at α = {alpha:g} detects with {power * 100:g} % power at this n (δ*(n) × the SD "
+        "of the per-case differences; 95 % interval: case bootstrap of that SD). It describes the comparison, "
+        "not the observed difference: whether that is real is its interval's to say, whatever its size"
     )
 
 

@@ -14,14 +14,18 @@ model's mean, 95 % interval and n (:func:`bedside.reporting.tables.summarise`, t
 interval rule, clipped to the key's scale: 1-5, 0-1, open for readability), its rank, and for
 every pair of models the **paired difference** on the cases both have scored: mean of (model A −
 model B) per case with the same interval rule applied to the differences, clipped to ± the scale's
-width, n pairs, and whether the interval excludes 0; beside it the **minimum detectable difference**
-at those n pairs (:mod:`bedside.reporting.detectable`: from the SD of the per-case differences, at the
-report's ``--power`` and ``--alpha``, default 0.8 and 0.05) and whether the difference lies inside it.
-The rank order is **resolved** between neighbours when their paired interval excludes 0, and resolved
-overall when every neighbouring pair is. Models are **grouped** where they are not distinguishable at
-this n: walking down the ranking, a model joins the group of the model that opened it (the best of the
-group) while its paired difference with that model lies inside their MDD, and opens the next group
-otherwise; so a group is a run of neighbours, and its members all lie within the MDD of its first.
+width, n pairs, and whether the interval excludes 0; the pair's paired t-test p-value and that p-value
+**Holm-adjusted** over every pair of models of the key (:mod:`bedside.reporting.detectable`: k models make
+k(k − 1)/2 pairs, and the adjustment keeps the chance of calling any two equally good models different at
+most α), and whether the adjusted p-value is below α (``distinguishable``); beside it the **minimum
+detectable difference** at those n pairs (from the SD of the per-case differences, at the report's
+``--power`` and ``--alpha``, default 0.8 and 0.05): the differences this pair's comparison can reliably
+detect, a property of the comparison, not a test of the difference. The rank order is **resolved**
+between neighbours when their paired interval excludes 0 (one pair on its own, unadjusted), and resolved
+overall when every neighbouring pair is. Models are **grouped** where their observed differences are not
+distinguishable: walking down the ranking, a model joins the group of the model that opened it (the best
+of the group) while their pair is not distinguishable (Holm-adjusted p ≥ α, or no two shared cases), and
+opens the next group otherwise; so a group is a run of neighbours, none distinguishable from its first.
 Lower is better for rates of bad outcomes (each key's direction as its scorer declares it,
 :mod:`bedside.score_keys`, read through :mod:`bedside.benchmarks`). For a benchmark that declares
 paper-silent run options (:mod:`bedside.reporting.run_options`), each model's options are shown
@@ -101,13 +105,13 @@ def summary(values: Sequence[float], key: str, difference: bool = False) -> dict
     return summarise_values(values) if difference else tables.summarise(values, key)
 
 
-def groups(order: Sequence[str], inside: dict[tuple[str, str], bool]) -> dict[str, int]:
-    """Model -> its group (1, 2, ...): runs of neighbours in ``order`` whose paired difference with the group's
-    first model lies inside their MDD (``inside[(first, model)]``; module docstring)."""
+def groups(order: Sequence[str], distinguishable: dict[tuple[str, str], bool]) -> dict[str, int]:
+    """Model -> its group (1, 2, ...): runs of neighbours in ``order`` not distinguishable from the group's first
+    model (``distinguishable[(first, model)]`` False; module docstring)."""
     found: dict[str, int] = {}
     first = None
     for model in order:
-        if first is None or not inside[(first, model)]:
+        if first is None or distinguishable[(first, model)]:
             first = model
         found[model] = found.get(first, len(set(found.values())) + 1)
     return found
@@ -119,6 +123,7 @@ VS_NEXT = {
     "difference_vs_next_ci_lower": "ci_lower",
     "difference_vs_next_ci_upper": "ci_upper",
     "n_vs_next": "n_pairs",
+    "p_holm_vs_next": "p_holm",
     "mdd_vs_next": "mdd",
     "mdd_vs_next_ci_lower": "mdd_ci_lower",
     "mdd_vs_next_ci_upper": "mdd_ci_upper",
@@ -143,7 +148,7 @@ def leaderboard(
         lower = key in benchmarks.lower_is_better(str(benchmark))
         stats_of = {m: summary(wide[m].dropna().tolist(), str(key)) for m in wide.columns}
         order = sorted(wide.columns, key=lambda m: (stats_of[m]["mean"] if lower else -stats_of[m]["mean"], m))
-        diffs, inside, floors = {}, {}, {}  # per pair (a above b): resolved, inside its MDD, the pair's row
+        diffs, rows = {}, {}  # per pair (a above b): resolved, the pair's row
         scale = benchmarks.score_key(str(key)).scale
         for a, b in itertools.combinations(order, 2):  # a ranks above b
             both = wide[[a, b]].dropna()
@@ -151,8 +156,7 @@ def leaderboard(
             resolved = bool(stats["n"] >= 2 and (stats["ci_lower"] > 0 or stats["ci_upper"] < 0))
             diffs[(a, b)] = resolved
             floor = detectable.detectable((both[a] - both[b]).to_numpy(), scale, power, alpha)
-            inside[(a, b)] = detectable.inside(stats["mean"], floor["mdd"])
-            floors[(a, b)] = len(pairs)
+            rows[(a, b)] = len(pairs)
             pairs.append(
                 {
                     "benchmark": benchmark,
@@ -169,10 +173,13 @@ def leaderboard(
                     "mdd": floor["mdd"],
                     "mdd_ci_lower": floor["mdd_low"],
                     "mdd_ci_upper": floor["mdd_high"],
-                    "inside_mdd": inside[(a, b)],
+                    "p_value": detectable.paired_p((both[a] - both[b]).to_numpy()),
                 }
             )
-        grouped = groups(order, inside)
+        family = [pairs[row] for row in rows.values()]  # this key's pairs: one family of tests
+        for pair, adjusted in zip(family, detectable.holm([p["p_value"] for p in family], alpha)):
+            pair.update(p_holm=adjusted, distinguishable=bool(adjusted < alpha))
+        grouped = groups(order, {ab: pairs[row]["distinguishable"] for ab, row in rows.items()})
         for rank, model in enumerate(order, start=1):
             below = order[rank] if rank < len(order) else None
             ranks.append(
@@ -186,7 +193,7 @@ def leaderboard(
                     "direction": "lower is better" if lower else "higher is better",
                     "resolved_vs_next": diffs[(model, below)] if below else None,
                     "order_resolved": all(diffs[(x, y)] for x, y in zip(order, order[1:])),
-                    **vs_next(pairs[floors[(model, below)]] if below else None),
+                    **vs_next(pairs[rows[(model, below)]] if below else None),
                     "group": grouped[model],
                 }
             )
@@ -226,7 +233,9 @@ def leaderboard(
             "mdd",
             "mdd_ci_lower",
             "mdd_ci_upper",
-            "inside_mdd",
+            "p_value",
+            "p_holm",
+            "distinguishable",
         ],
     )
 
@@ -346,16 +355,19 @@ def option_notes(ranking: pd.DataFrame, options: dict[tuple[str, str, str], dict
     return notes
 
 
-def indistinguishable(ranking: pd.DataFrame) -> list[str]:
-    """One line per group of two or more models (per benchmark, grader and key): models not distinguishable at
-    this n."""
+def indistinguishable(ranking: pd.DataFrame, pairs: pd.DataFrame, alpha: float = detectable.ALPHA) -> list[str]:
+    """One line per group of two or more models (per benchmark, grader and key): models whose observed
+    differences from the group's first model are not distinguishable, with the test and its adjustment."""
+    tested = pairs.dropna(subset=["p_holm"]).groupby(["benchmark", "grader", "key"]).size()
     lines = []
     for (benchmark, grader, key, _), part in ranking.groupby(["benchmark", "grader", "key", "group"], sort=False):
         if len(part) >= 2:
+            family = int(tested.get((benchmark, grader, key), 0))
             lines.append(
-                f"Not distinguishable at this n ({benchmark}, {key}, grader {grader}): "
+                f"Not distinguishable ({benchmark}, {key}, grader {grader}): "
                 + ", ".join(f"{m} ({v:.3f}, n {n})" for m, v, n in zip(part["model"], part["mean"], part["n"]))
-                + " — each lies within the minimum detectable difference of the first."
+                + f" — none differs from the first by a paired t-test at α = {alpha:g}, Holm-adjusted over the "
+                + f"{family} model pair{'s' if family != 1 else ''} of this key."
             )
     return lines
 
@@ -398,7 +410,7 @@ def section(
         )
         for line in option_notes(ranking, options):
             page.note(line)
-    for line in indistinguishable(ranking):
+    for line in indistinguishable(ranking, pairs, alpha):
         page.note(line)
     shown = ranking.assign(
         **{
@@ -414,7 +426,8 @@ def section(
                     ranking["n_vs_next"],
                 )
             ],
-            "vs next: MDD [95 % CI]": [
+            "vs next: Holm p": [f"{p:.3g}" if p == p else "–" for p in ranking["p_holm_vs_next"]],
+            "vs next: reliably detects ≥ MDD [95 % CI]": [
                 tables.fmt(m, lo, hi, 3)
                 for m, lo, hi in zip(
                     ranking["mdd_vs_next"], ranking["mdd_vs_next_ci_lower"], ranking["mdd_vs_next_ci_upper"]
@@ -434,7 +447,8 @@ def section(
                 "mean [95 % CI]",
                 "n",
                 "vs next: difference [95 % CI] (n)",
-                "vs next: MDD [95 % CI]",
+                "vs next: Holm p",
+                "vs next: reliably detects ≥ MDD [95 % CI]",
                 "resolved_vs_next",
                 "order_resolved",
                 *(["run_options"] if options else []),
@@ -445,9 +459,11 @@ def section(
         "in Table 1). resolved_vs_next: the paired difference with the next model, on the cases both have "
         "scored, has a 95 % interval that excludes 0; order_resolved: every neighbouring pair is resolved. "
         "vs next: the paired difference with the next model (mean over the n cases both have scored, 95 % "
-        f"interval) and its minimum detectable difference ({detectable.describe(power, alpha)}); "
-        "group: models in one group are not distinguishable at this n (each lies within the MDD of the "
-        "group's first model)."
+        "interval), its paired t-test's p-value Holm-adjusted over every pair of models of the key, and its "
+        f"minimum detectable difference ({detectable.describe(power, alpha)}). group: walking down the ranking, "
+        f"a model joins the group of the group's first model while their Holm-adjusted p-value is ≥ {alpha:g} "
+        "(not distinguishable), else it opens the next group; resolved_vs_next is one pair's unadjusted interval, "
+        "so two neighbours can be resolved and still share a group."
         + (
             " run_options: the paper-silent options each model's runs used (the paired differences' "
             "run_options_differ names those two models differ in)."

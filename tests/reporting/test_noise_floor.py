@@ -112,7 +112,7 @@ def test_compare_gives_the_mdd_of_the_noise_put_in(tmp_path):
     assert abs(result.mdd - expected) < 4 * se_sd * detectable.effect(n)
     assert result.mdd_ci_lower < result.mdd < result.mdd_ci_upper
     assert result.n == n and result.epochs == 1
-    assert abs(result.difference) < result.mdd  # the same model twice: inside the noise floor
+    assert abs(result.difference) < result.mdd  # the same model twice: nothing this comparison reliably detects
 
 
 def test_compare_averages_a_cases_epochs_before_pairing(tmp_path, capsys):
@@ -219,51 +219,174 @@ def test_the_report_shows_the_run_to_run_noise_of_a_log_with_epochs(tmp_path):
     assert not (tmp_path / "one" / "epoch_noise.csv").exists()  # one epoch: nothing to measure
 
 
-# --- the leaderboard groups models inside each other's MDD ---------------------------------------------
+# --- an observed difference is judged by its interval or test, never by the MDD ---------------------
 
 
-def test_groups_are_runs_of_neighbours_inside_the_mdd_of_their_first():
-    inside = {("a", "b"): True, ("a", "c"): False, ("b", "c"): True, ("c", "d"): True, ("a", "d"): False}
-    assert groups(["a", "b", "c", "d"], inside) == {"a": 1, "b": 1, "c": 2, "d": 2}
+def test_groups_are_runs_of_neighbours_not_distinguishable_from_their_first():
+    distinguishable = {("a", "b"): False, ("a", "c"): True, ("b", "c"): False, ("c", "d"): False, ("a", "d"): True}
+    assert groups(["a", "b", "c", "d"], distinguishable) == {"a": 1, "b": 1, "c": 2, "d": 2}
 
 
-def test_a_difference_inside_the_mdd_is_smaller_or_none():
-    assert detectable.inside(0.01, 0.02) and detectable.inside(-0.01, 0.02) and not detectable.inside(0.03, 0.02)
-    assert detectable.inside(0.0, 0.0)  # two runs alike on every case: not distinguishable
-    assert not detectable.inside(-1.0, 0.0)  # the same shift on every case: detected at any n >= 2
-    assert not detectable.inside(0.0, math.nan)  # one case: no MDD
+def test_the_paired_p_value_is_the_t_tests_and_holm_adjusts_one_family():
+    d = np.array([0.1, -0.05, 0.2, 0.0, 0.15])
+    assert detectable.paired_p(d) == pytest.approx(stats.ttest_rel(d, np.zeros(5)).pvalue)
+    assert detectable.paired_p([0.2, 0.2, 0.2]) == 0.0  # the same shift on every case: detected at any n >= 2
+    assert detectable.paired_p([0.0, 0.0]) == 1.0  # two runs alike on every case: no difference
+    assert math.isnan(detectable.paired_p([0.3]))  # one case: no test
+    # Holm by hand: sorted 0.01, 0.03, 0.04 times 3, 2, 1 = 0.03, 0.06, 0.04, then the running maximum
+    assert detectable.holm([0.01, 0.04, 0.03]) == pytest.approx([0.03, 0.06, 0.06])
+    adjusted = detectable.holm([0.01, math.nan, 0.04])  # a pair not tested is not in the family
+    assert adjusted[0] == pytest.approx(0.02) and math.isnan(adjusted[1]) and adjusted[2] == pytest.approx(0.04)
 
 
-def test_the_leaderboard_groups_models_not_distinguishable_at_this_n():
-    """A and B differ by exactly 0.01 on average over 100 cases, with a per-case difference of SD exactly 0.05
-    (MDD = mdd(0.05, 100), about 2.8 * 0.05 / 10 = 0.014): one group; C is 0.3 below: a group of its own."""
-    rng = np.random.default_rng(7)
-    base = rng.uniform(0.3, 0.7, 100)
-    noise = rng.normal(0, 1, 100)
-    noise = 0.05 * (noise - noise.mean()) / noise.std(ddof=1)  # mean 0, SD 0.05 exactly
-    models = {"A": base, "B": base - 0.01 + noise, "C": base - 0.3 + noise}
-    values = pd.DataFrame(
+def exact(rng: np.random.Generator, n: int, mean: float, sd: float) -> np.ndarray:
+    """n normal draws rescaled to exactly ``mean`` and SD ``sd``."""
+    x = rng.normal(0, 1, n)
+    return mean + sd * (x - x.mean()) / x.std(ddof=1)
+
+
+def sweep_values(models: dict[str, np.ndarray]) -> pd.DataFrame:
+    return pd.DataFrame(
         [
             {"benchmark": "discharge", "grader": "g", "model": m, "id": f"c{i}", "key": "tcs", "value": v}
             for m, column in models.items()
             for i, v in enumerate(column)
         ]
     )
-    ranking, pairs = leaderboard(values)
-    assert list(ranking["model"]) == ["A", "B", "C"] and list(ranking["group"]) == [1, 1, 2]
-    ab = pairs[(pairs["model_a"] == "A") & (pairs["model_b"] == "B")].iloc[0]
+
+
+def test_a_difference_smaller_than_the_mdd_that_its_test_detects_opens_a_group():
+    """A and B differ by exactly 0.0135 on average over 100 cases, with a per-case difference of SD exactly 0.05:
+    the MDD is mdd(0.05, 100) ≈ 0.0141, larger than the difference, but the paired t-test detects it
+    (t = 0.0135 / 0.005 = 2.7, p ≈ 0.008; Holm over the 3 pairs keeps it, the other two being tiny): three
+    groups. A' differs from B by a third of that (t = 0.9): one group with it."""
+    rng = np.random.default_rng(7)
+    base = rng.uniform(0.3, 0.7, 100)
+    b = base - exact(rng, 100, 0.0135, 0.05)
+    ranking, pairs = leaderboard(sweep_values({"A": base, "B": b, "C": base - 0.3 + exact(rng, 100, 0, 0.05)}))
     expected = detectable.mdd(0.05, 100)
-    assert ab["difference"] == pytest.approx(0.01) and ab["mdd"] == pytest.approx(expected) and ab["inside_mdd"]
+    ab = pairs[(pairs["model_a"] == "A") & (pairs["model_b"] == "B")].iloc[0]
+    assert ab["difference"] == pytest.approx(0.0135) and ab["mdd"] == pytest.approx(expected) and expected > 0.0135
+    assert ab["p_value"] == pytest.approx(2 * stats.t.sf(2.7, 99)) and ab["p_holm"] == pytest.approx(ab["p_value"])
+    assert ab["distinguishable"] and ab["ci_lower"] > 0  # its interval excludes zero too
+    assert list(ranking["model"]) == ["A", "B", "C"] and list(ranking["group"]) == [1, 2, 3]
     first = ranking.iloc[0]
     assert first["mdd_vs_next"] == pytest.approx(expected) and first["n_vs_next"] == 100
-    assert first["difference_vs_next"] == pytest.approx(0.01)
+    assert first["difference_vs_next"] == pytest.approx(0.0135) and first["p_holm_vs_next"] == ab["p_holm"]
     assert first["mdd_vs_next_ci_lower"] < expected < first["mdd_vs_next_ci_upper"]
-    assert first["difference_vs_next_ci_lower"] < 0.01 < first["difference_vs_next_ci_upper"]
     assert math.isnan(ranking.iloc[2]["mdd_vs_next"])  # the last model has no next
-    assert not pairs[(pairs["model_b"] == "C")]["inside_mdd"].any()
-    [line] = indistinguishable(ranking)  # one group of two or more: named above the leaderboard
-    assert line.startswith("Not distinguishable at this n (discharge, tcs, grader g): A (") and "B (" in line
+    assert indistinguishable(ranking, pairs) == []
+
+    close = base - exact(rng, 100, 0.0045, 0.05)  # t = 0.9: not distinguishable from A
+    ranking, pairs = leaderboard(sweep_values({"A": base, "A'": close, "C": base - 0.3 + exact(rng, 100, 0, 0.05)}))
+    assert list(ranking["group"]) == [1, 1, 2]
+    [line] = indistinguishable(ranking, pairs)  # one group of two or more: named above the leaderboard
+    assert line.startswith("Not distinguishable (discharge, tcs, grader g): A (") and "A' (" in line
     assert "C (" not in line and "n 100" in line
+    assert "paired t-test at α = 0.05, Holm-adjusted over the 3 model pairs of this key" in line
+
+
+def test_holm_keeps_together_neighbours_whose_unadjusted_test_alone_would_part_them():
+    """A - B and B - C each have p = 0.03 on their own (t = 2.20 over 100 cases), A - C is far clearer: Holm
+    multiplies the two 0.03 by 2 (0.06 ≥ 0.05), so B stays in A's group while C, distinguishable from A, opens
+    the next; A's interval with B alone (unadjusted) excludes zero."""
+    rng = np.random.default_rng(11)
+    step = stats.t.isf(0.015, 99) * 0.05 / 10
+    a = rng.uniform(0.3, 0.7, 100)
+    b = a - exact(rng, 100, step, 0.05)
+    c = b - exact(rng, 100, step, 0.05)
+    ranking, pairs = leaderboard(sweep_values({"A": a, "B": b, "C": c}))
+    by_pair = pairs.set_index(["model_a", "model_b"])
+    assert by_pair.loc[("A", "B"), "p_value"] == pytest.approx(0.03) == by_pair.loc[("B", "C"), "p_value"]
+    assert by_pair.loc[("A", "B"), "p_holm"] == pytest.approx(0.06) == by_pair.loc[("B", "C"), "p_holm"]
+    assert by_pair.loc[("A", "C"), "distinguishable"] and not by_pair.loc[("A", "B"), "distinguishable"]
+    assert list(ranking["group"]) == [1, 1, 2] and ranking.iloc[0]["resolved_vs_next"]
+
+
+# --- planted truth: a real difference smaller than the MDD is found at the rate the power predicts -------
+
+SIMULATIONS = 4000
+
+
+@pytest.fixture
+def quick_holm(monkeypatch):
+    """statsmodels' Holm adjustment runs ``gc.collect()`` on every call (~0.1 s in a test process); thousands
+    of simulated families skip it, which changes no number."""
+    import gc
+
+    monkeypatch.setattr(gc, "collect", lambda *args: 0)
+
+
+def rejection_interval(rejected: np.ndarray) -> tuple[float, float]:
+    """The 99.99 % Wilson interval of a rejection rate (about ± 4 SE)."""
+    return stats.binomtest(int(rejected.sum()), len(rejected)).proportion_ci(0.9999, method="wilson")
+
+
+def test_the_leaderboards_paired_test_finds_a_difference_below_the_mdd_at_its_power(quick_holm):
+    """4,000 seeded pairs of models on 30 cases whose true paired difference is 0.06 with SD 0.2: below the MDD
+    (mdd(0.2, 30) ≈ 0.106), so not reliably detected, but real; the paired t-test (one pair: Holm leaves it as
+    it is) rejects at statsmodels' power of the paired t-test there, about 0.35, within the rate's interval."""
+    n, sd, true = 30, 0.2, 0.06
+    assert true < detectable.mdd(sd, n)
+    from statsmodels.stats.power import TTestPower
+
+    predicted = float(TTestPower().power(effect_size=true / sd, nobs=n, alpha=0.05))
+    rng = np.random.default_rng(12)
+    differences = rng.normal(true, sd, (SIMULATIONS, n))
+    adjusted = np.array([detectable.holm([detectable.paired_p(d)])[0] for d in differences])
+    low, high = rejection_interval(adjusted < 0.05)
+    assert low < predicted < high and high - low < 0.06  # about ± 4 SE of 0.0075
+
+
+def test_compare_finds_a_drop_below_the_mdd_at_the_tests_power_and_never_calls_it_indistinguishable():
+    """400 seeded baseline/candidate pairs of 100 cases whose candidate is truly 0.03 lower (per-case SD of the
+    difference 0.15: below the MDD, mdd(0.15, 100) ≈ 0.042): compare's verdict (its paired bootstrap interval
+    excluding zero) is a significant drop at the paired t-test's power there (about 0.51; the percentile
+    bootstrap's and the t-test's rejection agree to ~0.01 at 100 cases), within the rate's interval; and a
+    row whose interval excludes zero shows the MDD as what the comparison detects, not as a verdict."""
+    from statsmodels.stats.power import TTestPower
+
+    from bedside.reporting.compare import compare_metric, markdown
+
+    n, sd, true, runs = 100, 0.15, 0.03, 400
+    assert true < detectable.mdd(sd, n)
+    predicted = float(TTestPower().power(effect_size=true / sd, nobs=n, alpha=0.05))
+    rng = np.random.default_rng(13)
+    found, shown = [], None
+    for _ in range(runs):
+        base = rng.uniform(0.3, 0.7, n)
+        cand = base - rng.normal(true, sd, n)
+        tables = [
+            pd.DataFrame(
+                {"id": [f"c{i}" for i in range(n)], "epoch": 1, "scorer": "topic_checklist", "key": "tcs"}
+            ).assign(value=v)
+            for v in (base, cand)
+        ]
+        result = compare_metric(*tables, "tcs", None, resamples=999)
+        found.append(result.verdict == "significant drop")
+        if found[-1] and abs(result.difference) < result.mdd:
+            shown = result
+    low, high = rejection_interval(np.array(found))
+    assert low < predicted < high
+    assert shown is not None  # a drop smaller than the MDD, found
+    text = markdown([shown], "b.eval", "c.eval", 999, 0, gate=False)
+    assert "significant drop" in text and "reliably detects ≥ MDD [95 % CI]" in text
+    assert "inside" not in text and "not distinguishable" not in text
+
+
+def test_holm_keeps_the_chance_of_parting_any_two_equal_models_at_alpha(quick_holm):
+    """1,000 seeded sweeps of 5 equally good models (10 pairs) on 40 cases: an unadjusted t-test parts at least
+    one pair far more often than α; after Holm's adjustment the rate is at most α (within its interval)."""
+    rng = np.random.default_rng(14)
+    any_raw, any_holm = [], []
+    for _ in range(1000):
+        truth = rng.uniform(0.3, 0.7, 40)
+        models = truth + rng.normal(0, 0.1, (5, 40))
+        p = [detectable.paired_p(models[i] - models[j]) for i in range(5) for j in range(i + 1, 5)]
+        any_raw.append(min(p) < 0.05)
+        any_holm.append(min(detectable.holm(p)) < 0.05)
+    assert rejection_interval(np.array(any_raw))[0] > 0.05
+    assert rejection_interval(np.array(any_holm))[0] < 0.05
 
 
 # --- estimate --detect: the variance components and the cases they need -----------------------------
