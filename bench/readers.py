@@ -3,7 +3,7 @@ time and peak memory of ``bedside report``, ``bedside compare`` and the sweep le
 ``inspect_ai.analysis.samples_df`` over the same logs.
 
     .venv/bin/python bench/readers.py make --samples 477 --models 10 --out logs/bench/sweep   # 10 logs x 477
-    .venv/bin/python bench/readers.py time                       # 480, 2,400 and 4,770 samples
+    .venv/bin/python bench/readers.py time                       # 480, 2,385 and 4,770 samples
     .venv/bin/python bench/readers.py time --sizes 480 --dir logs/bench/readers-small
 
 ``make`` writes ``--models`` logs (one per model under test, ``bench/educator-01``, ...) of ``--samples``
@@ -34,7 +34,8 @@ recomputed from the samples' scores by Inspect (``recompute_metrics``).
 process, one after the other: its wall-clock (Python's start-up and imports included, as a user runs
 the command) and its peak RSS, measured two ways and the larger given: psutil polling every 50 ms of the
 RSS summed over the process and its children, and the kernel's ``ru_maxrss`` of the waited process
-(``os.wait4``). Each size is a sweep: 480 = 2 models x 240 cases, 2,400 = 5 x 480, 4,770 = 10 x 477.
+(``os.wait4``). Each size is a sweep: 480 = 2 models x 240 cases, 2,385 = 5 x 477 (the first five logs of
+the 4,770 sweep), 4,770 = 10 x 477.
 ``compare`` reads the sweep's first two logs (``bedside compare LOG1 LOG2``), and ``samples_df`` is run
 on those two logs too, for its ratio. The leaderboard has no command of its own (it is a section of
 ``bedside report`` when two models share cases): it is timed as the reading and ranking its section does
@@ -54,13 +55,12 @@ import multiprocessing
 import os
 import random
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, get_args
 
@@ -75,8 +75,9 @@ LOGS = HERE.parent / "logs" / "bench"
 TEMPLATE_DIR = LOGS / "readers-template"
 BIN = Path(sys.executable).parent
 
-#: total samples -> (models, cases per model)
-SIZES = {480: (2, 240), 2400: (5, 480), 4770: (10, 477)}
+#: total samples -> (models, cases per model); a size with as many cases per log as a larger one reads the first
+#: logs of the larger one's sweep (2,385: the first 5 models of the 10 x 477 sweep), so each sweep is written once
+SIZES = {480: (2, 240), 954: (2, 477), 2385: (5, 477), 4770: (10, 477)}
 
 #: the paper's note length (Table 4: characters, mean and SD over the 477 notes)
 NOTE_MEAN, NOTE_SD = 9234.9, 4380.1
@@ -177,12 +178,13 @@ class Template:
         self.before = events[: starts[0]]
         self.blocks: list[list[dict[str, Any]]] = []
         for start in starts:
-            end = next(i for i in range(start, len(events)) if events[i]["event"] == "span_end" and
-                       events[i].get("id") == events[start]["id"])
+            end = next(
+                i
+                for i in range(start, len(events))
+                if events[i]["event"] == "span_end" and events[i].get("id") == events[start]["id"]
+            )
             self.blocks.append(events[start : end + 1])
-        self.after = [
-            e for e in events[end + 1 :] if not (e["event"] == "info" and e.get("source") == "encounter")
-        ]
+        self.after = [e for e in events[end + 1 :] if not (e["event"] == "info" and e.get("source") == "encounter")]
         if len(self.turns) < 6 or len(self.blocks) != len(self.turns):
             raise ValueError(f"{location}: the template needs a session of at least 6 turns, one span each")
 
@@ -252,9 +254,7 @@ class Session:
         """``messages`` with the run of history messages (the template's turns in order, as their message or
         their raw reply) replaced by this session's, holding ``found + shift`` turns."""
         texts = [m["content"] if isinstance(m["content"], str) else None for m in messages]
-        start = next(
-            (i for i, x in enumerate(texts) if x in (self.t.messages[0], self.t.raws[0])), None
-        )
+        start = next((i for i, x in enumerate(texts) if x in (self.t.messages[0], self.t.raws[0])), None)
         if start is None:
             return [self._note(m, shift) for m in messages]
         run = 0
@@ -316,7 +316,12 @@ def condense(event: dict[str, Any], attachments: dict[str, str], template: Templ
         if stored is None or event["event"] not in ("store", "state", "sample_init"):
             return event
         changes = [{**c, "path": new["path"]} for c, new in zip(stored.get("changes", []), event.get("changes", []))]
-        return {**stored, "uuid": event["uuid"], "span_id": event.get("span_id"), **({"changes": changes} if changes else {})}
+        return {
+            **stored,
+            "uuid": event["uuid"],
+            "span_id": event.get("span_id"),
+            **({"changes": changes} if changes else {}),
+        }
     event["input"] = [{**m, "content": _attach(m["content"], attachments)} for m in event["input"]]
     output = dict(event["output"])
     output["choices"] = [
@@ -379,7 +384,10 @@ def sample_of(
             elif e["event"] == "info" and isinstance(e.get("data"), dict) and "turn" in e["data"]:
                 e = {**e, "data": {**e["data"], "turn": k}}
             elif e["event"] == "store":
-                e = {**e, "changes": [{**c, "path": re.sub(r"/\d+$", f"/{k}", c.get("path", ""))} for c in e["changes"]]}
+                e = {
+                    **e,
+                    "changes": [{**c, "path": re.sub(r"/\d+$", f"/{k}", c.get("path", ""))} for c in e["changes"]],
+                }
             block.append(e)
         events += _ids(block, f"-{k}")
     shift = turns - len(template.turns)
@@ -391,8 +399,10 @@ def sample_of(
             name = next((n for n, v in template.sample["scores"].items() if v["value"] == e["score"]["value"]), None)
             e = {**e, "score": scores[name]} if name else e
         events.append(e)
-    events = _ids(events[: len(template.before)], "") + events[len(template.before) : -len(template.after)] + _ids(
-        events[-len(template.after) :], ""
+    events = (
+        _ids(events[: len(template.before)], "")
+        + events[len(template.before) : -len(template.after)]
+        + _ids(events[-len(template.after) :], "")
     )
     s["attachments"] = dict(template.attachments)
     s["events"] = [condense(e, s["attachments"], template) for e in events]
@@ -536,9 +546,7 @@ def traits_of(case: int, seed: int) -> dict[str, Any]:
     }
 
 
-async def _write_log(
-    template: Template, samples: int, m: int, models: int, out: Path, run_id: str, seed: int
-) -> str:
+async def _write_log(template: Template, samples: int, m: int, models: int, out: Path, run_id: str, seed: int) -> str:
     from datetime import UTC, datetime
 
     from inspect_ai.log import (
@@ -585,13 +593,20 @@ async def _write_log(
         if (k + 1) % 10 == 0:
             await recorder.flush(spec)
         light.append(
-            EvalSample(id=sample.id, epoch=sample.epoch, input="", target="", scores=sample.scores,
-                       metadata=sample.metadata)
+            EvalSample(
+                id=sample.id, epoch=sample.epoch, input="", target="", scores=sample.scores, metadata=sample.metadata
+            )
         )
     summary = EvalLog(eval=spec, plan=header.plan, results=header.results, status="success", samples=light)
     recompute_metrics(summary)
-    stats = header.stats.model_copy(update={"started_at": now, "completed_at": datetime.now(UTC).isoformat(),
-                                            "model_usage": usage, "role_usage": roles})
+    stats = header.stats.model_copy(
+        update={
+            "started_at": now,
+            "completed_at": datetime.now(UTC).isoformat(),
+            "model_usage": usage,
+            "role_usage": roles,
+        }
+    )
     reductions = [
         EvalSampleReductions(
             scorer=name,
@@ -689,20 +704,56 @@ def measure(argv: list[str], rss_limit_gb: float) -> dict[str, Any]:
 
 
 def logs_of(root: Path, total: int, template: str | None, processes: int) -> list[str]:
-    """The logs of one size (made unless ``root/n<total>`` holds them), with the time it took."""
+    """The logs of one size: the first of the finished logs of its sweep (``root/n<largest size with as many
+    cases per log>``), the sweep written first if its folder is empty."""
     models, cases = SIZES[total]
-    folder = root / f"n{total}"
-    found = sorted(str(p) for p in folder.glob("*.eval"))
-    if len(found) == models:
-        return found
-    shutil.rmtree(folder, ignore_errors=True)
-    start = time.perf_counter()
-    paths = make(cases, models, folder, template, processes=processes)
-    seconds = time.perf_counter() - start
-    common.write_json(folder / "made.json", {"samples": total, "seconds": seconds, "per_1000_s": seconds / total * 1000})
-    print(f"readers: made {models} x {cases} samples in {seconds:.0f} s ({seconds / total * 1000:.0f} s per 1,000)",
-          flush=True)
-    return sorted(paths)
+    largest = max(t for t, (m, c) in SIZES.items() if c == cases)
+    folder = root / f"n{largest}"
+    done = finished(folder)
+    if len(done) >= models:
+        return done[:models]
+    if any(folder.glob("*.eval")):
+        raise SystemExit(f"{folder}: {len(done)} finished logs, {models} needed (still being written?)")
+    start, cpu = time.perf_counter(), _cpu_with_children()
+    sweep_models = SIZES[largest][0]
+    make(cases, sweep_models, folder, template, processes=processes)
+    seconds, cpu = time.perf_counter() - start, _cpu_with_children() - cpu
+    written = sweep_models * cases
+    made = {
+        "samples": written,
+        "seconds": seconds,
+        "per_1000_s": seconds / written * 1000,
+        "cpu_per_1000_s": cpu / written * 1000,
+    }
+    common.write_json(folder / "made.json", made)
+    print(
+        f"readers: made {sweep_models} x {cases} samples in {seconds:.0f} s ({made['per_1000_s']:.0f} s per 1,000; "
+        f"CPU {made['cpu_per_1000_s']:.0f} s per 1,000)",
+        flush=True,
+    )
+    return finished(folder)[:models]
+
+
+def finished(folder: Path) -> list[str]:
+    """The logs in ``folder`` whose run finished (a log still being written is left out)."""
+    from inspect_ai.log import read_eval_log
+
+    done = []
+    for path in sorted(folder.glob("*.eval")):
+        try:
+            if read_eval_log(str(path), header_only=True).status == "success":
+                done.append(str(path))
+        except Exception:  # a zip still being written has no header yet
+            continue
+    return done
+
+
+def _cpu_with_children() -> float:
+    """CPU seconds of this process and of its ended children (the writers of ``make``)."""
+    import resource
+
+    me, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
 def time_all(args: argparse.Namespace) -> None:
@@ -714,17 +765,18 @@ def time_all(args: argparse.Namespace) -> None:
     out = root / f"readers-{time.strftime('%Y%m%d-%H%M%S')}.json"
     for total in sizes:
         paths = logs_of(root, total, args.template, args.processes)
-        made = root / f"n{total}" / "made.json"
+        made = root / f"n{max(t for t, (_, c) in SIZES.items() if c == SIZES[total][1])}" / "made.json"
         if made.exists():
-            results["made"][str(total)] = json.loads(made.read_text())
+            results["made"][made.parent.name] = json.loads(made.read_text())
         pair = paths[:2]
         plan = [(r, paths) for r in readers if r != "compare"]
         if "compare" in readers:
             plan += [("compare", pair), ("samples_df", pair)]
         for reader, given in plan:
             samples = total if given is paths else SIZES[total][1] * 2
-            print(f"readers: {reader} over {samples} samples ({len(given)} logs), load {common.loadavg()} ...",
-                  flush=True)
+            print(
+                f"readers: {reader} over {samples} samples ({len(given)} logs), load {common.loadavg()} ...", flush=True
+            )
             with tempfile.TemporaryDirectory(prefix="bench-readers-") as scratch:
                 got = measure(command(reader, given, Path(scratch)), args.rss_limit_gb)
             got.update(reader=reader, samples=samples, logs=len(given), size=total)
@@ -744,9 +796,9 @@ def report(results: dict[str, Any]) -> str:
         f"`bench/readers.py {' '.join(results['argv'])}`; machine: {m['cores']} cores ({m['cpu']}), {m['ram_gb']} GB, "
         f"Python {m['python']}, inspect_ai {m['inspect_ai']}, bedside `{m['git']}`, {time.strftime('%Y-%m-%d')}.",
         "",
-        "| reader | samples (logs) | seconds | peak RSS MB | ms / sample | KB RSS / sample | time / samples_df "
-        "| RSS / samples_df | load 1-min before → after |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| reader | samples (logs) | seconds | CPU s | peak RSS MB | ms / sample (CPU) | KB RSS / sample "
+        "| time (CPU) / samples_df | RSS / samples_df | load 1-min before → after |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     base = {(r["size"], r["logs"]): r for r in results["runs"] if r["reader"] == "samples_df" and r["exit"] == 0}
     for r in results["runs"]:
@@ -754,13 +806,21 @@ def report(results: dict[str, Any]) -> str:
         failed = r["exit"] != 0
         stop = f" (stopped at {r['rss_limit_gb']:.1f} GB, the free memory)"
         note = stop if r["stopped_at_rss_limit"] else (f" (exit {r['exit']})" if failed else "")
-        name = {"report": "`bedside report`", "compare": "`bedside compare`", "leaderboard": "leaderboard",
-                "samples_df": "`samples_df`"}[r["reader"]]
-        time_ratio = "" if ref is None or failed else f"{r['seconds'] / ref['seconds']:.1f}×"
+        name = {
+            "report": "`bedside report`",
+            "compare": "`bedside compare`",
+            "leaderboard": "leaderboard",
+            "samples_df": "`samples_df`",
+        }[r["reader"]]
+        time_ratio = (
+            "" if ref is None or failed else f"{r['seconds'] / ref['seconds']:.1f}× ({r['cpu_s'] / ref['cpu_s']:.1f}×)"
+        )
         rss_ratio = "" if ref is None or failed else f"{r['peak_rss_mb'] / ref['peak_rss_mb']:.1f}×"
         lines.append(
-            f"| {name}{note} | {r['samples']:,} ({r['logs']}) | {r['seconds']:.1f} | {r['peak_rss_mb']:,.0f} "
-            f"| {1000 * r['seconds'] / r['samples']:.1f} | {1024 * r['peak_rss_mb'] / r['samples']:,.0f} "
+            f"| {name}{note} | {r['samples']:,} ({r['logs']}) | {r['seconds']:.1f} | {r['cpu_s']:.1f} "
+            f"| {r['peak_rss_mb']:,.0f} "
+            f"| {1000 * r['seconds'] / r['samples']:.1f} ({1000 * r['cpu_s'] / r['samples']:.1f}) "
+            f"| {1024 * r['peak_rss_mb'] / r['samples']:,.0f} "
             f"| {time_ratio} | {rss_ratio} | {r['loadavg'][0][0]} → {r['loadavg'][1][0]} |"
         )
     made = results.get("made") or {}
@@ -768,8 +828,12 @@ def report(results: dict[str, Any]) -> str:
         lines += [
             "",
             "Logs written by `make` (Inspect's recorder): "
-            + "; ".join(f"{int(k):,} samples in {v['seconds']:.0f} s ({v['per_1000_s']:.0f} s per 1,000)"
-                        for k, v in made.items())
+            + "; ".join(
+                f"{v['samples']:,} samples in {v['seconds']:.0f} s ({v['per_1000_s']:.0f} s per 1,000"
+                + (f", CPU {v['cpu_per_1000_s']:.0f} s per 1,000" if "cpu_per_1000_s" in v else "")
+                + ")"
+                for v in made.values()
+            )
             + ".",
         ]
     return "\n".join(lines) + "\n"
@@ -786,12 +850,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     writer.add_argument("--seed", type=int, default=0)
     writer.add_argument("--processes", type=int, default=2, help="logs written at once")
     timer = sub.add_parser("time", help="time the readers at each size")
-    timer.add_argument("--sizes", default=",".join(map(str, SIZES)), help=f"of {sorted(SIZES)}")
+    timer.add_argument("--sizes", default="480,2385,4770", help=f"of {sorted(SIZES)}")
     timer.add_argument("--readers", default="samples_df,report,leaderboard,compare")
     timer.add_argument("--dir", help="folder of the logs (made there unless present) and the results")
     timer.add_argument("--template")
     timer.add_argument("--processes", type=int, default=2, help="logs written at once")
     timer.add_argument("--rss-limit-gb", type=float, default=14.0, help="stop a reader past this RSS")
+    table = sub.add_parser("table", help="the table of one or more runs' JSON (their runs in order)")
+    table.add_argument("results", nargs="+")
     read = sub.add_parser("read", help="one reader (run by `time` in a process of its own)")
     read.add_argument("reader", choices=sorted(READERS))
     read.add_argument("paths", nargs="+")
@@ -804,6 +870,12 @@ def main(argv: Sequence[str] | None = None) -> None:
         print(f"{len(paths)} logs, {total} samples in {seconds:.1f} s ({seconds / total * 1000:.0f} s per 1,000)")
     elif args.step == "time":
         time_all(args)
+    elif args.step == "table":
+        runs = [json.loads(Path(p).read_text()) for p in args.results]
+        merged = {**runs[0], "runs": [r for run in runs for r in run["runs"]]}
+        merged["made"] = {k: v for run in runs for k, v in (run.get("made") or {}).items()}
+        merged["argv"] = [a for run in runs for a in ["(", *run["argv"], ")"]] if len(runs) > 1 else runs[0]["argv"]
+        print(report(merged))
     else:
         print(json.dumps({"reader": args.reader, "rows": READERS[args.reader](args.paths)}))
 
