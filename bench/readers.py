@@ -61,6 +61,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, get_args
 
@@ -756,6 +757,18 @@ def _cpu_with_children() -> float:
     return me.ru_utime + me.ru_stime + children.ru_utime + children.ru_stime
 
 
+def run_reader(reader: str, given: list[str], samples: int, size: int, rss_limit_gb: float) -> dict[str, Any]:
+    """One reader over ``given`` (``samples`` samples), measured in a process of its own."""
+    print(f"readers: {reader} over {samples} samples ({len(given)} logs), load {common.loadavg()} ...", flush=True)
+    with tempfile.TemporaryDirectory(prefix="bench-readers-") as scratch:
+        got = measure(command(reader, given, Path(scratch)), rss_limit_gb)
+    got.update(reader=reader, samples=samples, logs=len(given), size=size)
+    print(f"  {reader}: {got['seconds']:.1f} s, {got['peak_rss_mb']:.0f} MB, exit {got['exit']}", flush=True)
+    if got["exit"] != 0 and not got["stopped_at_rss_limit"]:
+        print(got["tail"], flush=True)
+    return got
+
+
 def time_all(args: argparse.Namespace) -> None:
     root = Path(args.dir or LOGS / f"readers-{time.strftime('%Y%m%d-%H%M%S')}")
     root.mkdir(parents=True, exist_ok=True)
@@ -771,20 +784,13 @@ def time_all(args: argparse.Namespace) -> None:
         pair = paths[:2]
         plan = [(r, paths) for r in readers if r != "compare"]
         if "compare" in readers:
-            plan += [("compare", pair), ("samples_df", pair)]
-        for reader, given in plan:
-            samples = total if given is paths else SIZES[total][1] * 2
-            print(
-                f"readers: {reader} over {samples} samples ({len(given)} logs), load {common.loadavg()} ...", flush=True
-            )
-            with tempfile.TemporaryDirectory(prefix="bench-readers-") as scratch:
-                got = measure(command(reader, given, Path(scratch)), args.rss_limit_gb)
-            got.update(reader=reader, samples=samples, logs=len(given), size=total)
-            print(f"  {got['seconds']:.1f} s, {got['peak_rss_mb']:.0f} MB, exit {got['exit']}", flush=True)
-            if got["exit"] != 0 and not got["stopped_at_rss_limit"]:
-                print(got["tail"], flush=True)
-            results["runs"].append(got)
-            common.write_json(out, results)
+            plan += [("compare", pair)] + ([("samples_df", pair)] if len(paths) > 2 else [])  # its base line
+
+        jobs = [(reader, given, total if given is paths else SIZES[total][1] * 2, total) for reader, given in plan]
+        with ThreadPoolExecutor(args.concurrent) as pool:  # one process a reader, --concurrent at once
+            for got in pool.map(lambda job: run_reader(*job, rss_limit_gb=args.rss_limit_gb), jobs):
+                results["runs"].append(got)
+                common.write_json(out, results)
     text = report(results)
     (root / "RESULTS-readers.md").write_text(text)
     print(text)
@@ -855,6 +861,13 @@ def main(argv: Sequence[str] | None = None) -> None:
     timer.add_argument("--dir", help="folder of the logs (made there unless present) and the results")
     timer.add_argument("--template")
     timer.add_argument("--processes", type=int, default=2, help="logs written at once")
+    timer.add_argument(
+        "--concurrent",
+        type=int,
+        default=1,
+        help="readers run at once (each its own process; on a busy machine: the CPU seconds and RSS stay "
+        "comparable, the wall-clock does not)",
+    )
     timer.add_argument("--rss-limit-gb", type=float, default=14.0, help="stop a reader past this RSS")
     table = sub.add_parser("table", help="the table of one or more runs' JSON (their runs in order)")
     table.add_argument("results", nargs="+")
