@@ -28,20 +28,26 @@ sample (one run of ``bedside/scripted`` in every role, made once: ``--template``
 
 The logs are written sample by sample through Inspect's own ``.eval`` recorder (start, samples,
 summaries, reductions, header: as a run writes them), with new uuids; the header's results are
-recomputed from the samples' scores by Inspect (``recompute_metrics``).
+recomputed from the samples' scores by Inspect (``recompute_metrics``). Each event is stored as the recorder
+stores a run's (Inspect's ``condense_sample``, done on the JSON here: a model call's message texts over 100
+characters as attachments; the other events as the template's run stored them). What differs from a real
+run: the texts are the scripted model's with a sentence added; tokens are characters / 4; the events'
+timestamps, the encounter's closing store events, the comprehension answers and the judges' replies and
+explanations are the template's; no sample errs, retries or falls back; one epoch.
 
 ``time`` makes the logs of each size (or reads them from ``--dir``) and runs each reader as its own
-process, one after the other: its wall-clock (Python's start-up and imports included, as a user runs
-the command) and its peak RSS, measured two ways and the larger given: psutil polling every 50 ms of the
-RSS summed over the process and its children, and the kernel's ``ru_maxrss`` of the waited process
-(``os.wait4``). Each size is a sweep: 480 = 2 models x 240 cases, 2,385 = 5 x 477 (the first five logs of
-the 4,770 sweep), 4,770 = 10 x 477.
-``compare`` reads the sweep's first two logs (``bedside compare LOG1 LOG2``), and ``samples_df`` is run
-on those two logs too, for its ratio. The leaderboard has no command of its own (it is a section of
-``bedside report`` when two models share cases): it is timed as the reading and ranking its section does
-(``load``, ``sweep.case_values``, ``sweep.leaderboard``: :func:`read_leaderboard`). A reader whose RSS
-passes ``--rss-limit-gb`` is stopped and reported so (the machine is shared). Writes
-``readers-<time>.json`` and ``RESULTS-readers.md`` in the run's folder and prints the table.
+process, ``--concurrent`` at once (default 1): its wall-clock (Python's start-up and imports included, as a
+user runs the command), its CPU seconds and its peak RSS, measured two ways and the larger given: psutil
+polling every 50 ms of the RSS summed over the process and its children, and the kernel's ``ru_maxrss`` of
+the waited process (``os.wait4``, which gives the CPU seconds too). Each size is a sweep (:data:`SIZES`): 480
+= 2 models x 240 cases, 2,385 = 5 x 477 and 954 = 2 x 477 (the first logs of the 4,770 sweep), 4,770 = 10 x
+477; 240 = the first log of the 480 sweep. ``compare`` reads the sweep's first two logs (``bedside compare
+LOG1 LOG2``), and ``samples_df`` is run on those two logs too (when the sweep has more), for its ratio. The
+leaderboard has no command of its own (it is a section of ``bedside report`` when two models share cases):
+it is timed as the reading and ranking its section does (``load``, ``sweep.case_values``,
+``sweep.leaderboard``: :func:`read_leaderboard`). A reader whose RSS passes ``--rss-limit-gb``, or the free
+memory less 2 GB, is stopped and reported so (the machine is shared). Writes ``readers-<time>.json`` and
+``RESULTS-readers.md`` in the run's folder and prints the table (``table`` prints it again from the JSON).
 """
 
 from __future__ import annotations
@@ -78,7 +84,7 @@ BIN = Path(sys.executable).parent
 
 #: total samples -> (models, cases per model); a size with as many cases per log as a larger one reads the first
 #: logs of the larger one's sweep (2,385: the first 5 models of the 10 x 477 sweep), so each sweep is written once
-SIZES = {480: (2, 240), 954: (2, 477), 2385: (5, 477), 4770: (10, 477)}
+SIZES = {240: (1, 240), 480: (2, 240), 954: (2, 477), 2385: (5, 477), 4770: (10, 477)}
 
 #: the paper's note length (Table 4: characters, mean and SD over the 477 notes)
 NOTE_MEAN, NOTE_SD = 9234.9, 4380.1
