@@ -892,7 +892,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     elif args.step == "table":
         runs = [json.loads(Path(p).read_text()) for p in args.results]
         merged = {**runs[0], "runs": [r for run in runs for r in run["runs"]]}
-        merged["made"] = {k: v for run in runs for k, v in (run.get("made") or {}).items()}
+        merged["made"] = {json.dumps(v): v for run in runs for v in (run.get("made") or {}).values()}
         merged["argv"] = [a for run in runs for a in ["(", *run["argv"], ")"]] if len(runs) > 1 else runs[0]["argv"]
         print(report(merged))
     else:
