@@ -419,6 +419,12 @@ NOT_RUN: tuple[NotRun, ...] = (
         "a benchmark of several minutes (bench/, not a test); its steps are the ones tests/scale checks",
     ),
     NotRun(
+        r"^bedside study report ",
+        "none",
+        "reads the ratings that raters write (their templates filled in); tests/study/test_build.py and "
+        "tests/study/test_benchmarks.py run it on templates filled in by the test",
+    ),
+    NotRun(
         r"^inspect view( |$)",
         "parsed",
         "starts Inspect's log viewer, a web server that runs until stopped; parsed by Inspect's own "
