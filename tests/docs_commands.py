@@ -425,6 +425,12 @@ NOT_RUN: tuple[NotRun, ...] = (
         "tests/study/test_benchmarks.py run it on templates filled in by the test",
     ),
     NotRun(
+        r"^bedside study label-studio import ",
+        "none",
+        "reads Label Studio projects' JSON exports, which only Label Studio writes; tests/study/test_label_studio.py "
+        "runs it on the export of a real Label Studio server the test starts",
+    ),
+    NotRun(
         r"^inspect view( |$)",
         "parsed",
         "starts Inspect's log viewer, a web server that runs until stopped; parsed by Inspect's own "

@@ -32,7 +32,8 @@ raters, fewer tasks than condition pairs, a rater who would not see every condit
                                condition's kind (model / physician); the balance per rater
 =============================  ======================================================================
 
-A rater's ratings come back as the template filled in (``bedside study report STUDY RATINGS...``).
+A rater's ratings come back as the template filled in (``bedside study report STUDY RATINGS...``) or from
+Label Studio (``bedside study label-studio``, :mod:`bedside.study.label_studio`).
 """
 
 from __future__ import annotations

@@ -2,10 +2,13 @@
 (docs/clinician-study.md). One folder of runs per condition; then:
 
     bedside study build logs/study/model/ logs/study/physicians/ --raters ann,bob --k 2 --seed 1 --out study/
+    bedside study label-studio export study/ --out study-label-studio/
 
 ``build`` writes the study folder (:mod:`bedside.study.build`: the design, each rater's packet and ratings
 template, the key held apart); ``report`` (``bedside study report STUDY RATINGS.csv...``) checks the raters' ratings
-against it (:mod:`bedside.study.ratings`) and prints the analysis (:mod:`bedside.study.analysis`). Bad input is
+against it (:mod:`bedside.study.ratings`) and prints the analysis (:mod:`bedside.study.analysis`);
+``label-studio export`` writes the study as Label Studio projects, and ``label-studio import STUDY EXPORT.json...
+--out ratings.csv`` reads their JSON exports back as ratings (:mod:`bedside.study.label_studio`). Bad input is
 refused in one line, exit code 2, before anything is written.
 """
 
@@ -76,6 +79,34 @@ def run_report(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_label_studio_export(args: argparse.Namespace) -> int:
+    from bedside.study.label_studio import export
+    from bedside.study.ratings import Study
+
+    try:
+        written = export(Study.load(args.study), Path(args.out))
+    except StudyError as error:
+        print(f"bedside study label-studio export: {error}")
+        return 2
+    print(f"wrote {written[0]} and {len(written) - 1} raters' tasks to {args.out}: one Label Studio project per rater")
+    return 0
+
+
+def run_label_studio_import(args: argparse.Namespace) -> int:
+    from bedside.study.build import RATING_COLUMNS
+    from bedside.study.label_studio import import_ratings
+    from bedside.study.ratings import Study
+
+    try:
+        ratings = import_ratings(Study.load(args.study), args.exports)
+    except StudyError as error:
+        print(f"bedside study label-studio import: {error}")
+        return 2
+    ratings[list(RATING_COLUMNS)].to_csv(args.out, index=False)
+    print(f"wrote {len(ratings)} ratings of {ratings['rater'].nunique()} raters to {args.out}")
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     study = sub.add_parser(
         "study",
@@ -99,3 +130,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     report.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     report.add_argument("--csv", metavar="FILE.csv", help="also write every number to this CSV")
     report.set_defaults(func=run_report)
+    platform = actions.add_parser(
+        "label-studio", help="the study as Label Studio projects, and their exports read back"
+    )
+    steps = platform.add_subparsers(dest="step", required=True)
+    export = steps.add_parser("export", help="label_config.xml and one task file per rater")
+    export.add_argument("study", metavar="STUDY", help="the study folder")
+    export.add_argument("--out", required=True, metavar="DIR", help="where to write them")
+    export.set_defaults(func=run_label_studio_export)
+    back = steps.add_parser("import", help="Label Studio JSON exports as a ratings CSV")
+    back.add_argument("study", metavar="STUDY", help="the study folder")
+    back.add_argument("exports", nargs="+", metavar="EXPORT.json", help="Label Studio JSON exports (one per project)")
+    back.add_argument("--out", required=True, metavar="FILE.csv", help="the ratings CSV to write")
+    back.set_defaults(func=run_label_studio_import)
