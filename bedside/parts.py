@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from bedside.protocols import Protocol as ReplyProtocol
     from bedside.reporting.section import Section
     from bedside.simulator_checks import PatientTranscript
+    from bedside.study.items import StudyModule
 
 
 class ScriptModule(Protocol):
@@ -144,7 +145,9 @@ class Tools:
     - ``calibrated``: its judge-calibrated estimates (``bedside report --annotations``); None: it takes none;
     - ``rescore_guard``: the check ``bedside rescore`` runs on its logs before any call; None: no check;
     - ``agreement``: its LLM judge against people's ratings (``bedside agreement --annotations``); None: it takes
-      none.
+      none;
+    - ``study``: its part of a blinded clinician study (``bedside study``: the items raters answer, its samples as
+      transcripts; :class:`bedside.study.items.StudyModule`); None: no study of its runs.
     """
 
     commands: tuple[CommandModule, ...] = ()
@@ -153,6 +156,7 @@ class Tools:
     calibrated: CalibratedModule | None = None
     rescore_guard: RescoreGuard | None = None
     agreement: AgreementModule | None = None
+    study: StudyModule | None = None
 
 
 def parts_of(benchmark: Benchmark) -> Parts:

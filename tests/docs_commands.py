@@ -419,6 +419,18 @@ NOT_RUN: tuple[NotRun, ...] = (
         "a benchmark of several minutes (bench/, not a test); its steps are the ones tests/scale checks",
     ),
     NotRun(
+        r"^bedside study report ",
+        "none",
+        "reads the ratings that raters write (their templates filled in); tests/study/test_build.py and "
+        "tests/study/test_benchmarks.py run it on templates filled in by the test",
+    ),
+    NotRun(
+        r"^bedside study label-studio import ",
+        "none",
+        "reads Label Studio projects' JSON exports, which only Label Studio writes; tests/study/test_label_studio.py "
+        "runs it on the export of a real Label Studio server the test starts",
+    ),
+    NotRun(
         r"^inspect view( |$)",
         "parsed",
         "starts Inspect's log viewer, a web server that runs until stopped; parsed by Inspect's own "

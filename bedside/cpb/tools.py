@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bedside.cpb import population, replay_check
+from bedside.cpb import population, replay_check, study
 from bedside.cpb.report import section
 from bedside.parts import Tools
 
-TOOLS = Tools(commands=(replay_check,), report=section, populations=population)
+TOOLS = Tools(commands=(replay_check,), report=section, populations=population, study=study)

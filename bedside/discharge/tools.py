@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bedside.discharge import agreement, annotate, audit, calibrated, population, safety_report
+from bedside.discharge import agreement, annotate, audit, calibrated, population, safety_report, study
 from bedside.discharge.mimic import build, eval_guard
 from bedside.discharge.report import section
 from bedside.parts import Tools
@@ -15,4 +15,5 @@ TOOLS = Tools(
     # re-judging a run on MIMIC-derived cases sends their notes to the new grader: checked as in a run
     rescore_guard=eval_guard.check_rescore,
     agreement=agreement,
+    study=study,
 )

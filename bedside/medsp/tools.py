@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from bedside.medsp import population
+from bedside.medsp import population, study
 from bedside.medsp.report import section
 from bedside.parts import Tools
 
-TOOLS = Tools(report=section, populations=population)
+TOOLS = Tools(report=section, populations=population, study=study)

@@ -1,0 +1,145 @@
+"""``bedside study``: a blinded clinician study from the runs of models and physicians on the same cases
+(docs/clinician-study.md). One folder of runs per condition; then:
+
+    bedside study build logs/study/model/ logs/study/physicians/ --raters ann,bob --k 2 --seed 1 --out study/
+    bedside study label-studio export study/ --out study-label-studio/
+
+``build`` writes the study folder (:mod:`bedside.study.build`: the design, each rater's packet and ratings
+template, the key held apart); ``report`` (``bedside study report STUDY RATINGS.csv...``) checks the raters' ratings
+against it (:mod:`bedside.study.ratings`) and prints the analysis (:mod:`bedside.study.analysis`);
+``label-studio export`` writes the study as Label Studio projects, and ``label-studio import STUDY EXPORT.json...
+--out ratings.csv`` reads their JSON exports back as ratings (:mod:`bedside.study.label_studio`). Bad input is
+refused in one line, exit code 2, before anything is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from bedside.study.build import StudyError
+
+#: how the report prints each section's rows: (section, heading)
+HEADINGS = (
+    ("difference", "Each condition against each other, per measure (A - B, paired by case)"),
+    ("preference", "Pairwise preference (A against B)"),
+    ("bradley_terry", "Bradley-Terry strengths"),
+    ("reliability", "Inter-rater reliability"),
+    ("blinding", "Blinding check"),
+)
+
+
+def run_build(args: argparse.Namespace) -> int:
+    from bedside.study.build import build
+
+    try:
+        design = build(args.logs, [r for r in args.raters.split(",") if r], args.k, args.seed, Path(args.out))
+    except StudyError as error:
+        print(f"bedside study build: {error}")
+        return 2
+    print(
+        f"wrote a study of {design['conditions']} conditions x {len(design['cases'])} cases, "
+        f"{len(design['tasks'])} tasks for {len(design['raters'])} raters (k = {design['k']}) to {args.out}: "
+        "raters/<name>/ goes to each rater; key/ stays with you"
+    )
+    return 0
+
+
+def run_report(args: argparse.Namespace) -> int:
+    from bedside.study.analysis import analyse
+    from bedside.study.ratings import Study, read_ratings
+
+    try:
+        study = Study.load(args.study)
+        ratings = read_ratings(study, args.ratings)
+    except (StudyError, FileNotFoundError) as error:
+        print(f"bedside study report: {error}")
+        return 2
+    if ratings.empty:
+        print(f"bedside study report: {', '.join(args.ratings)}: no rating given yet")
+        return 2
+    table = analyse(study, ratings, seed=args.seed)
+    print(
+        f"{study.design['title']} clinician study: {ratings['rater'].nunique()} raters, "
+        f"{ratings['case'].nunique()} cases, {len(ratings)} ratings; 95% intervals: two-way cluster bootstrap "
+        "over cases and raters (alpha: over units)"
+    )
+    for section, heading in HEADINGS:
+        rows = table[table["section"] == section]
+        if rows.empty:
+            continue
+        print(f"\n{heading}")
+        shown = rows.drop(columns="section").copy()
+        for column in ("estimate", "low", "high"):
+            shown[column] = shown[column].map(lambda v: f"{v:.3f}")
+        print(shown.to_string(index=False))
+    if args.csv:
+        table.to_csv(args.csv, index=False)
+        print(f"\nwrote {args.csv}")
+    return 0
+
+
+def run_label_studio_export(args: argparse.Namespace) -> int:
+    from bedside.study.label_studio import export
+    from bedside.study.ratings import Study
+
+    try:
+        written = export(Study.load(args.study), Path(args.out))
+    except StudyError as error:
+        print(f"bedside study label-studio export: {error}")
+        return 2
+    print(f"wrote {written[0]} and {len(written) - 1} raters' tasks to {args.out}: one Label Studio project per rater")
+    return 0
+
+
+def run_label_studio_import(args: argparse.Namespace) -> int:
+    from bedside.study.build import RATING_COLUMNS
+    from bedside.study.label_studio import import_ratings
+    from bedside.study.ratings import Study
+
+    try:
+        ratings = import_ratings(Study.load(args.study), args.exports)
+    except StudyError as error:
+        print(f"bedside study label-studio import: {error}")
+        return 2
+    ratings[list(RATING_COLUMNS)].to_csv(args.out, index=False)
+    print(f"wrote {len(ratings)} ratings of {ratings['rater'].nunique()} raters to {args.out}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    study = sub.add_parser(
+        "study",
+        help="a blinded clinician study: build it from runs, analyse the raters' ratings",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    actions = study.add_subparsers(dest="action", required=True)
+    build = actions.add_parser("build", help="the study folder from runs of several conditions on the same cases")
+    build.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="one run per condition (a log or a run's folder)")
+    build.add_argument("--raters", required=True, metavar="NAME,...", help="the raters' names")
+    build.add_argument("--k", type=int, required=True, help="how many raters rate each case")
+    build.add_argument(
+        "--seed", type=int, default=0, help="seed of the codes, the assignment and the sides (default 0)"
+    )
+    build.add_argument("--out", required=True, metavar="DIR", help="the study folder (new, or empty)")
+    build.set_defaults(func=run_build)
+    report = actions.add_parser("report", help="the analysis of the raters' ratings")
+    report.add_argument("study", metavar="STUDY", help="the study folder")
+    report.add_argument("ratings", nargs="+", metavar="RATINGS", help="ratings CSV files (the templates filled in)")
+    report.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
+    report.add_argument("--csv", metavar="FILE.csv", help="also write every number to this CSV")
+    report.set_defaults(func=run_report)
+    platform = actions.add_parser(
+        "label-studio", help="the study as Label Studio projects, and their exports read back"
+    )
+    steps = platform.add_subparsers(dest="step", required=True)
+    export = steps.add_parser("export", help="label_config.xml and one task file per rater")
+    export.add_argument("study", metavar="STUDY", help="the study folder")
+    export.add_argument("--out", required=True, metavar="DIR", help="where to write them")
+    export.set_defaults(func=run_label_studio_export)
+    back = steps.add_parser("import", help="Label Studio JSON exports as a ratings CSV")
+    back.add_argument("study", metavar="STUDY", help="the study folder")
+    back.add_argument("exports", nargs="+", metavar="EXPORT.json", help="Label Studio JSON exports (one per project)")
+    back.add_argument("--out", required=True, metavar="FILE.csv", help="the ratings CSV to write")
+    back.set_defaults(func=run_label_studio_import)
