@@ -89,6 +89,16 @@ def grader(role: str = "grader") -> tuple[Model | Panel, bool]:
     return Panel(tuple(models), tuple(flagged)), fallback
 
 
+def asks_steps(judge: Model | Panel) -> bool:
+    """Whether a judge is asked its intermediate steps — what it extracts before it rates (reference answers
+    from the note, answers to compare) — as well as its ratings. A model always is; a person
+    (``bedside/human``) only when they asked for them (``steps=true``): a person rates what the study
+    measures, and a scorer whose rating needs a step asks the person for the rating against the source
+    instead, or leaves the score unscored and says why. A panel asks them unless every judge is such a person."""
+    judges = judge.judges if isinstance(judge, Panel) else (judge,)
+    return any(getattr(getattr(j.api, "engine", None), "asks_steps", True) for j in judges)
+
+
 _flagged: set[tuple[str, str]] = set()
 
 

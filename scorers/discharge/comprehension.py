@@ -14,8 +14,12 @@ Score = mean over the six questions (the paper's definition), with one rule the 
 state (bedside's choice; bedside/discharge/README.md): a question whose **reference is "not applicable"**
 (the note does not say) is not graded and is left out of the mean (its ``q<i>`` is NaN), counted in
 ``na_questions`` — otherwise the patient's "I don't know" would be graded incorrect for something the
-educator could not teach. An item whose reference, answer or grade could not be obtained (a model
-failure, not a patient who did not know) is unscored and counted, not scored 0; the session's
+educator could not teach. A person grading (``bedside/human`` without ``steps=true``;
+:func:`bedside.calls.asks_steps`) is not asked to extract the six references: they grade each answer against
+the discharge note itself, as the paper's physicians did (A.6.4), and every answered question counts (no
+reference says "not applicable"; ``references_extracted`` is false in the metadata). An item whose reference,
+answer or grade could not be obtained (a model failure, not a patient who did not know) is unscored and counted,
+not scored 0; the session's
 comprehension score is then unscored too (a mean over fewer questions would not be comparable),
 while the graded items keep their per-question scores. If every reference is not applicable the
 score is NaN (nothing to measure).
@@ -33,7 +37,7 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 
-from bedside.calls import REFERENCE_CACHE, UNSCORED, ask
+from bedside.calls import REFERENCE_CACHE, UNSCORED, Answer, ask, asks_steps
 from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import JUDGE_REFERENCE, LABELS, grade_protocol  # noqa: F401
 from bedside.discharge.store import comprehension_questions
@@ -91,6 +95,8 @@ def comprehension(
                 metadata={"end_reason": rec.end_reason},
             )
         judge, fallback = checked_grader(state)
+        # a person grades against the note itself, without extracting the references first (asks_steps)
+        extracted = asks_steps(judge)
         references = await collect(
             *(
                 ask(
@@ -105,33 +111,40 @@ def comprehension(
                     cache=REFERENCE_CACHE if cache_references else False,
                 )
                 for q in questions
+                if extracted
             )
-        )
+        ) or [Answer(value=None) for _ in questions]
         answers = {a["id"]: a.get("answer") for a in rec.comprehension}
         na_references = {q["id"] for q, ref in zip(questions, references) if ref.ok and is_not_applicable(ref.value)}
         not_applicable = na_references if divisor == "applicable" else set()  # the questions left out
         items = [
             {"id": q["id"], "question": q["text"], "reference": ref.value, "answer": answers.get(q["id"])}
             for q, ref in zip(questions, references)
-            if ref.ok and answers.get(q["id"]) and q["id"] not in not_applicable
+            if (ref.ok or not extracted) and answers.get(q["id"]) and q["id"] not in not_applicable
         ]
         problems = {
             q["id"]: (ref.error or "no patient answer (model failure)")
             for q, ref in zip(questions, references)
-            if not (ref.ok and answers.get(q["id"])) and q["id"] not in not_applicable
+            if not ((ref.ok or not extracted) and answers.get(q["id"])) and q["id"] not in not_applicable
         }
+        source = {} if extracted else {"discharge_note": the_case.discharge_note}
         grades: dict[str, tuple[float, str]] = {}
         grade_error, grading, graded = None, "batched", []
         if items:
             ids = [i["id"] for i in items]
             criteria = {
-                i["id"]: f"Question: {i['question']}\nReference answer (from the discharge note): {i['reference']}\n"
-                f"Patient's answer: {i['answer']}"
+                i["id"]: f"Question: {i['question']}\n"
+                + (
+                    f"Reference answer (from the discharge note): {i['reference']}\n"
+                    if extracted
+                    else "Reference: the discharge note (beside)\n"
+                )
+                + f"Patient's answer: {i['answer']}"
                 for i in items
             }
             result = await ask(
                 judge,
-                render("discharge/judge_comprehension_grade.j2", items=items),
+                render("discharge/judge_comprehension_grade.j2", items=items, **source),
                 grade_protocol(ids, criteria),
                 retries=judge_retries,
             )
@@ -144,7 +157,7 @@ def comprehension(
                     *(
                         ask(
                             judge,
-                            render("discharge/judge_comprehension_grade.j2", items=[item]),
+                            render("discharge/judge_comprehension_grade.j2", items=[item], **source),
                             grade_protocol([item["id"]], {item["id"]: criteria[item["id"]]}),
                             retries=judge_retries,
                         )
@@ -177,6 +190,7 @@ def comprehension(
             explanation="\n".join(line(q["id"]) for q in questions),
             metadata={
                 "references": {q["id"]: r.value for q, r in zip(questions, references)},
+                "references_extracted": extracted,
                 "not_applicable": sorted(na_references),
                 "divisor": divisor,
                 "answers": answers,

@@ -12,6 +12,10 @@ out of both means and counted in ``na_questions``; two matching "not applicable"
 otherwise score 1.0 on both metrics for a topic the note never mentions. A dialogue-side "not
 applicable" against an applicable reference stays in (the dialogue missed what the note says). If
 every reference is not applicable, both scores are NaN (nothing to compare).
+
+A person grading (``bedside/human`` without ``steps=true``; :func:`bedside.calls.asks_steps`) is not asked the
+two extractions (12 free-text answers that no physician rating study uses): both scores are NaN, with the
+reason in the explanation, and nothing is counted unscored.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import collect
 
-from bedside.calls import REFERENCE_CACHE, UNSCORED, ask
+from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, asks_steps
 from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import JUDGE_FACTUAL, factual_form
 from bedside.intervals import COSINE, COUNT, UNIT
@@ -31,6 +35,11 @@ from bedside.scorers.discharge.text_metrics import cosine_async, rouge_l_async
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 
+#: why a session graded by a person has no factual consistency (:func:`bedside.calls.asks_steps`)
+NOT_ASKED = (
+    "not scored: the grader is a person, who is not asked the judge's two extractions of six answers each "
+    "(give bedside/human steps=true to ask them)"
+)
 #: the keys it writes: Table 1's Factual Consistency columns, the unscored count and the questions
 #: left out as not applicable
 KEYS = (
@@ -53,6 +62,12 @@ def factual_consistency(judge_retries: int = 2, cache_references: bool = True) -
         if not rec.history:
             return Score(value=empty, explanation="no dialogue", metadata={"end_reason": rec.end_reason})
         judge, fallback = checked_grader(state)
+        if not asks_steps(judge):  # a person rates; the two extractions are asked of them only with steps=true
+            return Score(
+                value={**empty, "unscored": 0.0},
+                explanation=NOT_ASKED,
+                metadata={"not_asked": NOT_ASKED, "grader_fallback": fallback, "end_reason": rec.end_reason},
+            )
         protocol = JUDGE_FACTUAL.using(form=factual_form())
         note_side, dialogue_side = await collect(
             ask(
