@@ -118,7 +118,8 @@ class Protocol:
     #: joined by ``/``, e.g. ``"Q6.2"``, ``"items/H1"``) -> ``label`` (shown after the field's own
     #: key), ``help`` (the criterion or meaning, shown beside the field), ``default`` (the value the
     #: form starts with), ``choices`` (value -> what it means), ``rows`` (an array's rows: one label each,
-    #: in order), ``row_context`` (beside ``rows``: what each row answers, shown above its label, smaller,
+    #: in order), ``row_names`` (beside ``rows``: each row's short name, as a refusal names it: ``q6``,
+    #: ``turn 5``), ``row_context`` (beside ``rows``: what each row answers, shown above its label, smaller,
     #: a long one folded: ``{"who": speaker, "text": words}`` or None per row), ``row_label`` (this field
     #: of a row holds the row's label), ``send`` (a yes/no field:
     #: the send button's words when it is yes)

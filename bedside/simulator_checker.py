@@ -112,6 +112,7 @@ def rating_protocol(benchmark: str, view: PatientTranscript) -> Protocol:
         "turns": {
             "label": "Each patient turn",
             "rows": [row_label(t.index, t.message) for t in view.patient_turns],
+            "row_names": [f"turn {t.index}" for t in view.patient_turns],
             "row_context": [
                 None if t is None else {"who": f"[{t.index}] {t.role}", "text": t.message} for t in answered(view)
             ],

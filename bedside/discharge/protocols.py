@@ -463,7 +463,11 @@ def factual_form() -> dict[str, dict[str, Any]]:
     if len(rows) != 6:
         raise ValueError("prompts/discharge/judge_factual_consistency.j2: could not read its six questions")
     return {
-        "answers": {"rows": rows, "help": "one answer per question; several components: one per line"},
+        "answers": {
+            "rows": rows,
+            "row_names": [row.split(".", 1)[0] for row in rows],
+            "help": "one answer per question; several components: one per line",
+        },
         "answers/question": {"row_label": True},
     }
 

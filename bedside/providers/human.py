@@ -12,7 +12,9 @@ criterion beside it (the protocol's ``form``, :attr:`bedside.protocols.Protocol.
 JSON is read by the same reader as a model's reply; a reply that does not fit the schema is refused at
 the field, with the reason.
 
-- **The session.** Several samples wait side by side (one tab per pending call). A role in an
+- **The session.** Several samples may wait at once; the page keeps the person on one case from its start
+  to its end (each other case waiting shows as a closed tab, in a stable order) unless they tick "side by
+  side", and at a case's end shows its end reason and opens the next case on a click. A role in an
   encounter sees its turn budget (the orchestrator's, in the sample store) and a notice on its last
   turn; the end of each conversation, of each case and of the run are shown as they happen ("session
   complete", with the log's path), through Inspect's hooks (:class:`HumanPageHooks`).
@@ -23,7 +25,7 @@ the field, with the reason.
   not be read: the reader's reason; the supervisor discarded it).
 - **One journal per run.** Every accepted reply is appended to the run's journal, keyed by the call
   (task, sample, epoch, protocol, attempt and the exact prompt) and the run (Inspect's ``task_id``,
-  which ``inspect eval-retry`` keeps): by default ``<INSPECT_LOG_DIR or ./logs>/human/<task>-<task_id>.jsonl``.
+  which ``inspect eval-retry`` keeps): by default ``<the run's log folder>/human/<task>-<task_id>.jsonl``.
   When the same call of the same run comes again (``inspect eval-retry`` re-running an interrupted
   sample whose other roles are deterministic) the journal's reply is returned at once, marked
   ``replayed`` in the output metadata and announced on the page, so a person never types an accepted
@@ -51,7 +53,8 @@ provider, the hooks that tell the page about runs and cases, and :func:`tell`.
 Options (``-M`` on ``--model bedside/human``; for a role, its mapping: ``--model-role
 'grader={model: bedside/human, model_args: {journal: PATH}}'``): ``port`` (default: the run's last
 port, else a free one), ``journal`` (a journal file of your own), ``replay`` (``this_run`` or
-``across_runs``), ``notices`` (``true``/``false``). Every role bound to ``bedside/human`` in one eval
+``across_runs``), ``notices`` (``true``/``false``), ``steps`` (``true``: a judge's intermediate steps
+are asked of the person too; :func:`bedside.calls.asks_steps`). Every role bound to ``bedside/human`` in one eval
 shares one page: a role given no options joins the page the first one opened.
 """
 
@@ -120,13 +123,7 @@ def desk(port: int | None, preferred: int | None) -> Desk:
                     file=sys.stderr,
                 )
             for run, task, case, epoch in list(_samples.values()):  # the samples already running
-                made.session.cases[(run, case, epoch)] = {
-                    "task": task,
-                    "case": case,
-                    "epoch": epoch,
-                    "state": "running",
-                    "detail": "",
-                }
+                made.case_state(run, task, case, epoch, "running")
             _desk = made
             print(f"bedside/human: replies are typed at {made.url}", file=sys.stderr, flush=True)
         elif port and port != _desk.port:
@@ -349,6 +346,7 @@ class HumanEngine:
         journal: str | None = None,
         replay: str = "this_run",
         notices: bool | str = True,
+        steps: bool | str = False,
         **unknown: Any,
     ) -> None:
         if unknown:
@@ -361,6 +359,8 @@ class HumanEngine:
         self.journal = Path(journal) if journal else None
         self.replay: Replay = "across_runs" if replay == "across_runs" else "this_run"
         self.notices = str(notices).strip().lower() not in ("false", "0", "no", "off")
+        #: a judge's intermediate steps (what it extracts before it rates) are asked of the person too
+        self.asks_steps = str(steps).strip().lower() in ("true", "1", "yes", "on")
         self.instance = os.urandom(6).hex()
         register_page_hooks()
         with _desk_lock:
@@ -390,10 +390,12 @@ class HumanEngine:
         shown = visible_messages(input)
         attempt = int(config.seed or 0)
         budget, others = turn_budget(role)
-        journal_path = self.journal or _asked.get("journal") or _scoring.get("journal") or default_journal(task, run)
+        log = active.log_location if active is not None else None
+        journal_path = (
+            self.journal or _asked.get("journal") or _scoring.get("journal") or default_journal(task, run, log)
+        )
         previous = asked_again(protocol, role)
         the_desk = desk(self.port, saved_port(journal_path) if _desk is None else None)
-        log = active.log_location if active is not None else None
         journal = the_desk.journal(journal_path, run, log, self.replay)
         system = next((m["text"] for m in shown if m["role"] == "system"), None)
         call = Call(

@@ -7,11 +7,11 @@ serves the page on loopback and takes its replies (:class:`Desk`), with the word
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import threading
 import time
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -32,7 +32,7 @@ ANSWER_POLL_SECONDS = 0.05
 #: how long the end of a run waits for an open page to learn that the session is complete
 FAREWELL_SECONDS = 3.0
 #: ``bedside/human``'s options (``-M``, or a role's ``model_args``)
-OPTIONS = ("port", "journal", "replay", "notices")
+OPTIONS = ("port", "journal", "replay", "notices", "steps")
 #: whose replies a journal gives back: the same run's only, or any run's that shares the journal file
 Replay = Literal["this_run", "across_runs"]
 
@@ -77,6 +77,7 @@ class Call:
     def view(self) -> dict[str, Any]:
         return {
             "id": self.id,
+            "key": case_key(self.run, self.case, self.epoch),
             "task": self.task,
             "case": self.case,
             "epoch": self.epoch,
@@ -98,13 +99,17 @@ class Call:
 
 
 class Journal:
-    """One reply journal — a JSONL file, one accepted reply per line, each naming its run — and its state
-    beside it (``<name>.state``): the page's port, the drafts and the working intervals of the calls
-    not answered yet."""
+    """One reply journal — a JSONL file, one accepted reply per line, each naming its run, and a line for each
+    case that ended (``"kind": "case"``: its end reason and outcome) — and its state beside it
+    (``<name>.state``): the page's port, the drafts and the working intervals of the calls not answered yet.
+    What the page counts (replies sent, working time, finished cases) is read from it, so a resumed run's page
+    counts the replies and the work of its run before the crash."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.state_path = state_path(path)
+        #: (run, case, epoch) -> the case's last line: {task, case, epoch, state, ending, detail}
+        self.cases: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.entries = self._read()
         state = self._read_state()
         self.port: int | None = state.get("port")
@@ -122,8 +127,11 @@ class Journal:
                     continue
                 try:
                     entry = json.loads(line)
-                    found[entry["id"]] = entry
-                except (ValueError, KeyError):  # a line cut short by a crash: the reply is asked again
+                    if entry.get("kind") == "case":
+                        self.cases[(entry["run"], entry["case"], int(entry["epoch"]))] = entry
+                    else:
+                        found[entry["id"]] = entry
+                except (ValueError, KeyError, TypeError):  # a line cut short by a crash: the reply is asked again
                     print(f"bedside/human: {self.path} line {number} unreadable, ignored", file=sys.stderr)
         return found
 
@@ -144,6 +152,16 @@ class Journal:
         """How many replies of other runs the journal holds."""
         return sum(e.get("run") != run for e in self.entries.values())
 
+    def of_runs(self, runs: Collection[str]) -> list[dict[str, Any]]:
+        """The accepted replies of these runs (before a crash too)."""
+        return [e for e in self.entries.values() if e.get("run") in runs]
+
+    def record_case(self, run: str, entry: dict[str, Any]) -> None:
+        """A case of ``run`` ended: its line (the page's list of cases after a resume reads it)."""
+        line = {"kind": "case", "run": run, **entry, "at": time.time()}
+        self._append(line)
+        self.cases[(run, str(entry["case"]), int(entry["epoch"]))] = line
+
     def record(self, call: Call, reply: str) -> dict[str, Any]:
         entry = {
             "id": call.id,
@@ -159,14 +177,17 @@ class Journal:
             "intervals": [[round(a, 2), round(b, 2)] for a, b in union(call.work)],
             "at": time.time(),
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(entry) + "\n")
+        self._append(entry)
         self.entries[call.id] = entry
         self.drafts.pop(call.id, None)
         self.work.pop(call.id, None)
         self.save()
         return entry
+
+    def _append(self, line: dict[str, Any]) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with self.path.open("a", encoding="utf-8") as f:
+            f.write(json.dumps(line) + "\n")
 
     def save(self, at_most_every: float = 0.0) -> None:
         """Writes the state (atomically); with ``at_most_every``, not again within that many seconds."""
@@ -179,21 +200,36 @@ class Journal:
         tmp.replace(self.state_path)
 
 
+def case_key(run: str, case: str, epoch: int) -> str:
+    """How the page names a case of a run (its calls and its line in the list of cases)."""
+    return f"{run}|{case}|{epoch}"
+
+
 def state_path(journal: Path) -> Path:
     """The journal's state: JSON, named ``<journal name>.state`` (not ``.json``: a journal named like a log,
     with a timestamp first, would otherwise make its state look like an Inspect log to ``inspect view``)."""
     return journal.with_name(journal.stem + ".state")
 
 
-def default_journal(task: str, run: str) -> Path:
-    """``<INSPECT_LOG_DIR or ./logs>/human/<task>-<run>.jsonl`` (a local folder: an ``s3://`` log dir
-    keeps its journals in ``./logs/human``). ``inspect eval-retry`` keeps the run's ``task_id``, so a
-    retried run finds its journal from the same working folder."""
-    logs = os.environ.get("INSPECT_LOG_DIR") or "logs"
-    if "://" in logs:
-        logs = "logs"
+def default_journal(task: str, run: str, log: str | None) -> Path:
+    """``<the run's log folder>/human/<task>-<run>.jsonl``: the journal belongs to the run's log folder
+    (``--log-dir``), whatever the current folder, and ``inspect eval-retry`` keeps the run's ``task_id``, so a
+    retried run finds it from any folder. A log folder that is not a local one (``s3://...``: a journal is
+    appended to line by line) keeps its journals in ``./logs/human`` of the folder the eval runs in, and
+    stderr says so (:func:`remote_journal_note`); so does a call outside a logged sample (no log)."""
+    folder = Path(log).parent if log and "://" not in log else Path("logs")
     name = re.sub(r"[^A-Za-z0-9_.-]+", "_", task.split("/")[-1]) or "task"
-    return Path(logs) / "human" / f"{name}-{run}.jsonl"
+    return (folder / "human" / f"{name}-{run}.jsonl").absolute()
+
+
+def remote_journal_note(log: str | None, journal: Path) -> str | None:
+    """What stderr and the page say when the log folder is not local: the journal stays on this machine."""
+    if not log or "://" not in log:
+        return None
+    return (
+        f"the log folder is not local ({log.rsplit('/', 1)[0]}): the journal is kept on this machine at {journal}; "
+        "run inspect eval-retry from this same folder, or give the run -M journal=/an/absolute/path.jsonl"
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,7 +240,9 @@ def default_journal(task: str, run: str) -> Path:
 class Session:
     """What the page says about the runs and cases of this process (fed by :class:`HumanPageHooks`)."""
 
-    #: (run, case, epoch) -> {task, case, epoch, state, detail}
+    #: (run, case, epoch) -> {key, task, case, epoch, state (running, ended, complete), ending (the
+    #: encounter's end reason, in words), detail (the outcome), order (when the case was first seen), tracked
+    #: (an eval's hooks report its state; a case known only from its calls, e.g. a log re-judged, is not)}
     cases: dict[tuple[str, str, int], dict[str, Any]] = field(default_factory=dict)
     #: run -> {task, log, resume, status}
     runs: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -216,7 +254,7 @@ class Session:
 
     def view(self) -> dict[str, Any]:
         return {
-            "cases": list(self.cases.values()),
+            "cases": sorted(self.cases.values(), key=lambda c: c["order"]),
             "runs": list(self.runs.values()),
             "replays": self.replays[-12:],
             "about": self.about,
@@ -238,13 +276,13 @@ class Desk:
         self.started = f"{time.time():.6f}"  # a restarted eval's page never waits on the old count
         self.pending: dict[str, Call] = {}
         self.journals: dict[Path, Journal] = {}
+        #: run -> its journal (what the page counts for the run is read from it)
+        self.run_journals: dict[str, Journal] = {}
         self.session = Session()
         #: (run, case, epoch, role) -> notices for that role's next call (:func:`tell`)
         self.told: dict[tuple[str, str, int, str], list[str]] = {}
         #: (run, case, epoch, role) -> the role's first system prompt (later additions are corrections)
         self.first_system: dict[tuple[str, str, int, str], str] = {}
-        self.work: list[list[float]] = []  # the intervals of every reply accepted on this page
-        self.accepted = 0
         self.served = ""  # the last version a page was sent
         self.polled = 0.0  # when a page last asked
         self.server = ThreadingHTTPServer((HOST, port), _handler(self))
@@ -264,14 +302,28 @@ class Desk:
                 journal = self.journals[key] = Journal(path)
                 journal.port = self.port
                 journal.save()
+            self.run_journals.setdefault(run, journal)
             if run not in self.session.runs:
                 self._run_started(journal, run, log, replay)
             return journal
 
     def _run_started(self, journal: Journal, run: str, log: str | None, replay: Replay) -> None:
-        resume = f"inspect eval-retry {log} --log-dir {Path(log).parent}" if log else None
+        resume = resume_command(log)
         self.session.runs[run] = {"run": run, "log": log, "resume": resume, "status": "running"}
+        # the cases of this run the journal knows: their order, and those that ended before a crash
+        running = set(self.session.cases)  # the cases this process runs now (a retried run re-runs these)
+        for (of, case, epoch), ended in journal.cases.items():
+            if of == run and ended.get("state") == "complete" and (run, case, epoch) not in running:
+                shown = self._case(run, str(ended.get("task", "")), case, epoch)
+                shown.update(
+                    state="complete", ending=ended.get("ending", ""), detail=ended.get("detail", ""), tracked=True
+                )
+        for entry in journal.of_runs([run]):
+            self._case(run, str(entry.get("task", "")), str(entry["case"]), int(entry["epoch"]), entry.get("at"))
         said = [f"journal: {journal.path}"]
+        remote = remote_journal_note(log, journal.path)
+        if remote:
+            said.append(remote)
         others = journal.other_runs(run)
         if others and replay == "across_runs":
             said.append(f"it holds {others} replies of other runs, reused where a call matches (-M replay=across_runs)")
@@ -302,17 +354,25 @@ class Desk:
             self.polled = time.time()
             if after is not None:
                 self.changed.wait_for(lambda: self.version != after, timeout=wait)
-            calls = sorted(self.pending.values(), key=lambda c: c.opened)
+            calls = sorted(self.pending.values(), key=self._order)
             drafts = {c.id: c.journal.drafts[c.id] for c in calls if c.journal and c.id in c.journal.drafts}
+            sent = [e for journal in set(self.run_journals.values()) for e in journal.of_runs(self.session.runs)]
             self.served = self.version
             return {
                 "pending": [c.view() for c in calls],
                 "drafts": drafts,
-                "answered": self.accepted,
-                "work_seconds": round(length(self.work + [i for c in calls for i in c.work]), 1),
+                "answered": len(sent),
+                "work_seconds": round(
+                    length([i for e in sent for i in e.get("intervals") or []] + [i for c in calls for i in c.work]), 1
+                ),
                 "session": self.session.view(),
                 "version": self.version,
             }
+
+    def _order(self, call: Call) -> tuple[float, float]:
+        """Calls in the order of their cases (as first seen: a case keeps its place), then as they came."""
+        case = self.session.cases.get((call.run, call.case, call.epoch))
+        return (case["order"] if case else call.opened, call.opened)
 
     def submit(self, call_id: str, reply: str) -> tuple[HTTPStatus, dict[str, Any]]:
         with self.lock:
@@ -324,7 +384,7 @@ class Desk:
             if call.schema is not None:
                 problems = reply_problems(reply, call.schema, call.form or {})
                 if problems:
-                    fields = [p for p in problems if p]
+                    fields = list(dict.fromkeys(field_name(p, call.schema, call.form or {}) for p in problems if p))
                     message = (
                         f"{len(fields)} field(s) to correct, marked in red: {', '.join(fields)}"
                         if fields
@@ -338,8 +398,6 @@ class Desk:
                 call.work = [[call.opened, now]]
             assert call.journal is not None
             call.journal.record(call, reply)
-            self.work += call.work
-            self.accepted += 1
             call.reply = reply
             del self.pending[call_id]
             self._bump()
@@ -377,6 +435,7 @@ class Desk:
                     call.work = [list(i) for i in journal.work.get(call.id, [])]  # work before a crash
                     told = self.told.pop((call.run, call.case, call.epoch, call.role), [])
                     call.notices = told if notices else []
+                    self._case(call.run, call.task, call.case, call.epoch)
                     self.pending[call.id] = call
                     self._bump()
                 call = self.pending[call.id]
@@ -411,12 +470,39 @@ class Desk:
         return None
 
     # -- the session (Inspect's hooks) ------------------------------------------------------------
+    def _case(self, run: str, task: str, case: str, epoch: int, seen: float | None = None) -> dict[str, Any]:
+        """The page's line of a case (the lock is held): made when first seen, where it keeps its place."""
+        entry = self.session.cases.get((run, case, epoch))
+        if entry is None:
+            entry = self.session.cases[(run, case, epoch)] = {
+                "key": case_key(run, case, epoch),
+                "task": task,
+                "case": case,
+                "epoch": epoch,
+                "state": "running",
+                "ending": "",
+                "detail": "",
+                "order": seen or time.time(),
+                "tracked": False,
+            }
+        elif seen is not None:
+            entry["order"] = min(entry["order"], seen)
+        return entry
+
     def case_state(self, run: str, task: str, case: str, epoch: int, state: str, detail: str = "") -> None:
+        """A case is ``running``, has ``ended`` (``detail``: the encounter's end reason, in words) or is
+        ``complete`` (``detail``: scored, or its error); a complete case of a run with a journal gets its line
+        there."""
         with self.lock:
-            entry = self.session.cases.setdefault(
-                (run, case, epoch), {"task": task, "case": case, "epoch": epoch, "state": "", "detail": ""}
-            )
-            entry.update(state=state, detail=detail or entry["detail"])
+            entry = self._case(run, task, case, epoch)
+            entry["tracked"] = True
+            if state == "ended":
+                entry.update(state=state, ending=detail)
+            else:
+                entry.update(state=state, detail=detail or entry["detail"])
+            journal = self.run_journals.get(run)
+            if state == "complete" and journal is not None:
+                journal.record_case(run, {k: entry[k] for k in ("task", "case", "epoch", "state", "ending", "detail")})
             self._bump()
 
     def run_ended(self, run: str, log: str | None, status: str) -> None:
@@ -486,6 +572,48 @@ def reply_problems(reply: str, schema: dict[str, Any], form: dict[str, Any]) -> 
         if not isinstance(node, list) or len(node) != len(rows):
             problems.setdefault(path, f"{len(rows)} answers expected, one per question")
     return problems
+
+
+def resume_command(log: str | None) -> str | None:
+    """The command that resumes the run of ``log`` beside it, from any folder (absolute paths)."""
+    if not log:
+        return None
+    if "://" in log:
+        return f"inspect eval-retry {log} --log-dir {log.rsplit('/', 1)[0]}"
+    where = Path(log).absolute()
+    return f"inspect eval-retry {where} --log-dir {where.parent}"
+
+
+def field_name(path: str, schema: dict[str, Any], form: dict[str, Any]) -> str:
+    """A field as the page shows it to the person: its criterion's id (``Q6.2``), a row by its own name
+    (``q6``, ``turn 5``: the form's ``row_names``, else ``row 3``), with the field's own key only where the
+    criterion or row asks for more than one answer (``naturalness score``)."""
+    parts = path.split("/")
+    named: list[str] = []
+    node: dict[str, Any] = schema
+    keys: list[str] = []
+    for part in parts:
+        node = _plain(node)
+        if part.isdigit() and node.get("type") == "array":
+            hint = form.get("/".join(keys), {})
+            names = hint.get("row_names") or []
+            index = int(part)
+            named = [names[index] if index < len(names) else f"row {index + 1}"]
+            node = node.get("items", {})
+            continue
+        properties = node.get("properties", {})
+        required = [k for k in node.get("required", []) if not form.get("/".join([*keys, k]), {}).get("row_label")]
+        if not named or (len(required) > 1 and part != required[0]):
+            named.append(part)
+        keys.append(part)
+        node = properties.get(part, {})
+    return " ".join(named)
+
+
+def _plain(schema: dict[str, Any]) -> dict[str, Any]:
+    """A field's schema, a nullable one (``anyOf`` with null) as its value's; ``$ref`` is not used by replies."""
+    options = [s for s in schema.get("anyOf", []) if s.get("type") != "null"]
+    return options[0] if options else schema
 
 
 def saved_port(journal: Path) -> int | None:

@@ -115,7 +115,9 @@ def test_the_human_run_is_a_report_row_with_paired_differences_and_its_own_journ
     monkeypatch.setenv("INSPECT_LOG_DIR", str(tmp_path / "logs"))
     port = free_port()
     first, typed = human_run(port, 3, str(tmp_path / "human"))
-    [journal] = (tmp_path / "logs" / "human").glob("*.jsonl")  # the run's own journal, named by its task_id
+    # the run's own journal, named by its task_id, in its log folder (not the variable's)
+    [journal] = (tmp_path / "human" / "human").glob("*.jsonl")
+    assert not (tmp_path / "logs").exists()
     assert journal.name == f"discharge-{first.eval.task_id}.jsonl" and typed == sum(1 for _ in replayed(first))
     [scripted] = eval(
         "bedside/discharge",

@@ -81,14 +81,17 @@ def stop_leftovers():
             proc.wait(timeout=30)
 
 
-def start(args: list[str], tmp: Path) -> Process:
+def start(args: list[str], tmp: Path, cwd: Path = REPO, log_dir_variable: bool = True) -> Process:
+    """The eval (``--log-dir`` ``tmp/logs`` unless given), run in ``cwd``; ``log_dir_variable``: with
+    ``INSPECT_LOG_DIR`` pointing there too (else without the variable at all)."""
     command = [INSPECT, *args, "--display", "plain"]
     if "--log-dir" not in args:
         command += ["--log-dir", str(tmp / "logs")]
+    env = {k: v for k, v in os.environ.items() if k != "INSPECT_LOG_DIR"}
+    if log_dir_variable:
+        env["INSPECT_LOG_DIR"] = str(tmp / "logs")
     # the eval runs as its own process (a fork of the warm server: tests/forked.py), in its own session
-    proc = forked.start(
-        command, cwd=REPO, env={**os.environ, "INSPECT_LOG_DIR": str(tmp / "logs")}, stderr=subprocess.STDOUT
-    )
+    proc = forked.start(command, cwd=cwd, env=env, stderr=subprocess.STDOUT)
     STARTED.append(proc)
     return proc
 
@@ -193,7 +196,8 @@ async def play(
         deadline = time.time() + 300
         while proc.poll() is None and time.time() < deadline:
             call = await shown_call(browser)
-            if call is None:
+            if call is None:  # a case has ended: the person starts the next one
+                await browser.eval("(b => b && b.click())(document.getElementById('next-case'))")
                 await asyncio.sleep(0.05)
                 continue
             played.shown_at.setdefault(call["id"], time.time())
@@ -213,7 +217,11 @@ async def play(
             assert note is True, f"the page refused the reply: {note}"
             played.answered.append(call)
             played.answered_at[call["id"]] = time.time()
-        assert proc.poll() is not None, "the eval did not finish"
+        if proc.poll() is None:
+            await browser.screenshot(Path(os.environ.get("BEDSIDE_SCREENS", "/tmp")) / "stuck.png")
+        assert proc.poll() is not None, (
+            "the eval did not finish: " + str(await browser.eval("document.body.innerText"))[:3000]
+        )
         played.end = await browser.wait_for("(e => e && e.innerText)(document.getElementById('complete'))", 15)
     return played
 
@@ -351,7 +359,11 @@ def test_a_person_plays_educator_and_patient_of_a_discharge_session(tmp_path):
     outputs = human_outputs(log)
     assert len(outputs) == len(answered) + 2  # and the discarded and the unreadable replies
     assert all(o.usage.total_tokens == 0 and not o.metadata["replayed"] for o in outputs)
-    assert (tmp_path / "replies.jsonl").read_text().count("\n") == len(outputs)
+    lines = [json.loads(line) for line in (tmp_path / "replies.jsonl").read_text().splitlines()]
+    assert sum(line.get("kind") != "case" for line in lines) == len(outputs)  # and the case's end:
+    assert [line["ending"] for line in lines if line.get("kind") == "case"] == [
+        "the conversation came to its end (clean_complete, 8 turns)"
+    ]
     [sample] = read_eval_log(log.location, resolve_attachments=True).samples
     shown = [e for e in sample.events if e.event == "info" and e.source == "bedside_human"]
     assert any("WARN" in " ".join(e.data["shown"]) for e in shown)  # what the person was told is in the log
@@ -395,28 +407,48 @@ def judge_answer(call: dict[str, Any]) -> str | dict[str, Any]:
 JUDGED = ["eval", "bedside/discharge", "-T", "min_turns=4", "--limit", "1", "--model", "bedside/scripted"]
 
 
-def test_a_physician_judges_a_discharge_session(tmp_path):
-    port = free_port()
+#: where a form opened: the scroll of its column and whether its first field is in view
+OPENED = """(() => { const w = document.getElementById('work');
+  const f = w.querySelector('form .field, form .criterion, form textarea');
+  const r = f ? f.getBoundingClientRect() : null;
+  return {scroll: w.scrollTop, window: window.scrollY, first_in_view: !!r && r.top >= 0 && r.top < innerHeight}; })()"""
+
+
+def judged_by_a_person(
+    tmp_path: Path, port: int, look: Look, answer: Answer = judge_answer, **options: Any
+) -> tuple[Played, Any]:
+    """A scripted DischargeBench session judged by a person on the page at ``port`` (``options``:
+    bedside/human's)."""
     url = f"http://127.0.0.1:{port}/"
     roles = ["--model-role", "patient=bedside/scripted", "--model-role", "monitor=bedside/scripted"]
-    grader = human(port=port, journal=str(tmp_path / "replies.jsonl"))
+    grader = human(port=port, journal=str(tmp_path / "replies.jsonl"), **options)
     proc = start([*JUDGED, *roles, "--model-role", f"grader={grader}"], tmp_path)
-    seen: dict[str, Any] = {}
+    played = asyncio.run(play(url, proc, answer, tmp_path / "profile", look=look))
+    return played, finished(proc, tmp_path)
+
+
+async def refused_without(browser: Browser, call: dict[str, Any], field: str) -> str:
+    """The page's refusal of the judgement sent with ``field`` unanswered."""
+    answers = judge_answer(call)
+    del answers[field]
+    await fill(browser, answers)
+    return str(await send(browser, call))
+
+
+def test_a_physician_rates_what_the_study_measures_in_three_forms(tmp_path):
+    seen: dict[str, Any] = {"protocols": []}
 
     async def look(browser: Browser, call: dict[str, Any]) -> bool:
         protocol = call["protocol"]
-        tabs = await browser.eval("[...document.querySelectorAll('#tabs button')].map(b => b.textContent)")
-        seen.setdefault("tabs", []).append(tabs)
+        seen["protocols"].append(protocol)
+        seen.setdefault("opened", []).append(await browser.eval(OPENED))
+        seen.setdefault("tabs", []).append(await browser.eval(TABS))
         seen.setdefault("pages", []).append(await browser.eval("document.body.innerText"))
         if protocol == "discharge.judge_checklist":
-            card = await text_of(browser, '.criterion[data-path="Q6.2"]')
-            seen["Q6.2 card"] = card
+            seen["Q6.2 card"] = await text_of(browser, '.criterion[data-path="Q6.2"]')
             await shoot(browser, "judge_checklist")
-            # sent with Q6.2 unanswered: refused at the field, under the id the judge's reader uses
-            answers = judge_answer(call)
-            del answers["Q6.2/answer"]
-            await fill(browser, answers)
-            seen["refused"] = await send(browser, call)
+            # sent with Q6.2 unanswered: refused at the field, under the id the physician reads beside it
+            seen["refused"] = await refused_without(browser, call, "Q6.2/answer")
             seen["Q6.2 marked"] = await text_of(browser, '.field.invalid[data-path="Q6.2/answer"]')
             await browser.click('[name="Q6.2/answer"][value="no"]')
             seen["Q6.2 after"] = await browser.eval("!!document.querySelector('.invalid')")
@@ -424,35 +456,103 @@ def test_a_physician_judges_a_discharge_session(tmp_path):
             return True
         if protocol == "discharge.judge_quality":
             seen["quality"] = await text_of(browser, '.criterion[data-path="naturalness"]')
-        if protocol == "discharge.judge_factual":
-            seen["factual"] = await text_of(browser, '.field[data-path="answers"]')
-            seen["factual json"] = await browser.eval("document.body.innerText.includes('(JSON)')")
-            five = {"answers": [{"question": f"q{i}", "answer": "x"} for i in range(1, 6)]}
-            seen["five"] = post(url, "api/reply", {"id": call["id"], "text": json.dumps(five)})
+        if protocol == "discharge.judge_comprehension":
+            seen["grade source"] = await text_of(browser, "#source pre")
+            seen["grade q6"] = await text_of(browser, '.criterion[data-path="q6"]')
+            await shoot(browser, "judge_comprehension")
+            seen["grade refused"] = await refused_without(browser, call, "q6/label")
+            await browser.click('[name="q6/label"][value="correct"]')
+            assert await send(browser, call) is True
+            return True
         return False
 
-    played = asyncio.run(play(url, proc, judge_answer, tmp_path / "profile", look=look))
-    log = finished(proc, tmp_path)
-
-    # each checklist question's criterion beside its yes/no, labelled with the id a refusal uses
+    played, log = judged_by_a_person(tmp_path, free_port(), look)
+    # the items of the paper's Table 5, three forms: the four axes, the checklist, the six comprehension grades
+    assert sorted(seen["protocols"]) == [
+        "discharge.judge_checklist",
+        "discharge.judge_comprehension",
+        "discharge.judge_quality",
+    ], seen["protocols"]
+    # each form opens at its top, its tab label whole
+    assert all(o["scroll"] == 0 and o["window"] == 0 and o["first_in_view"] for o in seen["opened"]), seen["opened"]
+    assert all(tab["whole"] for tabs in seen["tabs"] for tab in tabs), seen["tabs"]
+    # each checklist question's criterion beside its yes/no; a refusal names the field as the page shows it
     assert seen["Q6.2 card"].startswith("Q6.2") and "follow-up appointments are" in seen["Q6.2 card"]
-    assert "Q6.2" in seen["refused"] and "an answer is needed" in seen["Q6.2 marked"]
-    assert seen["Q6.2 after"] is False  # the field's error cleared as soon as it was answered
+    assert "to correct (marked in red): Q6.2" in seen["refused"] and "Q6.2/answer" not in seen["refused"]
+    assert "an answer is needed" in seen["Q6.2 marked"] and seen["Q6.2 after"] is False
     # the rating scale beside each axis: its criterion and the anchor of each score
     assert "Whether the conversation flows naturally" in seen["quality"] and "1 — Highly unnatural" in seen["quality"]
-    # the six factual answers as rows under their questions, no JSON to write; five are refused, saying why
-    assert all(f"q{i}." in seen["factual"] for i in range(1, 7)) and not seen["factual json"]
-    assert seen["five"][0] == 400 and "6 answers expected" in seen["five"][1]["errors"]["answers"]
-    # tabs open side by side are told apart; the judge's prompt is not "said" by anyone
-    assert all(len(set(tabs)) == len(tabs) for tabs in seen["tabs"])
-    assert any(len(tabs) >= 2 for tabs in seen["tabs"])  # the reference extractions wait side by side
+    # the comprehension grades against the note itself (no reference extracted first), q6 named as shown
+    assert "Discharge note:" in seen["grade source"] and "Chief Complaint:" in seen["grade source"]
+    assert "Reference: the discharge note" in seen["grade q6"] and "Patient's answer" in seen["grade q6"]
+    assert "to correct (marked in red): q6" in seen["grade refused"] and "q6/label" not in seen["grade refused"]
     assert not any("They said" in page for page in seen["pages"])
     assert "Session complete" in played.end
 
     [sample] = log.samples
-    checklist = sample.scores["topic_checklist"]
-    assert checklist.metadata["answers"]["Q1"] is True  # the physician's "yes", read by the judge's reader
+    assert sample.scores["topic_checklist"].metadata["answers"]["Q1"] is True  # the physician's "yes"
     assert sample.scores["conversation_quality"].value["naturalness"] == 4.0
+    comprehension = sample.scores["comprehension"]
+    assert comprehension.metadata["references_extracted"] is False and comprehension.value["comprehension"] == 1.0
+    # factual consistency needs the judge's extractions, not asked of a person: unscored, saying why
+    factual = sample.scores["factual_consistency"]
+    assert factual.value["rouge_l"] != factual.value["rouge_l"] and "not asked" in factual.explanation
+    assert factual.value["unscored"] == 0.0
+
+
+def test_a_physician_asked_for_the_judges_steps_answers_all_eleven_forms(tmp_path):
+    port = free_port()
+    seen: dict[str, Any] = {"protocols": []}
+
+    async def look(browser: Browser, call: dict[str, Any]) -> bool:
+        protocol = call["protocol"]
+        seen["protocols"].append(protocol)
+        seen.setdefault("tabs", []).append(await browser.eval(TABS))
+        seen.setdefault("opened", []).append(await browser.eval(OPENED))
+        if protocol == "discharge.judge_reference" and "question" not in seen:
+            seen["question"] = await browser.wait_for(
+                "(e => e && e.innerText)(document.getElementById('question'))", 20
+            )
+            seen["reference tabs"] = await browser.eval(TABS)
+            await shoot(browser, "judge_reference")
+        if protocol == "discharge.judge_factual" and "factual" not in seen:
+            seen["factual"] = await text_of(browser, '.field[data-path="answers"]')
+            seen["factual json"] = await browser.eval("document.body.innerText.includes('(JSON)')")
+            seen["factual refused"] = await refused_without(browser, call, "answers/5/answer")
+            five = {"answers": [{"question": f"q{i}", "answer": "x"} for i in range(1, 6)]}
+            seen["five"] = post(f"http://127.0.0.1:{port}/", "api/reply", {"id": call["id"], "text": json.dumps(five)})
+        return False
+
+    def extracted(call: dict[str, Any]) -> str | dict[str, Any]:  # each reference found in the note
+        return "Take the medicines as listed." if call["schema"] is None else judge_answer(call)
+
+    played, log = judged_by_a_person(tmp_path, port, look, extracted, steps=True)
+    counts = {p: seen["protocols"].count(p) for p in set(seen["protocols"])}
+    assert counts == {
+        "discharge.judge_quality": 1,
+        "discharge.judge_checklist": 1,
+        "discharge.judge_reference": 6,
+        "discharge.judge_comprehension": 1,
+        "discharge.judge_factual": 2,
+    }, counts
+    # the six reference extractions wait side by side, told apart, each asking its question beside the reply box
+    assert any(len(tabs) >= 2 for tabs in seen["tabs"]) and all(
+        len({t["text"] for t in tabs}) == len(tabs) for tabs in seen["tabs"]
+    )
+    assert all(tab["whole"] for tabs in seen["tabs"] for tab in tabs), seen["tabs"]
+    assert seen["question"].startswith("This call asks: Question:"), seen["question"]
+    assert len(seen["reference tabs"]) == 6 and all(" · Question: " in t["text"] for t in seen["reference tabs"])
+    assert all(o["scroll"] == 0 and o["first_in_view"] for o in seen["opened"]), seen["opened"]
+    # the six factual answers as rows under their questions, no JSON to write; a missing one named as shown
+    assert all(f"q{i}." in seen["factual"] for i in range(1, 7)) and not seen["factual json"]
+    assert "to correct (marked in red): q6" in seen["factual refused"] and "answers/5" not in seen["factual refused"]
+    assert seen["five"][0] == 400 and "6 answers expected" in seen["five"][1]["errors"]["answers"]
+    assert "Session complete" in played.end
+    [sample] = log.samples
+    assert sample.scores["comprehension"].metadata["references_extracted"] is True
+    assert (
+        sample.scores["factual_consistency"].value["rouge_l"] == sample.scores["factual_consistency"].value["rouge_l"]
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -671,7 +771,7 @@ def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_
     assert len(seen["answered"]) == 4, seen["answered"]
     for label, shown in zip(seen["rows"], seen["answered"]):
         before = said[str(int(re.match(r"\[(\d+)\]", label)[1]) - 1)]
-        assert shown is not None and shown["text"].startswith(f"[{int(label[1:label.index(']')]) - 1}] educator: ")
+        assert shown is not None and shown["text"].startswith(f"[{int(label[1 : label.index(']')]) - 1}] educator: ")
         assert " ".join(before.split()) in " ".join(shown["text"].split()), (before, shown["text"])
         assert shown["size"] < shown["label_size"] and shown["grey"], shown
     folded = [shown for shown in seen["answered"] if shown["folded"]]
@@ -683,6 +783,7 @@ def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_
     assert "teaches, explains, prescribes or diagnoses" in seen["help"]
     assert "# Materials" in seen["source"] and "in the form" in seen["source"]
     assert "1 field to correct" in seen["refused"] and "an answer is needed" in seen["marked"]
+    assert seen["refused"].endswith("(marked in red): turn 3"), seen["refused"]  # the row as the page numbers it
     assert seen["fixed"] == "", seen["fixed"]  # the refusal goes once its field is fixed
 
     # the ratings reach the log as the checker's findings (check "person"), turn by turn
@@ -726,6 +827,143 @@ def test_a_person_rates_the_simulated_patients_turns_and_agreement_compares_the_
 
 
 # ---------------------------------------------------------------------------------------------------
+# several cases: one at a time, each to its end
+
+#: the tabs' words, and whether each shows its whole label (nothing cut)
+TABS = """[...document.querySelectorAll('#tabs button')].map(b => ({text: b.innerText,
+  whole: !b.innerText.includes('…') && b.scrollWidth <= b.clientWidth + 1 && b.scrollHeight <= b.clientHeight + 1}))"""
+
+
+@dataclass
+class Cases:
+    """What the page showed over a run of several cases played one at a time."""
+
+    answered: list[dict[str, Any]] = field(default_factory=list)
+    #: the page's tabs each time a call was answered
+    tabs: list[list[dict[str, Any]]] = field(default_factory=list)
+    #: the end of each case as the page showed it: {key, text}
+    ends: list[dict[str, Any]] = field(default_factory=list)
+    #: the page's own counts (replies sent, working seconds) when it stopped
+    counts: dict[str, Any] = field(default_factory=dict)
+    #: the complete page, once the eval has exited
+    end: str = ""
+    #: seconds from each case's first call shown to its end shown (the page's clock: time.time())
+    case_seconds: dict[str, float] = field(default_factory=dict)
+
+
+async def play_cases(
+    browser: Browser,
+    url: str,
+    proc: Process,
+    played: Cases,
+    until: Callable[[Cases, dict[str, Any]], bool] | None = None,
+    dwell: float = 0.0,
+    goto: bool = True,
+) -> dict[str, Any] | None:
+    """Plays the page as a person would, one case at a time: answers each turn shown, and at the end of a
+    case reads it and starts the next case by its button. Stops when the eval exits, or before answering the
+    call for which ``until`` says so (returned)."""
+    await served(url, proc)
+    if goto:
+        await browser.goto(url)
+    await browser.wait_for("typeof shownId !== 'undefined'")
+    started: dict[str, float] = {}
+    deadline = time.time() + 300
+    while proc.poll() is None and time.time() < deadline:
+        end = await browser.eval(
+            "(e => e && {key: e.dataset.key, text: e.innerText})(document.getElementById('case-end'))"
+        )
+        if end is not None:
+            if end["key"] not in [e["key"] for e in played.ends]:
+                played.ends.append(end)
+                played.case_seconds[end["key"]] = time.time() - started.get(end["key"], time.time())
+                await shoot(browser, f"case_end_{len(played.ends)}")
+            if await browser.eval("!!document.getElementById('next-case')"):
+                await browser.click("#next-case")
+            await asyncio.sleep(0.05)
+            continue
+        call = await shown_call(browser)
+        if call is None:
+            await asyncio.sleep(0.05)
+            continue
+        started.setdefault(call["key"], time.time())
+        if until is not None and until(played, call):
+            return call
+        played.tabs.append(await browser.eval(TABS))
+        reply = discharge_answer(call)
+        assert reply is not None, f"no answer scripted for {call['protocol']} turn {call['turn']}"
+        if dwell:
+            await asyncio.sleep(dwell)
+        await fill(browser, reply)
+        note = await send(browser, call)
+        assert note is True, f"the page refused the reply: {note}"
+        played.answered.append(call)
+    played.end = await browser.wait_for("(e => e && e.innerText)(document.getElementById('complete'))", 15)
+    played.counts = await browser.eval("({answered, workSeconds})")
+    return None
+
+
+def runs_of(cases: list[str]) -> list[str]:
+    """The cases in the order they were played, each run of the same case once (A A B B -> A B)."""
+    return [case for i, case in enumerate(cases) if i == 0 or cases[i - 1] != case]
+
+
+def test_two_cases_are_played_one_at_a_time_each_to_its_end(tmp_path):
+    port = free_port()
+    url = f"http://127.0.0.1:{port}/"
+    args = [*DISCHARGE[:-2], "--limit", "2", "--model", "bedside/human", "-M", f"port={port}"]
+    proc = start([*args, "--model-role", "patient=bedside/scripted", *SCRIPTED], tmp_path)
+    played = Cases()
+
+    async def session() -> None:
+        async with Browser(tmp_path / "profile") as browser:
+            await play_cases(browser, url, proc, played, dwell=0.3)
+
+    asyncio.run(session())
+    log = finished(proc, tmp_path)
+    cases = [c["case"] for c in played.answered]
+    # one case from its first turn to its last, then the other: never interleaved
+    assert len(runs_of(cases)) == 2 and set(cases) == {"demo-001", "demo-002"}, cases
+    first, second = runs_of(cases)
+    # the other case's turn waits in a tab of its own, shown but closed, and the tabs keep their order
+    waiting = [tabs for tabs in played.tabs if len(tabs) == 2]
+    assert waiting, played.tabs
+    assert all(f"case {first}" in tabs[0]["text"] and f"case {second}" in tabs[1]["text"] for tabs in waiting)
+    assert all("opens when you finish this case" in tabs[1]["text"] for tabs in waiting)
+    assert all(tab["whole"] for tabs in played.tabs for tab in tabs), played.tabs
+    # each case's end, with its reason, then what comes next: the other case, then nothing more
+    assert len(played.ends) >= 1, played.ends
+    one = played.ends[0]["text"]
+    assert f"Case {first} has ended" in one and "It ended because the conversation came to its end" in one, one
+    assert f"Next: case {second}" in one and f"Start case {second}" in one, one
+    if len(played.ends) == 2:  # the last case's end shows while it is scored (a fast run may end first)
+        assert "All done" in played.ends[1]["text"], played.ends[1]
+    # the end of the run: the page's counts are the log's
+    outputs = human_outputs(log)
+    assert "Session complete" in played.end and f"You sent {len(outputs)} replies" in played.end, played.end
+    for case in (first, second):
+        assert f"case {case}: complete — the conversation came to its end" in played.end, played.end
+    from bedside.person_time import person_seconds
+
+    assert played.counts["answered"] == len(outputs)
+    assert played.counts["workSeconds"] == pytest.approx(person_seconds(o.metadata for o in outputs), abs=0.15)
+    # the time the scripted person spent per case and role (the page's working time, recorded in the log)
+    spent = {
+        str(sample.id): person_seconds(
+            e.output.metadata
+            for e in sample.events
+            if e.event == "model" and e.output and e.output.model == "bedside/human"
+        )
+        for sample in log.samples
+    }
+    assert all(seconds > 0 for seconds in spent.values()), spent
+    if SCREENS is not None:
+        (SCREENS / "time_per_case.json").write_text(
+            json.dumps({"educator working seconds": spent, "page seconds from first turn to end": played.case_seconds})
+        )
+
+
+# ---------------------------------------------------------------------------------------------------
 # a killed session resumes where it stopped
 
 
@@ -742,12 +980,19 @@ def page_port(tmp: Path, timeout: float = 120) -> int:
     raise TimeoutError("no journal state with the page's port")
 
 
-def test_a_killed_session_resumes_without_asking_accepted_replies_again(tmp_path):
-    args = [*DISCHARGE, "--model", "bedside/human", "--model-role", "patient=bedside/scripted", *SCRIPTED]
-    proc = start(args, tmp_path)  # no port, no journal: the defaults
+def test_a_killed_session_resumes_from_another_folder_and_the_page_counts_the_whole_run(tmp_path):
+    """Two cases; the first played to its end, the second killed mid-way (kill -9) and resumed with the
+    command the page names, from another folder: the journal is the log folder's, nothing asked twice, and
+    the page's counts (replies, working time, finished cases) are the run's, as the log has them."""
+    args = [*DISCHARGE[:-2], "--limit", "2", "--model", "bedside/human", "--model-role", "patient=bedside/scripted"]
+    proc = start([*args, *SCRIPTED], tmp_path, log_dir_variable=False)  # no port, no journal: the defaults
     url = f"http://127.0.0.1:{page_port(tmp_path)}/"
     draft = "Call your doctor if you get a fever"
     moments: dict[str, float] = {}
+    seen: dict[str, Any] = {}
+    played = Cases()
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
 
     def state() -> dict[str, Any]:
         try:
@@ -756,24 +1001,25 @@ def test_a_killed_session_resumes_without_asking_accepted_replies_again(tmp_path
         except (OSError, ValueError):  # not written yet
             return {}
 
+    def second_case_turn_2(played: Cases, call: dict[str, Any]) -> bool:
+        return len(runs_of([c["case"] for c in played.answered])) == 2 and call["turn"] == 2
+
     async def session() -> None:
         async with Browser(tmp_path / "profile") as browser:
-
-            async def type_a_draft(browser: Browser, call: dict[str, Any]) -> None:
-                moments["typing"] = time.time()
-                await fill(browser, draft)  # typed, not sent; the person keeps working on it; then the eval dies
-                await browser.wait_for(f"localStorage.getItem('bedside-human:{call['id']}') === {json.dumps(draft)}")
-                deadline = time.time() + 60  # the page saves the draft and the work beside the journal
-                while time.time() < deadline and not (
-                    state().get("drafts", {}).get(call["id"]) == draft
-                    and (work := state().get("work", {}).get(call["id"]))
-                    and work[-1][1] - work[0][0] >= 2.0
-                ):
-                    await browser.eval("window.dispatchEvent(new Event('pointermove'))")
-                    await asyncio.sleep(0.2)
-
-            answered = await play_in(browser, url, proc, stop_after=2, on_call=type_a_draft)
-            assert [c["turn"] for c in answered] == [1, 2]
+            call = await play_cases(browser, url, proc, played, until=second_case_turn_2, dwell=0.3)
+            assert call is not None
+            first = played.answered[0]["case"]
+            moments["typing"] = time.time()
+            await fill(browser, draft)  # typed, not sent; the person keeps working on it; then the eval dies
+            await browser.wait_for(f"localStorage.getItem('bedside-human:{call['id']}') === {json.dumps(draft)}")
+            deadline = time.time() + 60  # the page saves the draft and the work beside the journal
+            while time.time() < deadline and not (
+                state().get("drafts", {}).get(call["id"]) == draft
+                and (work := state().get("work", {}).get(call["id"]))
+                and work[-1][1] - work[0][0] >= 2.0
+            ):
+                await browser.eval("window.dispatchEvent(new Event('pointermove'))")
+                await asyncio.sleep(0.2)
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
             moments["killed"] = time.time()
@@ -783,22 +1029,31 @@ def test_a_killed_session_resumes_without_asking_accepted_replies_again(tmp_path
             [location] = list((tmp_path / "logs").glob("*.eval"))
             assert read_eval_log(str(location), header_only=True).status == "started"
             assert command == f"inspect eval-retry {location} --log-dir {location.parent}", command
-            start(shlex.split(command)[1:], tmp_path)
+            # the person presses send while the eval is away: not sent, the text kept
+            await browser.ctrl_enter()
+            seen["away"] = await browser.wait_for("document.getElementById('message').innerText")
+            # resumed from another folder, without INSPECT_LOG_DIR: the journal is found beside the log
+            start(shlex.split(command)[1:], tmp_path, cwd=elsewhere, log_dir_variable=False)
             # the same address: the old tab finds the retried run and the draft it was typing
             call = await browser.wait_for(
                 "connected && shownId ? calls.find(c => c.id === shownId) : null", timeout=120
             )
-            assert call["turn"] == 3 and "answered from the journal" in await text_of(browser, "#notes")
+            assert call["turn"] == 2 and "answered from the journal" in await text_of(browser, "#notes")
             assert await browser.eval("document.getElementById('text').value") == draft
+            seen["message"] = await text_of(browser, "#message")
+            seen["status"] = await text_of(browser, "#status")
+            seen["cases"] = await browser.eval("session.cases")
+            seen["first"] = first
             await shoot(browser, "resumed_session")
         async with Browser(tmp_path / "profile2") as fresh:  # a new browser: the draft comes from the eval
+            await served(url, STARTED[-1])
             await fresh.goto(url)
             call = await fresh.wait_for("shownId ? calls.find(c => c.id === shownId) : null", timeout=60)
-            assert call["turn"] == 3 and await fresh.eval("document.getElementById('text').value") == draft
+            assert call["turn"] == 2 and await fresh.eval("document.getElementById('text').value") == draft
             await fresh.eval("document.getElementById('text').value = ''")
-            resumed.extend(await play_in(fresh, url, STARTED[-1]))
+            await play_cases(fresh, url, STARTED[-1], resumed, goto=False)
 
-    resumed: list[dict[str, Any]] = []
+    resumed = Cases()
     asyncio.run(session())
     retry = STARTED[-1]
     out, _ = retry.communicate(timeout=300)
@@ -806,42 +1061,32 @@ def test_a_killed_session_resumes_without_asking_accepted_replies_again(tmp_path
     logs = sorted((tmp_path / "logs").glob("*.eval"), key=lambda p: p.stat().st_mtime)
     assert len(logs) == 2  # the retried log beside the interrupted one
     log = read_eval_log(str(logs[-1]))
-    assert log.status == "success"
-    assert [c["turn"] for c in resumed] == [3, 4]  # turns 1 and 2 came from the journal
-    outputs = human_outputs(log)
-    assert [o.metadata["replayed"] for o in outputs] == [True, True, False, False]
-    assert log.samples[0].metadata["end_reason"] == "clean_complete"
-    # the typing before the crash counts: turn 3's working time starts before the kill
-    third = outputs[2].metadata
-    assert third["human_intervals"][0][0] < moments["killed"] and third["human_seconds"] >= 2.0, third
-    assert len(list((tmp_path / "logs" / "human").glob("*.jsonl"))) == 1  # one journal: the run's
+    assert log.status == "success" and len(log.samples) == 2
+    # the stale refusal is gone once the eval is back; the counts are the run's, from its journal
+    assert seen["away"].startswith("Not sent") and not seen["message"].startswith("Not sent"), seen
+    assert "Reconnected" in seen["message"], seen["message"]
+    assert "5 replies sent" in seen["status"], seen["status"]  # the first case's 4 and the second's first
+    done = {c["case"]: c for c in seen["cases"]}
+    assert done[seen["first"]]["state"] == "complete", seen["cases"]  # finished before the crash: from the journal
+    assert "the conversation came to its end" in done[seen["first"]]["ending"], seen["cases"]
+    # nothing asked twice: the second case's first turn came from the journal
+    [second] = [s for s in log.samples if str(s.id) != seen["first"]]
+    outputs = [e.output for e in second.events if e.event == "model" and e.output and e.output.model == "bedside/human"]
+    assert [o.metadata["replayed"] for o in outputs] == [True, False, False, False]
+    assert [c["turn"] for c in resumed.answered] == [2, 3, 4]
+    assert second.metadata["end_reason"] == "clean_complete"
+    # the typing before the crash counts: turn 2's working time starts before the kill
+    typed = outputs[1].metadata
+    assert typed["human_intervals"][0][0] < moments["killed"] and typed["human_seconds"] >= 2.0, typed
+    # the page's counts at the end are the log's: every reply of the run and its working time
+    from bedside.person_time import person_seconds
 
-
-async def play_in(
-    browser: Browser,
-    url: str,
-    proc: Process,
-    stop_after: int | None = None,
-    on_call: Callable[[Browser, dict[str, Any]], Awaitable[Any]] | None = None,
-) -> list[dict[str, Any]]:
-    """:func:`play` in a browser already open (the kill test keeps its tab across the crash)."""
-    answered: list[dict[str, Any]] = []
-    await served(url, proc)
-    await browser.goto(url)
-    await browser.wait_for("typeof shownId !== 'undefined'")
-    deadline = time.time() + 300
-    while proc.poll() is None and time.time() < deadline:
-        call = await shown_call(browser)
-        if call is None:
-            await asyncio.sleep(0.05)
-            continue
-        if stop_after is not None and len(answered) >= stop_after:
-            if on_call is not None:
-                await on_call(browser, call)
-            return answered
-        reply = discharge_answer(call)
-        assert reply is not None
-        await fill(browser, reply)
-        assert await send(browser, call) is True
-        answered.append(call)
-    return answered
+    every = human_outputs(log)
+    assert len(every) == 8 and f"You sent {len(every)} replies" in resumed.end, resumed.end
+    assert resumed.counts["answered"] == 8
+    assert resumed.counts["workSeconds"] == pytest.approx(person_seconds(o.metadata for o in every), abs=0.15)
+    assert f"case {seen['first']}: complete" in resumed.end and f"case {second.id}: complete" in resumed.end
+    # one journal, the run's, in the log folder: none in the folders the commands ran in
+    assert len(list((tmp_path / "logs" / "human").glob("*.jsonl"))) == 1
+    assert not (elsewhere / "logs").exists()
+    assert not list((REPO / "logs" / "human").glob(f"*{log.eval.task_id}*"))

@@ -15,18 +15,18 @@ import pytest
 
 from bedside.person_time import extend, length, person_seconds, union
 from bedside.providers.human import call_id
-from bedside.providers.human_desk import Call, Desk, Journal, reply_problems
+from bedside.providers.human_desk import Call, Desk, Journal, default_journal, field_name, reply_problems
 
 SCHEMA = {"type": "object", "properties": {"failure": {"type": "boolean"}}, "required": ["failure"]}
 
 
-def a_call(schema=None, text="Hello", run="run-1") -> Call:
+def a_call(schema=None, text="Hello", run="run-1", case="c1") -> Call:
     messages = [{"role": "system", "text": "You are a judge."}, {"role": "user", "text": text}]
     return Call(
-        id=call_id("t", "c1", 1, "x.judge", 0, messages),
+        id=call_id("t", case, 1, "x.judge", 0, messages),
         run=run,
         task="t",
-        case="c1",
+        case=case,
         epoch=1,
         protocol="x.judge",
         role="judge",
@@ -56,6 +56,132 @@ def test_a_refused_reply_says_why_at_each_field():
     form = {"answers": {"rows": ["q1. one?", "q2. two?"]}}
     assert reply_problems('{"answers": [{}]}', rows, form) == {"answers": "2 answers expected, one per question"}
     assert reply_problems('{"answers": [{}, {}]}', rows, form) == {}
+
+
+def test_a_refused_field_is_named_as_the_page_shows_it():
+    graded = {"type": "string", "enum": ["yes", "no"]}
+    reason = {"type": "string"}
+    schema = {
+        "type": "object",
+        "properties": {
+            "Q6.2": {"type": "object", "properties": {"answer": graded}, "required": ["answer"]},
+            "naturalness": {
+                "type": "object",
+                "properties": {"score": {"type": "integer"}, "reason": reason},
+                "required": ["score", "reason"],
+            },
+            "answers": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"question": reason, "answer": {"anyOf": [reason, {"type": "null"}]}},
+                    "required": ["question", "answer"],
+                },
+            },
+            "turns": {
+                "type": "array",
+                "items": {
+                    "type": "object",
+                    "properties": {"rating": graded, "comment": reason},
+                    "required": ["rating"],
+                },
+            },
+        },
+    }
+    form = {
+        "answers": {"rows": [f"q{i}. ?" for i in range(1, 7)], "row_names": [f"q{i}" for i in range(1, 7)]},
+        "answers/question": {"row_label": True},
+        "turns": {"rows": ["[1] hi", "[3] bye"], "row_names": ["turn 1", "turn 3"]},
+    }
+    named = {
+        path: field_name(path, schema, form) for path in ("Q6.2/answer", "naturalness/score", "naturalness/reason")
+    }
+    assert named == {
+        "Q6.2/answer": "Q6.2",
+        "naturalness/score": "naturalness",
+        "naturalness/reason": "naturalness reason",
+    }
+    assert field_name("answers/5/answer", schema, form) == "q6" and field_name("answers", schema, form) == "answers"
+    assert (
+        field_name("turns/1/rating", schema, form) == "turn 3" and field_name("turns/1/comment", schema, {}) == "row 2"
+    )
+    # the eval's refusal of a reply names them so too
+    rows = {"answers": [{"question": "q", "answer": "a"}] * 5 + [{"question": "q"}]}
+    status, refusal = desk_refusal(schema, {k: v for k, v in form.items() if k.startswith("answers")}, rows)
+    assert status == HTTPStatus.BAD_REQUEST and refusal["message"].endswith(": q6"), refusal
+
+
+def desk_refusal(schema: dict, form: dict, reply: dict) -> tuple[HTTPStatus, dict]:
+    desk = Desk(0)
+    try:
+        call = a_call(schema)
+        call.form = form
+        desk.pending[call.id] = call
+        return desk.submit(call.id, json.dumps(reply))
+    finally:
+        desk.server.shutdown()
+
+
+def test_the_journal_is_in_the_runs_log_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("INSPECT_LOG_DIR", str(tmp_path / "elsewhere"))
+    log = str(tmp_path / "runs" / "2026-12-07T10-00-00_discharge_abc.eval")
+    assert default_journal("bedside/discharge", "abc", log) == tmp_path / "runs" / "human" / "discharge-abc.jsonl"
+    # a remote log folder: the journal stays on this machine, in ./logs/human of the folder the eval runs in
+    assert (
+        default_journal("discharge", "abc", "s3://bucket/runs/x.eval")
+        == tmp_path / "logs" / "human" / "discharge-abc.jsonl"
+    )
+
+
+def test_the_page_counts_the_runs_replies_and_cases_from_its_journal(tmp_path):
+    path = tmp_path / "replies.jsonl"
+    before = Journal(path)
+    for case, (start, seconds) in {"c1": (100.0, 5.0), "c2": (200.0, 3.0)}.items():
+        call = a_call(case=case)
+        call.work = [[start, start + seconds]]
+        before.record(call, "hello")
+    other = a_call(run="run-2", text="another run's")
+    other.work = [[0.0, 50.0]]
+    before.record(other, "hi")
+    before.record_case(
+        "run-1", {"task": "t", "case": "c1", "epoch": 1, "state": "complete", "ending": "it ended", "detail": "scored"}
+    )
+    # a restarted eval of run-1 (a new desk): the replies and work before the crash count, not run-2's
+    desk = Desk(0)
+    try:
+        desk.case_state("run-1", "t", "c2", 1, "running")  # the case the retried run plays again
+        desk.journal(path, "run-1", None, "this_run")
+        listing = desk.listing()
+        assert listing["answered"] == 2 and listing["work_seconds"] == 8.0
+        cases = {c["case"]: c for c in listing["session"]["cases"]}
+        assert cases["c1"]["state"] == "complete" and cases["c1"]["ending"] == "it ended"
+        assert cases["c2"]["state"] == "running"
+        assert [c["case"] for c in listing["session"]["cases"]] == ["c1", "c2"]  # in the order first played
+    finally:
+        desk.server.shutdown()
+
+
+def test_calls_keep_the_order_of_their_cases(tmp_path):
+    desk = Desk(0)
+    journal = desk.journal(tmp_path / "replies.jsonl", "run-1", None, "this_run")
+
+    async def three_calls() -> list[str]:
+        waiting = [asyncio.create_task(desk.answer(a_call(case="A"), journal, "this_run", True))]
+        await asyncio.sleep(0.05)
+        waiting.append(asyncio.create_task(desk.answer(a_call(case="B"), journal, "this_run", True)))
+        await asyncio.sleep(0.05)
+        waiting.append(asyncio.create_task(desk.answer(a_call(case="A", text="turn 2"), journal, "this_run", True)))
+        await asyncio.sleep(0.05)
+        order = [c["case"] for c in desk.listing()["pending"]]
+        for task in waiting:
+            task.cancel()
+        return order
+
+    try:
+        assert asyncio.run(three_calls()) == ["A", "A", "B"]  # A's later call before B's: A keeps its place
+    finally:
+        desk.server.shutdown()
 
 
 def test_the_call_key_is_the_exact_prompt():
