@@ -513,6 +513,8 @@ def test_a_physician_asked_for_the_judges_steps_answers_all_eleven_forms(tmp_pat
             seen["question"] = await browser.wait_for(
                 "(e => e && e.innerText)(document.getElementById('question'))", 20
             )
+            # the six are asked at once: their tabs once all six are there
+            await browser.wait_for("document.querySelectorAll('#tabs button').length === 6", 60)
             seen["reference tabs"] = await browser.eval(TABS)
             await shoot(browser, "judge_reference")
         if protocol == "discharge.judge_factual" and "factual" not in seen:
