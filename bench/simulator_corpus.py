@@ -25,9 +25,17 @@ from typing import Any
 from statsmodels.stats.proportion import proportion_confint
 
 from bedside.discharge import PERSONA_AXES
-from bedside.discharge.simulator import READING_CEILING, early_farewell
+from bedside.discharge.simulator import READING_CEILING
 from bedside.prompts import load_yaml
-from bedside.simulator_checks import KINDS, Finding, PatientTranscript, SpokenTurn, rule_findings, writing_system
+from bedside.simulator_checks import (
+    KINDS,
+    Finding,
+    PatientTranscript,
+    SpokenTurn,
+    early_farewell,
+    rule_findings,
+    writing_system,
+)
 from tests.corpus.simulator_errors import REALISTIC, SPLITS, Item, cases, load
 
 #: the corpus's persona fields, by DischargeBench's persona axis
@@ -70,6 +78,7 @@ def transcript(item: Item, case: dict[str, Any]) -> tuple[PatientTranscript, int
             turns=turns,
             persona={"specialty": materials["specialty"]},
             empty_allowed=True,
+            early_end=early_farewell(turns),
         )
     else:
         view = PatientTranscript(
@@ -77,6 +86,7 @@ def transcript(item: Item, case: dict[str, Any]) -> tuple[PatientTranscript, int
             turns=turns,
             persona={"category": materials["category"], "language": materials["language"]},
             writing_system=writing_system(materials["consultation"]),
+            early_end=early_farewell(turns),
         )
     return view, checked
 

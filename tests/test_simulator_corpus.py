@@ -94,13 +94,15 @@ def test_the_checked_turn_is_the_patient_turn_after_its_history_and_the_clinicia
 
 
 def test_the_rules_see_what_the_transcript_gives_them() -> None:
-    """The transcript carries the case's persona and materials: a disclosure is flagged, a dose of the note is not."""
+    """The transcript carries the case's persona and materials: a disclosure is flagged, a dose of the note is grounded."""
     base = {"id": "t", "case": "dc-chf", "source": "s", "clinician": "How are you?"}
     disclosure = Item(kind="persona_break", patient="As an AI language model, I have no body.", **base)
     note_dose = Item(kind=REALISTIC, patient="The furosemide, forty milligrams, every morning?", **base)
     unsupported = Item(kind="unsupported_fact", patient="I take warfarin 5 mg every night.", **base)
     assert "persona_break" in {f.kind for f in findings_at(disclosure, cases()["dc-chf"])}
-    assert findings_at(note_dose, cases()["dc-chf"]) == []
+    # the note's dose is grounded (no unsupported fact); this poor-recall persona reciting drug and dose unasked
+    # ("forty milligrams" is a number) breaks its persona
+    assert [(f.kind, f.check) for f in findings_at(note_dose, cases()["dc-chf"])] == [("persona_break", "rules:recall")]
     assert "unsupported_fact" in {f.kind for f in findings_at(unsupported, cases()["dc-chf"])}
 
 
