@@ -446,32 +446,40 @@ def _recalled(view: PatientTranscript) -> list[Finding]:
 
 def role_reversals(view: PatientTranscript) -> list[Finding]:
     """Patient turns that write the clinician's line, or teach, prescribe, diagnose or order (:data:`REVERSAL`;
-    in a sentence that is not a question, :data:`DIRECTIVE` and :data:`ORDER`)."""
+    in a sentence that is not a question, :data:`DIRECTIVE` and :data:`ORDER`); words the clinician said before
+    are an echo, not the patient's part ("... if any of these happen: your blood sugar?")."""
     out = []
-    for t in view.patient_turns:
-        if m := CLINICIAN_LINE.search(t.message):
-            out.append(Finding(t.index, "role_reversal", "rules:clinician_line", m.group(0).strip()))
-        elif evidence := reversal(t.message):
-            out.append(Finding(t.index, "role_reversal", "rules:reversal_phrase", evidence))
+    said = ""
+    for t in view.turns:
+        if t.role == view.patient_role and t.index >= view.checked_from:
+            if m := CLINICIAN_LINE.search(t.message):
+                out.append(Finding(t.index, "role_reversal", "rules:clinician_line", m.group(0).strip()))
+            elif evidence := reversal(t.message, said):
+                out.append(Finding(t.index, "role_reversal", "rules:reversal_phrase", evidence))
+        if t.role != view.patient_role:
+            said += " " + _normal(t.message)
     return out
 
 
-def reversal(text: str) -> str | None:
-    """The words of ``text`` in which the patient takes the clinician's part (None: none)."""
-    if m := REVERSAL.search(text):
-        return m.group(0).strip(" .!?")
+def reversal(text: str, said: str = "") -> str | None:
+    """The words of ``text`` in which the patient takes the clinician's part, unless the clinician said them
+    (``said``: the clinician's words so far, as :func:`_normal` gives them); None: none."""
+
+    def own(words: str) -> bool:
+        return bool(_normal(words)) and f" {_normal(words)} " not in f" {said} "
+
+    found = [m.group(0).strip(" .!?") for m in REVERSAL.finditer(text)]
     for sentence in (s.strip() for s in _SENTENCE.findall(text)):
         if sentence.endswith("?"):
             continue  # a question is a patient's: "should I double it?", "can you put me on something?"
-        if m := DIRECTIVE.search(sentence):
-            return m.group(0)
+        found += [m.group(0) for m in DIRECTIVE.finditer(sentence)]
         for m in ORDER.finditer(sentence):
             if not (m.group("idiom") or m.group("verb")):
                 continue
             clause = _CLAUSE_END.split(sentence[m.start("idiom") if m.group("idiom") else m.start("verb") :], 1)[0]
             if m.group("idiom") or TREATMENT.search(clause) or drug_names(clause):
-                return clause.strip()
-    return None
+                found.append(clause.strip())
+    return next((words for words in found if own(words)), None)
 
 
 def _normal(text: str) -> str:

@@ -121,10 +121,13 @@ def test_a_patient_prescribing_diagnosing_or_teaching_is_a_role_reversal(said):
         "I'd rather not take any more pills, honestly.",
         "My daughter wants me to remember everything, but I can't.",
         "What would you do if you were me?",
+        "So call 911 if any of these happen: your blood sugar?",  # the educator's words echoed
+        "Okay, and you should take it with food, like you said.",
     ],
 )
 def test_a_patients_own_questions_requests_and_teach_back_are_no_role_reversal(said):
-    view = transcript(("educator", "Take furosemide 40 mg once a day."), ("patient", said))
+    educator = "Take furosemide 40 mg once a day; you should take it with food. Call 911 if your blood sugar is low."
+    view = transcript(("educator", educator), ("patient", said))
     assert "role_reversal" not in {kind for _, kind, _ in kinds(view)}
 
 
