@@ -10,24 +10,38 @@ it answers, the patient turn, the turns after it) against its case's materials a
   over the realistic turns.
 
 Each rate has its n and a 95 % Wilson interval, for each half of the corpus (``dev``: the one the rules may be
-improved on; ``held_out``: the one that measures them).
+improved on; ``held_out``: the one that measures them). ``--write`` keeps both halves' counts, the date and the
+rules' commit in :data:`RECORD`, which the report's simulator section states (``tests/test_simulator_corpus.py``
+checks it against a fresh measurement).
 
-    .venv/bin/python -m bench.simulator_corpus [--split dev|held_out|both] [--misses]
+    .venv/bin/python -m bench.simulator_corpus [--split dev|held_out|both] [--misses] [--write]
 """
 
 from __future__ import annotations
 
 import argparse
+import datetime
+import subprocess
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import yaml
 from statsmodels.stats.proportion import proportion_confint
 
 from bedside.discharge import PERSONA_AXES
-from bedside.discharge.simulator import READING_CEILING, early_farewell
+from bedside.discharge.simulator import READING_CEILING
 from bedside.prompts import load_yaml
-from bedside.simulator_checks import KINDS, Finding, PatientTranscript, SpokenTurn, rule_findings, writing_system
+from bedside.reporting.simulator import CORPUS_RECORD as RECORD
+from bedside.simulator_checks import (
+    KINDS,
+    Finding,
+    PatientTranscript,
+    SpokenTurn,
+    early_farewell,
+    rule_findings,
+    writing_system,
+)
 from tests.corpus.simulator_errors import REALISTIC, SPLITS, Item, cases, load
 
 #: the corpus's persona fields, by DischargeBench's persona axis
@@ -70,6 +84,7 @@ def transcript(item: Item, case: dict[str, Any]) -> tuple[PatientTranscript, int
             turns=turns,
             persona={"specialty": materials["specialty"]},
             empty_allowed=True,
+            early_end=early_farewell(turns),
         )
     else:
         view = PatientTranscript(
@@ -77,6 +92,7 @@ def transcript(item: Item, case: dict[str, Any]) -> tuple[PatientTranscript, int
             turns=turns,
             persona={"category": materials["category"], "language": materials["language"]},
             writing_system=writing_system(materials["consultation"]),
+            early_end=early_farewell(turns),
         )
     return view, checked
 
@@ -149,14 +165,41 @@ def table(measurements: Iterable[Measurement]) -> str:
     return "\n".join(rows)
 
 
+def counts(m: Measurement) -> dict[str, Any]:
+    """A split's counts as :data:`RECORD` keeps them: recall and false alarms per kind, false alarms of any kind."""
+    return {
+        "recall": {kind: {"k": r.k, "n": r.n} for kind, r in m.recall.items()},
+        "false_alarms": {kind: {"k": r.k, "n": r.n} for kind, r in m.false_alarms_by_kind.items()},
+        "false_alarms_any": {"k": m.false_alarms.k, "n": m.false_alarms.n},
+    }
+
+
+def write(measurements: list[Measurement]) -> None:
+    """Keep both halves' counts in :data:`RECORD`, with the date and the commit of the rules measured."""
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True, check=True)
+    record = {
+        "measured": datetime.date.today().isoformat(),
+        "rules_commit": commit.stdout.strip(),
+        "command": ".venv/bin/python -m bench.simulator_corpus --write",
+        "splits": {m.split: counts(m) for m in measurements},
+    }
+    header = "# Written by `python -m bench.simulator_corpus --write`; tests/test_simulator_corpus.py checks it.\n"
+    RECORD.write_text(header + yaml.safe_dump(record, sort_keys=False), encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench.simulator_corpus", description=__doc__.split("\n")[0])
     parser.add_argument("--split", choices=[*SPLITS, "both"], default="both")
     parser.add_argument("--misses", action="store_true", help="list the missed errors and the false alarms by id")
+    parser.add_argument("--write", action="store_true", help=f"keep both halves' counts in {RECORD.name}")
     args = parser.parse_args(argv)
+    if args.write and args.split != "both":
+        parser.error("--write measures both halves: leave --split out")
     measurements = [measure(s) for s in (SPLITS if args.split == "both" else (args.split,))]
     print(table(measurements))
     print("(rates: k/n = share [95 % Wilson interval]; rules only, no LLM checker)")
+    if args.write:
+        write(measurements)
     if args.misses:
         for m in measurements:
             for kind, ids in m.misses.items():

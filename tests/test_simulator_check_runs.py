@@ -169,6 +169,15 @@ def test_report_rates_per_patient_model_and_persona_and_the_clean_population(tmp
 
     index = build([log.location], tmp_path / "report")
     assert "own error rate" in index.read_text()
+    # under the table: the rules' recall per kind on the corpus's held-out half, from the bench's record
+    import yaml
+
+    from bedside.reporting.simulator import CORPUS_RECORD
+
+    held_out = yaml.safe_load(CORPUS_RECORD.read_text(encoding="utf-8"))["splits"]["held_out"]["recall"]
+    assert "measured recall on the bedside corpus" in index.read_text()
+    for kind, rate in held_out.items():
+        assert f"{kind} {rate['k']}/{rate['n']} = " in index.read_text(), kind
     frame = pd.read_csv(tmp_path / "report" / "simulator_errors.csv")
     overall = frame[(frame["stratum"] == "all") & (frame["key"] == "simulator_error")].iloc[0]
     assert overall["n"] == len(errors) and overall["rate"] == sum(errors.values()) / len(errors)

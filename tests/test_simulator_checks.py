@@ -14,6 +14,7 @@ from bedside.simulator_checks import (
     Finding,
     PatientTranscript,
     SpokenTurn,
+    early_farewell,
     numbers,
     rule_findings,
     writing_system,
@@ -81,6 +82,101 @@ def test_teach_back_is_not_a_role_reversal():
     assert kinds(view) == []
     view = transcript(("educator", "Any questions?"), ("patient", "I told my doctor: no more pills, I hate them."))
     assert kinds(view) == []
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Just start me on something stronger before I go.",  # a prescribing idiom with "me"
+        "Okay. Write me a prescription for prednisone, a five-day burst.",  # an order naming a treatment
+        "Fine, but bump the furosemide up to twice a day.",  # an imperative dose change after a comma
+        "I'd rather you switch me over to the metoprolol.",  # "I'd rather you" + a prescribing verb
+        "You need to lower that dose, it makes me dizzy.",  # a modal of obligation + a treating verb
+        "You might want to consider an echo as well.",
+        "I would order a stress test first, if I were you.",  # the clinician's act in the first person
+        "That pattern meets the diagnostic criteria for heart failure.",  # a diagnosis in the clinician's terms
+        "Now say that back to me so I know you understood.",  # a teach-back put to the clinician
+        "What would you do if you found blood in your urine?",  # a quiz, the clinician's body as the patient's
+        "When you miss a dose your body holds on to the fluid. Remember that.",  # teaching with a generic "you"
+        "I'll tell you what to watch for: swelling and weight gain.",
+    ],
+)
+def test_a_patient_prescribing_diagnosing_or_teaching_is_a_role_reversal(said):
+    view = transcript(("educator", "We will keep your water pill the same."), ("patient", said))
+    assert (1, "role_reversal", "rules:reversal_phrase") in kinds(view)
+
+
+@pytest.mark.parametrize(
+    "said",
+    [
+        "Can you put me on something for sleep?",  # a request in a question is a patient's
+        "Should I double the furosemide if my ankles swell?",
+        "Forty milligrams of furosemide, once a day. Got it.",  # a dose repeated back
+        "Let me explain how it happened: I slipped on the ice.",  # the patient's own story
+        "You should see my ankles by the evening, they're huge.",
+        "They put me on oxygen for two days last time.",  # history, not an order
+        "Okay, go ahead and give me the shot.",  # consent to what the clinician proposed
+        "Stop the aspirin? I've taken it for years.",
+        "Lower back pain mostly, and the pills don't help.",
+        "I'd rather not take any more pills, honestly.",
+        "My daughter wants me to remember everything, but I can't.",
+        "What would you do if you were me?",
+        "So call 911 if any of these happen: your blood sugar?",  # the educator's words echoed
+        "Okay, and you should take it with food, like you said.",
+    ],
+)
+def test_a_patients_own_questions_requests_and_teach_back_are_no_role_reversal(said):
+    educator = "Take furosemide 40 mg once a day; you should take it with food. Call 911 if your blood sugar is low."
+    view = transcript(("educator", educator), ("patient", said))
+    assert "role_reversal" not in {kind for _, kind, _ in kinds(view)}
+
+
+def test_a_number_in_words_with_a_unit_is_a_fact():
+    assert numbers("eighty milligrams, twenty-two units and a thousand every eight hours") == {"80", "22"}
+    assert numbers("one hundred and twenty", words=True) >= {"120", "100", "20", "1"}
+    view = transcript(("educator", "What dose?"), ("patient", "Eighty milligrams of furosemide."))
+    assert kinds(view) == [(1, "unsupported_fact", "rules:fact")]
+    view = transcript(("educator", "What dose?"), ("patient", "Forty milligrams, I think."))
+    assert kinds(view) == []
+
+
+def test_talk_from_outside_the_role_play_or_in_an_assistants_register_breaks_the_persona():
+    for said, check in [
+        ("Speaking in character, my knee hurts.", "rules:disclosure"),
+        ("I'm not a real patient, but I'd say yes.", "rules:disclosure"),
+        ("Sure! 1. It hurts at night. 2. It hurts on stairs.", "rules:assistant_register"),
+        ("*sighs deeply* Fine.", "rules:assistant_register"),
+        ("It's worse at night. Let me know if you'd like more details!", "rules:assistant_register"),
+    ]:
+        assert (1, "persona_break", check) in kinds(transcript(("educator", "How is it?"), ("patient", said)))
+    for said in ["Can you send the script to my pharmacy?", "My instructions say to take it with food."]:
+        assert kinds(transcript(("educator", "Any questions?"), ("patient", said))) == []
+
+
+def test_a_farewell_before_the_end_and_a_control_token_end_early():
+    said = [
+        ("educator", "Next, your diet."),
+        ("patient", "See you later, I'm off."),
+        ("educator", "Wait."),
+        ("patient", "Ok."),
+    ]
+    assert early_farewell(tuple(SpokenTurn(i, r, t) for i, (r, t) in enumerate(said))) == (
+        1,
+        'farewell before the session ended: "See you later, I\'m off."',
+    )
+    for kept in ["I'll take care of it.", "I'm done with the antibiotic now, right?", "I'll go to the pharmacy after."]:
+        turns = [said[0], ("patient", kept), *said[2:]]
+        assert early_farewell(tuple(SpokenTurn(i, r, t) for i, (r, t) in enumerate(turns))) is None
+    assert kinds(transcript(("educator", "Go on."), ("patient", "###STOP###"))) == [
+        (1, "early_end", "rules:control_token")
+    ]
+
+
+def test_a_stall_in_chinese_counts_characters_as_words():
+    same = [("doctor", "你担心什么？"), ("patient", "我不想拍片子。")] * 3
+    assert kinds(transcript(*same)) == [(5, "early_end", "rules:repeated_turn")]
+    short = [("doctor", "好吗？"), ("patient", "好。")] * 3
+    assert kinds(transcript(*short)) == []
 
 
 def test_reading_level_above_the_persona_is_a_transcript_finding():

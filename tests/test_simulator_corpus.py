@@ -1,6 +1,7 @@
 """The corpus of simulated-patient turns (tests/corpus/simulator_errors) and its measurement
-(bench/simulator_corpus.py): its schema, its counts, its seeded split, and that recall and false alarms are
-computed over the turns of each split (no threshold on the rates: they are measured, not pinned)."""
+(bench/simulator_corpus.py): its schema, its counts, its seeded split, that recall and false alarms are
+computed over the turns of each split (no threshold on the rates: they are measured, not pinned), and that the
+counts the report states (bedside/reporting/simulator_corpus.yaml) are those of the rules as they are."""
 
 from __future__ import annotations
 
@@ -8,8 +9,11 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+import yaml
 
+from bedside.reporting.simulator import CORPUS_RECORD, corpus_recall
 from bedside.simulator_checks import KINDS
+from bench.simulator_corpus import counts as record_counts
 from bench.simulator_corpus import findings_at, measure, table, transcript
 from tests.corpus.simulator_errors import (
     LABELS,
@@ -94,13 +98,15 @@ def test_the_checked_turn_is_the_patient_turn_after_its_history_and_the_clinicia
 
 
 def test_the_rules_see_what_the_transcript_gives_them() -> None:
-    """The transcript carries the case's persona and materials: a disclosure is flagged, a dose of the note is not."""
+    """The transcript carries the case's persona and materials: a disclosure is flagged, a dose of the note is grounded."""
     base = {"id": "t", "case": "dc-chf", "source": "s", "clinician": "How are you?"}
     disclosure = Item(kind="persona_break", patient="As an AI language model, I have no body.", **base)
     note_dose = Item(kind=REALISTIC, patient="The furosemide, forty milligrams, every morning?", **base)
     unsupported = Item(kind="unsupported_fact", patient="I take warfarin 5 mg every night.", **base)
     assert "persona_break" in {f.kind for f in findings_at(disclosure, cases()["dc-chf"])}
-    assert findings_at(note_dose, cases()["dc-chf"]) == []
+    # the note's dose is grounded (no unsupported fact); this poor-recall persona reciting drug and dose unasked
+    # ("forty milligrams" is a number) breaks its persona
+    assert [(f.kind, f.check) for f in findings_at(note_dose, cases()["dc-chf"])] == [("persona_break", "rules:recall")]
     assert "unsupported_fact" in {f.kind for f in findings_at(unsupported, cases()["dc-chf"])}
 
 
@@ -119,3 +125,19 @@ def test_recall_and_false_alarms_are_computed_over_the_split(split: str) -> None
     assert m.false_alarms.n == counts[REALISTIC]
     assert m.false_alarms.k == len({i for i, _ in m.alarms})
     assert f"| {split} | `role_reversal` | {m.recall['role_reversal']} |" in table([m])
+    # the report's record is this measurement (else: python -m bench.simulator_corpus --write)
+    record = yaml.safe_load(CORPUS_RECORD.read_text(encoding="utf-8"))
+    assert record["splits"][split] == record_counts(m), f"{CORPUS_RECORD.name} is stale: run the bench with --write"
+
+
+def test_the_report_states_the_held_out_recall_per_kind_with_n_and_interval() -> None:
+    rate = {"k": 3, "n": 20}
+    split = {"recall": dict.fromkeys(KINDS, rate), "false_alarms_any": {"k": 1, "n": 50}}
+    record = {"measured": "2026-01-02", "rules_commit": "abc1234", "command": "cmd", "splits": {"held_out": split}}
+    text = corpus_recall(
+        {**record, "splits": {"held_out": {**split, "recall": {**split["recall"], "early_end": {"k": 0, "n": 21}}}}}
+    )
+    assert "held-out half" in text and "2026-01-02" in text and "abc1234" in text
+    for kind in KINDS[:-1]:
+        assert f"{kind} 3/20 = 0.15 [0.05, 0.36]" in text  # Wilson, as statsmodels gives it
+    assert "early_end 0/21 = 0.00 [0.00, 0.15]" in text and "1/50 = 0.02 [0.00, 0.10]" in text

@@ -12,7 +12,8 @@ are the data's, so it has nothing to check (its keys are NaN).
   it; rule 7 of the patient prompt: "including their language"); the report's strata are the behaviour category
   and the language;
 - early end: the patient ended the continuation in its first turn although the original patient speaks at least
-  twice more after the cut (rule 5: end "only when all of the original patient's concerns have been dealt with").
+  twice more after the cut (rule 5: end "only when all of the original patient's concerns have been dealt with"),
+  or said farewell in the continuation before its last two turns (:func:`bedside.simulator_checks.early_farewell`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from bedside.cpb import CPBEndReason
 from bedside.cpb.judges import DOCTOR_ROLE, PATIENT_ROLE, dialogue_turns, load_case, transcript_text
 from bedside.cpb.records import CPBCase
 from bedside.cpb.store import CPBStore
-from bedside.simulator_checks import PatientTranscript, SpokenTurn, writing_system
+from bedside.simulator_checks import PatientTranscript, SpokenTurn, early_farewell, writing_system
 
 
 def patient_transcript(metadata: dict[str, Any]) -> PatientTranscript | None:
@@ -44,7 +45,7 @@ def patient_transcript(metadata: dict[str, Any]) -> PatientTranscript | None:
     # the original patient's turns after the cut, consecutive lines of the patient counted once
     later = sum(s == "Patient" and (i == 0 or after[i - 1] != "Patient") for i, s in enumerate(after))
     spoken = [t for t in turns[first:] if t.role == PATIENT_ROLE]
-    early = None
+    early = early_farewell(turns, PATIENT_ROLE, first)
     if record.continuation_end_reason == CPBEndReason.PATIENT_ENDED and len(spoken) == 1 and later >= 2:
         early = (spoken[0].index, f"ended in its first turn; the original patient speaks {later} more times")
     return PatientTranscript(

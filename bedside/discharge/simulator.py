@@ -16,7 +16,6 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from inspect_ai.util import store_as
@@ -26,11 +25,10 @@ from bedside.discharge.persona import Persona
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore
 from bedside.prompts import load_yaml
-from bedside.simulator_checks import PatientTranscript, SpokenTurn
+from bedside.simulator_checks import PatientTranscript, SpokenTurn, early_farewell
 
 #: the highest Flesch-Kincaid grade of each education level's speech (None: no ceiling)
 READING_CEILING: dict[str, float | None] = {"elementary": 8.0, "high_school": 12.0, "college": None}
-FAREWELL = re.compile(r"\b(good ?bye|bye now|i (have|need|got) to (go|leave)|i['’]?m leaving)\b", re.IGNORECASE)
 
 
 def script(case: DischargeCase, persona: Persona, behavior: str) -> dict[str, str]:
@@ -67,11 +65,3 @@ def patient_transcript(metadata: dict[str, Any]) -> PatientTranscript | None:
         recall_limited=("medication", "medical_history") if persona.recall_level == "poor" else (),
         early_end=early_farewell(turns),
     )
-
-
-def early_farewell(turns: tuple[SpokenTurn, ...]) -> tuple[int, str] | None:
-    """The first patient farewell before the last two turns of the session: its index and the reason; or None."""
-    farewell = next((t for t in turns[:-2] if t.role == "patient" and FAREWELL.search(t.message)), None)
-    if farewell is None:
-        return None
-    return farewell.index, f"farewell before the session ended: {farewell.message[:80]!r}"

@@ -7,7 +7,8 @@
 - an empty SP turn is a legitimate answer (a patient who cannot speak: the SP prompt allows it), so it is no stall;
 - persona: the SP script fixes no reading level, recall or language to check; the report's stratum is the
   scenario's specialty;
-- early end: the environment controller ends the encounter, never the SP (no such check).
+- early end: the environment controller ends the encounter, never the SP: an SP farewell before the session's last
+  two turns is an early end (:func:`bedside.simulator_checks.early_farewell`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ from inspect_ai.util import store_as
 
 from bedside.medsp.records import Scenario
 from bedside.medsp.store import MedSPStore
-from bedside.simulator_checks import PatientTranscript, SpokenTurn
+from bedside.simulator_checks import PatientTranscript, SpokenTurn, early_farewell
 
 NO_REPLY = "(no reply)"
 
@@ -35,4 +36,5 @@ def patient_transcript(metadata: dict[str, Any]) -> PatientTranscript | None:
         turns=turns,
         persona={"specialty": str(metadata.get("specialty", "unspecified"))},
         empty_allowed=True,
+        early_end=early_farewell(turns),
     )
