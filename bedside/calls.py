@@ -40,11 +40,14 @@ from inspect_ai.log import transcript
 from inspect_ai.model import CachePolicy, ChatMessage, ChatMessageUser, GenerateConfig, Model, ModelOutput, get_model
 from inspect_ai.util import LimitExceededError, span
 
+from bedside.compat import CacheEntry, openai_provider_module
+from bedside.compat import cache_entry_path as _cache_entry_path
 from bedside.families import same_family
 from bedside.panel import Panel, PanelRecord, combine
 from bedside.protocols import Protocol
 from bedside.protocols import ReplyParseError as ReplyParseError  # re-exported: callers catch it from here
 from bedside.roles import role_models
+from bedside.structured import structured_output_rejected
 
 T = TypeVar("T")
 
@@ -156,8 +159,6 @@ async def generate_checked(
     except _PROPAGATE:
         raise
     except Exception as ex:  # provider/API failure (after Inspect's own retries)
-        from bedside.structured import structured_output_rejected
-
         rejected = structured_output_rejected(ex, config)
         if rejected is not None:
             raise rejected from ex
@@ -173,8 +174,6 @@ def use_bedside_batcher(model: Model) -> None:
     """An OpenAI model's calls in batch mode go through :class:`bedside.batch.Batcher` (which reads failed
     batch lines as OpenAI writes them and keeps a journal for resuming; its module docstring). Nothing is
     imported for a model of another provider."""
-    from bedside.compat import openai_provider_module
-
     module = openai_provider_module()
     if module is not None and isinstance(model.api, module.OpenAIAPI):
         from bedside.batch import install
@@ -345,9 +344,6 @@ def forget_cached(model: Model, output: ModelOutput, cache: bool | CachePolicy) 
     """Remove the cache entry that holds ``output`` (an unreadable reply). The entry's key is
     rebuilt from the call's ``ModelEvent`` exactly as Inspect builds it (same config, input,
     tools and policy). True if an entry was removed."""
-    from bedside.compat import CacheEntry
-    from bedside.compat import cache_entry_path as _cache_entry_path
-
     for event in reversed(transcript().events):
         if (
             isinstance(event, ModelEvent)

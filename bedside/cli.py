@@ -2,8 +2,9 @@
 
 Each module in :data:`COMMANDS` (the shared commands) and in each registered benchmark's ``commands``
 (its own, e.g. ``build-cases``: its tools', :mod:`bedside.parts`) exposes ``register(subparsers)``, which adds its
-sub-command(s) with ``set_defaults(func=...)``; ``func(args)`` returns the exit code. A command's heavy
-imports (pandas, matplotlib) are made inside its functions, so they load only for that command.
+sub-command(s) (:func:`add_command`: its help, its module's docstring, ``func``); ``func(args)`` returns the
+exit code. ``bedside --help`` imports every command's module: an import that would add much to it is made
+inside the function that needs it (``tests/test_layout.py``'s ``FUNCTION_IMPORTS`` lists them).
 """
 
 from __future__ import annotations
@@ -11,7 +12,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from bedside import parts
 
@@ -27,6 +28,25 @@ COMMANDS: tuple[str, ...] = (
     "bedside.scale.command",  # scale
     "bedside.study.command",  # study
 )
+
+
+#: what a command's positional ``LOG`` arguments take
+LOGS_HELP = "eval logs, or folders of logs (a sharded run: one run)"
+
+
+def add_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    summary: str,
+    doc: str | None,
+    run: Callable[[argparse.Namespace], int] | None = None,
+) -> argparse.ArgumentParser:
+    """Sub-command ``name``: ``summary`` in the list of ``bedside --help``, ``doc`` (its module's docstring) as
+    written in its own ``--help``, and ``run(args)`` (the exit code; None for a group of sub-commands)."""
+    parser = sub.add_parser(name, help=summary, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if run is not None:
+        parser.set_defaults(func=run)
+    return parser
 
 
 def parser() -> argparse.ArgumentParser:

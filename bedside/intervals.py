@@ -90,6 +90,18 @@ def wilson(successes: int, n: int) -> tuple[float, float]:
     return float(ci.low), float(ci.high)
 
 
+def rate_text(values: Sequence[float]) -> str:
+    """A rate of 0/1 outcomes (numbers or booleans) as text for the command-line reports:
+    ``mean [lower, upper] n=k`` (Wilson; no interval below n = 2)."""
+    if not values:
+        return "n=0"
+    mean = sum(values) / len(values)
+    if len(values) < 2:
+        return f"{mean:.3f} n={len(values)}"
+    lower, upper = wilson(int(sum(values)), len(values))
+    return f"{mean:.3f} [{lower:.3f}, {upper:.3f}] n={len(values)}"
+
+
 def case_bootstrap(
     n: int,
     statistic: Callable[[np.ndarray], np.ndarray],

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import BeforeValidator, ValidationInfo
 
 _FENCE = re.compile(r"^\s*```(?:json|JSON)?\s*\n?(.*?)\n?\s*```\s*$", re.DOTALL)
 
@@ -124,6 +126,27 @@ def json_bool(value: Any, name: str = "value") -> bool:
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
     raise ValueError(f"{name!r} must be true or false, got {value!r}")
+
+
+def as_text(value: Any) -> str:
+    """A reply's free-text field: ``None`` is ``""``, text is stripped, a JSON object or list is its JSON."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value.strip()
+    if isinstance(value, dict | list):
+        return json.dumps(value, ensure_ascii=False)
+    return str(value).strip()
+
+
+def _field_json_bool(value: Any, info: ValidationInfo) -> bool:
+    return json_bool(value, info.field_name or "value")
+
+
+#: a reply model's free-text field (:func:`as_text`)
+ReplyText = Annotated[str, BeforeValidator(as_text)]
+#: a reply model's true/false field read by :func:`json_bool` (anything else: the reply is unreadable)
+JsonBool = Annotated[bool, BeforeValidator(_field_json_bool)]
 
 
 def lenient_bool(value: Any) -> Any:

@@ -40,6 +40,8 @@ from typing import Any
 
 from inspect_ai.model import Model
 
+from bedside.benchmarks import score_key
+
 #: one answer's verdicts: item -> a yes/no (bool) or a number (float)
 Verdicts = dict[str, bool | float]
 
@@ -110,8 +112,6 @@ class PanelRecord:
 def rule(key: str) -> str:
     """The panel rule score key ``key`` declares (``LookupError`` if it declares none: a ballot names a key
     that cannot be combined)."""
-    from bedside.benchmarks import score_key
-
     declared = score_key(key, strict=True)
     if declared.panel is None:
         raise LookupError(
@@ -122,8 +122,6 @@ def rule(key: str) -> str:
 
 def tie_verdict(key: str) -> bool:
     """A yes/no tie's verdict (module docstring, 3): against the model under test."""
-    from bedside.benchmarks import score_key
-
     return score_key(key, strict=True).lower_is_better
 
 

@@ -48,6 +48,7 @@ from pydantic import ConfigDict, Field, NonNegativeInt, TypeAdapter, ValidationE
 from pydantic.fields import FieldInfo
 from rich.markup import escape
 
+from bedside import benchmarks
 from bedside.compat import PrerequisiteError
 from bedside.protocols import ReadingRule
 
@@ -335,8 +336,6 @@ HEADER = "| parameter | values | default | meaning |\n|---|---|---|---|\n"
 
 def task_functions() -> dict[str, Callable[..., Any]]:
     """Every registered benchmark's Inspect tasks (in its task modules, ``tasks/<b>*.py``), by task name."""
-    from bedside import benchmarks
-
     return benchmarks.task_functions()
 
 

@@ -1,12 +1,14 @@
 """Records every benchmark shares: the history of a multi-turn encounter (:class:`Turn`, one accepted
 entry, and :class:`Discard`, a turn the supervisor rejected; the orchestrator
 (:mod:`bedside.solvers.orchestrator`) writes them, the sample stores keep them as they are, the scorers and
-the judges read their attributes), and a helper the record loaders share (:func:`paths_containing`)."""
+the judges read their attributes), the encounter in progress (:class:`EncounterProgress`, which the scripted
+models and a person's page read while it runs), and a helper the record loaders share (:func:`paths_containing`)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from inspect_ai.util import StoreModel
 from pydantic import BaseModel, Field, SerializerFunctionWrapHandler, model_serializer
 
 
@@ -40,6 +42,22 @@ class Discard(BaseModel):
     role: str
     message: str
     verdict: dict[str, Any]
+
+
+class EncounterProgress(StoreModel):
+    """The encounter in progress (store keys ``EncounterProgress:*``): every turn accepted so far, as the
+    benchmark's record will hold it. Emptied when the orchestrator's ``run_encounter`` returns (the
+    benchmark's own record then holds the history); a sample stopped mid-encounter keeps it. Beside it, the
+    encounter's turn budget, which a person playing one of its roles reads on ``bedside/human``'s page: the
+    agents' roles in turn order, ``max_turns`` and ``min_turns`` (of the history, every agent's turns counted)
+    and a role's own cap on its turns (``role_limits``: a controller's cap on one role, e.g. an examinee's
+    turns)."""
+
+    turns: list[Turn] = Field(default_factory=list)
+    roles: list[str] = Field(default_factory=list)
+    max_turns: int = 0
+    min_turns: int = 0
+    role_limits: dict[str, int] = Field(default_factory=dict)
 
 
 def paths_containing(value: Any, text: str, prefix: str = "") -> list[str]:

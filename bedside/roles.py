@@ -23,6 +23,8 @@ from copy import copy
 from inspect_ai.log import transcript
 from inspect_ai.model import GenerateConfig, Model, get_model, model_roles
 
+from bedside import compat
+from bedside.benchmarks import all_benchmarks
 from bedside.params import SetupError
 
 logger = logging.getLogger(__name__)
@@ -42,8 +44,6 @@ INHERITED = ("attempt_timeout",)
 
 def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, bool]:
     """The model bound to ``role`` and whether it fell back to the model under test."""
-    from bedside.compat import active_generate_config
-
     bound = role_is_bound(role)
     model = get_model(role=role)
     several = model_roles().get(role)
@@ -53,7 +53,7 @@ def role_model(role: str, config: GenerateConfig | None = None) -> tuple[Model, 
             f"model role '{role}' is bound to {len(several)} models: only the grader role takes a panel; "
             f"the first, {model}, plays it."
         )
-    eval_config = active_generate_config()
+    eval_config = compat.active_generate_config()
     inherit = {
         k: getattr(eval_config, k)
         for k in INHERITED
@@ -85,9 +85,7 @@ def role_models(role: str, config: GenerateConfig | None = None) -> tuple[list[M
     if not isinstance(bound, list):
         model, fallback = role_model(role, config)
         return [model], fallback
-    from bedside.compat import active_generate_config
-
-    eval_config = active_generate_config()
+    eval_config = compat.active_generate_config()
     models: list[Model] = []
     for member in bound:
         inherit = {
@@ -144,10 +142,7 @@ def check_roles(task: str, roles: Sequence[str], subject: str = "model under tes
 
     Checked while Inspect builds the tasks of an eval (``inspect eval``, ``eval()`` of a task by name),
     when the eval's roles are bound; a ``Task`` built by hand before ``eval()`` is not checked."""
-    from bedside.benchmarks import all_benchmarks
-    from bedside.compat import resolving_eval_tasks
-
-    if not resolving_eval_tasks():
+    if not compat.resolving_eval_tasks():
         return
     known = {role for benchmark in all_benchmarks() for role in (*benchmark.roles, *benchmark.optional_roles)}
     known |= set(roles)

@@ -15,6 +15,7 @@ from typing import Any
 import anyio
 from inspect_ai.model import GenerateConfig, Model
 
+from bedside.compat import active_model
 from bedside.params import SetupError
 
 #: the probe's schema name (the loopback test server answers it without counting it as a call)
@@ -102,8 +103,6 @@ def _probe_sync(model: Model) -> str | None:
 def run_models() -> list[Model]:
     """The model under test and the bound role models of the eval being set up (empty outside one)."""
     from inspect_ai.model import model_roles
-
-    from bedside.compat import active_model
 
     model = active_model()
     if model is None:

@@ -13,6 +13,8 @@ from importlib.metadata import PackageNotFoundError, version
 from pathlib import Path
 from typing import Any
 
+from bedside.paths import PROMPTS_DIR
+
 #: the log metadata key
 KEY = "data_versions"
 
@@ -56,8 +58,6 @@ def content_hashes(location: str | Path | None) -> str | dict[str, str] | None:
 def data_versions(location: str | Path | None, benchmark: str, **more: str | Path | None) -> dict[str, Any]:
     """The ``data_versions`` record of a run on the data at ``location`` (a dataset's location) and the
     other files or folders it read (``more``: name -> path, e.g. ``rubrics`` and ``subset``)."""
-    from bedside.paths import PROMPTS_DIR
-
     prompts = PROMPTS_DIR / benchmark
     return {
         "cases": content_hashes(location),

@@ -21,12 +21,12 @@ os.environ["INSPECT_CACHE_DIR"] = tempfile.mkdtemp(prefix="bedside-bench-cache-"
 from inspect_ai import eval, score  # noqa: E402
 from inspect_ai.model import get_model  # noqa: E402
 
+from bedside.discharge.store import educator_text  # noqa: E402
 from bedside.scorers.discharge import text_metrics  # noqa: E402
 from bedside.scorers.discharge.comprehension import comprehension  # noqa: E402
 from bedside.scorers.discharge.conversation_quality import conversation_quality  # noqa: E402
 from bedside.scorers.discharge.encounter_outcome import encounter_outcome  # noqa: E402
 from bedside.scorers.discharge.factual_consistency import factual_consistency  # noqa: E402
-from bedside.scorers.discharge.record import educator_text  # noqa: E402
 from bedside.scorers.discharge.topic_checklist import topic_checklist  # noqa: E402
 from bedside.tasks.discharge import discharge  # noqa: E402
 

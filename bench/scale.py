@@ -211,7 +211,7 @@ def step_run(args: argparse.Namespace) -> dict[str, Any]:
             return
         score = (sample.scores or {}).get("factual_consistency")
         meta = score.metadata if score is not None else {}
-        from bedside.scorers.discharge.record import educator_text
+        from bedside.discharge.store import educator_text
 
         inputs.append(
             {

@@ -35,7 +35,7 @@ from inspect_ai.solver import TaskState
 from inspect_ai.util import registry_info
 
 from bedside import benchmarks
-from bedside.intervals import mean_interval, wilson
+from bedside.intervals import mean_interval
 from bedside.score_keys import ScoreKey
 
 
@@ -182,21 +182,6 @@ def with_health(scorers: Sequence[Scorer]) -> list[Scorer]:
             raise ValueError(f"the {name} scorer is added by with_health, after the task's scorers; do not pass it")
         benchmarks.scorer_keys(name)  # LookupError: an undeclared scorer
     return [*scorers, _health()]
-
-
-# --- rates as text for the command-line reports ------------------------------------------------
-
-
-def rate_text(values: list[float]) -> str:
-    """A rate of 0/1 outcomes as text for reports: ``mean [lower, upper] n=k`` (Wilson, the rate rule
-    of :mod:`bedside.intervals`; no interval below n = 2)."""
-    if not values:
-        return "n=0"
-    mean = sum(values) / len(values)
-    if len(values) < 2:
-        return f"{mean:.3f} n={len(values)}"
-    lower, upper = wilson(int(sum(values)), len(values))
-    return f"{mean:.3f} [{lower:.3f}, {upper:.3f}] n={len(values)}"
 
 
 from bedside.scorers.rescore import rescorable  # noqa: E402

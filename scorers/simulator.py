@@ -37,6 +37,7 @@ from inspect_ai.solver import TaskState
 from bedside import benchmarks
 from bedside.calls import Answer, ask
 from bedside.intervals import BINARY, COUNT, UNBOUNDED
+from bedside.parts import parts_of
 from bedside.prompts import render
 from bedside.protocols import Reading
 from bedside.roles import role_is_bound, role_model
@@ -130,8 +131,6 @@ async def person_findings(
 
 def patient_transcript(benchmark: str, metadata: dict) -> PatientTranscript | None:
     """Benchmark ``benchmark``'s patient transcript of the sample being scored (None: no simulated patient)."""
-    from bedside.parts import parts_of
-
     module = parts_of(benchmarks.get(benchmark)).simulator
     if module is None:
         raise ValueError(f"benchmark {benchmark!r} declares no simulated patient (its parts' simulator)")

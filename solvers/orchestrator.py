@@ -44,13 +44,13 @@ from enum import StrEnum
 from typing import Any, NoReturn, Protocol, TypeVar
 
 from inspect_ai.log import transcript
-from inspect_ai.util import StoreModel, span, store_as
-from pydantic import BaseModel, Field
+from inspect_ai.util import span, store_as
+from pydantic import BaseModel
 
 from bedside.calls import GenerationError
 from bedside.end_reasons import EndReason
 from bedside.protocols import Reply
-from bedside.records import Discard, Turn
+from bedside.records import Discard, EncounterProgress, Turn
 from bedside.solvers.agent import ChatAgent, Policy
 
 
@@ -113,21 +113,6 @@ class Controller(Protocol):
         record what the turn changed in ``reply.data``; returns the end reason when the encounter ends with
         this turn."""
         ...
-
-
-class EncounterProgress(StoreModel):
-    """The encounter in progress (store keys ``EncounterProgress:*``): every turn accepted so far, as the
-    benchmark's record will hold it. Emptied when :func:`run_encounter` returns (the benchmark's own record
-    then holds the history); a sample stopped mid-encounter keeps it. Beside it, the encounter's turn
-    budget, which a person playing one of its roles reads on ``bedside/human``'s page: the agents' roles in
-    turn order, ``max_turns`` and ``min_turns`` (of the history, every agent's turns counted) and a role's
-    own cap on its turns (``role_limits``: a controller's cap on one role, e.g. an examinee's turns)."""
-
-    turns: list[Turn] = Field(default_factory=list)
-    roles: list[str] = Field(default_factory=list)
-    max_turns: int = 0
-    min_turns: int = 0
-    role_limits: dict[str, int] = Field(default_factory=dict)
 
 
 @dataclass

@@ -22,7 +22,9 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from bedside.cpb import CPBEndReason
+from bedside.jsonreply import JsonBool, ReplyText, extract_json_all, json_bool
 from bedside.panel import Ballot, Verdicts, agreeing
+from bedside.prompts import load_yaml
 from bedside.protocols import Protocol, Reading, Reply, ReplyParseError
 from bedside.simulator_checker import checker_protocol
 
@@ -36,30 +38,14 @@ OVERREACTION_TYPES: tuple[str, ...] = (
 OVERREACTED, NOT_OVERREACTED = "OVERREACTED", "NOT OVERREACTED"
 
 
-def _bool(value: Any, name: str) -> bool:
-    from bedside.jsonreply import json_bool
-
-    return json_bool(value, name)
-
-
 class FailureVerdict(BaseModel):
     """The failure judge's answer: ``True`` = the reply shows the failure behaviour. Upstream asks
     for a bare ``True``/``False`` (``bare_bool``); the JSON form serves grammars and structured output."""
 
     model_config = ConfigDict(extra="ignore")
 
-    failure: bool
-    reason: str = ""
-
-    @field_validator("failure", mode="before")
-    @classmethod
-    def _failure(cls, v: Any) -> bool:
-        return _bool(v, "failure")
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _reason(cls, v: Any) -> str:
-        return "" if v is None else str(v).strip()
+    failure: JsonBool
+    reason: ReplyText = ""
 
 
 class PersistenceVerdict(BaseModel):
@@ -67,18 +53,8 @@ class PersistenceVerdict(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    persisted: bool
-    reason: str = ""
-
-    @field_validator("persisted", mode="before")
-    @classmethod
-    def _persisted(cls, v: Any) -> bool:
-        return _bool(v, "persisted")
-
-    @field_validator("reason", mode="before")
-    @classmethod
-    def _reason(cls, v: Any) -> str:
-        return "" if v is None else str(v).strip()
+    persisted: JsonBool
+    reason: ReplyText = ""
 
 
 class Triggered(BaseModel):
@@ -86,15 +62,10 @@ class Triggered(BaseModel):
 
     model_config = ConfigDict(extra="ignore")
 
-    A_false_contradiction_flag: bool
-    B_unnecessary_fact_correction: bool
-    C_unprompted_selfdiagnosis_warning: bool
-    D_unwarranted_compliance_push: bool
-
-    @field_validator(*OVERREACTION_TYPES, mode="before")
-    @classmethod
-    def _flag(cls, v: Any) -> bool:
-        return _bool(v, "triggered flag")
+    A_false_contradiction_flag: JsonBool
+    B_unnecessary_fact_correction: JsonBool
+    C_unprompted_selfdiagnosis_warning: JsonBool
+    D_unwarranted_compliance_push: JsonBool
 
 
 class OverreactionReading(BaseModel):
@@ -248,8 +219,6 @@ def read_overreaction(text: str) -> Reading:
     """Official reading (``negative_evaluator._parse_response``): the verdict alone decides; the flags are
     recorded (missing or unreadable ones read as false). The last JSON object with a readable verdict is
     the reply; no verdict is unreadable (upstream: NOT OVERREACTED)."""
-    from bedside.jsonreply import extract_json_all
-
     found = extract_json_all(text, dict)
     for candidate in reversed(found):
         value = candidate.value
@@ -260,7 +229,7 @@ def read_overreaction(text: str) -> Reading:
         flags = {}
         for t in OVERREACTION_TYPES:
             try:
-                flags[t] = _bool(given.get(t, False), t)
+                flags[t] = json_bool(given.get(t, False), t)
             except ValueError:
                 flags[t] = False
         repaired = candidate.repaired or len(found) > 1 or set(given) != set(OVERREACTION_TYPES)
@@ -276,6 +245,9 @@ def read_overreaction_strict(text: str) -> Reading:
 # the agents' readers (the doctor, the continuation patient, the mitigations' extra calls)
 
 END_TAG = "[End of Conversation]"
+#: seeds of a re-run continuation attempt start at ``attempt * SEED_STRIDE`` (fresh samples; the scripted
+#: models read the attempt back from the seed)
+SEED_STRIDE = 1000
 PATIENT_ENDED = CPBEndReason.PATIENT_ENDED
 
 _DOCTOR_LABEL = re.compile(r"^\s*(?:\*\*)?(?:doctor|医生)(?:\*\*)?\s*[:：]\s*(?:\*\*)?\s*", re.IGNORECASE)
@@ -344,8 +316,6 @@ def read_self_check(text: str) -> dict[str, str]:
 def overreaction_form() -> dict[str, dict[str, Any]]:
     """The four false alarms' questions (prompts/cpb/overreaction_types.yaml) beside their fields on
     ``bedside/human``'s page."""
-    from bedside.prompts import load_yaml
-
     types = load_yaml("cpb/overreaction_types.yaml")
     return {
         "verdict": {

@@ -39,6 +39,7 @@ from typing import Any
 from inspect_ai.model import ChatMessage, GenerateConfig
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from bedside.compat import sample_state
 from bedside.protocols import tag_of
 
 SINGLE_DIR = "evaluators_single/output_single_turn"
@@ -179,8 +180,6 @@ class ReplayEngine:
         return self._identity
 
     def reply(self, messages: list[ChatMessage], config: GenerateConfig) -> str:
-        from bedside.compat import sample_state  # the running sample (Inspect internals)
-
         tag = tag_of(messages)
         name = tag.name if tag else None
         state = sample_state()

@@ -9,7 +9,7 @@ doctor reply and every judge reply is the recorded one, and bedside's own prompt
 do the rest. Then, per case, bedside's verdict against the recorded official one
 (``evaluation_result``; on controls also the A-D flags), and per category (positives) / per dataset
 (controls) the official and bedside rates with n and 95 % Wilson intervals
-(:func:`bedside.scorers.metrics.rate_text`: Wilson, the rate rule of :mod:`bedside.intervals`). The
+(:func:`bedside.intervals.rate_text`: Wilson, the rate rule of :mod:`bedside.intervals`). The
 released files name the A-D flags by bedside's score keys (the judge's JSON fields); a flag that differs
 is named by its declared label.
 Every case that does not agree is listed with the reason:
@@ -35,7 +35,11 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
+from bedside.cli import add_command
+from bedside.cpb import BENCHMARK
 from bedside.cpb.protocols import OVERREACTION_TYPES
+from bedside.cpb.replay import ReplayError, load_recorded, results_files, sample_key
+from bedside.intervals import rate_text
 
 
 def run_replay(
@@ -64,9 +68,6 @@ def run_replay(
 def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
     """Per-case rows and per-group rates (module docstring)."""
     from inspect_ai.log import read_eval_log
-
-    from bedside.cpb import BENCHMARK
-    from bedside.cpb.replay import sample_key
 
     rows: list[dict[str, Any]] = []
     seen: set = set()
@@ -148,12 +149,6 @@ def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
     return {"rows": rows, "unused": unused}
 
 
-def _rate(values: list) -> str:
-    from bedside.scorers.metrics import rate_text
-
-    return rate_text([float(v) for v in values])
-
-
 def rate_table(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
     """Official and bedside rates per group (category for positives, dataset for controls, and all)."""
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
@@ -168,8 +163,8 @@ def rate_table(rows: list[dict[str, Any]]) -> list[dict[str, str]]:
             {
                 "set": kind,
                 "group": group,
-                "official": _rate([r["official"] for r in rs]),
-                "bedside": _rate([r["bedside"] for r in rs if r["bedside"] is not None]),
+                "official": rate_text([r["official"] for r in rs]),
+                "bedside": rate_text([r["bedside"] for r in rs if r["bedside"] is not None]),
                 "agree": f"{sum(r['status'] == 'agree' for r in rs)}/{len(rs)}",
             }
         )
@@ -205,8 +200,6 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from bedside.cpb.replay import ReplayError, load_recorded, results_files
-
     try:
         recorded = load_recorded(results_files(args.results, args.model))
     except ReplayError as ex:
@@ -225,12 +218,16 @@ def main(args: argparse.Namespace) -> int:
     return 0 if result["rows"] and all(r["status"] == "agree" for r in result["rows"]) else 1
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "replay-check",
-        help="check bedside's CPB-Bench verdicts against a released run's recorded replies",
-        description=__doc__.split("\n\n")[0],
-    )
+def register(sub: argparse._SubParsersAction) -> None:
+    """The ``replay-check`` sub-command (module docstring)."""
+
+    def run(args: argparse.Namespace) -> int:
+        if not args.log and not args.data:
+            p.error("--data is required unless --log is given")
+        return main(args)
+
+    summary = "check bedside's CPB-Bench verdicts against a released run's recorded replies"
+    p = add_command(sub, "replay-check", summary, __doc__, run)
     p.add_argument(
         "--results", required=True, help="a released results file, folder, or a clone of the CPB-Bench repository"
     )
@@ -243,10 +240,3 @@ def register(sub: Any) -> None:
     p.add_argument("--log-dir", default="logs/replay")
     p.add_argument("--limit", type=int, default=None)
     p.add_argument("--csv", help="write every case with its status here")
-
-    def run(args: argparse.Namespace) -> int:
-        if not args.log and not args.data:
-            p.error("--data is required unless --log is given")
-        return main(args)
-
-    p.set_defaults(func=run)

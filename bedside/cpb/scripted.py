@@ -45,12 +45,11 @@ from typing import Any
 from inspect_ai.model import ChatMessage
 
 from bedside.cpb.judges import DOCTOR_ROLE, dialogue_turns, load_case
-from bedside.cpb.protocols import NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES
+from bedside.cpb.protocols import END_TAG, NOT_OVERREACTED, OVERREACTED, OVERREACTION_TYPES, SEED_STRIDE
 from bedside.cpb.store import CPBStore
 from bedside.providers.scripts import Call, noisy
 from bedside.providers.simulator_plants import PlantOptions, avoid_text, checker_situation, plant, scripted_checker
 from bedside.records import Turn
-from bedside.solvers.cpb import END_TAG, SEED_STRIDE
 
 
 @dataclass
@@ -294,12 +293,8 @@ SITUATIONS = {
 }
 
 
-def simulator_checker(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
-    return scripted_checker(situation, attempt, o)
-
-
 HANDLERS = {
-    "cpb.simulator_checker": simulator_checker,
+    "cpb.simulator_checker": scripted_checker,
     "cpb.doctor": doctor,
     "cpb.doctor_step_by_step": doctor_step_by_step,
     "cpb.analysis": analysis,

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
-from bedside.cpb import population, replay_check, study
+from bedside.cpb import replay_check, study
 from bedside.cpb.report import section
 from bedside.parts import Tools
+from bedside.reporting.simulator import ALL_OR_CLEAN
 
-TOOLS = Tools(commands=(replay_check,), report=section, populations=population, study=study)
+#: ``--population simulator_clean``: the samples whose continuation patient the simulator checks
+#: (``-T simulator_check=true``) found no error in (a single-turn sample has none to check: left out)
+TOOLS = Tools(commands=(replay_check,), report=section, populations=ALL_OR_CLEAN, study=study)

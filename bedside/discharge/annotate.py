@@ -64,8 +64,10 @@ from pathlib import Path
 import pandas as pd
 from inspect_ai.log import EvalLog, EvalSample, read_eval_log, write_eval_log
 
+from bedside.cli import add_command
 from bedside.discharge import PERSONA_AXES
 from bedside.discharge.protocols import quality_rubric
+from bedside.discharge.ratings import CHECKLIST_ID, COMPREHENSION_ITEMS, LIKERT, judge_values
 from bedside.discharge.records import topic_checklist_questions
 from bedside.prompts import load_yaml
 from bedside.reporting.html import Page
@@ -421,8 +423,6 @@ def export(
 def from_logs(judged: Sequence[tuple[str, str]]) -> pd.DataFrame:
     """(annotator, log or folder) pairs → the annotation rows of every Table 5 item their logs hold
     (module docstring), each value as the judge's reader recorded it (1–5, 1/0, 1/0.5/0)."""
-    from bedside.discharge.ratings import CHECKLIST_ID, COMPREHENSION_ITEMS, LIKERT, judge_values
-
     parts = []
     for annotator, path in judged:
         values = judge_values(read_logs([path]))
@@ -478,18 +478,10 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``annotate export`` sub-command (module docstring)."""
-    annotate = sub.add_parser(
-        "annotate",
-        help="physician annotation packets for judge validation",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    annotate = add_command(sub, "annotate", "physician annotation packets for judge validation", __doc__)
     actions = annotate.add_subparsers(dest="action", required=True)
-    parser = actions.add_parser(
-        "export",
-        help="sample judged sessions and write blind HTML packets + a CSV template",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = add_command(
+        actions, "export", "sample judged sessions and write blind HTML packets + a CSV template", __doc__, run
     )
     parser.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="DischargeBench eval logs (files or folders)")
     parser.add_argument("--cases", type=int, required=True, metavar="N", help="how many sessions to sample")
@@ -502,12 +494,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="K",
         help="packets rated by every annotator (default: all); the rest are dealt out in turn",
     )
-    parser.set_defaults(func=run)
-    judged = actions.add_parser(
+    judged = add_command(
+        actions,
         "from-logs",
-        help="ratings of physicians who judged in the browser (bedside/human), as an annotations CSV",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "ratings of physicians who judged in the browser (bedside/human), as an annotations CSV",
+        __doc__,
+        run_from_logs,
     )
     judged.add_argument(
         "logs", nargs="+", metavar="LOG_OR_DIR", help="the logs each physician judged (one per physician)"
@@ -516,4 +508,3 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--annotators", required=True, metavar="NAME,...", help="the physicians' names, in the order of the logs"
     )
     judged.add_argument("--out", required=True, metavar="FILE.csv", help="the annotations CSV to write")
-    judged.set_defaults(func=run_from_logs)

@@ -12,7 +12,9 @@ from typing import TypedDict
 
 from inspect_ai.log import EvalLog, EvalSample
 
+from bedside.cli import LOGS_HELP, add_command
 from bedside.end_reasons import EndReason
+from bedside.reporting.load import read_logs
 from bedside.reporting.scores import label
 
 LOW_TCS = 0.5  # A.7.2: "TCS below 0.5 (fewer than half of the required discharge topics covered)"
@@ -77,8 +79,6 @@ def audit_table(log: EvalLog) -> Audit:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bedside.reporting.load import read_logs
-
     try:
         runs = read_logs(args.logs)  # a sharded run's logs as one run
     except (FileNotFoundError, ValueError) as error:
@@ -95,11 +95,5 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``audit`` sub-command (module docstring)."""
-    parser = sub.add_parser(
-        "audit",
-        help="DischargeBench clean-complete audit (Appendix A.7.2)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs, or folders of logs (a sharded run: one run)")
-    parser.set_defaults(func=run)
+    parser = add_command(sub, "audit", "DischargeBench clean-complete audit (Appendix A.7.2)", __doc__, run)
+    parser.add_argument("logs", nargs="+", metavar="LOG", help=LOGS_HELP)

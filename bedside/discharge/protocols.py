@@ -14,6 +14,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
 
+from bedside.jsonreply import lenient_bool
 from bedside.panel import Ballot, Verdicts, agreeing
 from bedside.prompts import source
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text
@@ -125,8 +126,6 @@ class Verdict(BaseModel):
     @field_validator("session_complete", mode="before")
     @classmethod
     def _complete(cls, v: Any) -> Any:
-        from bedside.jsonreply import lenient_bool
-
         return False if v is None else lenient_bool(v)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 import numpy.typing as npt
 import pandas as pd
 
+from bedside import benchmarks
 from bedside.reporting.load import LoadedLog
 
 LIKERT = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
@@ -99,8 +100,6 @@ def code(value: object, axis: Axis) -> float:
 def on_scale(number: float, key: str) -> float:
     """A continuous rating of score key ``key`` (e.g. ``tcs``), checked against the scale its scorer declares
     (:func:`bedside.benchmarks.score_key`; an undeclared key: any finite number); ``ValueError`` otherwise."""
-    from bedside import benchmarks
-
     scale = benchmarks.score_key(key).scale
     low = -math.inf if scale.lower is None else scale.lower
     high = math.inf if scale.upper is None else scale.upper

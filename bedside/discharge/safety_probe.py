@@ -100,3 +100,13 @@ def safety_probe_dataset(data: str | None = None, cases: str | None = None, seed
         }
         samples.append(sample)
     return MemoryDataset(samples, name="discharge_safety_probe", location=str(path))
+
+
+def turn_outcomes(probe: dict, verdicts: list[dict]) -> list[dict]:
+    """Per educator turn: planted category (None for a safe turn) and the judge's category (None = unscored)."""
+    by_turn = {v["turn"]: v for v in verdicts}
+    out = []
+    for i, turn in enumerate(probe["turns"]):
+        if turn["role"] == "educator":
+            out.append({"turn": i, "planted": turn.get("planted"), "judged": by_turn.get(i, {}).get("category")})
+    return out

@@ -3,7 +3,7 @@
 - per session: any unsafe turn, the count of unsafe turns by category, unscored turns, the flagged
   turns with their quoted evidence;
 - overall: the rate of sessions with any unsafe turn and with a turn of each category, n and 95 %
-  Wilson intervals (:func:`bedside.scorers.metrics.rate_text`, the rate rule of :mod:`bedside.intervals`);
+  Wilson intervals (:func:`bedside.intervals.rate_text`, the rate rule of :mod:`bedside.intervals`);
 - per stratum (ICD chapter, persona axes): the same rates (:func:`bedside.reporting.strata.strata_table`);
 - on ``discharge_safety_probe`` logs (crafted transcripts): per turn, planted unsafe turns caught
   (any category, and the planted category) and safe turns falsely flagged, by planted category. Turns
@@ -17,16 +17,16 @@ import argparse
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from bedside.cli import add_command
+from bedside.discharge.protocols import UNSAFE_CATEGORIES
+from bedside.discharge.safety_probe import turn_outcomes
+from bedside.intervals import rate_text
+from bedside.reporting.strata import strata_table
+
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
 
 SCORER = "advice_safety"
-
-
-def _rate(values: list) -> str:
-    from bedside.scorers.metrics import rate_text
-
-    return rate_text([float(v) for v in values])
 
 
 def sessions(log: Any) -> list[dict[str, Any]]:
@@ -52,8 +52,6 @@ def sessions(log: Any) -> list[dict[str, Any]]:
 
 def probe_outcomes(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[float]]]:
     """Per planted category (and "all"): caught / category matched per planted turn, false flags per safe turn."""
-    from bedside.scorers.discharge.safety_probe import turn_outcomes
-
     out: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     for row in rows:
         if not row["probe"]:
@@ -83,9 +81,6 @@ def _grader(log: EvalLog) -> str:
 def render(paths: list[str]) -> str:
     from inspect_ai.log import read_eval_log
 
-    from bedside.discharge.protocols import UNSAFE_CATEGORIES
-    from bedside.reporting.strata import strata_table
-
     lines: list[str] = []
     for path in paths:
         log = read_eval_log(path)
@@ -111,7 +106,7 @@ def render(paths: list[str]) -> str:
         lines += ["", "## Rates over sessions (95 % Wilson)", ""]
         for key in ("unsafe_session", *(f"unsafe_{c}" for c in UNSAFE_CATEGORIES)):
             values = [float(r["values"][key]) for r in rows if r["values"].get(key) == r["values"].get(key)]
-            lines.append(f"- {key}: {_rate(values)}")
+            lines.append(f"- {key}: {rate_text(values)}")
         table = strata_table(log)
         table = table[(table["scorer"] == SCORER) & (table["key"] == "unsafe_session")]
         if len(table):
@@ -128,27 +123,25 @@ def render(paths: list[str]) -> str:
         probe = probe_outcomes(rows)
         if probe:
             lines += ["", "## Crafted transcripts: per turn (95 % Wilson; turns treated as independent)", ""]
-            lines.append(f"- planted unsafe turns caught (any category): {_rate(probe['all']['caught'])}")
-            lines.append(f"- planted unsafe turns caught with the planted category: {_rate(probe['all']['category'])}")
-            lines.append(f"- safe turns falsely flagged: {_rate(probe['all']['false_flag'])}")
+            lines.append(f"- planted unsafe turns caught (any category): {rate_text(probe['all']['caught'])}")
+            lines.append(
+                f"- planted unsafe turns caught with the planted category: {rate_text(probe['all']['category'])}"
+            )
+            lines.append(f"- safe turns falsely flagged: {rate_text(probe['all']['false_flag'])}")
             for cat in UNSAFE_CATEGORIES:
                 if cat in probe:
-                    caught, category = _rate(probe[cat]["caught"]), _rate(probe[cat]["category"])
+                    caught, category = rate_text(probe[cat]["caught"]), rate_text(probe[cat]["category"])
                     lines.append(f"  - {cat}: caught {caught}; planted category {category}")
         lines.append("")
     return "\n".join(lines)
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser(
-        "safety",
-        help="advice-safety results: per session, per category, per stratum, probe catch rates",
-        description=__doc__.split("\n\n")[0],
-    )
-    p.add_argument("logs", nargs="+")
+def run(args: argparse.Namespace) -> int:
+    print(render(args.logs))
+    return 0
 
-    def run(args: argparse.Namespace) -> int:
-        print(render(args.logs))
-        return 0
 
-    p.set_defaults(func=run)
+def register(sub: argparse._SubParsersAction) -> None:
+    """The ``safety`` sub-command (module docstring)."""
+    summary = "advice-safety results: per session, per category, per stratum, probe catch rates"
+    add_command(sub, "safety", summary, __doc__, run).add_argument("logs", nargs="+", metavar="LOG")

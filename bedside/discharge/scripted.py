@@ -396,12 +396,8 @@ SITUATIONS = {
 }
 
 
-def simulator_checker(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
-    return scripted_checker(situation, attempt, o)
-
-
 HANDLERS = {
-    "discharge.simulator_checker": simulator_checker,
+    "discharge.simulator_checker": scripted_checker,
     "discharge.educator": educator,
     "discharge.patient": patient,
     "discharge.comprehension": comprehension,

@@ -23,6 +23,7 @@ from inspect_ai.model import ChatMessage
 
 from bedside.discharge.mimic.extract import note_sections
 from bedside.discharge.protocols import JUDGE_REFERENCE
+from bedside.discharge.records import topic_checklist_questions
 from bedside.discharge.scripted import (
     GOOD_QUESTION,
     RETURN_WORDS,
@@ -34,7 +35,7 @@ from bedside.discharge.scripted import (
     sentences,
     the_case,
 )
-from bedside.discharge.store import EncounterStore, comprehension_questions
+from bedside.discharge.store import EncounterStore, comprehension_questions, conversation_lines, educator_turns
 from bedside.providers.scripts import Call, noisy
 from bedside.records import Turn
 
@@ -391,15 +392,10 @@ def _task(call: Call) -> int:
 
 
 def quality_situation(call: Call) -> dict[str, Any]:
-    from bedside.scorers.discharge.record import conversation_lines
-
     return {"conversation": conversation_lines(_history(call))}
 
 
 def checklist_situation(call: Call) -> dict[str, Any]:
-    from bedside.discharge.records import topic_checklist_questions
-    from bedside.scorers.discharge.record import conversation_lines
-
     asked = call.schema.get("properties") or {}
     return {
         "questions": [q for q in topic_checklist_questions() if q["id"] in asked],
@@ -428,8 +424,6 @@ def comprehension_situation(call: Call) -> dict[str, Any]:
 
 def factual_situation(call: Call) -> dict[str, Any]:
     """The scorer asks from the note (its first task), then from the dialogue."""
-    from bedside.scorers.discharge.record import conversation_lines
-
     if _task(call) == 0:
         return {"source": the_case(call).discharge_note}
     return {"source": "\n".join(conversation_lines(_history(call)))}
@@ -437,8 +431,6 @@ def factual_situation(call: Call) -> dict[str, Any]:
 
 def safety_situation(call: Call) -> dict[str, Any]:
     """The scorer judges every educator turn, in order, one task each."""
-    from bedside.scorers.discharge.advice_safety import educator_turns
-
     _, patient, turn = educator_turns(_history(call))[_task(call)]
     return {"note": the_case(call).discharge_note, "patient": patient, "turn": turn}
 

@@ -5,6 +5,7 @@ answers after the session (paper Figure 9), which the solver asks and the scorer
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any
 
 from inspect_ai.util import StoreModel
@@ -25,6 +26,31 @@ def _numbered(turns: Any) -> Any:
 
 #: the accepted turns (a named type: Inspect reads a store field back through its type, validator included)
 History = TypeAliasType("History", Annotated[list[Turn], BeforeValidator(_numbered)])
+
+
+#: how a history names its speakers to a judge
+SPEAKER = {"educator": "Educator", "patient": "Patient"}
+
+
+def conversation_lines(history: Sequence[Turn]) -> list[str]:
+    """The accepted dialogue as ``"Educator: ..."`` / ``"Patient: ..."`` lines."""
+    return [f"{SPEAKER.get(t.role, t.role)}: {t.message}" for t in history]
+
+
+def educator_text(history: Sequence[Turn]) -> str:
+    return "\n".join(t.message for t in history if t.role == "educator")
+
+
+def educator_turns(history: Sequence[Turn]) -> list[tuple[int, str, str]]:
+    """(index in the history, the patient's message it answers ("" if none), the educator's turn)."""
+    out, patient = [], ""
+    for i, turn in enumerate(history):
+        if turn.role == "patient":
+            patient = turn.message
+        elif turn.role == "educator":
+            out.append((i, patient, turn.message))
+            patient = ""
+    return out
 
 
 class EncounterStore(StoreModel):

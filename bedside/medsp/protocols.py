@@ -18,13 +18,13 @@ rubric format (items keyed by their verbatim text under their competency), used 
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, create_model, field_validator, model_validator
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, create_model, field_validator, model_validator
 
+from bedside.jsonreply import ReplyText, as_text
 from bedside.medsp.rubric import COMPETENCIES, RubricItem
 from bedside.panel import Ballot, Verdicts, agreeing
 from bedside.protocols import Protocol, Reply, ReplyParseError, json_objects, plain_text, reading
@@ -44,16 +44,6 @@ def coerce_bool(value: Any) -> bool:
     if isinstance(value, str):
         return value.strip().lower() in TRUE_WORDS
     return False
-
-
-def as_text(value: Any) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value.strip()
-    if isinstance(value, dict | list):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value).strip()
 
 
 def text_list(value: Any) -> list[str]:
@@ -215,18 +205,8 @@ def strict_bool(value: Any) -> Any:
 class ItemVerdict(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
-    met: bool
-    evidence: str = ""
-
-    @field_validator("met", mode="before")
-    @classmethod
-    def _met(cls, v: Any) -> Any:
-        return strict_bool(v)
-
-    @field_validator("evidence", mode="before")
-    @classmethod
-    def _evidence(cls, v: Any) -> Any:
-        return as_text(v)
+    met: Annotated[bool, BeforeValidator(strict_bool)]
+    evidence: ReplyText = ""
 
 
 def _reasoning(v: Any) -> list[str]:
@@ -427,7 +407,7 @@ class Selection(BaseModel):
     model_config = ConfigDict(extra="ignore")
 
     choice: int
-    rationale: str = ""
+    rationale: ReplyText = ""
 
     @field_validator("choice", mode="before")
     @classmethod
@@ -435,11 +415,6 @@ class Selection(BaseModel):
         if isinstance(v, str) and v.strip().lstrip("-").isdigit():
             return int(v.strip())
         return v
-
-    @field_validator("rationale", mode="before")
-    @classmethod
-    def _rationale(cls, v: Any) -> Any:
-        return as_text(v)
 
 
 class Vote(BaseModel):

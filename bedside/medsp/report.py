@@ -10,6 +10,7 @@ from collections.abc import Sequence
 import pandas as pd
 
 from bedside.medsp import BENCHMARK
+from bedside.medsp.rubric import rubric_rates_from_counts
 from bedside.reporting import tables
 from bedside.reporting.load import LoadedLog
 from bedside.reporting.section import SectionInputs
@@ -38,11 +39,9 @@ def medsp_table(logs: Sequence[LoadedLog]) -> tuple[pd.DataFrame, pd.DataFrame]:
     """MedSP1000 rubric rates per model, overall and per specialty (groups with fewer than
     ``min_n["specialty"]`` (MedSP1000's descriptor) scored cases are left out and listed in the second frame), from each
     case's ``counts`` (competency → [met, judged]) pooled by
-    :func:`bedside.scorers.medsp.rubric.rubric_rates_from_counts` (micro, PC…PROF, macro (the paper's,
+    :func:`bedside.medsp.rubric.rubric_rates_from_counts` (micro, PC…PROF, macro (the paper's,
     competency-equal), scenario_mean, each with its case-bootstrap interval). Only the first epoch of each case is
     used (the counts are per epoch)."""
-    from bedside.scorers.medsp.rubric import rubric_rates_from_counts
-
     rows, omitted = [], []
     for label in sorted({i.label for i in logs if i.benchmark == BENCHMARK.name}):
         cases: list[tuple[str, dict]] = []

@@ -4,11 +4,15 @@ problems they report (:class:`Unusable`). The loader contract is in :mod:`bedsid
 from __future__ import annotations
 
 import json
+import math
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from bedside.intervals import UNIT, case_bootstrap, mean_interval
 from bedside.params import SetupError
 
 #: The six ACGME core competencies, in the rubric files' order (paper 5.4).
@@ -239,3 +243,84 @@ def load_subset(path: str | Path) -> SubsetFile:
         return SubsetFile.model_validate(raw)
     except ValidationError as ex:
         raise MedSPError("; ".join(str(u) for u in _pydantic_problems(path, "subset", ex))) from ex
+
+
+# ---------------------------------------------------------------------------------------------
+# rates pooled over a group of cases (the scorer's metric and ``bedside strata``/``report``)
+
+#: one case's rubric counts: competency -> [met, judged]
+Counts = dict[str, list[int]]
+
+
+def _per_case(cases: Sequence[Counts]) -> tuple[np.ndarray, np.ndarray]:
+    """(met, judged) per case × competency (in :data:`COMPETENCIES` order)."""
+    met = np.array([[c[comp][0] for comp in COMPETENCIES] for c in cases], dtype=float)
+    judged = np.array([[c[comp][1] for comp in COMPETENCIES] for c in cases], dtype=float)
+    return met, judged
+
+
+def item_ratio(met: np.ndarray, judged: np.ndarray) -> np.ndarray:
+    """met / judged, NaN where nothing was judged."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return met / judged
+
+
+def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
+    """Pooled rates of a group of cases from their counts: ``micro`` (all items pooled), each
+    competency (``PC`` ... pooled over its items, with ``<c> n`` cases holding it and ``<c> items``),
+    ``macro`` (the paper's: the six competencies weighted equally, with ``macro k`` competencies
+    averaged) and ``scenario_mean`` (the mean of the case completion ratios), each with
+    ``lower``/``upper`` (95 %; bedside's interval rule, :mod:`bedside.intervals`: case bootstrap for
+    the pooled rates, the mean's rule for ``scenario_mean``) — for reports over any stratum."""
+    out: dict[str, float] = {}
+    cases = [c for c in cases if sum(v[1] for v in c.values()) > 0]
+    n = len(cases)
+    if n == 0:
+        return out
+    met, judged = _per_case(cases)
+    case_met, case_items = met.sum(1), judged.sum(1)
+
+    def add(name: str, value: float, ci: tuple[float, float] | None, count: int, **extra: float) -> None:
+        out.update(
+            {
+                name: value,
+                f"{name} lower": ci[0] if ci else math.nan,
+                f"{name} upper": ci[1] if ci else math.nan,
+                f"{name} n": float(count),
+                **{f"{name} {k}": v for k, v in extra.items()},
+            }
+        )
+
+    add(
+        "micro",
+        float(case_met.sum() / case_items.sum()),
+        case_bootstrap(n, lambda idx: item_ratio(case_met[idx].sum(-1), case_items[idx].sum(-1)), UNIT),
+        n,
+        items=float(case_items.sum()),
+    )
+    present = [i for i, _ in enumerate(COMPETENCIES) if judged[:, i].sum() > 0]
+    for i in present:
+        holders = judged[:, i] > 0
+        m_i, s_i = met[holders, i], judged[holders, i]
+
+        def ratio(idx: np.ndarray, m: np.ndarray = m_i, s: np.ndarray = s_i) -> np.ndarray:
+            return item_ratio(m[idx].sum(-1), s[idx].sum(-1))
+
+        add(
+            COMPETENCIES[i],
+            float(m_i.sum() / s_i.sum()),
+            case_bootstrap(len(m_i), ratio, UNIT),  # a competency's pooled rate
+            len(m_i),
+            items=float(s_i.sum()),
+        )
+
+    def macro(idx: np.ndarray) -> np.ndarray:
+        rates = np.stack([item_ratio(met[idx, i].sum(-1), judged[idx, i].sum(-1)) for i in present], axis=-1)
+        with np.errstate(invalid="ignore"):
+            return np.nanmean(rates, axis=-1) if rates.ndim > 1 else rates
+
+    point = float(np.mean([met[:, i].sum() / judged[:, i].sum() for i in present]))
+    add("macro", point, case_bootstrap(n, macro, UNIT), n, k=float(len(present)))
+    ratios = case_met / case_items
+    add("scenario_mean", float(ratios.mean()), mean_interval(ratios, UNIT), n)
+    return out

@@ -450,12 +450,8 @@ SITUATIONS = {
 }
 
 
-def simulator_checker(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, o: Options) -> str:
-    return scripted_checker(situation, attempt, o)
-
-
 HANDLERS = {
-    "medsp.simulator_checker": simulator_checker,
+    "medsp.simulator_checker": scripted_checker,
     "medsp.examinee": examinee,
     "medsp.panel_integrator": integrator,
     "medsp.panel_specialist": specialist,

@@ -11,6 +11,8 @@ from inspect_ai.tool import ToolChoice, ToolInfo
 from bedside import parts
 from bedside.params import SetupError
 from bedside.providers.human_desk import OPTIONS as HUMAN_OPTIONS
+from bedside.providers.local import LocalEngine
+from bedside.providers.scripted import ScriptedEngine
 
 
 class BedsideAPI(ModelAPI):
@@ -53,12 +55,8 @@ class BedsideAPI(ModelAPI):
     @staticmethod
     def _engine(model_name: str, model_args: dict[str, Any]) -> Any:
         if model_name == "scripted":
-            from bedside.providers.scripted import ScriptedEngine
-
             return ScriptedEngine(**dict(model_args))
         if model_name == "local":
-            from bedside.providers.local import LocalEngine
-
             engine = LocalEngine(**model_args)
             engine.check_runnable()  # a probe subprocess: a crashing build stops here, with one line
             return engine

@@ -32,6 +32,7 @@ from typing import Any
 
 from inspect_ai.model import ChatMessage, GenerateConfig
 
+from bedside.compat import epoch
 from bedside.protocols import tag_of
 from bedside.providers.scripts import script_modules, situation_of
 
@@ -102,8 +103,6 @@ class ScriptedEngine:
             return "bedside/scripted has no script for this prompt (it only plays bedside's roles)."
         handler, options = self.handlers[protocol]
         if self.only_epochs is not None:
-            from bedside.compat import epoch
-
             if epoch.get(1) not in self.only_epochs:
                 handler, options = self.defaults[protocol]
         return handler(messages, situation or {}, seed, options)

@@ -30,9 +30,10 @@ from inspect_ai.model import ChatMessage, ChatMessageUser
 from inspect_ai.util import StoreModel, current_span_id, store_as
 
 from bedside import parts
+from bedside.compat import collect_task, epoch, sample_state
 from bedside.parts import protocol as protocol_named
 from bedside.protocols import tag_of
-from bedside.records import Turn
+from bedside.records import EncounterProgress, Turn
 
 if TYPE_CHECKING:
     from bedside.parts import ScriptModule
@@ -86,8 +87,6 @@ class Call:
     @cached_property
     def metadata(self) -> dict[str, Any]:
         """The sample's metadata: the running sample's, or (re-scoring a log) the logged sample's."""
-        from bedside.compat import sample_state
-
         state = sample_state()
         if state is not None:
             return dict(state.metadata)
@@ -99,8 +98,6 @@ class Call:
         """The sample the call runs in and its epoch, ``"<id>|<epoch>"``. Re-scoring a log (``bedside rescore``,
         ``inspect score``), Inspect does not say which epoch a logged sample is: ``"<id>|1"`` for every epoch,
         so seeded noise then draws alike in every epoch of a case."""
-        from bedside.compat import epoch, sample_state
-
         state = sample_state()
         if state is not None:
             return f"{state.sample_id}|{state.epoch}"
@@ -114,8 +111,6 @@ class Call:
     @property
     def turns(self) -> list[Turn]:
         """The turns the encounter in progress has accepted so far (empty outside an encounter)."""
-        from bedside.solvers.orchestrator import EncounterProgress
-
         return list(store_as(EncounterProgress).turns)
 
     @cached_property
@@ -125,8 +120,6 @@ class Call:
     def _task_of(self, span_id: str | None, opened_in: str | None = None) -> int | None:
         """The ``collect()`` task (1-based) that span ``span_id`` is or lies in: the innermost one, or with
         ``opened_in`` the one opened directly in that span. None when there is none."""
-        from bedside.compat import collect_task
-
         while span_id is not None and span_id in self._spans:
             span = self._spans[span_id]
             index = collect_task(span.name, span.type)

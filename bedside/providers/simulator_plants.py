@@ -25,6 +25,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from inspect_ai.model import ChatMessage
+
+from bedside import benchmarks
+from bedside.parts import parts_of
+
 
 @dataclass
 class PlantOptions:
@@ -122,8 +127,8 @@ def avoid_text(metadata: dict[str, Any], said: Sequence[str]) -> str:
 # --- the scripted LLM checker -------------------------------------------------------------------
 
 
-def scripted_checker(situation: dict[str, Any], attempt: int, options: Any) -> str:
-    """``<benchmark>.simulator_checker`` for ``bedside/scripted``: no finding, or ``role_reversal`` at the
+def scripted_checker(messages: list[ChatMessage], situation: dict[str, Any], attempt: int, options: Any) -> str:
+    """``<benchmark>.simulator_checker``'s handler for ``bedside/scripted``: no finding, or ``role_reversal`` at the
     patient turns ``checker_flag_turns`` (1-based among the checked patient turns); its first
     ``checker_malformed_attempts`` replies are prose (the unparsed path)."""
     if attempt < options.checker_malformed_attempts:
@@ -139,9 +144,6 @@ def scripted_checker(situation: dict[str, Any], attempt: int, options: Any) -> s
 
 def checker_situation(call: Any) -> dict[str, Any]:
     """The checked patient turns of the sample (the benchmark's patient transcript, through its descriptor)."""
-    from bedside import benchmarks
-    from bedside.parts import parts_of
-
     module = parts_of(benchmarks.get(call.protocol.split(".")[0])).simulator
     view = module.patient_transcript(call.metadata) if module else None
     return {"checked": [t.index for t in view.patient_turns] if view is not None else []}

@@ -44,6 +44,22 @@ def clean(sample: EvalSample) -> bool:
     return value.get("simulator_error") == 0.0
 
 
+class AllOrClean:
+    """The populations of a benchmark whose reports average every sample (``all``, the default) or only the
+    samples the simulator checks ran on and found no error in (``simulator_clean``, :func:`clean`; a bedside
+    extension): its tools' ``populations`` (:class:`bedside.parts.PopulationModule`)."""
+
+    POPULATIONS = ("all", CLEAN)
+
+    def in_population(self, sample: EvalSample, population: str) -> bool:
+        if population not in self.POPULATIONS:
+            raise ValueError(f"population must be one of {', '.join(self.POPULATIONS)}, not {population!r}")
+        return population == "all" or clean(sample)
+
+
+ALL_OR_CLEAN = AllOrClean()
+
+
 def patient_model(log: EvalLog) -> str:
     """The model that played the patient: the role's binding, else the model under test (the fallback)."""
     roles = log.eval.model_roles or {}

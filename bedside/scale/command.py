@@ -24,6 +24,9 @@ import argparse
 import os
 from typing import Any
 
+from bedside.cli import add_command
+from bedside.compat import parse_cli_args
+from bedside.scale.engine import Engine, InProcess, RayEngine
 from bedside.scale.plan import PlanError, RunSpec, plan
 
 #: pass-through ``eval_set()`` options: flag -> (argument name, type)
@@ -43,8 +46,6 @@ EVAL_OPTIONS: dict[str, tuple[str, Any]] = {
 
 
 def spec_of(args: argparse.Namespace) -> RunSpec:
-    from bedside.compat import parse_cli_args
-
     models = args.model or os.environ.get("INSPECT_EVAL_MODEL")
     if not models:
         raise PlanError("--model is required (or INSPECT_EVAL_MODEL)")
@@ -72,8 +73,6 @@ def spec_of(args: argparse.Namespace) -> RunSpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bedside.scale.engine import Engine, InProcess, RayEngine
-
     try:
         spec = spec_of(args)
     except (PlanError, ValueError) as error:
@@ -139,11 +138,8 @@ def _limit(text: str | None) -> int | tuple[int, int] | None:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``scale`` sub-command (module docstring)."""
-    p = sub.add_parser(
-        "scale",
-        help="one run over many processes or a Ray cluster, resumable, read back as one run",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    p = add_command(
+        sub, "scale", "one run over many processes or a Ray cluster, resumable, read back as one run", __doc__, run
     )
     p.add_argument("tasks", nargs="+", metavar="TASK", help="task file(s) or name(s), as for inspect eval")
     p.add_argument("--model", help="model(s) under test, comma-separated (as inspect eval)")
@@ -185,4 +181,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--unit-retries", type=int, default=2, help="tries again of a unit that did not finish (default 2)")
     for flag, (name, kind) in EVAL_OPTIONS.items():
         p.add_argument(flag, dest=name, type=kind, help=f"as inspect eval {flag}")
-    p.set_defaults(func=run)

@@ -27,6 +27,7 @@ from typing import Any
 from inspect_ai.log import EvalLog
 
 from bedside.scale.shards import KEY, MERGED_KEY, ShardInfo, assignment, shard_info
+from bedside.versions import differences, versions_of
 
 
 class ShardError(ValueError):
@@ -117,8 +118,6 @@ def _current_attempts(units: list[tuple[str, EvalLog, ShardInfo]]) -> list[tuple
 
 def _check(units: list[tuple[str, EvalLog, ShardInfo]]) -> None:
     """Refuse (one line naming the shard) a missing shard, or shards of different runs (module docstring)."""
-    from bedside.versions import differences, versions_of
-
     path0, log0, info0 = units[0]
     for path, log, info in units[1:]:
         if info.shards != info0.shards:

@@ -24,7 +24,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bedside.compat import eval_resolve_tasks, parse_model_role_cli_args, registry_info
 from bedside.scale.shards import ShardInfo, run_id, split, unit_dir
+from bedside.versions import KEY as VERSIONS
 
 
 @dataclass(frozen=True)
@@ -149,9 +151,6 @@ def resolve(spec: RunSpec) -> list[tuple[str, str, str, list[str | int], Any]]:
     """(unit task spec, task name, model, sample ids, data record) of each (task, model) of the run, built
     by Inspect's task resolution as ``eval()`` does it."""
     from inspect_ai.model import GenerateConfig, get_model
-
-    from bedside.compat import eval_resolve_tasks, parse_model_role_cli_args, registry_info
-    from bedside.versions import KEY as VERSIONS
 
     models = [get_model(m, base_url=spec.model_base_url, memoize=False, **spec.model_args) for m in spec.models]
     roles = parse_model_role_cli_args(spec.model_roles) if spec.model_roles else None

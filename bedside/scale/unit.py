@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
+from bedside.compat import parse_model_role_cli_args
 from bedside.scale.plan import Unit
 
 
@@ -37,8 +38,6 @@ class UnitResult:
 
 def eval_set_arguments(unit: Unit) -> dict[str, Any]:
     """The ``eval_set()`` arguments of a unit (its roles parsed as ``inspect eval`` parses ``--model-role``)."""
-    from bedside.compat import parse_model_role_cli_args
-
     return {
         "tasks": unit.task,
         "log_dir": unit.log_dir,

@@ -29,7 +29,6 @@ a DischargeBench run with ``-T safety=true``; its measured catch rate on crafted
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 
 from inspect_ai.scorer import Score, Scorer, Target, scorer
 from inspect_ai.solver import TaskState
@@ -38,11 +37,10 @@ from inspect_ai.util import collect, store_as
 from bedside.calls import UNSCORED, ask
 from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import JUDGE_SAFETY, UNSAFE_CATEGORIES, SafetyVerdict
-from bedside.discharge.store import SafetyStore
+from bedside.discharge.store import SafetyStore, educator_turns
 from bedside.intervals import BINARY, COUNT
 from bedside.panel import panel_metadata
 from bedside.prompts import render
-from bedside.records import Turn
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
 from bedside.scorers.discharge.record import case, record, system_failure_score
 from bedside.scorers.metrics import summary_of
@@ -72,18 +70,6 @@ def quoted(evidence: str, turn: str) -> bool:
     """Whether ``evidence`` is a verbatim quote of ``turn`` (case, punctuation and spacing aside)."""
     e = _squash(evidence)
     return bool(e) and e in _squash(turn)
-
-
-def educator_turns(history: Sequence[Turn]) -> list[tuple[int, str, str]]:
-    """(index in the history, the patient's message it answers ("" if none), the educator's turn)."""
-    out, patient = [], ""
-    for i, turn in enumerate(history):
-        if turn.role == "patient":
-            patient = turn.message
-        elif turn.role == "educator":
-            out.append((i, patient, turn.message))
-            patient = ""
-    return out
 
 
 def session_values(turns: list[dict]) -> dict[str, float]:

@@ -10,11 +10,12 @@ from inspect_ai.solver import TaskState
 from bedside.calls import UNSCORED, ask
 from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import AXES, JUDGE_QUALITY, quality_form
+from bedside.discharge.store import conversation_lines, educator_text
 from bedside.intervals import LIKERT, UNBOUNDED
 from bedside.panel import panel_metadata
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
-from bedside.scorers.discharge.record import conversation_lines, educator_text, record, system_failure_score
+from bedside.scorers.discharge.record import record, system_failure_score
 from bedside.scorers.discharge.text_metrics import readability_async
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable

@@ -27,10 +27,11 @@ from inspect_ai.util import collect
 from bedside.calls import REFERENCE_CACHE, UNSCORED, ask, asks_steps
 from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import JUDGE_FACTUAL, factual_form
+from bedside.discharge.store import conversation_lines
 from bedside.intervals import COSINE, COUNT, UNIT
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
-from bedside.scorers.discharge.record import case, conversation_lines, is_not_applicable, record, system_failure_score
+from bedside.scorers.discharge.record import case, is_not_applicable, record, system_failure_score
 from bedside.scorers.discharge.text_metrics import cosine_async, rouge_l_async
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable

@@ -7,8 +7,6 @@ the case, so ``inspect score LOG --model-role grader=...`` can re-score an old l
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from inspect_ai.scorer import Score
 from inspect_ai.solver import TaskState
 from inspect_ai.util import store_as
@@ -16,9 +14,6 @@ from inspect_ai.util import store_as
 from bedside.discharge.records import DischargeCase
 from bedside.discharge.store import EncounterStore
 from bedside.end_reasons import SYSTEM_FAILURES
-from bedside.records import Turn
-
-SPEAKER = {"educator": "Educator", "patient": "Patient"}
 
 
 def record(state: TaskState) -> EncounterStore:
@@ -27,15 +22,6 @@ def record(state: TaskState) -> EncounterStore:
 
 def case(state: TaskState) -> DischargeCase:
     return DischargeCase.model_validate(state.metadata["case"])
-
-
-def conversation_lines(history: Sequence[Turn]) -> list[str]:
-    """The accepted dialogue as ``"Educator: ..."`` / ``"Patient: ..."`` lines."""
-    return [f"{SPEAKER.get(t.role, t.role)}: {t.message}" for t in history]
-
-
-def educator_text(history: Sequence[Turn]) -> str:
-    return "\n".join(t.message for t in history if t.role == "educator")
 
 
 #: what the judge answers when the source does not say (Figures 10 and 12: "not applicable")

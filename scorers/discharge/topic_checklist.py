@@ -22,11 +22,12 @@ from bedside.calls import UNSCORED, ask
 from bedside.discharge.mimic.eval_guard import checked_grader
 from bedside.discharge.protocols import checklist_protocol, normalise_id  # noqa: F401
 from bedside.discharge.records import topic_checklist_questions
+from bedside.discharge.store import conversation_lines
 from bedside.intervals import UNIT
 from bedside.panel import panel_metadata
 from bedside.prompts import render
 from bedside.score_keys import UNSCORED_KEY, ScoreKey, declares
-from bedside.scorers.discharge.record import case, conversation_lines, record, system_failure_score
+from bedside.scorers.discharge.record import case, record, system_failure_score
 from bedside.scorers.metrics import summary_of
 from bedside.scorers.rescore import rescorable
 

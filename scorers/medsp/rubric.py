@@ -46,7 +46,7 @@ Every key is declared in :data:`KEYS` (scale, role, direction; :mod:`bedside.sco
 Per-competency and per-specialty rates are not Inspect metrics: the score metadata holds each case's
 ``counts`` (competency -> [met, judged]) and ``specialty`` (also in the sample metadata), from which
 ``bedside strata`` computes them (per-specialty rates only for specialties with at least 5 cases;
-:func:`rubric_rates_from_counts` pools any group of cases).
+:func:`bedside.medsp.rubric.rubric_rates_from_counts` pools any group of cases).
 """
 
 from __future__ import annotations
@@ -67,14 +67,13 @@ from bedside.intervals import BINARY, COUNT, UNIT, case_bootstrap, mean_interval
 from bedside.medsp import BENCHMARK, MedSPEndReason
 from bedside.medsp.protocols import Evaluation
 from bedside.medsp.records import COMPETENCIES, MedSPStore, RubricItem, Scenario, SimState
+from bedside.medsp.rubric import Counts, item_ratio, rubric_rates_from_counts
 from bedside.panel import Panel, panel_metadata
 from bedside.roles import fallback_roles
 from bedside.score_keys import ROLE_FALLBACKS_KEY, ScoreKey, declares
 from bedside.scorers.medsp.evaluator import EvaluatorPrompts, load_evaluator_prompts
 from bedside.scorers.metrics import key_values, summary_rows
 from bedside.scorers.rescore import rescorable
-
-Counts = dict[str, list[int]]  # competency -> [met, judged]
 
 
 def items_met(metadata: dict[str, Any]) -> dict[str, bool | None]:
@@ -190,18 +189,6 @@ def case_rates(counts: Counts) -> tuple[float, float]:
 # metrics
 
 
-def _per_case(cases: Sequence[Counts]) -> tuple[np.ndarray, np.ndarray]:
-    """(met, judged) per case × competency (in :data:`COMPETENCIES` order)."""
-    met = np.array([[c[comp][0] for comp in COMPETENCIES] for c in cases], dtype=float)
-    judged = np.array([[c[comp][1] for comp in COMPETENCIES] for c in cases], dtype=float)
-    return met, judged
-
-
-def _ratio(met: np.ndarray, judged: np.ndarray) -> np.ndarray:
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return met / judged
-
-
 def micro_rate(rates: Sequence[float], sizes: Sequence[float]) -> dict[str, float]:
     """Pooled item rate from case rates and item counts: Σ s r / Σ s, with the case-bootstrap
     interval (:func:`bedside.intervals.case_bootstrap`); no interval (NaN) below two cases."""
@@ -211,74 +198,13 @@ def micro_rate(rates: Sequence[float], sizes: Sequence[float]) -> dict[str, floa
         return {"mean": math.nan, "lower": math.nan, "upper": math.nan, "n": 0}
     met = np.array([r * s for r, s in pairs])
     size = np.array([s for _, s in pairs])
-    ci = case_bootstrap(n, lambda idx: _ratio(met[idx].sum(-1), size[idx].sum(-1)), KEY["micro"].scale)
+    ci = case_bootstrap(n, lambda idx: item_ratio(met[idx].sum(-1), size[idx].sum(-1)), KEY["micro"].scale)
     return {
         "mean": float(met.sum() / size.sum()),
         "lower": ci[0] if ci else math.nan,
         "upper": ci[1] if ci else math.nan,
         "n": n,
     }
-
-
-def rubric_rates_from_counts(cases: Sequence[Counts]) -> dict[str, float]:
-    """Pooled rates of a group of cases from their counts: ``micro`` (all items pooled), each
-    competency (``PC`` ... pooled over its items, with ``<c> n`` cases holding it and ``<c> items``),
-    ``macro`` (the paper's: the six competencies weighted equally, with ``macro k`` competencies
-    averaged) and ``scenario_mean`` (the mean of the case completion ratios), each with
-    ``lower``/``upper`` (95 %; bedside's interval rule, :mod:`bedside.intervals`: case bootstrap for
-    the pooled rates, the mean's rule for ``scenario_mean``) — for reports over any stratum."""
-    out: dict[str, float] = {}
-    cases = [c for c in cases if sum(v[1] for v in c.values()) > 0]
-    n = len(cases)
-    if n == 0:
-        return out
-    met, judged = _per_case(cases)
-    case_met, case_items = met.sum(1), judged.sum(1)
-
-    def add(name: str, value: float, ci: tuple[float, float] | None, count: int, **extra: float) -> None:
-        out.update(
-            {
-                name: value,
-                f"{name} lower": ci[0] if ci else math.nan,
-                f"{name} upper": ci[1] if ci else math.nan,
-                f"{name} n": float(count),
-                **{f"{name} {k}": v for k, v in extra.items()},
-            }
-        )
-
-    add(
-        "micro",
-        float(case_met.sum() / case_items.sum()),
-        case_bootstrap(n, lambda idx: _ratio(case_met[idx].sum(-1), case_items[idx].sum(-1)), KEY["micro"].scale),
-        n,
-        items=float(case_items.sum()),
-    )
-    present = [i for i, _ in enumerate(COMPETENCIES) if judged[:, i].sum() > 0]
-    for i in present:
-        holders = judged[:, i] > 0
-        m_i, s_i = met[holders, i], judged[holders, i]
-
-        def ratio(idx: np.ndarray, m: np.ndarray = m_i, s: np.ndarray = s_i) -> np.ndarray:
-            return _ratio(m[idx].sum(-1), s[idx].sum(-1))
-
-        add(
-            COMPETENCIES[i],
-            float(m_i.sum() / s_i.sum()),
-            case_bootstrap(len(m_i), ratio, UNIT),  # a competency's pooled rate
-            len(m_i),
-            items=float(s_i.sum()),
-        )
-
-    def macro(idx: np.ndarray) -> np.ndarray:
-        rates = np.stack([_ratio(met[idx, i].sum(-1), judged[idx, i].sum(-1)) for i in present], axis=-1)
-        with np.errstate(invalid="ignore"):
-            return np.nanmean(rates, axis=-1) if rates.ndim > 1 else rates
-
-    point = float(np.mean([met[:, i].sum() / judged[:, i].sum() for i in present]))
-    add("macro", point, case_bootstrap(n, macro, KEY["macro"].scale), n, k=float(len(present)))
-    ratios = case_met / case_items
-    add("scenario_mean", float(ratios.mean()), mean_interval(ratios, KEY["scenario_mean"].scale), n)
-    return out
 
 
 @metric(name="rubric_rates")

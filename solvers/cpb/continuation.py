@@ -24,7 +24,7 @@ from bedside.cpb.judges import (
     load_case,
     transcript_text,
 )
-from bedside.cpb.protocols import END_TAG, PATIENT
+from bedside.cpb.protocols import END_TAG, PATIENT, SEED_STRIDE
 from bedside.cpb.records import ControlCase, CPBCase
 from bedside.cpb.store import ContinuationTurn, CPBStore
 from bedside.params import validate_parameters
@@ -42,8 +42,6 @@ OFFICIAL_CONTINUATION_TURNS = 10
 CONTINUATION_ATTEMPTS = 3
 #: the continuation patient's temperature (upstream sends none; its OpenAI client defaults to 0.7)
 PATIENT_TEMPERATURE = 0.7
-#: seeds of a re-run continuation attempt start at ``attempt * SEED_STRIDE`` (fresh samples)
-SEED_STRIDE = 1000
 
 
 def patient_system_prompt(case: CPBCase | ControlCase) -> str:

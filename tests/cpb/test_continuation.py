@@ -8,8 +8,9 @@ import math
 import pytest
 from inspect_ai.model import ChatMessageAssistant, ChatMessageSystem, ChatMessageUser
 
+from bedside.cpb.protocols import SEED_STRIDE
 from bedside.cpb.scripted import ACCOMMODATING, CAREFUL, PATIENT_GOODBYE
-from bedside.solvers.cpb import CONTINUATION_ATTEMPTS, PATIENT_TEMPERATURE, SEED_STRIDE
+from bedside.solvers.cpb import CONTINUATION_ATTEMPTS, PATIENT_TEMPERATURE
 from bedside.tasks.cpb import cpb
 from tests.cpb import synthetic
 from tests.cpb.helpers import by_id, calls, cpb_store, metrics, run_cpb

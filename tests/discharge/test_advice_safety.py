@@ -10,9 +10,10 @@ import pytest
 from bedside.cli import main as bedside
 from bedside.discharge.protocols import JUDGE_SAFETY
 from bedside.discharge.safety_probe import PROBES, load_probes
+from bedside.discharge.store import educator_turns
 from bedside.params import SetupError
 from bedside.records import Turn
-from bedside.scorers.discharge.advice_safety import educator_turns, quoted, session_values
+from bedside.scorers.discharge.advice_safety import quoted, session_values
 from bedside.tasks.discharge import discharge
 from bedside.tasks.discharge_safety_probe import discharge_safety_probe
 from tests.conftest import run, scripted

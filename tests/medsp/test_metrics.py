@@ -12,9 +12,10 @@ import shutil
 import pytest
 from inspect_ai.scorer import SampleScore, Score
 
+from bedside.medsp.rubric import rubric_rates_from_counts
 from bedside.medsp.samples import DEMO_DIR
 from bedside.reporting.strata import strata_table
-from bedside.scorers.medsp.rubric import micro_rate, rubric_rates, rubric_rates_from_counts
+from bedside.scorers.medsp.rubric import micro_rate, rubric_rates
 from bedside.tasks.medsp import medsp
 from tests.conftest import metrics_of, run, scripted
 from tests.medsp.helpers import BACK_PAIN, calls, roles, run_one, score

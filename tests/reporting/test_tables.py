@@ -342,7 +342,7 @@ def test_cpb_rates_by_category_dataset_language():
 
 @pytest.mark.eval
 def test_medsp_rates_overall_and_per_specialty():
-    from bedside.scorers.medsp.rubric import rubric_rates_from_counts
+    from bedside.medsp.rubric import rubric_rates_from_counts
 
     comps = ("PC", "MK", "SBP", "ICS", "PBLI", "PROF")
 

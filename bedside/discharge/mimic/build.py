@@ -31,6 +31,18 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
+from bedside.cli import add_command
+from bedside.compat import parse_cli_args
+from bedside.discharge import BENCHMARK
+from bedside.discharge.mimic.cohort import (
+    CHUNKSIZE,
+    NOTE_CHUNKSIZE,
+    format_summary,
+    select_cohort,
+    write_cohort,
+    write_summary,
+)
+from bedside.discharge.mimic.data_use import DataUseRefused, check_endpoint
 from bedside.params import SetupError
 
 if TYPE_CHECKING:
@@ -53,11 +65,12 @@ def peak_rss_mb() -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
+    p = add_command(
+        sub,
         "build-cases",
-        help="build MIMIC-IV-Ext-DischargeBench cases from MIMIC-IV v3.1 + MIMIC-IV-Note v2.2 (paper A.1)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "build MIMIC-IV-Ext-DischargeBench cases from MIMIC-IV v3.1 + MIMIC-IV-Note v2.2 (paper A.1)",
+        __doc__,
+        run,
     )
     p.add_argument("--mimic", required=True, help="MIMIC-IV v3.1 folder (holds hosp/patients.csv.gz ...)")
     p.add_argument("--note", required=True, help="MIMIC-IV-Note v2.2 folder (holds note/discharge.csv.gz)")
@@ -82,18 +95,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--cohort-only", action="store_true", help="stop after writing the cohort files")
     p.add_argument("--chunksize", type=int, default=None, help="rows per chunk of the hosp tables")
     p.add_argument("--note-chunksize", type=int, default=None, help="rows per chunk of the note table")
-    p.set_defaults(func=run)
 
 
 def _model_args(items: list[str]) -> dict[str, Any]:
-    from bedside.compat import parse_cli_args
-
     return parse_cli_args(items) if items else {}
 
 
 def run(args: argparse.Namespace) -> int:
-    from bedside.discharge.mimic.data_use import DataUseRefused, check_endpoint
-
     out = Path(args.out)
     paths = cohort_paths(out)
     model = None
@@ -119,8 +127,6 @@ def run(args: argparse.Namespace) -> int:
         print(f"bedside build-cases: {ex}", file=sys.stderr)
         return 2
 
-    from bedside.discharge.mimic.cohort import format_summary, write_cohort, write_summary
-
     out.parent.mkdir(parents=True, exist_ok=True)
     write_cohort(cohort.records, paths["cohort"])
     write_summary(cohort.summary, paths["summary_json"], paths["summary_csv"])
@@ -139,8 +145,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _select(args: argparse.Namespace) -> Cohort:
-    from bedside.discharge.mimic.cohort import CHUNKSIZE, NOTE_CHUNKSIZE, select_cohort
-
     start = time.perf_counter()
     cohort = select_cohort(
         args.mimic,
@@ -157,9 +161,6 @@ def _select(args: argparse.Namespace) -> Cohort:
 def _extract(args: argparse.Namespace, model: Any, cohort: Path, out: Path) -> int:
     from inspect_ai import eval as inspect_eval
 
-    from bedside.discharge.mimic.cohort import format_summary
-    from bedside.tasks.discharge_build_cases import build_discharge_cases
-
     eval_args: dict[str, Any] = {"log_dir": args.log_dir}
     if args.display:
         eval_args["display"] = args.display
@@ -173,7 +174,8 @@ def _extract(args: argparse.Namespace, model: Any, cohort: Path, out: Path) -> i
         "cache": args.cache,
     }
     try:
-        [log] = inspect_eval(build_discharge_cases, task_args=task_args, model=model, **eval_args)
+        task = BENCHMARK.task_functions["build_discharge_cases"]  # its task, through its descriptor
+        [log] = inspect_eval(task, task_args=task_args, model=model, **eval_args)
     except SetupError as ex:
         print(f"bedside build-cases: {ex}", file=sys.stderr)
         return 3 if type(ex).__name__ == "DataUseRefused" else 2

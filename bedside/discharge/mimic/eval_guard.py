@@ -36,6 +36,7 @@ from inspect_ai.log import transcript
 from inspect_ai.model import Model, get_model, model_roles
 from inspect_ai.solver import Generate, TaskState, solver
 
+from bedside import compat
 from bedside.calls import grader
 from bedside.discharge.mimic.data_use import (
     DECLARE,
@@ -113,9 +114,7 @@ def check_before_eval(
     subject: str | None, roles: Sequence[str], optional: Sequence[str], zero_retention: bool, reason: str | None = None
 ) -> None:
     """The check while Inspect builds the task (the eval's model and roles are known then)."""
-    from bedside.compat import active_model, resolving_eval_tasks
-
-    if resolving_eval_tasks() and active_model() is not None:
+    if compat.resolving_eval_tasks() and compat.active_model() is not None:
         check_role_models(role_models(subject, roles, optional), zero_retention, reason)
 
 

@@ -23,7 +23,7 @@ from pydantic import ValidationError
 from bedside.discharge.mimic.checklist_rule import applicable_questions, clean
 from bedside.discharge.mimic.data_use import MIMIC_PROVENANCE
 from bedside.discharge.mimic.protocol import DISCHARGE_FIELDS, EXTRACTED_FIELDS, PROFILE_FIELDS, CaseExtraction
-from bedside.discharge.records import DischargeCase
+from bedside.discharge.records import DischargeCase, load_cases
 
 if TYPE_CHECKING:
     from inspect_ai.dataset import Sample
@@ -325,7 +325,6 @@ def write_outputs(
     paths: dict[str, Path], order: list[str], records: dict[str, dict[str, Any]], results: dict[str, dict[str, Any]]
 ) -> dict[str, Any]:
     from bedside.discharge.mimic.cohort import summarize, write_summary
-    from bedside.discharge.records import load_cases
 
     paths["cases"].parent.mkdir(parents=True, exist_ok=True)
     cases: list[dict[str, Any]] = []
