@@ -75,10 +75,12 @@ import anyio
 from inspect_ai.hooks import Hooks, RunEnd, SampleEnd, SampleEvent, SampleStart, TaskEnd, TaskStart, hooks
 from inspect_ai.model import ChatMessage, GenerateConfig, ModelOutput, ModelUsage
 
+from bedside.compat import awaiting_human, sample_active, sample_state
 from bedside.params import SetupError
 from bedside.person_time import length, union
 from bedside.protocols import tag_of
 from bedside.providers.human_desk import OPTIONS, Call, Desk, Replay, default_journal, saved_port
+from bedside.records import EncounterProgress
 
 #: how each shared end reason reads on the page (a benchmark's own end reasons read as their words)
 ENDINGS = {
@@ -158,8 +160,6 @@ def sample_key() -> tuple[str, str, str, int] | None:
     the hooks), else the log file's name; while a finished log is re-judged, the case comes from the
     sample's transcript and the run is the rescored log's (:func:`scoring`), else this process's."""
     from inspect_ai.log import transcript
-
-    from bedside.compat import sample_active, sample_state
 
     active, state = sample_active(), sample_state()
     if state is None:
@@ -278,8 +278,6 @@ def turn_budget(role: str) -> tuple[dict[str, Any] | None, list[str]]:
     in turn order, or the role's own cap, whichever comes first."""
     from inspect_ai.util import store_as
 
-    from bedside.solvers.orchestrator import EncounterProgress
-
     try:
         progress = store_as(EncounterProgress)
     except Exception:  # outside a sample
@@ -376,8 +374,6 @@ class HumanEngine:
 
     async def generate(self, input: list[ChatMessage], config: GenerateConfig) -> ModelOutput:
         from inspect_ai.log import transcript
-
-        from bedside.compat import awaiting_human, sample_active
 
         tag = tag_of(input)
         protocol = tag.name if tag else "untagged"

@@ -14,7 +14,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from bedside import benchmarks
+from bedside.cli import add_command
+from bedside.parts import tools_of
 from bedside.reporting import simulator_agreement
+from bedside.reporting.load import benchmark_of, expand
 
 if TYPE_CHECKING:
     from bedside.parts import AgreementModule
@@ -22,9 +26,6 @@ if TYPE_CHECKING:
 
 def judge_agreements() -> dict[str, AgreementModule]:
     """benchmark name -> its judge-vs-people comparison module (``--annotations``), for the benchmarks that have one."""
-    from bedside import benchmarks
-    from bedside.parts import tools_of
-
     return {b.name: m for b in benchmarks.all_benchmarks() if (m := tools_of(b).agreement) is not None}
 
 
@@ -34,8 +35,6 @@ def run(args: argparse.Namespace) -> int:
     comparisons = judge_agreements()
     if len(comparisons) != 1:
         from inspect_ai.log import read_eval_log
-
-        from bedside.reporting.load import benchmark_of, expand
 
         try:
             first = expand(args.logs)[0]
@@ -56,14 +55,13 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``agreement`` sub-command (module docstring)."""
     modules = judge_agreements()
-    parser = sub.add_parser(
+    parser = add_command(
+        sub,
         "agreement",
-        help="agreement with people: the LLM judge vs physicians (--annotations), the simulator checker vs "
+        "agreement with people: the LLM judge vs physicians (--annotations), the simulator checker vs "
         "people's realism rating (--people); kappa with n and intervals",
-        description="\n\n".join(
-            [__doc__ or "", simulator_agreement.__doc__ or "", *(m.__doc__ or "" for m in modules.values())]
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        "\n\n".join([__doc__ or "", simulator_agreement.__doc__ or "", *(m.__doc__ or "" for m in modules.values())]),
+        run,
     )
     parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs (or directories) holding the judged cases")
     sources = parser.add_mutually_exclusive_group(required=True)
@@ -72,4 +70,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     for module in modules.values():
         module.add_arguments(parser)
     parser.add_argument("--csv", metavar="FILE", help="also write the table to this CSV file")
-    parser.set_defaults(func=run)

@@ -56,9 +56,10 @@ import pandas as pd
 
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
+from bedside.cli import add_command
 from bedside.intervals import describe
 from bedside.parts import tools_of
-from bedside.reporting import detectable, epochs, panels, run_options, tables, usage
+from bedside.reporting import detectable, epochs, panels, run_options, simulator, sweep, tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame
 from bedside.reporting.population import (
@@ -130,8 +131,6 @@ def build(
             if tools.calibrated and benchmark.name in annotated:  # on the samples its section averages
                 mine = [replace(i, log=restrict_log(i.log, population)) for i in logs if i.benchmark == benchmark.name]
                 tools.calibrated.section(page, benchmark, mine, annotated[benchmark.name], csv)
-    from bedside.reporting import simulator, sweep  # models on the same cases: leaderboard and judge sensitivity
-
     simulator.section(page, logs, csv)  # the simulated patients' own error rate
 
     sweep.section(page, logs, csv, allow_different_data, power, alpha)
@@ -232,12 +231,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``report`` sub-command (module docstring)."""
-    parser = sub.add_parser(
-        "report",
-        help="HTML report with the papers' tables and figures, CSVs, usage and cost",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    summary = "HTML report with the papers' tables and figures, CSVs, usage and cost"
+    parser = add_command(sub, "report", summary, __doc__, run)
     parser.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="eval log files or directories of logs")
     parser.add_argument("--out", required=True, metavar="DIR", help="output directory (created)")
     parser.add_argument("--prices", metavar="FILE.yaml", help="price table (default: the shipped example prices)")
@@ -261,4 +256,3 @@ def register(sub: argparse._SubParsersAction) -> None:
         "sections of the benchmarks that take them",
     )
     detectable.add_options(parser, "the leaderboard's minimum detectable differences")
-    parser.set_defaults(func=run)

@@ -53,6 +53,7 @@ import pandas as pd
 from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
+from bedside.cli import add_command
 from bedside.intervals import mean_interval
 from bedside.reporting import detectable, epochs, run_options
 from bedside.reporting.load import LoadedLog, benchmark_of, read_run, scores_frame
@@ -416,12 +417,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``compare`` sub-command (module docstring)."""
-    parser = sub.add_parser(
-        "compare",
-        help="paired comparison of logs on the same cases (a gate with --max-drop)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    summary = "paired comparison of logs on the same cases (a gate with --max-drop)"
+    parser = add_command(sub, "compare", summary, __doc__, run)
     parser.add_argument("baseline", metavar="BASELINE.eval", help="a log, or a folder holding one run (e.g. sharded)")
     parser.add_argument("candidates", nargs="+", metavar="CANDIDATE.eval", help="as BASELINE")
     parser.add_argument(
@@ -454,4 +451,3 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="pair logs whose recorded case data or prompt hashes differ (refused by default)",
     )
-    parser.set_defaults(func=run)

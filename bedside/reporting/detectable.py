@@ -59,6 +59,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bedside.benchmarks import DERIVED_SCORERS
 from bedside.intervals import Scale, case_bootstrap, clip
 
 POWER = 0.8
@@ -289,8 +290,6 @@ def stated(detect: float, sd: float, epochs: Sequence[int], power: float = POWER
 def pilot_values(frame: pd.DataFrame, key: str) -> dict[str, np.ndarray]:
     """model -> (cases × epochs) values of ``key`` (``frame``: :func:`bedside.reporting.load.scores_frame`'s
     rows, the health block's copies left out), on the cases every model has scored."""
-    from bedside.benchmarks import DERIVED_SCORERS
-
     part = frame[(frame["key"] == key) & ~frame["scorer"].isin(DERIVED_SCORERS)]
     scored = part.dropna(subset=["value"])
     cases = set.intersection(*(set(g["id"]) for _, g in scored.groupby("label"))) if len(scored) else set()

@@ -63,8 +63,13 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bedside import benchmarks
+from bedside.cli import add_command
 from bedside.person_time import person_seconds
 from bedside.protocols import tag_of
+from bedside.reporting import detectable
+from bedside.reporting.load import load, read_logs, scores_frame
+from bedside.reporting.usage import BATCH, LIVE, batch_price, cost, load_prices, price_of
 
 #: the per-sample quantities estimated
 FIELDS = ("calls", "input_tokens", "input_tokens_cache_read", "output_tokens")
@@ -82,16 +87,12 @@ class Pilot:
 
 def subject_of(task: str) -> str:
     """The role name of the model under test in a log of ``task`` (e.g. ``educator``)."""
-    from bedside import benchmarks
-
     found = benchmarks.of_task(task)
     return found.subject_role if found is not None else "model under test"
 
 
 def read_pilot(paths: Sequence[str | Path]) -> Pilot:
     """The pilot's logs (files or folders; a sharded run's logs as one run)."""
-    from bedside.reporting.load import read_logs
-
     rows: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
     human_outputs: list[dict[str, Any]] = []
@@ -174,8 +175,6 @@ def estimate(
     """Tables ``by_role``, ``by_protocol`` and ``totals`` (each quantity: estimate, low, high); ``batched``:
     the roles priced through the batch API (module docstring). Raises ValueError (one line) for a batched
     role the pilot does not have, or whose model's price has no ``batch_discount``."""
-    from bedside.reporting.usage import BATCH, LIVE, batch_price, cost, price_of
-
     roles = sorted(set(pilot.calls["role"]))
     if unknown := sorted(set(batched) - set(roles)):
         raise ValueError(f"--batch {', '.join(unknown)}: no such role in the pilot (roles: {', '.join(roles)})")
@@ -332,10 +331,6 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
 def detection(args: argparse.Namespace) -> bool:
     """The cases and epochs ``--detect`` needs (module docstring), printed and, with ``--csv``, written;
     False (and one line) when the pilot has no case to plan from."""
-    from bedside import benchmarks
-    from bedside.reporting import detectable
-    from bedside.reporting.load import load, scores_frame
-
     logs = load(args.logs)
     ranked = (k for i in logs if i.benchmark in benchmarks.names() for k in benchmarks.get(i.benchmark).ranked)
     keys = args.metric or list(dict.fromkeys(ranked))
@@ -355,9 +350,6 @@ def detection(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bedside.reporting.load import read_logs
-    from bedside.reporting.usage import load_prices
-
     if args.detect is None and args.cases is None:
         print("bedside estimate: give --cases N (the bill of a planned run) and/or --detect D (the cases it needs)")
         return 2
@@ -406,11 +398,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: Any) -> None:
-    p = sub.add_parser("estimate", help="expected calls, tokens, wall time and cost of a planned run, from pilot logs")
+def register(sub: argparse._SubParsersAction) -> None:
+    """The ``estimate`` sub-command (module docstring)."""
+    summary = "expected calls, tokens, wall time and cost of a planned run, from pilot logs"
+    p = add_command(sub, "estimate", summary, __doc__, run)
     p.add_argument("logs", nargs="+", help="pilot .eval logs (a few cases)")
-    from bedside.reporting import detectable
-
     p.add_argument("--cases", type=int, help="cases in the planned run (for its bill)")
     p.add_argument("--epochs", type=int, default=1)
     p.add_argument("--max-connections", type=int, default=10, help="concurrent samples of the planned run")
@@ -444,4 +436,3 @@ def register(sub: Any) -> None:
         help="--detect: the SD of a case's paired difference (else from the pilot)",
     )
     detectable.add_options(p, "--detect's minimum detectable difference", pass_k=False)
-    p.set_defaults(func=run)

@@ -27,6 +27,7 @@ from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
 from bedside.reporting.scores import as_float
+from bedside.scale.merge import ShardError, merge_runs
 
 #: values of a variant argument that mean "the default run" (left out of a log's label)
 NEUTRAL = (None, "none", "", 0, "0")
@@ -65,8 +66,6 @@ def read_logs(paths: Iterable[str], **read: Any) -> list[tuple[str, EvalLog]]:
     into one log whose path is the run's folder (:func:`bedside.scale.merge.merge_runs`; ``ShardError``, one
     line naming the shard, for a missing or duplicated shard or shards of different runs). ``read``:
     arguments of :func:`inspect_ai.log.read_eval_log`."""
-    from bedside.scale.merge import merge_runs
-
     headers = [(path, read_eval_log(path, header_only=True)) for path in expand(paths)]
     merge_runs(headers)  # a missing or twice-given shard, or shards of different runs: refused before the samples
     return merge_runs([(path, read_eval_log(path, **read)) for path, _ in headers])
@@ -75,8 +74,6 @@ def read_logs(paths: Iterable[str], **read: Any) -> list[tuple[str, EvalLog]]:
 def read_run(path: str, **read: Any) -> EvalLog:
     """The one run at ``path`` (a log file, or a folder holding one run's logs, sharded or not); a folder of
     several runs, or one shard's log alone, is refused in one line."""
-    from bedside.scale.merge import ShardError
-
     runs = read_logs([path], **read)
     if len(runs) != 1:
         raise ShardError(f"{path}: holds {len(runs)} runs ({', '.join(p for p, _ in runs)}); pass one run")

@@ -30,9 +30,11 @@ from typing import Any, Literal
 import numpy as np
 import pandas as pd
 
+from bedside.benchmarks import score_key
 from bedside.families import same_family
 from bedside.intervals import AGREEMENT_RESAMPLES, COSINE, UNIT, Scale, case_bootstrap
 from bedside.panel import rule
+from bedside.reporting.detectable import width_of
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog
 from bedside.reporting.tables import fmt
@@ -156,9 +158,6 @@ def judges_table(votes: pd.DataFrame) -> pd.DataFrame:
     the share of its verdicts equal to the panel's, for a ``mean`` key its mean difference from the panel's
     score, each pooled over its items with a 95 % case-bootstrap interval (a case's items drawn together), cut
     to [0, 1] or to ± the key's scale width."""
-    from bedside.benchmarks import score_key
-    from bedside.reporting.detectable import width_of
-
     rows = []
     for (model, key, judge), part in votes.groupby(["model", "key", "judge"], sort=True):
         given = part.dropna(subset=["vote"])

@@ -57,8 +57,14 @@ import yaml
 from inspect_ai import score
 from inspect_ai.log import read_eval_log, write_eval_log, write_eval_log_async
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
+from inspect_ai.util import registry_create
 
+from bedside import benchmarks
+from bedside.cli import add_command
+from bedside.compat import model_to_model_config, platform_init, resolve_scorers
+from bedside.parts import parts_of, tools_of
 from bedside.reporting.load import read_logs
+from bedside.versions import data_versions, versions_of
 
 
 def grader_name(config: object) -> str:
@@ -87,7 +93,6 @@ def rescore(
     grader that is not local), unless ``zero_retention`` (recorded in the written log). Every log is read and
     checked before the first call, then all are judged at once (:func:`judged_together`)."""
     import bedside._registry  # noqa: F401  (bedside's scorers, under the names Inspect writes into logs)
-    from bedside.compat import model_to_model_config
 
     roles = {role: model for role, model in (("grader", grader), (CHECKER, simulator_checker)) if model is not None}
     if not roles:
@@ -139,9 +144,6 @@ class Job:
 def simulated_patient(log: Any, source: str) -> str:
     """The name of the log's benchmark, whose simulated patient ``--simulator-checker`` checks; ``ValueError``
     (one line) when the log's task has none."""
-    from bedside import benchmarks
-    from bedside.parts import parts_of
-
     benchmark = benchmarks.of_task(log.eval.task)
     if benchmark is None or parts_of(benchmark).simulator is None:
         raise ValueError(f"{source}: task {log.eval.task} has no simulated patient to check (--simulator-checker)")
@@ -152,15 +154,18 @@ def scoring_pass(job: Job, roles: dict[str, Model]) -> tuple[Any, list[Any], Lit
     """(log, scorers, Inspect's score action) of one log: with a grader, every scorer of the log again (and
     ``simulator_check`` if the log had none) in place of the old scores; the checker alone, the log without its
     old ``simulator_check`` score and that scorer appended, every other score kept."""
-    from bedside.compat import resolve_scorers
-    from bedside.scorers.simulator import simulator_check
-
     if "grader" not in roles and job.checked is not None:  # the checker alone
-        return without_scorer(job.log, SIMULATOR_SCORER), [simulator_check(job.checked)], "append"
+        return without_scorer(job.log, SIMULATOR_SCORER), [simulator_checker_of(job.checked)], "append"
     scorers = resolve_scorers(job.log)
     if job.checked is not None and not any(s.name == SIMULATOR_SCORER for s in job.log.eval.scorers or []):
-        scorers.append(simulator_check(job.checked))
+        scorers.append(simulator_checker_of(job.checked))
     return job.log, scorers, "overwrite"
+
+
+def simulator_checker_of(benchmark: str) -> Any:
+    """The ``simulator_check`` scorer of ``benchmark``, by the name Inspect registered it under (as every scorer
+    of a log is resolved: :func:`rescore` has imported Inspect's entry point)."""
+    return registry_create("scorer", f"bedside/{SIMULATOR_SCORER}", benchmark=benchmark)
 
 
 def without_scorer(log: Any, name: str) -> Any:
@@ -181,8 +186,6 @@ def judged_together(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
     soon as its judging ends: with the grader in batch mode one batch pass serves all the logs, where a log
     at a time would wait for its batches' turnarounds one log after another."""
     from inspect_ai import score_async
-
-    from bedside.compat import platform_init
 
     platform_init()  # as inspect_ai.score() does: Inspect's hooks
     written: list[Path] = []
@@ -208,8 +211,6 @@ def judged_together(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
 def rescored(scored: Any, job: Job, roles: dict[str, Model]) -> Any:
     """A re-judged log with its header naming the new grader (and checker) and where it came from (module
     docstring)."""
-    from bedside.compat import model_to_model_config
-
     bound = {role: model_to_model_config(model) for role, model in roles.items()}
     scored.eval.model_roles = {**(scored.eval.model_roles or {}), **bound}
     scored.eval.metadata = {**(scored.eval.metadata or {}), "bedside_rescore": job.record}
@@ -219,8 +220,6 @@ def rescored(scored: Any, job: Job, roles: dict[str, Model]) -> Any:
 def judged_already(target: Path, source: str | Path, roles: dict[str, Model]) -> bool:
     """Whether ``target`` is a finished re-judging of ``source`` by the models of ``roles`` (a run of the same
     command that was interrupted later): it is left as it is, and the re-run judges the other logs."""
-    from bedside.compat import model_to_model_config
-
     if not target.exists():
         return False
     try:
@@ -262,9 +261,6 @@ def check_prompts(log: Any, source: str, allow: bool) -> str | None:
     """Today's prompt-set hash of the log's benchmark (a log of its data-preparation tasks too, e.g. the
     case extraction); raises ValueError (one line, naming both hashes) when the log recorded another one,
     unless ``allow``. A log without a record is re-judged as before."""
-    from bedside import benchmarks
-    from bedside.versions import data_versions, versions_of
-
     benchmark = benchmarks.of_task(log.eval.task, preparation=True)
     if benchmark is None:
         return None
@@ -281,9 +277,6 @@ def check_prompts(log: Any, source: str, allow: bool) -> str | None:
 
 def check_data_use(log: Any, source: str, role: str, model: Model, zero_retention: bool) -> None:
     """The log's benchmark's ``rescore_guard`` (none: nothing to check); its refusal prefixed with the log."""
-    from bedside import benchmarks
-    from bedside.parts import tools_of
-
     benchmark = benchmarks.of_task(log.eval.task, preparation=True)
     guard = tools_of(benchmark).rescore_guard if benchmark is not None else None
     if guard is None:
@@ -354,12 +347,8 @@ def run(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``rescore`` sub-command (module docstring)."""
-    parser = sub.add_parser(
-        "rescore",
-        help="re-judge logs with another grader model (no conversation re-run)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    summary = "re-judge logs with another grader model (no conversation re-run)"
+    parser = add_command(sub, "rescore", summary, __doc__, run)
     parser.add_argument("logs", nargs="+", metavar="LOG_OR_DIR", help="eval logs (files or folders)")
     parser.add_argument("--grader", metavar="MODEL", help="the new grader, e.g. openai/gpt-5.5")
     parser.add_argument("-M", action="append", metavar="KEY=VALUE", help="model argument of the grader (repeatable)")
@@ -395,4 +384,3 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="declare that the grader's endpoint retains nothing: lets a grader that is not local re-judge logs "
         "of data under a data-use agreement (recorded in the written log)",
     )
-    parser.set_defaults(func=run)

@@ -26,6 +26,7 @@ from pathlib import Path
 import pandas as pd
 from inspect_ai.log import EvalLog
 
+from bedside import benchmarks
 from bedside.benchmark import NOT_APPLICABLE, Benchmark
 
 #: how a value the log does not record is marked
@@ -128,8 +129,6 @@ def pair(a: EvalLog, b: EvalLog) -> list[dict[str, object]]:
     of ``a``'s benchmark (none when the two logs are not of one benchmark that declares run options) with
     ``option``, ``a`` and ``b`` (each as :func:`shown`) and ``differs`` (the values differ and the option
     applies to both runs)."""
-    from bedside import benchmarks
-
     benchmark = benchmarks.of_task(a.eval.task)
     if benchmark is None or not benchmark.run_options or benchmarks.of_task(b.eval.task) != benchmark:
         return []

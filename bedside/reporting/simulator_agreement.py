@@ -48,6 +48,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bedside.intervals import BINARY, agreement_interval, case_bootstrap
+from bedside.reporting.load import read_logs
+
 SCORER = "simulator_check"
 PERSON = "person"  # bedside.simulator_checker.PERSON (not imported: this module loads without Inspect's scorers)
 CATEGORIES = ("realistic", "off_script", "role_reversal")
@@ -204,8 +207,6 @@ def level_row(part: pd.DataFrame, first: str, second: str, flagged: tuple[str, .
     """κ with its interval, agreement and (``rates``) recall and false alarms of ``first`` against ``second``."""
     from sklearn.metrics import cohen_kappa_score
 
-    from bedside.intervals import BINARY, agreement_interval, case_bootstrap
-
     a, b = _codes(part[first].tolist(), flagged), _codes(part[second].tolist(), flagged)
     groups, names = pd.factorize(part["transcript"])
     n_cases, k = len(names), 3 if flagged is None else 2
@@ -333,8 +334,6 @@ def rater_of(path: str, given: str) -> str:
 def read(logs: Sequence[str], people: Sequence[str], checker: str) -> tuple[pd.DataFrame, dict[str, int]]:
     """The paired turns of ``logs`` (the checker) and each rater of ``people``, and the transcripts left out
     for an unreadable answer (by source)."""
-    from bedside.reporting.load import read_logs
-
     checked: list[Rated] = []
     left_out = {"checker": 0, "people": 0}
     for path, log in read_logs(logs):

@@ -25,6 +25,7 @@ from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
+from bedside.cli import LOGS_HELP, add_command
 from bedside.intervals import summarise
 from bedside.reporting import run_options
 from bedside.reporting.load import LoadedLog, benchmark_of, read_logs
@@ -122,13 +123,9 @@ def _options(item: LoadedLog) -> dict[str, tuple[str, bool]]:
 
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``strata`` sub-command (module docstring)."""
-    parser = sub.add_parser(
-        "strata",
-        help="every score per stratum (mean, 95 %% CI, n)",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    parser.add_argument("logs", nargs="+", metavar="LOG", help="eval logs, or folders of logs (a sharded run: one run)")
+    summary = "every score per stratum (mean, 95 %% CI, n)"
+    parser = add_command(sub, "strata", summary, __doc__, run)
+    parser.add_argument("logs", nargs="+", metavar="LOG", help=LOGS_HELP)
     parser.add_argument(
         "--by",
         action="append",
@@ -143,4 +140,3 @@ def register(sub: argparse._SubParsersAction) -> None:
         "other benchmarks' logs are unaffected",
     )
     parser.add_argument("--csv", help="also write the table to this CSV file")
-    parser.set_defaults(func=run)

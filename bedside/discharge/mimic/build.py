@@ -65,13 +65,8 @@ def peak_rss_mb() -> float:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = add_command(
-        sub,
-        "build-cases",
-        "build MIMIC-IV-Ext-DischargeBench cases from MIMIC-IV v3.1 + MIMIC-IV-Note v2.2 (paper A.1)",
-        __doc__,
-        run,
-    )
+    summary = "build MIMIC-IV-Ext-DischargeBench cases from MIMIC-IV v3.1 + MIMIC-IV-Note v2.2 (paper A.1)"
+    p = add_command(sub, "build-cases", summary, __doc__, run)
     p.add_argument("--mimic", required=True, help="MIMIC-IV v3.1 folder (holds hosp/patients.csv.gz ...)")
     p.add_argument("--note", required=True, help="MIMIC-IV-Note v2.2 folder (holds note/discharge.csv.gz)")
     p.add_argument("--out", required=True, help="the case file to write (JSONL); other files go next to it")
