@@ -51,7 +51,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bedside import benchmarks, parts
+from bedside.reporting.load import LoadedLog, benchmark_of, disambiguate, label_of, read_logs
 from bedside.study.items import GUESS, PREFERENCE, StudyModule, Transcript
+from bedside.versions import sweep_problems
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalSample
@@ -99,9 +101,6 @@ def study_module(benchmark: str) -> StudyModule:
 
 def read_conditions(paths: Sequence[str]) -> tuple[str, list[Condition]]:
     """The benchmark and one :class:`Condition` per run, checked (module docstring); :class:`StudyError` else."""
-    from bedside.reporting.load import LoadedLog, benchmark_of, disambiguate, label_of, read_logs
-    from bedside.versions import sweep_problems
-
     try:
         runs = read_logs(paths, resolve_attachments=True)
     except (FileNotFoundError, ValueError) as ex:

@@ -17,7 +17,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bedside.study.build import StudyError
+from bedside.study.analysis import analyse
+from bedside.study.build import RATING_COLUMNS, StudyError, build
+from bedside.study.label_studio import export, import_ratings
+from bedside.study.ratings import Study, read_ratings
 
 #: how the report prints each section's rows: (section, heading)
 HEADINGS = (
@@ -30,8 +33,6 @@ HEADINGS = (
 
 
 def run_build(args: argparse.Namespace) -> int:
-    from bedside.study.build import build
-
     try:
         design = build(args.logs, [r for r in args.raters.split(",") if r], args.k, args.seed, Path(args.out))
     except StudyError as error:
@@ -46,9 +47,6 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    from bedside.study.analysis import analyse
-    from bedside.study.ratings import Study, read_ratings
-
     try:
         study = Study.load(args.study)
         ratings = read_ratings(study, args.ratings)
@@ -80,9 +78,6 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def run_label_studio_export(args: argparse.Namespace) -> int:
-    from bedside.study.label_studio import export
-    from bedside.study.ratings import Study
-
     try:
         written = export(Study.load(args.study), Path(args.out))
     except StudyError as error:
@@ -93,10 +88,6 @@ def run_label_studio_export(args: argparse.Namespace) -> int:
 
 
 def run_label_studio_import(args: argparse.Namespace) -> int:
-    from bedside.study.build import RATING_COLUMNS
-    from bedside.study.label_studio import import_ratings
-    from bedside.study.ratings import Study
-
     try:
         ratings = import_ratings(Study.load(args.study), args.exports)
     except StudyError as error:
