@@ -1,5 +1,9 @@
 """The package layout's rules, read from the source with ``ast`` (no import is executed):
 
+- the library (``bedside/``, each benchmark's ``bedside/<b>/`` too) imports nothing of ``tasks/``, ``solvers/`` or
+  ``scorers/``, not even inside a function;
+- an import of a bedside module inside a function is one of :data:`FUNCTION_IMPORTS`, each with the start-up
+  cost it spares (every other import stands at the top of its module, where a reader sees it);
 - no solver imports a scorer and no scorer imports a solver, directly or through another bedside module
   (what both need, store models and records, lives in ``bedside/`` and ``bedside/<benchmark>/``);
 - a benchmark's code imports nothing of another benchmark and reads none of its prompts or data;
@@ -84,17 +88,30 @@ def direct_imports(module: str) -> frozenset[str]:
     return frozenset(found)
 
 
+def import_statements(tree: ast.AST, in_function: bool = False) -> list[tuple[ast.Import | ast.ImportFrom, bool]]:
+    """Every import statement of ``tree``, with whether it stands inside a function (a method, a lambda)."""
+    found: list[tuple[ast.Import | ast.ImportFrom, bool]] = []
+    for node in ast.iter_child_nodes(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.append((node, in_function))
+        found += import_statements(node, in_function or isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef))
+    return found
+
+
 @cache
-def named_imports(module: str) -> frozenset[str]:
-    """The bedside modules ``module`` names in its imports (anywhere in it, a function's too), without the
-    packages above them (that a package's submodule imports a sibling is no loop)."""
+def named_imports(module: str, in_functions: bool = False) -> frozenset[str]:
+    """The bedside modules ``module`` names in its imports (anywhere in it, a function's too; with
+    ``in_functions`` only those inside a function), without the packages above them (that a package's
+    submodule imports a sibling is no loop)."""
     path = FILES[module]
     found: set[str] = set()
     package = module if path.name == "__init__.py" else module.rpartition(".")[0]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    for node, in_function in import_statements(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if in_functions and not in_function:
+            continue
         if isinstance(node, ast.Import):
             found.update(m for alias in node.names for m in resolve(alias.name)[-1:])
-        elif isinstance(node, ast.ImportFrom):
+        else:
             base = node.module or ""
             if node.level:
                 base = ".".join(
@@ -158,6 +175,70 @@ def test_no_solver_imports_a_scorer(module):
 def test_no_scorer_imports_a_solver(module):
     bad = {m: chain for m, chain in reachable(module).items() if m.startswith("bedside.solvers")}
     assert not bad, f"{module} imports solvers: {' -> '.join(next(iter(bad.values())))}"
+
+
+#: the layers above the library: ``bedside/`` (its shared modules and each benchmark's ``bedside/<b>/``) imports
+#: none of them, not even inside a function; they reach a benchmark's tasks, solvers and scorers through its
+#: descriptor (:meth:`bedside.benchmark.Benchmark.code`), Inspect's entry point too
+ABOVE_THE_LIBRARY = ("bedside.tasks", "bedside.solvers", "bedside.scorers")
+
+
+def test_the_scan_sees_imports_inside_functions():
+    tree = ast.parse("import a\ndef f():\n    import b\n    class C:\n        def g(self):\n            from c import d\n")
+    found = [(getattr(node, "module", None) or node.names[0].name, inside) for node, inside in import_statements(tree)]
+    assert found == [("a", False), ("b", True), ("c", True)]
+
+
+def test_the_library_imports_no_task_solver_or_scorer():
+    library = [m for m in FILES if not m.startswith(ABOVE_THE_LIBRARY)]
+    assert "bedside.cpb.scripted" in library and "bedside.providers.human" in library
+    upward = {m: sorted(i for i in named_imports(m) if i.startswith(ABOVE_THE_LIBRARY)) for m in library}
+    assert {m: found for m, found in upward.items() if found} == {}
+
+
+#: Every import of a bedside module made inside a function rather than at the top of its module, the one list
+#: of them, each with what it spares. Start-up: ``bedside --help`` loads every command's module (the parser),
+#: Inspect's entry point (``import bedside._registry``: every ``inspect eval``) every task's; the figures are the
+#: modules (and ms) the import would add there, measured by importing it after that start-up in a fresh process
+#: (2-core shared machine, 2026-12-07). Everything else is imported at the top of its module.
+FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
+    ("bedside._registry", "bedside.providers.api"): "the model provider's code loads only when a bedside/ model is "
+    "used: +7 modules (http.server) at every inspect eval",
+    ("bedside.calls", "bedside.batch"): "openai's client, only for --batch: +632 modules (~2 s) at start-up",
+    ("bedside.benchmark", "bedside.score_keys"): "numpy, only when a descriptor's score keys are read: reading "
+    "the facts (the registry, 95 modules) would take +102 modules (~0.3 s)",
+    ("bedside.benchmarks", "bedside.score_keys"): "numpy, only when the score keys are read: reading the facts "
+    "(the registry, 95 modules) would take +102 modules (~0.3 s)",
+    ("bedside.reporting.rescore", "bedside._registry"): "every benchmark's tasks, only when rescore runs: +67 "
+    "modules at bedside --help",
+    ("bedside.reporting.rescore", "bedside.providers.human"): "the person's page (http.server), only for a person "
+    "re-judging: +8 modules at bedside --help",
+    ("bedside.tasks.discharge_build_cases", "bedside.discharge.mimic.cohort"): "pandas, only when the task runs: "
+    "+342 modules (~1.3 s) at every inspect eval",
+    ("bedside.discharge.mimic.extract", "bedside.discharge.mimic.cohort"): "pandas, only for the extraction's "
+    "summary: +342 modules (~1.3 s) at every inspect eval",
+    ("bedside.discharge.report", "bedside.reporting.figures"): "matplotlib, only when a report draws: +153 modules "
+    "(~1.4 s) at bedside --help",
+    ("bedside.providers.api", "bedside.providers.human"): "the person's page (http.server), only for bedside/human: "
+    "+4 modules",
+    ("bedside.solvers.discharge.monitor", "bedside.providers.human"): "the person's page (http.server), only when a "
+    "person plays a role: +9 modules at every inspect eval",
+    ("bedside.solvers.medsp.session", "bedside.providers.human"): "the person's page (http.server), only when a "
+    "person plays a role: +9 modules at every inspect eval",
+}
+
+
+def test_every_function_level_import_is_listed_with_its_reason():
+    """A reader sees a module's dependencies at its top: an import inside a function is there only for a
+    measured start-up cost (or an optional heavy dependency), and listed in :data:`FUNCTION_IMPORTS`; a listed
+    one that is gone is unlisted."""
+    found = {(m, i) for m in FILES for i in named_imports(m, in_functions=True)}
+    assert ("bedside.calls", "bedside.batch") in found  # the scan sees imports inside functions
+    assert found == set(FUNCTION_IMPORTS), {
+        "unlisted": sorted(found - set(FUNCTION_IMPORTS)),
+        "listed but gone": sorted(set(FUNCTION_IMPORTS) - found),
+    }
+    assert all(len(reason) > 20 for reason in FUNCTION_IMPORTS.values())
 
 
 #: what exists only for the tests and the benchmarks (the loopback server and its channel, the fork

@@ -173,10 +173,10 @@ TOY: dict[str, str] = {
 
         import argparse
 
+        from bedside.toy.samples import toy_dataset
+
 
         def run(args: argparse.Namespace) -> int:
-            from bedside.toy.samples import toy_dataset
-
             print(" ".join(sorted({s.metadata["ward"] for s in toy_dataset()})))
             return 0
 
