@@ -203,13 +203,13 @@ def test_the_library_imports_no_task_solver_or_scorer():
 #: (2-core shared machine, 2026-12-07). Everything else is imported at the top of its module.
 FUNCTION_IMPORTS: dict[tuple[str, str], str] = {
     ("bedside._registry", "bedside.providers.api"): "the model provider's code loads only when a bedside/ model is "
-    "used: +7 modules (http.server) at every inspect eval",
+    "used: +9 modules (http.server) at every inspect eval",
     ("bedside.calls", "bedside.batch"): "openai's client, only for --batch: +632 modules (~2 s) at start-up",
     ("bedside.benchmark", "bedside.score_keys"): "numpy, only when a descriptor's score keys are read: reading "
     "the facts (the registry, 95 modules) would take +102 modules (~0.3 s)",
     ("bedside.benchmarks", "bedside.score_keys"): "numpy, only when the score keys are read: reading the facts "
     "(the registry, 95 modules) would take +102 modules (~0.3 s)",
-    ("bedside.reporting.rescore", "bedside._registry"): "every benchmark's tasks, only when rescore runs: +67 "
+    ("bedside.reporting.rescore", "bedside._registry"): "every benchmark's tasks, only when rescore runs: +62 "
     "modules at bedside --help",
     ("bedside.reporting.rescore", "bedside.providers.human"): "the person's page (http.server), only for a person "
     "re-judging: +8 modules at bedside --help",
