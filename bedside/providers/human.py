@@ -47,7 +47,8 @@ the field, with the reason.
   :data:`~bedside.providers.human_desk.LONG_POLL_SECONDS`); typed text survives a reload (the browser's
   storage) and a crash (drafts in the journal's state); Ctrl+Enter submits.
 
-The page, its journals and its session are :mod:`bedside.providers.human_desk`; this module is the model
+The page and its session are :mod:`bedside.providers.human_desk`, a pending call and a run's journal
+:mod:`bedside.providers.human_journal`; this module is the model
 provider, the hooks that tell the page about runs and cases, and :func:`tell`.
 
 Options (``-M`` on ``--model bedside/human``; for a role, its mapping: ``--model-role
@@ -79,7 +80,8 @@ from bedside.compat import awaiting_human, sample_active, sample_state
 from bedside.params import SetupError
 from bedside.person_time import length, union
 from bedside.protocols import tag_of
-from bedside.providers.human_desk import OPTIONS, Call, Desk, Replay, default_journal, saved_port
+from bedside.providers.human_desk import OPTIONS, Desk
+from bedside.providers.human_journal import Call, Replay, default_journal, saved_port
 from bedside.records import EncounterProgress
 
 #: how each shared end reason reads on the page (a benchmark's own end reasons read as their words)

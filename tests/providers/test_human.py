@@ -15,7 +15,8 @@ import pytest
 
 from bedside.person_time import extend, length, person_seconds, union
 from bedside.providers.human import call_id
-from bedside.providers.human_desk import Call, Desk, Journal, default_journal, field_name, reply_problems
+from bedside.providers.human_desk import Desk, field_name, reply_problems
+from bedside.providers.human_journal import Call, Journal, default_journal
 
 SCHEMA = {"type": "object", "properties": {"failure": {"type": "boolean"}}, "required": ["failure"]}
 
