@@ -6,7 +6,7 @@ found no error of the continuation patient (a single-turn sample has none to che
 
 from __future__ import annotations
 
-from inspect_ai.log import EvalSample
+from inspect_ai.log import EvalSample, EvalSampleSummary
 
 from bedside.reporting.simulator import CLEAN, CLEAN_COUNTED, clean
 
@@ -16,7 +16,7 @@ POPULATIONS = ("all", CLEAN)
 COUNTED = {"all": "every sample", CLEAN: CLEAN_COUNTED}
 
 
-def in_population(sample: EvalSample, population: str) -> bool:
+def in_population(sample: EvalSample | EvalSampleSummary, population: str) -> bool:
     """Whether a sample belongs to ``population`` (module docstring)."""
     if population not in POPULATIONS:
         raise ValueError(f"population must be one of {', '.join(POPULATIONS)}, not {population!r}")

@@ -90,16 +90,17 @@ def subject_of(task: str) -> str:
 
 def read_pilot(paths: Sequence[str | Path]) -> Pilot:
     """The pilot's logs (files or folders; a sharded run's logs as one run)."""
-    from bedside.reporting.load import read_logs
+    from bedside.reporting.load import read_runs
 
     rows: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
     human_outputs: list[dict[str, Any]] = []
-    for path, log in read_logs([str(p) for p in paths]):
+    for log in read_runs([str(p) for p in paths]):
+        path = log.path
         if not log.samples:
             raise ValueError(f"{path}: the log holds no samples (was it written with --no-log-samples?)")
         subject = subject_of(log.eval.task)
-        for sample in log.samples:
+        for sample in log.transcripts():  # its model calls: one sample at a time
             key = f"{path}|{sample.id}|{sample.epoch}"
             human: list[dict[str, Any]] = []
             for event in sample.events:
@@ -355,7 +356,7 @@ def detection(args: argparse.Namespace) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
-    from bedside.reporting.load import read_logs
+    from bedside.reporting.load import expand, read_header
     from bedside.reporting.usage import load_prices
 
     if args.detect is None and args.cases is None:
@@ -374,7 +375,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     models = _pairs(args.model_role or [], "--model-role")
     if args.model:
-        for _, log in read_logs(args.logs, header_only=True):
+        for log in map(read_header, expand(args.logs)):
             models.setdefault(subject_of(log.eval.task), args.model)
     prices = load_prices(args.prices) if args.prices else None
     if args.batch and prices is None:

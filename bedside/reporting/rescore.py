@@ -58,7 +58,7 @@ from inspect_ai import score
 from inspect_ai.log import read_eval_log, write_eval_log, write_eval_log_async
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 
-from bedside.reporting.load import read_logs
+from bedside.reporting.load import read_runs
 
 
 def grader_name(config: object) -> str:
@@ -94,7 +94,8 @@ def rescore(
         raise ValueError("give --grader, --simulator-checker or both")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = read_logs(paths)  # a sharded run's logs: one log, its path the run's folder
+    # every log whole (Inspect's scorer takes an EvalLog); a sharded or retried run: one log, its path the run's
+    runs = [(run.path, run.whole()) for run in read_runs(paths)]  # folder (sharded) or its latest attempt
     targets = [out / _file_name(source) for source, _ in runs]
     finished = {t for (s, _), t in zip(runs, targets) if judged_already(t, s, roles)}
     if clash := [str(t) for t in targets if (t.exists() and t not in finished) or targets.count(t) > 1]:

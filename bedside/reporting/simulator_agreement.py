@@ -333,12 +333,12 @@ def rater_of(path: str, given: str) -> str:
 def read(logs: Sequence[str], people: Sequence[str], checker: str) -> tuple[pd.DataFrame, dict[str, int]]:
     """The paired turns of ``logs`` (the checker) and each rater of ``people``, and the transcripts left out
     for an unreadable answer (by source)."""
-    from bedside.reporting.load import read_logs
+    from bedside.reporting.load import read_runs
 
     checked: list[Rated] = []
     left_out = {"checker": 0, "people": 0}
-    for path, log in read_logs(logs):
-        found, unread = transcripts(path, log, "checker", checker)
+    for log in read_runs(logs):
+        found, unread = transcripts(log.path, log, "checker", checker)
         checked += found
         left_out["checker"] += unread
     raters: dict[str, list[Rated]] = {}
@@ -347,8 +347,8 @@ def read(logs: Sequence[str], people: Sequence[str], checker: str) -> tuple[pd.D
         if name in raters:
             raise ValueError(f"--people {given}: two raters named {name!r}; give each rater's folder once")
         raters[name] = []
-        for path, log in read_logs([given]):
-            found, unread = transcripts(path, log, "people")
+        for log in read_runs([given]):
+            found, unread = transcripts(log.path, log, "people")
             raters[name] += found
             left_out["people"] += unread
     if not any(raters.values()):
