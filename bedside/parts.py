@@ -27,7 +27,7 @@ from bedside import benchmarks
 
 if TYPE_CHECKING:
     import pandas as pd
-    from inspect_ai.log import EvalLog, EvalSample
+    from inspect_ai.log import EvalLog, EvalSample, EvalSampleSummary
     from inspect_ai.model import ChatMessage, GenerateConfig, Model
 
     from bedside.benchmark import Benchmark
@@ -85,7 +85,7 @@ class PopulationModule(Protocol):
     @property
     def POPULATIONS(self) -> Sequence[str]: ...  # noqa: N802
 
-    def in_population(self, sample: EvalSample, population: str) -> bool: ...
+    def in_population(self, sample: EvalSample | EvalSampleSummary, population: str) -> bool: ...
 
 
 class CalibratedModule(Protocol):

@@ -156,6 +156,7 @@ def test_report_rates_per_patient_model_and_persona_and_the_clean_population(tmp
     import pandas as pd
 
     from bedside.reporting.build import build
+    from bedside.reporting.run import Run
     from bedside.reporting.population import choices, restrict_log
 
     roles = {"patient": scripted(**PLANT), "monitor": scripted(), "grader": scripted()}
@@ -164,7 +165,7 @@ def test_report_rates_per_patient_model_and_persona_and_the_clean_population(tmp
     assert 0 < sum(errors.values()) < len(errors), errors  # some sessions flagged, some not
 
     assert "simulator_clean" in choices()
-    kept = restrict_log(log, "simulator_clean")
+    kept = restrict_log(Run.of(log), "simulator_clean")
     assert {str(s.id) for s in kept.samples} == {sid for sid, e in errors.items() if e == 0.0}
 
     index = build([log.location], tmp_path / "report")

@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
-from inspect_ai.log import EvalLog, EvalSample, read_eval_log, write_eval_log
+from inspect_ai.log import EvalLog, EvalSample, write_eval_log
 
 from bedside.cli import add_command
 from bedside.discharge import PERSONA_AXES
@@ -71,7 +71,7 @@ from bedside.discharge.ratings import CHECKLIST_ID, COMPREHENSION_ITEMS, LIKERT,
 from bedside.discharge.records import topic_checklist_questions
 from bedside.prompts import load_yaml
 from bedside.reporting.html import Page
-from bedside.reporting.load import LoadedLog, benchmark_of, disambiguate, expand, label_of
+from bedside.reporting.load import LoadedLog, load
 
 TEXTS = "discharge/annotation.yaml"
 QUALITY_AXES = ("naturalness", "responsiveness", "clarity", "clinical_relevance")
@@ -185,14 +185,10 @@ def annotatable(sample: EvalSample) -> bool:
 
 
 def read_logs(paths: Sequence[str]) -> list[LoadedLog]:
-    out = []
-    for path in expand(paths):
-        log = read_eval_log(path, resolve_attachments=True)
-        if benchmark_of(log) == "discharge":
-            out.append(LoadedLog(path=path, log=log, label=label_of(log), benchmark="discharge"))
+    """The DischargeBench runs among ``paths``: their records (:func:`bedside.reporting.load.load`)."""
+    out = [item for item in load(paths) if item.benchmark == "discharge"]
     if not out:
         raise AnnotateError(f"no DischargeBench log in {', '.join(paths)}")
-    disambiguate(out)
     return out
 
 
@@ -200,10 +196,11 @@ def sample_cases(logs: Sequence[LoadedLog], n: int, seed: int) -> list[Case]:
     """``n`` sessions spread evenly over the models (seeded), then put in a seeded random order."""
     rng = random.Random(seed)
     by_model: dict[str, list[Case]] = {}
-    for item in logs:
-        for sample in item.log.samples or []:
+    for item in logs:  # each sample's scores and store (no messages, no events), one at a time
+        for sample in item.log.transcripts(exclude={"messages", "events", "attachments", "events_data"}):
             if annotatable(sample):
-                by_model.setdefault(item.label, []).append(Case(item, sample))
+                light = sample.model_copy(update={"store": {}})  # read again whole if chosen
+                by_model.setdefault(item.label, []).append(Case(item, light))
     available = sum(len(v) for v in by_model.values())
     if n < 1 or n > available:
         raise AnnotateError(
@@ -221,6 +218,8 @@ def sample_cases(logs: Sequence[LoadedLog], n: int, seed: int) -> list[Case]:
             if pool and len(chosen) < n:
                 chosen.append(pool.pop())
     rng.shuffle(chosen)
+    for case in chosen:  # the chosen sessions whole, to show them
+        case.sample = case.source.log.sample(case.sample.id, case.sample.epoch, resolve_attachments=True)
     return chosen
 
 
@@ -454,7 +453,7 @@ def run_from_logs(args: argparse.Namespace) -> int:
     judged = list(zip(names, args.logs, strict=True))
     try:
         rows = from_logs(judged)
-    except (AnnotateError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError) as error:  # AnnotateError; a log unreadable, a shard missing
         print(f"bedside annotate: {error}")
         return 2
     rows.to_csv(args.out, index=False, columns=list(ANNOTATION_COLUMNS))
@@ -466,7 +465,7 @@ def run_from_logs(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     try:
         cases = export(args.logs, args.cases, args.seed, args.out, args.annotators.split(","), args.shared)
-    except (AnnotateError, FileNotFoundError) as error:
+    except (ValueError, FileNotFoundError) as error:  # AnnotateError; a log unreadable, a shard missing
         print(f"bedside annotate: {error}")
         return 2
     print(

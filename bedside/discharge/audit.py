@@ -10,11 +10,12 @@ from __future__ import annotations
 import argparse
 from typing import TypedDict
 
-from inspect_ai.log import EvalLog, EvalSample
+from inspect_ai.log import EvalLog, EvalSample, EvalSampleSummary
 
 from bedside.cli import LOGS_HELP, add_command
 from bedside.end_reasons import EndReason
-from bedside.reporting.load import read_logs
+from bedside.reporting.load import read_runs
+from bedside.reporting.run import Run
 from bedside.reporting.scores import label
 
 LOW_TCS = 0.5  # A.7.2: "TCS below 0.5 (fewer than half of the required discharge topics covered)"
@@ -34,7 +35,7 @@ class Audit(TypedDict):
     char_break_ids: list[str]
 
 
-def audit_flags(sample: EvalSample) -> tuple[bool, bool, bool, bool]:
+def audit_flags(sample: EvalSample | EvalSampleSummary) -> tuple[bool, bool, bool, bool]:
     """One sample's audit (A.7.2): (clean-complete, short, short with TCS below 0.5, broke character);
     the last three are false for a session that is not clean-complete."""
     outcome = (sample.scores or {}).get("encounter_outcome")
@@ -48,7 +49,7 @@ def audit_flags(sample: EvalSample) -> tuple[bool, bool, bool, bool]:
     return True, short, low, flags.get("char_break") == 1.0
 
 
-def audit_table(log: EvalLog) -> Audit:
+def audit_table(log: EvalLog | Run) -> Audit:
     """DischargeBench's clean-complete audit (A.7.2) of one log."""
     clean: list[str] = []
     short: list[str] = []
@@ -80,11 +81,11 @@ def audit_table(log: EvalLog) -> Audit:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        runs = read_logs(args.logs)  # a sharded run's logs as one run
+        runs = read_runs(args.logs)  # a sharded or retried run's logs as one run
     except (FileNotFoundError, ValueError) as error:
         print(f"bedside audit: {error}")
         return 2
-    for _, log in runs:
+    for log in runs:
         row = audit_table(log)
         print(row["log"])
         for key, value in row.items():

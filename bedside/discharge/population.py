@@ -16,7 +16,7 @@ The paper names three populations for its main results:
 
 from __future__ import annotations
 
-from inspect_ai.log import EvalSample
+from inspect_ai.log import EvalSample, EvalSampleSummary
 
 from bedside.discharge.audit import audit_flags
 from bedside.reporting.simulator import CLEAN, CLEAN_COUNTED, clean
@@ -35,7 +35,7 @@ COUNTED = {
 }
 
 
-def in_population(sample: EvalSample, population: str) -> bool:
+def in_population(sample: EvalSample | EvalSampleSummary, population: str) -> bool:
     """Whether a DischargeBench sample belongs to ``population`` (module docstring); a sample
     without an ``encounter_outcome`` score belongs to none."""
     if population not in POPULATIONS:

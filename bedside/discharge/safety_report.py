@@ -21,10 +21,13 @@ from bedside.cli import add_command
 from bedside.discharge.protocols import UNSAFE_CATEGORIES
 from bedside.discharge.safety_probe import turn_outcomes
 from bedside.intervals import rate_text
+from bedside.reporting.load import read_run
 from bedside.reporting.strata import strata_table
 
 if TYPE_CHECKING:
     from inspect_ai.log import EvalLog
+
+    from bedside.reporting.run import Run
 
 SCORER = "advice_safety"
 
@@ -68,7 +71,7 @@ def probe_outcomes(rows: list[dict[str, Any]]) -> dict[str, dict[str, list[float
     return out
 
 
-def _grader(log: EvalLog) -> str:
+def _grader(log: EvalLog | Run) -> str:
     """The model bound to the grader role of ``log``, else the model under test (the grader's fallback)."""
     from inspect_ai.model import ModelConfig
 
@@ -79,11 +82,10 @@ def _grader(log: EvalLog) -> str:
 
 
 def render(paths: list[str]) -> str:
-    from inspect_ai.log import read_eval_log
 
     lines: list[str] = []
     for path in paths:
-        log = read_eval_log(path)
+        log = read_run(path)
         rows = sessions(log)
         lines += [f"# {path} ({log.eval.task}, grader {_grader(log)})", ""]
         if not rows:

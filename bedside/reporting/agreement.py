@@ -18,7 +18,7 @@ from bedside import benchmarks
 from bedside.cli import add_command
 from bedside.parts import tools_of
 from bedside.reporting import simulator_agreement
-from bedside.reporting.load import benchmark_of, expand
+from bedside.reporting.load import benchmark_of, expand, read_header
 
 if TYPE_CHECKING:
     from bedside.parts import AgreementModule
@@ -34,14 +34,13 @@ def run(args: argparse.Namespace) -> int:
         return simulator_agreement.run(args)
     comparisons = judge_agreements()
     if len(comparisons) != 1:
-        from inspect_ai.log import read_eval_log
 
         try:
             first = expand(args.logs)[0]
-        except FileNotFoundError as error:
+            name = benchmark_of(read_header(first))
+        except (FileNotFoundError, ValueError) as error:
             print(f"bedside agreement: {error}")
             return 2
-        name = benchmark_of(read_eval_log(first, header_only=True))
         if name not in comparisons:
             print(
                 f"bedside agreement: {first}: benchmark {name} takes no --annotations (those do: {sorted(comparisons)})"

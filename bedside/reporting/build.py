@@ -102,7 +102,7 @@ def build(
                 {
                     "model": i.label,
                     "task": i.log.eval.task,
-                    "samples": len(i.log.samples or []),
+                    "samples": len(i.log.samples),
                     "status": i.log.status,
                     "log": i.path,
                 }

@@ -56,7 +56,8 @@ from bedside import benchmarks
 from bedside.cli import add_command
 from bedside.intervals import mean_interval
 from bedside.reporting import detectable, epochs, run_options
-from bedside.reporting.load import LoadedLog, benchmark_of, read_run, scores_frame
+from bedside.reporting.load import LoadedLog, as_run, benchmark_of, read_run, scores_frame
+from bedside.reporting.run import Run
 from bedside.reporting.scores import own, score_table
 from bedside.versions import DataMismatch, check_same_data
 
@@ -182,8 +183,8 @@ def shared_metrics(baseline: pd.DataFrame, candidate: pd.DataFrame) -> list[str]
 
 
 def compare(
-    baseline: str | EvalLog,
-    candidate: str | EvalLog,
+    baseline: str | Run | EvalLog,
+    candidate: str | Run | EvalLog,
     metrics: Sequence[str] | None,
     max_drop: float | None,
     *,
@@ -197,8 +198,7 @@ def compare(
     """Every metric of ``metrics`` (``None``: every shared key) of the candidate log against the baseline log
     (each a path, or a log read already, named in messages by its location); logs run on different data or
     prompts are refused unless ``allow_different_data``."""
-    baseline_log = read_run(baseline) if isinstance(baseline, str) else baseline
-    candidate_log = read_run(candidate) if isinstance(candidate, str) else candidate
+    baseline_log, candidate_log = as_run(baseline), as_run(candidate)
     baseline_path, candidate_path = baseline_log.location, candidate_log.location
     try:
         check_same_data(baseline_log, baseline_path, candidate_log, candidate_path, allow_different_data)
@@ -309,7 +309,7 @@ def markdown(
     return "\n".join(lines) + "\n"
 
 
-def noise_lines(runs: dict[str, EvalLog], metrics: Sequence[str], pass_k: int | None = None) -> list[str]:
+def noise_lines(runs: dict[str, Run], metrics: Sequence[str], pass_k: int | None = None) -> list[str]:
     """Markdown: each run's run-to-run noise over its epochs (:mod:`bedside.reporting.epochs`) for the compared
     ``metrics``; nothing when no run has two epochs of a case. ``runs``: name (baseline, candidate) -> log."""
     repeated = [

@@ -68,7 +68,7 @@ from bedside.cli import add_command
 from bedside.person_time import person_seconds
 from bedside.protocols import tag_of
 from bedside.reporting import detectable
-from bedside.reporting.load import load, read_logs, scores_frame
+from bedside.reporting.load import expand, load, read_header, read_runs, scores_frame
 from bedside.reporting.usage import BATCH, LIVE, batch_price, cost, load_prices, price_of
 
 #: the per-sample quantities estimated
@@ -96,11 +96,12 @@ def read_pilot(paths: Sequence[str | Path]) -> Pilot:
     rows: list[dict[str, Any]] = []
     samples: list[dict[str, Any]] = []
     human_outputs: list[dict[str, Any]] = []
-    for path, log in read_logs([str(p) for p in paths]):
+    for log in read_runs([str(p) for p in paths]):
+        path = log.path
         if not log.samples:
             raise ValueError(f"{path}: the log holds no samples (was it written with --no-log-samples?)")
         subject = subject_of(log.eval.task)
-        for sample in log.samples:
+        for sample in log.transcripts():  # its model calls: one sample at a time
             key = f"{path}|{sample.id}|{sample.epoch}"
             human: list[dict[str, Any]] = []
             for event in sample.events:
@@ -366,7 +367,7 @@ def run(args: argparse.Namespace) -> int:
         return 2
     models = _pairs(args.model_role or [], "--model-role")
     if args.model:
-        for _, log in read_logs(args.logs, header_only=True):
+        for log in map(read_header, expand(args.logs)):
             models.setdefault(subject_of(log.eval.task), args.model)
     prices = load_prices(args.prices) if args.prices else None
     if args.batch and prices is None:

@@ -1,31 +1,65 @@
-"""Reading eval logs into tidy pandas frames (one row per sample × score key).
+"""Reading eval logs for the readers: each run as a light :class:`Run` (its header and one record per sample,
+never its transcripts), and tidy pandas frames (one row per sample × score key).
+
+What every reader gets, and the API other modules use:
+
+- :func:`read_runs` (``paths``: files, folders read recursively, or URLs such as ``s3://bucket/prefix``) ->
+  one :class:`Run` per run; :func:`read_run` the one run at a path; :func:`load` the runs labelled for the
+  report (:class:`LoadedLog`); :func:`scores_frame` their scores, one row per (run, sample, epoch, scorer, key).
+- A :class:`~bedside.reporting.run.Run` holds its log's header (``run.eval``, ``run.status``, ``run.stats``: Inspect's
+  ``read_eval_log(header_only=True)``) and, in ``run.samples``, one record per (sample id, epoch): Inspect's
+  :class:`~inspect_ai.log.EvalSampleSummary` (id, epoch, scores, metadata, usage, times, error), read from the
+  log's sample summaries (:func:`inspect_ai.log.read_eval_log_sample_summaries`) in the order Inspect reads a
+  log's samples back (epoch, then id). Inspect thins a summary's metadata (a value over 1k is dropped); a
+  sample whose score metadata was thinned gets its scores and metadata from the sample itself (read without
+  its messages and events), so a record's scores are the sample's. Sample metadata over 1k (a case record)
+  stays out of the record.
+- A transcript is read only where a command shows or judges it (or counts its model calls): ``run.transcripts()``
+  reads the samples whole, one at a time (a ``.json`` log has no index: it is read whole, once);
+  ``run.whole()`` the whole log (``bedside rescore``: Inspect's scorer takes one).
+
+**A retried run is one run.** ``inspect eval-retry``, an ``eval-set``'s retry and a ``bedside scale`` unit's
+next attempt write a new log of the same eval (the same ``eval.task_id``, another ``eval_id``) holding the
+samples the earlier attempt finished and the ones it runs; the earlier log stays beside it. Logs of one
+task id, model and roles are the attempts of one run (:func:`attempts`): each (sample id, epoch) is read once,
+from the latest attempt that finished it (no error), else from the latest that holds it; the run's header is
+its latest attempt's. The superseded logs are named in one line on stderr. A run none of whose attempts ended
+``success`` (a log still being written, an interrupted run never retried) is reported in one line as
+unfinished, with the samples it finished.
+
+The logs of a sharded run (``bedside scale``) are read as one run, with the numbers of the unsharded run
+(:mod:`bedside.scale.merge`): every reader takes a run's folder (or its units' logs) as one run, and refuses a
+missing or duplicated shard, or shards of different runs, in one line naming the shard.
 
 Which benchmark a log belongs to, its strata, bookkeeping keys and variant arguments come from the
-benchmark descriptors (:mod:`bedside.benchmarks`). Logs are read with
-:func:`inspect_ai.log.read_eval_log`; a directory is expanded with :func:`inspect_ai.log.list_eval_logs`
-(``.eval`` and ``.json``, recursively). Each log gets a *label*: the model under test, plus the task
-arguments that change what is measured (each benchmark's descriptor's ``variant_args``) when they
-are not the default. Logs with the same label are pooled.
+benchmark descriptors (:mod:`bedside.benchmarks`). Each run gets a *label*: the model under test, plus the
+task arguments that change what is measured (each benchmark's descriptor's ``variant_args``) when they are
+not the default. Runs with the same label are pooled.
 
-The logs of a sharded run (``bedside scale``) are read as one log, with the numbers of the unsharded run
-(:func:`read_logs`, :mod:`bedside.scale.merge`): every reader takes a run's folder (or its units' logs) as one
-run, and refuses a missing or duplicated shard, or shards of different runs, in one line naming the shard.
-Paths may be local or URLs Inspect reads (``s3://...``).
+A file that is not a readable log (a truncated ``.eval``, a half-written JSON) is refused in one line naming it.
 """
 
 from __future__ import annotations
 
 import math
+import sys
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
-from inspect_ai.log import EvalLog, list_eval_logs, read_eval_log
+from inspect_ai.log import (
+    EvalLog,
+    EvalSampleSummary,
+    list_eval_logs,
+    read_eval_log,
+    read_eval_log_sample,
+    read_eval_log_sample_summaries,
+)
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
+from bedside.reporting.run import Run, inspect_order
 from bedside.reporting.scores import as_float
 from bedside.scale.merge import ShardError, merge_runs
 
@@ -33,10 +67,40 @@ from bedside.scale.merge import ShardError, merge_runs
 NEUTRAL = (None, "none", "", 0, "0")
 
 
+#: what Inspect writes in place of a summary's metadata value over 1k
+THINNED = "Key removed from summary (> 1k)"
+SAMPLE, ANY_SCORER = "(sample)", "(any scorer)"
+#: the metadata values the readers read, of the sample and of a score (by scorer): a record whose summary lost
+#: one of them (over 1k) reads its sample's scores and metadata; any other value over 1k stays out of it
+READ: dict[str, frozenset[str]] = {
+    SAMPLE: frozenset({"probe"}),  # the advice-safety probe's planted turns (bedside safety)
+    ANY_SCORER: frozenset(
+        {
+            "panel",  # a judge panel's votes (bedside.reporting.panels)
+            "items",  # a rubric's items (epochs' verdict units)
+            "counts",  # competency counts, the advice-safety counts
+            "turns",  # the advice-safety verdicts per turn
+            "role_fallbacks",
+        }
+    ),
+    "topic_checklist": frozenset({"answers"}),  # the checklist's answers (epochs, ratings)
+    "encounter_outcome": frozenset({"char_break_turns"}),  # the clean-complete audit
+    "simulator_check": frozenset({"persona", "patient_turns", "checked_by", "findings", "checker_error"}),
+}
+#: the parts of a sample a record is read from when its summary was thinned (its transcript left out)
+TRANSCRIPT_FIELDS = {"messages", "events", "attachments", "store", "timelines", "events_data"}
+
+
+class LogError(ValueError):
+    """A file that is not a readable eval log (one line naming it)."""
+
+
 @dataclass
 class LoadedLog:
+    """A run of the report, with its label and benchmark."""
+
     path: str
-    log: EvalLog
+    log: Run
     label: str
     benchmark: str
 
@@ -61,26 +125,144 @@ def expand(paths: Iterable[str]) -> list[str]:
     return out
 
 
-def read_logs(paths: Iterable[str], **read: Any) -> list[tuple[str, EvalLog]]:
-    """(path, log) of each run in ``paths`` (files or folders, :func:`expand`): a sharded run's units merged
-    into one log whose path is the run's folder (:func:`bedside.scale.merge.merge_runs`; ``ShardError``, one
-    line naming the shard, for a missing or duplicated shard or shards of different runs). ``read``:
-    arguments of :func:`inspect_ai.log.read_eval_log`."""
-    headers = [(path, read_eval_log(path, header_only=True)) for path in expand(paths)]
-    merge_runs(headers)  # a missing or twice-given shard, or shards of different runs: refused before the samples
-    return merge_runs([(path, read_eval_log(path, **read)) for path, _ in headers])
+def read_header(path: str) -> EvalLog:
+    """A log's header (no sample); :class:`LogError`, one line, for a file that is not a readable log."""
+    try:
+        return read_eval_log(path, header_only=True)
+    except Exception as error:  # a zip cut short, JSON half written, not a log at all
+        raise LogError(f"{path}: not a readable eval log ({_first_line(error)})") from None
 
 
-def read_run(path: str, **read: Any) -> EvalLog:
-    """The one run at ``path`` (a log file, or a folder holding one run's logs, sharded or not); a folder of
-    several runs, or one shard's log alone, is refused in one line."""
-    runs = read_logs([path], **read)
+def read_records(path: str, header: EvalLog) -> list[EvalSampleSummary]:
+    """One record per sample of the log at ``path`` (module docstring), in Inspect's order (epoch, then id)."""
+    try:
+        summaries = read_eval_log_sample_summaries(path)
+    except Exception as error:
+        raise LogError(f"{path}: its samples cannot be read ({_first_line(error)})") from None
+    return sorted((_whole_scores(path, s) if _thinned(s) else s for s in summaries), key=inspect_order)
+
+
+def _thinned(summary: EvalSampleSummary) -> bool:
+    """Whether Inspect dropped from the summary (over 1k) a metadata value a reader reads (:data:`READ`)."""
+    if any(summary.metadata.get(key) == THINNED for key in READ[SAMPLE]):
+        return True
+    for scorer, score in (summary.scores or {}).items():
+        metadata = score.metadata or {}
+        if any(metadata.get(key) == THINNED for key in READ[ANY_SCORER] | READ.get(scorer, frozenset())):
+            return True
+    return False
+
+
+def _whole_scores(path: str, summary: EvalSampleSummary) -> EvalSampleSummary:
+    sample = read_eval_log_sample(path, summary.id, summary.epoch, exclude_fields=TRANSCRIPT_FIELDS)
+    return summary.model_copy(update={"scores": sample.scores, "metadata": sample.metadata})
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0]}" if text else type(error).__name__
+
+
+def read_runs(paths: Iterable[str], say: bool = True) -> list[Run]:
+    """Each run in ``paths`` (files or folders, :func:`expand`): a retried run's attempts as one run, a
+    sharded run's units as one run whose path is the run's folder (:func:`bedside.scale.merge.merge_runs`;
+    ``ShardError``, one line naming the shard, for a missing or duplicated shard or shards of different
+    runs); with ``say``, the superseded and unfinished logs in one line each on stderr (module docstring)."""
+    headers = [(path, read_header(path)) for path in expand(paths)]
+    merge_runs([Run(path, header, []) for path, header in headers])  # refused before any sample is read
+    runs = merge_runs([read_attempts(group) for group in attempts(headers)])
+    if say:
+        for run in runs:
+            for line in notes(run):
+                print(line, file=sys.stderr, flush=True)
+    return runs
+
+
+def read_run(path: str) -> Run:
+    """The one run at ``path`` (a log file, or a folder holding one run's logs: sharded, retried or not); a
+    folder of several runs, or one shard's log alone, is refused in one line."""
+    runs = read_runs([path])
     if len(runs) != 1:
-        raise ShardError(f"{path}: holds {len(runs)} runs ({', '.join(p for p, _ in runs)}); pass one run")
-    return runs[0][1]
+        raise ShardError(f"{path}: holds {len(runs)} runs ({', '.join(r.path for r in runs)}); pass one run")
+    return runs[0]
 
 
-def benchmark_of(log: EvalLog) -> str:
+def as_run(log: str | Run | EvalLog) -> Run:
+    """A run given by its path (:func:`read_run`), read already, or held in memory (:meth:`Run.of`)."""
+    if isinstance(log, str):
+        return read_run(log)
+    return log if isinstance(log, Run) else Run.of(log)
+
+
+def attempts(headers: Sequence[tuple[str, EvalLog]]) -> list[list[tuple[str, EvalLog]]]:
+    """The logs grouped into runs, each group the attempts of one run oldest first (module docstring): logs
+    of one ``task_id``, model and roles with distinct ``eval_id`` s. Copies of one log (the same ``eval_id``
+    twice: a re-judged copy has other roles) and logs without a task id stay runs of their own."""
+    groups: dict[tuple[str, str, str], list[tuple[str, EvalLog]]] = {}
+    out: list[list[tuple[str, EvalLog]]] = []
+    for path, header in headers:
+        spec = header.eval
+        if not spec.task_id:
+            out.append([(path, header)])
+            continue
+        roles = str(sorted((spec.model_roles or {}).items()))
+        key = (spec.task_id, spec.model, roles)
+        if key not in groups:
+            groups[key] = []
+            out.append(groups[key])
+        groups[key].append((path, header))
+    split: list[list[tuple[str, EvalLog]]] = []
+    for group in out:
+        if len({h.eval.eval_id for _, h in group}) < len(group):  # copies, not attempts
+            split += [[member] for member in group]
+        else:
+            split.append(sorted(group, key=lambda m: m[1].eval.created))
+    return split
+
+
+def read_attempts(group: list[tuple[str, EvalLog]]) -> Run:
+    """One run of its attempts (oldest first): each (sample id, epoch) from the latest attempt that finished
+    it, else the latest that holds it; the latest attempt's header."""
+    path, header = group[-1]
+    if len(group) == 1:
+        records = read_records(path, header)
+        return Run(path, header, records, {(str(s.id), s.epoch): path for s in records})
+    chosen: dict[tuple[str, int], tuple[bool, str, EvalSampleSummary]] = {}
+    for source, attempt in group:  # a later attempt's sample replaces one the earlier did not finish
+        for record in read_records(source, attempt):
+            key = (str(record.id), record.epoch)
+            finished = record.error is None and bool(record.scores)
+            if key not in chosen or finished or not chosen[key][0]:
+                chosen[key] = (finished, source, record)
+    records = sorted((c[2] for c in chosen.values()), key=inspect_order)
+    used = {source for _, source, _ in chosen.values()}
+    superseded = [source for source, _ in group if source not in used]
+    return Run(path, header, records, {k: source for k, (_, source, _) in chosen.items()}, superseded)
+
+
+def notes(run: Run) -> list[str]:
+    """The lines a reader says about a run: its superseded attempts, and that it is unfinished."""
+    lines = []
+    if run.superseded:
+        lines.append(
+            f"note: {run.path} is a retry of {', '.join(run.superseded)}: "
+            f"read as one run, each sample from the latest attempt that finished it"
+        )
+    if run.status != "success":
+        lines.append(
+            f"warning: {run.path} is unfinished (status {run.status!r}; {len(run.samples)} of "
+            f"{_planned(run)} samples): reporting the samples it holds; finish it with inspect eval-retry"
+        )
+    return lines
+
+
+def _planned(run: Run) -> int:
+    spec = run.eval
+    ids = spec.dataset.sample_ids
+    return (len(ids) if ids is not None else spec.dataset.samples or 0) * (spec.config.epochs or 1)
+
+
+def benchmark_of(log: EvalLog | Run) -> str:
     """The registered benchmark's name (:func:`bedside.benchmarks.of_task`), else the task's name."""
     benchmark = benchmarks.of_task(log.eval.task)
     return benchmark.name if benchmark else log.eval.task.split("/")[-1]
@@ -90,7 +272,7 @@ def benchmark_of(log: EvalLog) -> str:
 HUMAN_LABEL = "human"
 
 
-def label_of(log: EvalLog) -> str:
+def label_of(log: EvalLog | Run) -> str:
     """The model under test and any non-default variant argument (each benchmark declares its own,
     :attr:`bedside.benchmarks.Benchmark.variant_args`; module docstring)."""
     args = log.eval.task_args or {}
@@ -100,11 +282,8 @@ def label_of(log: EvalLog) -> str:
 
 
 def load(paths: Sequence[str]) -> list[LoadedLog]:
-    out = []
-    for path, log in read_logs(paths):
-        if log.status != "success":
-            print(f"warning: {path} has status {log.status!r}; reporting the samples it holds", flush=True)
-        out.append(LoadedLog(path=path, log=log, label=label_of(log), benchmark=benchmark_of(log)))
+    """The runs in ``paths`` (:func:`read_runs`), labelled for the report (:func:`disambiguate`)."""
+    out = [LoadedLog(run.path, run, label_of(run), benchmark_of(run)) for run in read_runs(paths)]
     disambiguate(out)
     return out
 

@@ -10,15 +10,16 @@ kept as they are.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
 
 import pandas as pd
-from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
 from bedside.benchmark import Benchmark
 from bedside.parts import PopulationModule, tools_of
 from bedside.reporting.load import LoadedLog, benchmark_of
+from bedside.reporting.run import Run
 
 
 def _module(benchmark: Benchmark | None) -> PopulationModule | None:
@@ -56,12 +57,12 @@ def _filter(benchmark_name: str | None, population: str | None) -> Any:
     return module.in_population
 
 
-def restrict_log(log: EvalLog, population: str | None) -> EvalLog:
+def restrict_log(log: Run, population: str | None) -> Run:
     """``log`` with only the samples of ``population`` (module docstring)."""
     keep = _filter(benchmark_of(log), population)
     if keep is None:
         return log
-    return log.model_copy(update={"samples": [s for s in log.samples or [] if keep(s, population)]})
+    return replace(log, samples=[s for s in log.samples if keep(s, population)])
 
 
 def restrict_frame(frame: pd.DataFrame, logs: Sequence[LoadedLog], population: str | None) -> pd.DataFrame:
@@ -74,7 +75,7 @@ def restrict_frame(frame: pd.DataFrame, logs: Sequence[LoadedLog], population: s
         if keep is None:
             continue
         restricted.add(item.path)
-        kept |= {(item.path, str(s.id), s.epoch) for s in item.log.samples or [] if keep(s, population)}
+        kept |= {(item.path, str(s.id), s.epoch) for s in item.log.samples if keep(s, population)}
     if not restricted:
         return frame
     rows = [

@@ -63,7 +63,7 @@ from bedside import benchmarks
 from bedside.cli import add_command
 from bedside.compat import model_to_model_config, platform_init, resolve_scorers
 from bedside.parts import parts_of, tools_of
-from bedside.reporting.load import read_logs
+from bedside.reporting.load import read_runs
 from bedside.versions import data_versions, versions_of
 
 
@@ -99,7 +99,8 @@ def rescore(
         raise ValueError("give --grader, --simulator-checker or both")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    runs = read_logs(paths)  # a sharded run's logs: one log, its path the run's folder
+    # every log whole (Inspect's scorer takes an EvalLog); a sharded or retried run: one log, its path the run's
+    runs = [(run.path, run.whole()) for run in read_runs(paths)]  # folder (sharded) or its latest attempt
     targets = [out / _file_name(source) for source, _ in runs]
     finished = {t for (s, _), t in zip(runs, targets) if judged_already(t, s, roles)}
     if clash := [str(t) for t in targets if (t.exists() and t not in finished) or targets.count(t) > 1]:

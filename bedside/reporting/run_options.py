@@ -28,13 +28,14 @@ from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
 from bedside.benchmark import NOT_APPLICABLE, Benchmark
+from bedside.reporting.run import Run
 
 #: how a value the log does not record is marked
 NOT_RECORDED = "(default; not recorded)"
 COLUMNS = ["model", "log", "option", "value", "recorded"]
 
 
-def options_of(log: EvalLog, benchmark: Benchmark) -> dict[str, tuple[str, bool]]:
+def options_of(log: EvalLog | Run, benchmark: Benchmark) -> dict[str, tuple[str, bool]]:
     """Option -> (its value in this run, whether the log records it) for each of the benchmark's run options;
     a run of a task they do not apply to (the descriptor's ``tasks_without_run_options``): :data:`NOT_APPLICABLE`."""
     if not benchmark.run_options_apply(log.eval.task):
@@ -124,7 +125,7 @@ def differs(a: str, b: str) -> bool:
     return a != b and NOT_APPLICABLE not in (a, b)
 
 
-def pair(a: EvalLog, b: EvalLog) -> list[dict[str, object]]:
+def pair(a: EvalLog | Run, b: EvalLog | Run) -> list[dict[str, object]]:
     """The run options of two runs side by side, for a comparison of ``b`` against ``a``: one row per option
     of ``a``'s benchmark (none when the two logs are not of one benchmark that declares run options) with
     ``option``, ``a`` and ``b`` (each as :func:`shown`) and ``differs`` (the values differ and the option

@@ -16,6 +16,7 @@ from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
+from bedside.reporting.run import Run
 
 COLUMNS = ["id", "epoch", "scorer", "key", "value"]
 
@@ -28,7 +29,7 @@ def as_float(value: object) -> float:
     return float(value)
 
 
-def score_table(log: EvalLog) -> pd.DataFrame:
+def score_table(log: EvalLog | Run) -> pd.DataFrame:
     """One row per (sample id, epoch, scorer, key) with the float value (NaN = unscored)."""
     skip = benchmarks.skip_keys()
     rows = []
@@ -55,7 +56,7 @@ def own(table: pd.DataFrame) -> pd.DataFrame:
     return table[~table["scorer"].isin(DERIVED_SCORERS)]
 
 
-def label(log: EvalLog) -> str:
+def label(log: EvalLog | Run) -> str:
     """``task [variant=value ...] (model)``: how ``strata`` and ``audit`` name a log: its task (without the
     ``bedside/`` prefix), the variant arguments its benchmark declares (``variant_args``, e.g.
     ``behavior``) that its task arguments hold, and the model under test."""

@@ -18,11 +18,12 @@ from typing import Any
 
 import pandas as pd
 import yaml
-from inspect_ai.log import EvalLog, EvalSample
+from inspect_ai.log import EvalLog, EvalSample, EvalSampleSummary
 
 from bedside.intervals import wilson
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog
+from bedside.reporting.run import Run
 from bedside.simulator_checks import KINDS
 
 SCORER = "simulator_check"
@@ -37,7 +38,7 @@ CLEAN_COUNTED = (
 )
 
 
-def clean(sample: EvalSample) -> bool:
+def clean(sample: EvalSample | EvalSampleSummary) -> bool:
     """Whether the simulator checks ran on ``sample`` and found no error (an unchecked sample is not clean)."""
     score = (sample.scores or {}).get(SCORER)
     value = score.value if score is not None and isinstance(score.value, dict) else {}
@@ -51,7 +52,7 @@ class AllOrClean:
 
     POPULATIONS = ("all", CLEAN)
 
-    def in_population(self, sample: EvalSample, population: str) -> bool:
+    def in_population(self, sample: EvalSample | EvalSampleSummary, population: str) -> bool:
         if population not in self.POPULATIONS:
             raise ValueError(f"population must be one of {', '.join(self.POPULATIONS)}, not {population!r}")
         return population == "all" or clean(sample)
@@ -60,7 +61,7 @@ class AllOrClean:
 ALL_OR_CLEAN = AllOrClean()
 
 
-def patient_model(log: EvalLog) -> str:
+def patient_model(log: EvalLog | Run) -> str:
     """The model that played the patient: the role's binding, else the model under test (the fallback)."""
     roles = log.eval.model_roles or {}
     bound = roles.get("patient")

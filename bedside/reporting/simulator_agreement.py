@@ -49,7 +49,7 @@ import numpy as np
 import pandas as pd
 
 from bedside.intervals import BINARY, agreement_interval, case_bootstrap
-from bedside.reporting.load import read_logs
+from bedside.reporting.load import read_runs
 
 SCORER = "simulator_check"
 PERSON = "person"  # bedside.simulator_checker.PERSON (not imported: this module loads without Inspect's scorers)
@@ -336,8 +336,8 @@ def read(logs: Sequence[str], people: Sequence[str], checker: str) -> tuple[pd.D
     for an unreadable answer (by source)."""
     checked: list[Rated] = []
     left_out = {"checker": 0, "people": 0}
-    for path, log in read_logs(logs):
-        found, unread = transcripts(path, log, "checker", checker)
+    for log in read_runs(logs):
+        found, unread = transcripts(log.path, log, "checker", checker)
         checked += found
         left_out["checker"] += unread
     raters: dict[str, list[Rated]] = {}
@@ -346,8 +346,8 @@ def read(logs: Sequence[str], people: Sequence[str], checker: str) -> tuple[pd.D
         if name in raters:
             raise ValueError(f"--people {given}: two raters named {name!r}; give each rater's folder once")
         raters[name] = []
-        for path, log in read_logs([given]):
-            found, unread = transcripts(path, log, "people")
+        for log in read_runs([given]):
+            found, unread = transcripts(log.path, log, "people")
             raters[name] += found
             left_out["people"] += unread
     if not any(raters.values()):

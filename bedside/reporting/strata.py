@@ -21,19 +21,19 @@ import sys
 from collections.abc import Sequence
 
 import pandas as pd
-from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
 from bedside.cli import LOGS_HELP, add_command
 from bedside.intervals import summarise
 from bedside.reporting import run_options
-from bedside.reporting.load import LoadedLog, benchmark_of, read_logs
+from bedside.reporting.load import LoadedLog, benchmark_of, read_runs
 from bedside.reporting.population import choices, described, restrict_log
+from bedside.reporting.run import Run
 from bedside.reporting.scores import as_float, label
 
 
-def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFrame:
+def strata_table(log: Run, keys: Sequence[str] | None = None) -> pd.DataFrame:
     """mean, 95 % CI and n of every score key per value of each stratum key present in the log
     (``keys``: default every registered benchmark's strata)."""
     keys = benchmarks.strata() if keys is None else keys
@@ -85,15 +85,15 @@ def strata_table(log: EvalLog, keys: Sequence[str] | None = None) -> pd.DataFram
 def run(args: argparse.Namespace) -> int:
     frames, loaded = [], []
     try:
-        logs = read_logs(args.logs)  # a sharded run's logs as one run
+        given = read_runs(args.logs)  # a sharded or retried run's logs as one run
     except (FileNotFoundError, ValueError) as error:
         print(f"bedside strata: {error}")
         return 2
-    for path, log in logs:
-        log = restrict_log(log, args.population)
+    for run in given:
+        log = restrict_log(run, args.population)
         frame = strata_table(log, args.by or None)
         frame.insert(0, "log", label(log))
-        item = LoadedLog(path=path, log=log, label=label(log), benchmark=benchmark_of(log))
+        item = LoadedLog(path=run.path, log=log, label=label(log), benchmark=benchmark_of(log))
         for key, (value, recorded) in _options(item).items():  # the run's paper-silent options, per row
             frame[key] = run_options.shown(value, recorded)
         frames.append(frame)

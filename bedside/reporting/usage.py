@@ -3,7 +3,8 @@
 Inspect records every model call as a ``ModelEvent`` with the ``role`` it was made for (``None`` for
 the model under test: the educator, examinee or doctor) and the provider's ``output.usage``; the
 log's ``stats.role_usage`` holds the per-role totals. Tokens here are summed from the events, so
-that they can be split per case; calls served from Inspect's local generation cache
+that they can be split per case (each sample's events read one sample at a time: no sample summary holds
+calls per role and model); calls served from Inspect's local generation cache
 (``event.cache == "read"``) are counted as ``cached_calls`` but neither in the tokens nor in the
 cost, exactly as Inspect leaves them out of ``stats.role_usage`` / ``stats.model_usage``.
 
@@ -125,7 +126,7 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
     rows: dict[tuple, dict] = {}
     for item in logs:
         subject = benchmarks.subject_role(item.benchmark)
-        for sample in item.log.samples or []:
+        for sample in item.log.transcripts(exclude={"messages", "store", "attachments"}):  # its events, one at a time
             for event in sample.events or []:
                 if event.event != "model":
                     continue

@@ -1,7 +1,8 @@
 """The logs of a sharded run read back as one run: :func:`merge_runs`, used by every reader through
 :mod:`bedside.reporting.load`.
 
-The units of one (run, task, model) (:mod:`bedside.scale.shards`) become one Inspect log: their samples in
+The units of one (run, task, model) (:mod:`bedside.scale.shards`) become one run
+(:class:`bedside.reporting.run.Run`: a header and a record per sample): their samples in
 the order Inspect reads a log's samples back (epoch, then id: what the unsharded run's log gives), the
 header of shard 1 with the whole case set's sample ids, the usage of all shards added up, the first unit's
 non-success status (with its error) if any, the run id and its units' logs in the metadata
@@ -14,7 +15,7 @@ Refused with :class:`ShardError`, one line naming the shard, before anything is 
 
 - a shard missing (no log of shard *k* of *n* of the run among the logs given);
 - a shard given twice from two places (two copies of one unit; the attempts of one unit, logs in one unit
-  folder, are not duplicates: its current attempt is read, the one that ended ``success``, else the newest);
+  folder, are not duplicates: they are one run, :func:`bedside.reporting.load.read_attempts`);
 - shards of different runs under one run id (their number of shards, task arguments or data and prompt
   hashes differ), or a sample in a shard it does not belong to, or in two shards.
 """
@@ -24,8 +25,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from inspect_ai.log import EvalLog
+from inspect_ai.log import EvalDataset, EvalStats
 
+from bedside.reporting.run import Run, inspect_order
 from bedside.scale.shards import KEY, MERGED_KEY, ShardInfo, assignment, shard_info
 from bedside.versions import differences, versions_of
 
@@ -34,37 +36,34 @@ class ShardError(ValueError):
     """The logs of a sharded run cannot be read as one run (one line naming the shard)."""
 
 
-def merge_runs(logs: Sequence[tuple[str, EvalLog]]) -> list[tuple[str, EvalLog]]:
-    """``(path, log)`` pairs with the units of each sharded run replaced by one merged log (path: the run's
-    ``.shards`` folder), in the order of each run's first unit; logs of unsharded runs as they are."""
-    out: list[tuple[str, EvalLog] | tuple[str, list[tuple[str, EvalLog, ShardInfo]]]] = []
-    runs: dict[tuple[str, str, str], list[tuple[str, EvalLog, ShardInfo]]] = {}
-    for path, log in logs:
-        info = shard_info(log)
+def merge_runs(runs: Sequence[Run]) -> list[Run]:
+    """``runs`` with the units of each sharded run replaced by one merged run (path: the run's ``.shards``
+    folder), in the order of each run's first unit; runs of unsharded runs as they are."""
+    out: list[Run | list[tuple[str, Run, ShardInfo]]] = []
+    sharded: dict[tuple[str, str, str], list[tuple[str, Run, ShardInfo]]] = {}
+    for run in runs:
+        info = shard_info(run)
         if info is None:
-            out.append((path, log))
+            out.append(run)
             continue
-        key = (info.run_id, log.eval.task, log.eval.model)
-        if key not in runs:
-            runs[key] = []
-            out.append((path, runs[key]))
-        runs[key].append((path, log, info))
-    return [(p, x) if isinstance(x, EvalLog) else merge(x) for p, x in out]
+        key = (info.run_id, run.eval.task, run.eval.model)
+        if key not in sharded:
+            sharded[key] = []
+            out.append(sharded[key])
+        sharded[key].append((run.path, run, info))
+    return [x if isinstance(x, Run) else merge(x) for x in out]
 
 
-def merge(units: list[tuple[str, EvalLog, ShardInfo]]) -> tuple[str, EvalLog]:
-    """One (path, log) of the units of one (run, task, model) (module docstring)."""
+def merge(units: list[tuple[str, Run, ShardInfo]]) -> Run:
+    """One run of the units of one (run, task, model) (module docstring)."""
     current = _current_attempts(units)
     _check(current)
     first_path, first, info = current[0]
-    from inspect_ai.log import EvalDataset, EvalStats
-
-    samples = [sample for _, log, _ in current for sample in log.samples or []]
-    samples.sort(key=lambda s: (s.epoch, s.id if isinstance(s.id, str) else str(s.id).zfill(20)))  # Inspect's order
+    samples = sorted((sample for _, log, _ in current for sample in log.samples), key=inspect_order)
     ids = [i for _, log, _ in current for i in (log.eval.dataset.sample_ids or [])]
     ids.sort(key=lambda i: i if isinstance(i, str) else str(i).zfill(20))
     statuses = [log for _, log, _ in current if log.status != "success"]
-    merged = first.model_copy()
+    merged = first.header.model_copy()
     merged.eval = first.eval.model_copy(
         update={
             "dataset": EvalDataset(
@@ -81,9 +80,8 @@ def merge(units: list[tuple[str, EvalLog, ShardInfo]]) -> tuple[str, EvalLog]:
             },
         }
     )
-    merged.status = statuses[0].status if statuses else "success"
+    merged.status = statuses[0].status if statuses else "success"  # type: ignore[assignment]
     merged.error = statuses[0].error if statuses else None
-    merged.samples = samples
     merged.stats = EvalStats(
         started_at=min(log.stats.started_at for _, log, _ in current),
         completed_at=max(log.stats.completed_at for _, log, _ in current),
@@ -94,14 +92,15 @@ def merge(units: list[tuple[str, EvalLog, ShardInfo]]) -> tuple[str, EvalLog]:
     merged.location = run_folder
     merged.results = None  # the units' metrics are of their shards; readers compute theirs from the samples
     merged.reductions = None
-    return run_folder, merged
+    sources = {key: source for _, run, _ in current for key, source in run.sources.items()}
+    return Run(run_folder, merged, samples, sources, [p for _, run, _ in current for p in run.superseded])
 
 
-def _current_attempts(units: list[tuple[str, EvalLog, ShardInfo]]) -> list[tuple[str, EvalLog, ShardInfo]]:
+def _current_attempts(units: list[tuple[str, Run, ShardInfo]]) -> list[tuple[str, Run, ShardInfo]]:
     """One log per shard, in shard order: of several logs of one shard in one folder (the attempts of one
     unit), the one that ended ``success``, else the newest; of logs of one shard in two folders, none (a
     duplicated shard, :class:`ShardError`)."""
-    by_shard: dict[int, list[tuple[str, EvalLog, ShardInfo]]] = {}
+    by_shard: dict[int, list[tuple[str, Run, ShardInfo]]] = {}
     for unit in units:
         by_shard.setdefault(unit[2].shard, []).append(unit)
     current = []
@@ -116,7 +115,7 @@ def _current_attempts(units: list[tuple[str, EvalLog, ShardInfo]]) -> list[tuple
     return current
 
 
-def _check(units: list[tuple[str, EvalLog, ShardInfo]]) -> None:
+def _check(units: list[tuple[str, Run, ShardInfo]]) -> None:
     """Refuse (one line naming the shard) a missing shard, or shards of different runs (module docstring)."""
     path0, log0, info0 = units[0]
     for path, log, info in units[1:]:
@@ -144,7 +143,7 @@ def _check(units: list[tuple[str, EvalLog, ShardInfo]]) -> None:
         if wrong := next((i for i in planned[path] if dealt[i] != info.shard), None):
             raise ShardError(f"{path}: {info} holds sample {wrong}, which belongs to shard {dealt[wrong]}")
         mine = set(planned[path])
-        for sample in log.samples or []:
+        for sample in log.samples:
             if str(sample.id) not in mine:
                 raise ShardError(f"{path}: {info} holds sample {sample.id}, which is not among its shard's samples")
             key = (str(sample.id), sample.epoch)
@@ -153,9 +152,9 @@ def _check(units: list[tuple[str, EvalLog, ShardInfo]]) -> None:
             seen[key] = path
 
 
-def _planned_ids(log: EvalLog) -> list[str | int]:
+def _planned_ids(log: Run) -> list[str | int]:
     """The sample ids a unit was given (its log's selection; a log without one: the samples it holds)."""
-    return list(log.eval.dataset.sample_ids or [sample.id for sample in log.samples or []])
+    return list(log.eval.dataset.sample_ids or [sample.id for sample in log.samples])
 
 
 def _added(usages: list[dict[str, Any]]) -> dict[str, Any]:

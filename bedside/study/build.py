@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bedside import benchmarks, parts
-from bedside.reporting.load import LoadedLog, benchmark_of, disambiguate, label_of, read_logs
+from bedside.reporting.load import load
 from bedside.study.items import GUESS, PREFERENCE, StudyModule, Transcript
 from bedside.versions import sweep_problems
 
@@ -102,11 +102,9 @@ def study_module(benchmark: str) -> StudyModule:
 def read_conditions(paths: Sequence[str]) -> tuple[str, list[Condition]]:
     """The benchmark and one :class:`Condition` per run, checked (module docstring); :class:`StudyError` else."""
     try:
-        runs = read_logs(paths, resolve_attachments=True)
+        loaded = load(paths)  # each run's records (a sharded or retried run: one run), labelled
     except (FileNotFoundError, ValueError) as ex:
         raise StudyError(str(ex).splitlines()[0]) from ex
-    loaded = [LoadedLog(path=p, log=log, label=label_of(log), benchmark=benchmark_of(log)) for p, log in runs]
-    disambiguate(loaded)
     if len(loaded) < 2:
         raise StudyError(f"{', '.join(paths)}: {len(loaded)} run(s); a study compares at least two conditions")
     first = loaded[0]
@@ -127,10 +125,10 @@ def read_conditions(paths: Sequence[str]) -> tuple[str, list[Condition]]:
         kind = PHYSICIAN if item.log.eval.model == "bedside/human" else MODEL
         condition = conditions.setdefault(item.label, Condition(item.label, kind, "", item.log.eval.model, {}, {}))
         condition.path = ", ".join(filter(None, (condition.path, item.path)))
-        for sample in item.log.samples or []:
-            if sample.epoch == 1:
-                condition.samples[str(sample.id)] = sample
-                condition.logs[str(sample.id)] = item.path
+        for record in item.log.samples:
+            if record.epoch == 1:  # the sessions raters read: each whole, one sample at a time
+                condition.samples[str(record.id)] = item.log.sample(record.id, 1, resolve_attachments=True)
+                condition.logs[str(record.id)] = item.path
     if len(conditions) < 2:
         raise StudyError(f"{', '.join(paths)}: one condition ({first.label}); a study compares at least two")
     _check_cases(list(conditions.values()), module)

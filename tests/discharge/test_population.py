@@ -9,6 +9,7 @@ from bedside.cli import main
 from bedside.discharge.population import in_population
 from bedside.discharge.report import table1
 from bedside.reporting.load import load, scores_frame
+from bedside.reporting.run import Run
 from bedside.reporting.population import restrict_frame, restrict_log
 from bedside.reporting.strata import strata_table
 from tests.reporting.synth import discharge_case, log, write
@@ -49,7 +50,7 @@ def test_membership_of_each_population(population):
     samples = the_log().samples or []
     members = {str(s.id) for s in samples if in_population(s, population)}
     assert members == MEMBERS[population]
-    kept = {str(s.id) for s in restrict_log(the_log(), population).samples or []}
+    kept = {str(s.id) for s in restrict_log(Run.of(the_log()), population).samples}
     assert kept == (MEMBERS[population] | {"failed"} if population == "evaluable" else MEMBERS[population])
 
 
@@ -77,7 +78,7 @@ def test_strata_and_report_take_the_option(log_path, tmp_path, capsys):
     assert main(["strata", log_path, "--by", "icd_chapter", "--population", "audited", "--csv", str(out)]) == 0
     table = pd.read_csv(out)
     assert table.loc[table["key"] == "tcs", "n"].tolist() == [2]
-    direct = strata_table(restrict_log(the_log(), "clean_complete"), ["icd_chapter"])
+    direct = strata_table(restrict_log(Run.of(the_log()), "clean_complete"), ["icd_chapter"])
     assert direct.loc[direct["key"] == "tcs", "n"].tolist() == [4]
     assert main(["report", log_path, "--out", str(tmp_path / "report"), "--population", "clean_complete"]) == 0
     wide = pd.read_csv(tmp_path / "report" / "table1_wide.csv")

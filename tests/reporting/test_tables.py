@@ -14,6 +14,7 @@ from bedside.intervals import LIKERT, UNIT, mean_interval
 from bedside.medsp import report as medsp_report
 from bedside.reporting import tables, usage
 from bedside.reporting.load import LoadedLog, benchmark_of, label_of, scores_frame
+from bedside.reporting.run import Run
 from tests.reporting.synth import NAN, discharge_case, event, log, sample
 
 Z = 1.959963984540054
@@ -29,7 +30,7 @@ def wilson(k: int, n: int) -> tuple[float, float]:
 def loaded(the_log) -> LoadedLog:
     return LoadedLog(
         path=f"/x/{the_log.eval.model.replace('/', '_')}.eval",
-        log=the_log,
+        log=Run.of(the_log),
         label=label_of(the_log),
         benchmark=benchmark_of(the_log),
     )
@@ -250,7 +251,8 @@ def test_batched_calls_are_their_own_mode_priced_less_the_batch_discount(tmp_pat
     mode ``batch``, priced less the model's batch_discount; without one, at the full price, and named."""
     events = [event(None, "prov/a", 1000, 100), event("grader", "openai/j", 2000, 200, batch=True)]
     events.append(event("grader", "openai/j", 2000, 200))  # the same grader, live (e.g. an earlier pass)
-    logs = [LoadedLog("c.eval", log("bedside/cpb", "prov/a", [sample("c1", {}, events=events)]), "prov/a", "cpb")]
+    held = Run.of(log("bedside/cpb", "prov/a", [sample("c1", {}, events=events)]), "c.eval")
+    logs = [LoadedLog("c.eval", held, "prov/a", "cpb")]
     table = "currency: USD\nper_tokens: 1000\nmodels:\n  prov/a: {input: 1.0, output: 2.0}\n  openai/*: {input: 0.5, output: 4.0%s}\n"
     prices_file = tmp_path / "prices.yaml"
     prices_file.write_text(table % ", batch_discount: 0.5")

@@ -19,7 +19,7 @@ from typing import Any
 
 from inspect_ai.log import EvalLog, read_eval_log
 
-from bedside.reporting.load import expand, read_logs
+from bedside.reporting.load import expand, read_runs
 from bedside.scale.shards import shard_info
 from tests.conftest import REPO
 
@@ -142,8 +142,8 @@ def unit_logs(log_dir: str | Path) -> list[EvalLog]:
 def run_samples(log_dir: str | Path) -> Counter[tuple[str, int]]:
     """(sample id, epoch) -> how many logs under ``log_dir`` hold it, over every unit's current log."""
     counts: Counter[tuple[str, int]] = Counter()
-    for _, log in read_logs([str(log_dir)]):
-        for sample in log.samples or []:
+    for run in read_runs([str(log_dir)], say=False):
+        for sample in run.samples:
             counts[str(sample.id), sample.epoch] += 1
     return counts
 

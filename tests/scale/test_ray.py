@@ -149,7 +149,7 @@ def finish(proc: subprocess.Popen[str]) -> str:
 def calls_of(log_dir: Path) -> dict[str, list[str]]:
     """Sample id -> the request keys of its model calls (the server's request-log keys)."""
     run = read_run(str(log_dir))
-    return {str(s.id): [event_request_key(e) for e in model_events(s)] for s in run.samples or []}
+    return {str(s.id): [event_request_key(e) for e in model_events(s)] for s in run.transcripts()}
 
 
 def test_a_run_spreads_over_two_nodes_within_its_connection_budget(workspace) -> None:

@@ -21,7 +21,7 @@ from inspect_ai import eval
 from inspect_ai.log import EvalLog, read_eval_log, write_eval_log
 
 from bedside import benchmarks
-from bedside.reporting.load import expand, load, read_logs, read_run
+from bedside.reporting.load import expand, load, read_run, read_runs
 from bedside.scale.engine import InProcess
 from bedside.scale.merge import ShardError
 from bedside.scale.plan import RunSpec, plan
@@ -125,7 +125,7 @@ def test_a_sharded_run_has_the_unsharded_runs_samples_and_scores(benchmark_run: 
     assert make_golden.differences(name, golden_values(sharded)) == []
     # and, sample by sample in Inspect's order, exactly the unsharded run's scores and metadata
     assert [(s.id, s.epoch) for s in sharded.samples or []] == [(s.id, s.epoch) for s in unsharded.samples or []]
-    for a, b in zip(unsharded.samples or [], sharded.samples or []):
+    for a, b in zip(unsharded.samples or [], sharded.transcripts()):  # each sample whole
         assert {k: v.value for k, v in (a.scores or {}).items()} == {k: v.value for k, v in (b.scores or {}).items()}
         assert a.metadata == b.metadata  # persona draws, assignments: decided on the whole case set
     assert KEY not in sharded.eval.metadata and sharded.eval.metadata[MERGED_KEY]["shards"] == SHARDS  # type: ignore[index,operator]
@@ -272,11 +272,11 @@ def test_shards_of_different_runs_are_refused(medsp, tmp_path: Path) -> None:
     with pytest.raises(
         ShardError, match=rf"shard 1 of 4 .* holds sample {re.escape(str(moved.id))}, which belongs to shard 2$"
     ):
-        read_logs([str(moved_dir)])
+        read_runs([str(moved_dir)])
 
 
-def test_read_logs_keeps_unsharded_runs_apart(discharge, medsp) -> None:
+def test_read_runs_keeps_unsharded_runs_apart(discharge, medsp) -> None:
     """Unsharded logs read as they are, beside sharded runs (one per (run, task, model))."""
-    runs_read = read_logs([discharge[0].location, discharge[1], medsp[1]])
-    assert [len(log.samples or []) for _, log in runs_read] == [24, 24, 7]
-    assert runs_read[0][1].eval.metadata.get(KEY) is None and runs_read[1][0].endswith(".shards")
+    runs_read = read_runs([discharge[0].location, discharge[1], medsp[1]])
+    assert [len(run.samples) for run in runs_read] == [24, 24, 7]
+    assert runs_read[0].eval.metadata.get(KEY) is None and runs_read[1].path.endswith(".shards")
