@@ -34,7 +34,6 @@ def run(args: argparse.Namespace) -> int:
         return simulator_agreement.run(args)
     comparisons = judge_agreements()
     if len(comparisons) != 1:
-
         try:
             first = expand(args.logs)[0]
             name = benchmark_of(read_header(first))

@@ -21,6 +21,7 @@ COMMANDS = {
     "build-cases",
     "replay-check",
     "safety",
+    "study",
 }
 
 
