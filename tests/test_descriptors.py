@@ -14,7 +14,7 @@ import pytest
 
 from bedside import benchmarks
 from bedside.end_reasons import EndReason
-from bedside.parts import Parts, Tools, parts_of, tools_of
+from bedside.parts import Parts, Tools, parts_of, protocols_of, tools_of
 from bedside.providers.scripted import ScriptedEngine
 from bedside.score_keys import ScoreKey
 from tests.golden import make_golden
@@ -56,7 +56,7 @@ def test_scripted_runs_end_with_their_benchmarks_declared_reasons(run):
 
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
 def test_the_scripted_model_answers_every_declared_protocol(benchmark):
-    protocols = {p.name for p in parts_of(benchmark).protocols}
+    protocols = {p.name for p in protocols_of(benchmark)}
     assert protocols, f"{benchmark.name} declares no protocols"
     missing = protocols - set(ScriptedEngine().handlers)
     assert not missing, f"{benchmark.name}: no scripted handler for {sorted(missing)}"

@@ -208,8 +208,7 @@ TOY: dict[str, str] = {
         from inspect_ai import Task, task
 
         from bedside.params import JudgeRetries, ParseRetries, StructuredOutput, validate_parameters
-        from bedside.scorers.metrics import with_health
-        from bedside.scorers.toy import toy_judge
+        from bedside.scorers.metrics import task_scorers, with_health
         from bedside.solvers.setup import opening
         from bedside.solvers.toy import answer
         from bedside.toy import BENCHMARK
@@ -232,13 +231,14 @@ TOY: dict[str, str] = {
                 ward: the cases of one ward, or all.
                 judge_retries: an unreadable verdict leaves its case unscored.
             \"\"\"
+            arguments = dict(locals())  # its scorers take theirs by name
             setup = opening("toy", BENCHMARK, structured_output)
             dataset = toy_dataset(ward)
             return Task(
                 dataset=dataset,
                 setup=setup,
                 solver=answer(parse_retries),
-                scorer=with_health([toy_judge(judge_retries)]),
+                scorer=with_health(task_scorers(BENCHMARK, "toy", arguments)),
                 metadata={"benchmark": "ToyBench", VERSIONS: data_versions(dataset.location, BENCHMARK.name)},
             )
     """,
@@ -302,19 +302,15 @@ TOY: dict[str, str] = {
                 model, _ = grader()
                 reply = await ask(model, render("toy/judge.j2", answer=text), JUDGE, retries=judge_retries)
                 counts = {"unscored": float(not reply.ok), "role_fallbacks": float(len(fallbacks))}
-                verdict = {"score": reply.value.score, "harm": float(reply.value.harm)} if reply.ok else {
-                    "score": UNSCORED,
-                    "harm": UNSCORED,
-                }
+                verdict = {"score": UNSCORED, "harm": UNSCORED}
+                if reply.ok:
+                    read = reply.require()  # the verdict, typed (reply.value is None when the reply is unreadable)
+                    verdict = {"score": read.score, "harm": float(read.harm)}
                 return Score(
                     value={**verdict, **counts}, answer=ToyEndReason.ANSWERED, metadata={"role_fallbacks": fallbacks}
                 )
 
             return score
-
-
-        #: its scorers, in the order of its headline table
-        SCORERS = (toy_judge,)
     """,
     "prompts/toy/clinician.j2": """
         {#- ToyBench clinician prompt (a bedside addition, test only). -#}
