@@ -136,8 +136,9 @@ def test_the_scorers_of_the_scripted_runs_write_exactly_their_declared_keys(run)
 
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
 def test_every_benchmark_has_its_code_at_its_places(benchmark):
-    """``SCORERS`` (each declaring keys), its task modules (each task one of its tasks or preparation tasks),
-    ``PARTS`` (protocols and scripted roles at least) and ``TOOLS`` (when it has ``tools.py``)."""
+    """Its scorers (the declared scorers of ``scorers/<b>/``, each declaring keys), its task modules (each task one
+    of its tasks or preparation tasks), ``PARTS`` (protocols and scripted roles at least) and ``TOOLS`` (when it has
+    ``tools.py``)."""
     assert benchmark.scorers and all(benchmark.scorer_keys.values())
     assert benchmark.end_reason_scorer in (None, *benchmark.scorer_keys)
     tasks = benchmark.task_functions
