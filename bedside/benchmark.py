@@ -15,8 +15,9 @@ A benchmark's code sits in its own folders, at fixed places, each imported only 
 asks for it (:meth:`Benchmark.code`: beside the registry's import of each descriptor, the one place bedside
 imports a benchmark's code by a name it builds):
 
-- ``scorers/<name>/__init__.py``: ``SCORERS``, its scorers (:attr:`Benchmark.scorers`; their declared keys
-  are :attr:`Benchmark.keys`);
+- ``scorers/<name>/``: its scorers, each declared with the keys it writes and the runs it scores
+  (:attr:`Benchmark.scorers`, in the order ``ORDER`` of its ``__init__.py`` gives; their declared keys are
+  :attr:`Benchmark.keys`);
 - ``tasks/<name>.py`` and ``tasks/<name>_*.py``: its Inspect tasks (:attr:`Benchmark.task_functions`);
 - ``bedside/<name>/parts.py`` and ``tools.py``: ``PARTS``, what an eval's model calls need (protocols,
   scripted roles, engines), and ``TOOLS``, what the ``bedside`` command needs (commands, report section, ...;
@@ -31,6 +32,7 @@ tasks and parts without its tools (an eval imports neither pandas nor scipy for 
 from __future__ import annotations
 
 import importlib
+import inspect
 import pkgutil
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -69,9 +71,10 @@ class Benchmark:
     - ``ranked_keys``: the per-case keys a sweep's leaderboard ranks models on (default: the headline keys);
     - ``variant_args``: task arguments that make two runs of one model measure different things
       (shown in a log's label when not neutral);
-    - ``run_options``: task-metadata keys of the options its paper leaves open that change a number, each
-      with the value a run that does not record it used (its task's default; :mod:`bedside.reporting.run_options`:
-      ``bedside report`` / ``strata`` show each run's values and warn when runs in one table differ);
+    - ``run_options``: the parameters of its main task (the task named ``name``) that its paper leaves open
+      and that change a number: the task records each in its metadata, and a run that does not record one used
+      the task's default (:attr:`run_option_defaults`; :mod:`bedside.reporting.run_options`: ``bedside report`` /
+      ``strata`` show each run's values and warn when runs in one table differ);
       ``tasks_without_run_options``: its tasks whose runs none of them applies to (e.g. a probe that
       replays transcripts): their logs show :data:`NOT_APPLICABLE` and never make runs differ;
     - ``optional_roles``: model roles its tasks use only when they are bound (never a fallback to the model
@@ -90,7 +93,7 @@ class Benchmark:
     min_n: Mapping[str, int] = field(default_factory=dict)
     ranked_keys: tuple[str, ...] = ()
     variant_args: tuple[str, ...] = ()
-    run_options: Mapping[str, str] = field(default_factory=dict)
+    run_options: tuple[str, ...] = ()
     tasks_without_run_options: tuple[str, ...] = ()
     optional_roles: tuple[str, ...] = ()
 
@@ -112,6 +115,12 @@ class Benchmark:
         """Whether its run options apply to a log of Inspect task ``task`` (``bedside/<task>`` or ``<task>``)."""
         return task.split("/")[-1] not in self.tasks_without_run_options
 
+    @cached_property
+    def run_option_defaults(self) -> dict[str, str]:
+        """Each of :attr:`run_options` -> its main task's default (the task's signature; imports its tasks)."""
+        parameters = inspect.signature(self.task_functions[self.name]).parameters
+        return {option: str(parameters[option].default) for option in self.run_options}
+
     # --- its code, each part imported when first asked for ------------------------------------------
 
     def code(self, module: str) -> ModuleType:
@@ -121,10 +130,31 @@ class Benchmark:
 
     @cached_property
     def scorers(self) -> tuple[Callable[..., Any], ...]:
-        """Its scorers (their ``@scorer`` factories), each declaring the score keys it writes
-        (:func:`bedside.score_keys.declares`), in the order its headline table shows their keys:
-        ``SCORERS`` of ``scorers/<name>/__init__.py``."""
-        return tuple(self.code(f"bedside.scorers.{self.name}").SCORERS)
+        """Its scorers (their ``@scorer`` factories), each declaring the score keys it writes and the runs it
+        scores (:func:`bedside.score_keys.declares`): every declared scorer that the modules of its package
+        ``scorers/<name>/`` define or import (a shared one, e.g. ``simulator_check``, by its import there), in
+        the order of its tables: first as ``ORDER`` of ``scorers/<name>/__init__.py`` names them, then the
+        others by module name and place in the module. Its tasks build their scorers from these
+        (:func:`bedside.scorers.metrics.task_scorers`)."""
+        from bedside.score_keys import is_declared
+
+        package = self.code(f"bedside.scorers.{self.name}")
+        modules = [package]
+        for found in sorted(pkgutil.iter_modules(package.__path__), key=lambda m: m.name):
+            modules.append(self.code(f"{package.__name__}.{found.name}"))
+        ordered: dict[int, Callable[..., Any]] = {id(f): f for f in getattr(package, "ORDER", ())}
+        for module in modules:
+            for value in vars(module).values():
+                if is_declared(value):
+                    ordered.setdefault(id(value), value)
+        return tuple(ordered.values())
+
+    @property
+    def scorer_protocols(self) -> tuple[Any, ...]:
+        """The reply protocols its scorers declare with them (a judge's; its parts hold the others)."""
+        from bedside.score_keys import declaration_of
+
+        return tuple(p for factory in self.scorers for p in declaration_of(factory).protocols)
 
     @cached_property
     def task_modules(self) -> tuple[str, ...]:

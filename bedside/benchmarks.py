@@ -132,7 +132,7 @@ def score_key(key: str, strict: bool = False) -> ScoreKey:
     if strict:
         raise LookupError(
             f"score key {name!r} is declared by no registered benchmark's scorer "
-            "(declare it with @declares and list the scorer in SCORERS of its benchmark's scorers/<name>/__init__.py)"
+            "(declare it with @declares on a scorer in its benchmark's scorers/<name>/)"
         )
     return ScoreKey(name)
 
@@ -140,7 +140,7 @@ def score_key(key: str, strict: bool = False) -> ScoreKey:
 def health_keys() -> dict[str, ScoreKey]:
     """The health block's keys (name in the block -> declaration) of every registered benchmark, in the
     block's order: counts, then tallies, then means, each in the registry's order (benchmarks, their
-    scorers as their SCORERS list them, the keys as each scorer declares them). The order is the
+    scorers in their order, the keys as each scorer declares them). The order is the
     registry's, never that of a task's scorers or of the scores a sample holds."""
     from bedside.score_keys import HEALTH_KINDS
 
@@ -161,7 +161,7 @@ def scorer_keys(scorer: str) -> tuple[ScoreKey, ...]:
         if scorer in benchmark.scorer_keys:
             return benchmark.scorer_keys[scorer]
     raise LookupError(
-        f"scorer {scorer!r} is listed by no registered benchmark's SCORERS (scorers/<name>/__init__.py): "
+        f"scorer {scorer!r} is declared in no registered benchmark's scorers/<name>/ (@declares): "
         "its score keys are unknown"
     )
 

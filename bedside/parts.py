@@ -202,6 +202,11 @@ def engines() -> dict[str, Callable[..., Engine]]:
     return found
 
 
+def protocols_of(benchmark: Benchmark) -> tuple[ReplyProtocol, ...]:
+    """A benchmark's reply protocols: its parts' and those its scorers declare with them (a judge's)."""
+    return (*parts_of(benchmark).protocols, *benchmark.scorer_protocols)
+
+
 def all_protocols() -> tuple[ReplyProtocol, ...]:
     """Every registered benchmark's reply protocols (a name declared twice is an error)."""
     return _protocols(benchmarks.names())
@@ -209,7 +214,7 @@ def all_protocols() -> tuple[ReplyProtocol, ...]:
 
 @lru_cache(maxsize=8)
 def _protocols(registered: tuple[str, ...]) -> tuple[ReplyProtocol, ...]:
-    found = tuple(p for name in registered for p in parts_of(benchmarks.get(name)).protocols)
+    found = tuple(p for name in registered for p in protocols_of(benchmarks.get(name)))
     names = [p.name for p in found]
     duplicated = {n for n in names if names.count(n) > 1}
     if duplicated:

@@ -12,7 +12,7 @@ scorer, and ties them to it with :func:`declares`::
     @scorer(metrics=summary_of(KEYS))
     def topic_checklist(...): ...
 
-A benchmark lists its scorers in ``SCORERS`` of ``scorers/<b>/__init__.py``
+A benchmark's scorers are the declared scorers of its package ``scorers/<b>/``
 (:attr:`bedside.benchmark.Benchmark.scorers`), and everything that shows a number reads the declarations
 through the registry (:mod:`bedside.benchmarks`): the interval rule (by the key's scale,
 :mod:`bedside.intervals`), Inspect's summary block and the health block (:mod:`bedside.scorers.metrics`),
@@ -27,7 +27,7 @@ declared here once), and one label names one key (``tests/test_descriptors.py`` 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
@@ -131,26 +131,59 @@ ROLE_FALLBACKS_KEY = ScoreKey("role_fallbacks", COUNT, role="health", health="co
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def declares(keys: Sequence[ScoreKey]) -> Callable[[F], F]:
-    """Tie ``keys`` to the scorer below (put it above Inspect's ``@scorer``): the registry reads them
-    from the scorer (:func:`keys_of`)."""
+@dataclass(frozen=True)
+class Declaration:
+    """What a scorer declares beside Inspect's ``@scorer`` (:func:`declares`): the keys it writes, the tasks
+    whose runs it scores, when it applies, and the reply protocols of its own model calls."""
+
+    keys: tuple[ScoreKey, ...]
+    #: the Inspect tasks whose runs it scores; None: its benchmark's main task (the task named as the benchmark)
+    tasks: tuple[str, ...] | None = None
+    #: whether it applies to a run, from the task's arguments (by name); None: always
+    when: Callable[[Mapping[str, Any]], bool] | None = None
+    #: the reply protocols of its own model calls (a judge declared with its scorer; :func:`bedside.parts.protocols_of`)
+    protocols: tuple[Any, ...] = ()
+
+
+def declares(
+    keys: Sequence[ScoreKey],
+    tasks: Sequence[str] | None = None,
+    when: Callable[[Mapping[str, Any]], bool] | None = None,
+    protocols: Sequence[Any] = (),
+) -> Callable[[F], F]:
+    """Tie ``keys`` to the scorer below (put it above Inspect's ``@scorer``): the registry reads them from the
+    scorer (:func:`keys_of`). A task's scorers are built from these declarations
+    (:func:`bedside.scorers.metrics.task_scorers`): ``tasks`` (default: the benchmark's main task) and ``when``
+    (a test of the task's arguments; default: always) say which runs it scores; ``protocols``: the reply
+    protocols of its own calls, registered with its benchmark's (:func:`bedside.parts.all_protocols`)."""
     declared = tuple(keys)
     names = [k.name for k in declared]
     if len(set(names)) != len(names):
         raise ValueError(f"a score key is declared twice: {names}")
+    declaration = Declaration(declared, None if tasks is None else tuple(tasks), when, tuple(protocols))
 
     def tie(factory: F) -> F:
-        factory.score_keys = declared  # type: ignore[attr-defined]
+        factory.declaration = declaration  # type: ignore[attr-defined]
         return factory
 
     return tie
 
 
-def keys_of(factory: Callable[..., Any]) -> tuple[ScoreKey, ...]:
-    """The keys a scorer (its ``@scorer`` factory) declares (:func:`declares`)."""
+def declaration_of(factory: Callable[..., Any]) -> Declaration:
+    """What a scorer (its ``@scorer`` factory) declares (:func:`declares`)."""
     try:
-        return factory.score_keys  # type: ignore[attr-defined]
+        return factory.declaration  # type: ignore[attr-defined]
     except AttributeError:
         raise LookupError(
             f"scorer {getattr(factory, '__name__', factory)!r} declares no score keys (@declares)"
         ) from None
+
+
+def is_declared(value: Any) -> bool:
+    """Whether ``value`` is a scorer factory with a declaration (:func:`declares`)."""
+    return isinstance(getattr(value, "declaration", None), Declaration)
+
+
+def keys_of(factory: Callable[..., Any]) -> tuple[ScoreKey, ...]:
+    """The keys a scorer (its ``@scorer`` factory) declares (:func:`declares`)."""
+    return declaration_of(factory).keys

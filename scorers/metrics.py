@@ -26,8 +26,10 @@ report`` compute them from the log with the same declarations and interval rule.
 
 from __future__ import annotations
 
+import inspect
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
@@ -36,7 +38,10 @@ from inspect_ai.util import registry_info
 
 from bedside import benchmarks
 from bedside.intervals import mean_interval
-from bedside.score_keys import ScoreKey
+from bedside.score_keys import ScoreKey, declaration_of
+
+if TYPE_CHECKING:
+    from bedside.benchmark import Benchmark
 
 
 def key_values(scores: Sequence[SampleScore], key: str) -> list[float]:
@@ -172,10 +177,28 @@ def scorer_name(scorer: Scorer) -> str:
     return registry_info(scorer).name.split("/")[-1]
 
 
+def task_scorers(benchmark: Benchmark, task: str, arguments: Mapping[str, Any]) -> list[Scorer]:
+    """The scorers of a run of ``benchmark``'s task ``task`` with ``arguments`` (the task function's, by name):
+    each of its scorers (:attr:`~bedside.benchmark.Benchmark.scorers`, in their order) that declares this task
+    (default: the main task, named as the benchmark) and whose ``when`` holds for the arguments
+    (:func:`bedside.score_keys.declares`), made with the arguments its factory takes by name (``benchmark``:
+    the benchmark's name). A scorer's parameters are so named as the task's; one the task does not give keeps
+    its default."""
+    given = {"benchmark": benchmark.name, **arguments}
+    found = []
+    for factory in benchmark.scorers:
+        declared = declaration_of(factory)
+        if task not in (declared.tasks or (benchmark.name,)) or (declared.when and not declared.when(given)):
+            continue
+        accepted = inspect.signature(factory).parameters
+        found.append(factory(**{name: given[name] for name in accepted if name in given}))
+    return found
+
+
 def with_health(scorers: Sequence[Scorer]) -> list[Scorer]:
     """A task's scorers, then the health scorer that gathers their bookkeeping: it reads their results,
     so it runs after every one of them (the only way a task gets it). Every scorer must be one a
-    registered benchmark lists (its declared keys are what the block gathers)."""
+    registered benchmark declares (its declared keys are what the block gathers)."""
     for s in scorers:
         name = scorer_name(s)
         if name in benchmarks.DERIVED_SCORERS:

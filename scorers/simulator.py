@@ -15,18 +15,20 @@ The LLM checker (:mod:`bedside.simulator_checker`) runs only when its role is bo
 (``--model-role simulator_checker=<model>``): an unbound checker does not fall back to the model under test
 (a model would judge the patient it converses with). One call per transcript at temperature 0 (prompt
 ``prompts/simulator_checker.j2``); an unreadable reply (not JSON, a kind that is not one of the four, a turn
-that is not a checked patient turn) is asked again ``checker_retries`` times, then counted as unparsed.
+that is not a checked patient turn) is asked again ``judge_retries`` times, then counted as unparsed.
 
 The metadata keeps every finding (turn, kind, check, evidence), who checked (``rules`` and, when the role
 ``simulator_checker`` is bound, ``llm:<model>``, or ``person`` when a person rates the turns on
 ``bedside/human``'s page: then also ``ratings``, every checked turn's rating and comment), the persona and the
 patient's word count. Run it with
-``-T simulator_check=true`` (every bedside task that has a simulated patient), or on an existing log with
+``-T simulator_check=true`` (every bedside task that has a simulated patient; a task's scorers include it then, or
+when the checker's role is bound: :func:`wanted`), or on an existing log with
 ``inspect score LOG --scorer bedside/simulator_check -S benchmark=<name> --action append``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -59,6 +61,12 @@ KEYS = (
 
 def checker_bound() -> bool:
     return role_is_bound(ROLE)
+
+
+def wanted(arguments: Mapping[str, Any]) -> bool:
+    """Whether a run with the task's ``arguments`` is checked: ``-T simulator_check=true`` or the checker's role
+    bound, in a run that simulates a patient (not one whose ``turns`` argument is 0, a single-turn run)."""
+    return arguments.get("turns", 1) != 0 and (arguments["simulator_check"] or checker_bound())
 
 
 def checker_prompt(view: PatientTranscript, person: bool = False) -> str:
@@ -146,11 +154,11 @@ def flags(findings: list[Finding], unread: bool) -> dict[str, float]:
     return {"simulator_error": 1.0 if kinds else absent, **out}
 
 
-@declares(KEYS)
+@declares(KEYS, when=wanted)
 @scorer(metrics=summary_of(KEYS))
-def simulator_check(benchmark: str, checker_retries: int = 2) -> Scorer:
+def simulator_check(benchmark: str, judge_retries: int = 2) -> Scorer:
     """The simulated patient's errors in benchmark ``benchmark``'s transcript (module docstring);
-    ``checker_retries``: fresh samples asked of the LLM checker when its reply is unreadable."""
+    ``judge_retries``: fresh samples asked of the LLM checker when its reply is unreadable."""
 
     async def score(state: TaskState, target: Target) -> Score:
         view = patient_transcript(benchmark, state.metadata)
@@ -165,7 +173,7 @@ def simulator_check(benchmark: str, checker_retries: int = 2) -> Scorer:
         checker_error: str | None = None
         ratings: list[dict[str, Any]] = []
         if checker_bound():
-            found, answer, name, ratings = await checker_findings(view, benchmark, checker_retries)
+            found, answer, name, ratings = await checker_findings(view, benchmark, judge_retries)
             checker_error = answer.error if answer.value is None else None
             checked_by.append(name)
             findings = sort([*findings, *found])
@@ -195,14 +203,6 @@ def simulator_check(benchmark: str, checker_retries: int = 2) -> Scorer:
         )
 
     return score
-
-
-def simulator_scorers(benchmark: str, enabled: bool, checker_retries: int) -> list[Scorer]:
-    """A task's ``simulator_check`` scorer: when the task asks for it (``-T simulator_check=true``) or the
-    LLM checker's role is bound; otherwise none."""
-    if not (enabled or checker_bound()):
-        return []
-    return [simulator_check(benchmark, checker_retries)]
 
 
 rescorable(simulator_check)

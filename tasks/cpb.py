@@ -45,9 +45,7 @@ from bedside.params import (
     check,
     validate_parameters,
 )
-from bedside.scorers.cpb.judges import cpb_failure, cpb_overreaction, cpb_persistence
-from bedside.scorers.metrics import with_health
-from bedside.scorers.simulator import simulator_scorers
+from bedside.scorers.metrics import task_scorers, with_health
 from bedside.solvers.cpb import MAX_CONTINUATION_TURNS, MitigationName, cpb_continuation, cpb_reply
 from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
@@ -109,6 +107,7 @@ def cpb(
         reading: the official code reads a judge's verdict as the first True/False anywhere in its reply.
         simulator_check: only with ``turns`` (a single-turn sample's patient is the data's).
     """
+    arguments = dict(locals())  # its scorers take theirs by name (scorers/cpb/: each one's declaration)
     # the opening (the annotations are checked already); the data comes last
     setup = opening("cpb", BENCHMARK, structured_output, reading)
     check(
@@ -116,18 +115,14 @@ def cpb(
         "simulator_check",
         "needs the multi-turn continuation (-T turns=N): a single-turn sample's patient is the data's, not simulated",
     )
-    roles = ["grader", "patient"] if turns else ["grader"]
     solver = [cpb_reply(mitigation, parse_retries)]
-    scorer = [cpb_failure(judge_retries, context, roles)]
     if turns:
         solver.append(cpb_continuation(turns, parse_retries, judge_retries, context, mitigate=continuation_mitigation))
-        scorer.append(cpb_persistence(judge_retries))
-        scorer += simulator_scorers(BENCHMARK.name, simulator_check, judge_retries)
     return Task(
         dataset=positive_dataset(_require(data), language=language, category=category, dataset=dataset),
         setup=setup,
         solver=solver,
-        scorer=with_health(scorer),
+        scorer=with_health(task_scorers(BENCHMARK, "cpb", arguments)),
         metadata={
             **PAPER,
             "set": "positive",
@@ -165,13 +160,14 @@ def cpb_control(
         parse_retries: the doctor's replies.
         structured_output: the official code uses one for the overreaction judge.
     """
+    arguments = dict(locals())  # its scorers take theirs by name (scorers/cpb/: each one's declaration)
     # the opening (the annotations are checked already); the data comes last
     setup = opening("cpb_control", BENCHMARK, structured_output, reading)
     return Task(
         dataset=control_dataset(_require(data), language=language, dataset=dataset),
         setup=setup,
         solver=[cpb_reply(mitigation, parse_retries)],
-        scorer=with_health([cpb_overreaction(judge_retries)]),
+        scorer=with_health(task_scorers(BENCHMARK, "cpb_control", arguments)),
         metadata={
             **PAPER,
             "set": "control",

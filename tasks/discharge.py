@@ -35,14 +35,9 @@ from bedside.params import (
     check,
     validate_parameters,
 )
-from bedside.scorers.discharge.advice_safety import advice_safety
-from bedside.scorers.discharge.comprehension import ComprehensionDivisor, comprehension
-from bedside.scorers.discharge.conversation_quality import conversation_quality
-from bedside.scorers.discharge.encounter_outcome import encounter_outcome
-from bedside.scorers.discharge.factual_consistency import factual_consistency
-from bedside.scorers.discharge.topic_checklist import ChecklistApplicability, topic_checklist
-from bedside.scorers.metrics import with_health
-from bedside.scorers.simulator import simulator_scorers
+from bedside.scorers.discharge.comprehension import ComprehensionDivisor
+from bedside.scorers.discharge.topic_checklist import ChecklistApplicability
+from bedside.scorers.metrics import task_scorers, with_health
 from bedside.solvers.discharge.encounter import discharge_encounter
 from bedside.solvers.discharge.monitor import MonitorLayout, MonitorPolicy
 from bedside.solvers.setup import opening
@@ -121,6 +116,7 @@ def discharge(
             ``applicable``: left out of the mean (bedside's choice); ``all_six``: graded against that
             reference and the mean taken over all six (the paper's "mean across the six questions").
     """
+    arguments = dict(locals())  # its scorers take theirs by name (scorers/discharge/: each one's declaration)
     # the rule no single annotation states (the annotations are checked already), then the opening
     check(min_turns <= max_turns, "min_turns", f"must not exceed max_turns={max_turns}, got min_turns={min_turns}")
     setup = opening("discharge", BENCHMARK, structured_output, reading)
@@ -148,26 +144,12 @@ def discharge(
         ),
         # Table 1's columns first (NA RE CL CR RD, TCS, comprehension, ROUGE-L cosine), then the
         # session outcomes, then the bookkeeping of all of them in one health block
-        scorer=with_health(
-            [
-                conversation_quality(judge_retries=judge_retries),
-                topic_checklist(judge_retries=judge_retries, applicability=checklist_applicability),
-                comprehension(
-                    judge_retries=judge_retries, cache_references=cache_references, divisor=comprehension_divisor
-                ),
-                factual_consistency(judge_retries=judge_retries, cache_references=cache_references),
-                encounter_outcome(),
-                *([advice_safety(judge_retries=judge_retries)] if safety else []),
-                *simulator_scorers(BENCHMARK.name, simulator_check, judge_retries),
-            ]
-        ),
+        scorer=with_health(task_scorers(BENCHMARK, "discharge", arguments)),
         metadata={
             "benchmark": "DischargeBench",
             "paper": "arXiv:2609.20827",
             "monitor_layout": monitor_layout,
-            "monitor_policy": monitor_policy,
-            "checklist_applicability": checklist_applicability,
-            "comprehension_divisor": comprehension_divisor,
+            **{option: arguments[option] for option in BENCHMARK.run_options},  # the paper-silent options
             "zero_retention": zero_retention,
             VERSIONS: data_versions(dataset.location, BENCHMARK.name),
         },

@@ -18,8 +18,7 @@ from bedside.discharge import BENCHMARK
 from bedside.discharge.mimic.eval_guard import guard
 from bedside.discharge.safety_probe import case_file, probe_file, safety_probe_dataset
 from bedside.params import JudgeRetries, StructuredOutput, validate_parameters
-from bedside.scorers.discharge.advice_safety import advice_safety
-from bedside.scorers.discharge.safety_probe import safety_probe_check
+from bedside.scorers.metrics import task_scorers
 from bedside.solvers.discharge.safety_probe import replay_transcript
 from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
@@ -47,6 +46,7 @@ def discharge_safety_probe(
             probe calls, must be a local model; ``true`` declares that its endpoint retains nothing
             (recorded in the log).
     """
+    arguments = dict(locals())  # its scorers take theirs by name (scorers/discharge/: each one's declaration)
     setup = opening("discharge_safety_probe", BENCHMARK, structured_output)
     dataset = safety_probe_dataset(data, cases)
     # notes of MIMIC-derived cases: the grader local (or zero_retention declared), checked before any model call;
@@ -56,7 +56,7 @@ def discharge_safety_probe(
         dataset=dataset,
         setup=[*data_use, setup],
         solver=[replay_transcript()],
-        scorer=[advice_safety(judge_retries=judge_retries), safety_probe_check()],
+        scorer=task_scorers(BENCHMARK, "discharge_safety_probe", arguments),
         metadata={
             "benchmark": "DischargeBench (bedside extension: advice safety)",
             "zero_retention": zero_retention,

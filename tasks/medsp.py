@@ -22,9 +22,7 @@ from bedside.params import (
     StructuredOutput,
     validate_parameters,
 )
-from bedside.scorers.medsp.rubric import medsp_rubric
-from bedside.scorers.metrics import with_health
-from bedside.scorers.simulator import simulator_scorers
+from bedside.scorers.metrics import task_scorers, with_health
 from bedside.solvers.medsp import BonSelector, OfficialPromptsError, Scaling, load_prompt_set, medsp_encounter
 from bedside.solvers.setup import opening
 from bedside.versions import KEY as VERSIONS
@@ -79,6 +77,7 @@ def medsp(
         reading: ``official``: the evaluator's keys counted as the official counter counts them;
             ``strict``: every rubric item must be judged.
     """
+    arguments = dict(locals())  # its scorers take theirs by name (scorers/medsp/: each one's declaration)
     # the opening, then the prompt set (the annotations are checked already)
     setup = opening("medsp", BENCHMARK, structured_output, reading)
     try:
@@ -99,12 +98,7 @@ def medsp(
             parse_retries=parse_retries,
             prompts=prompts,
         ),
-        scorer=with_health(
-            [
-                medsp_rubric(retries=judge_retries, batch_size=judge_batch_size or 0, prompts=prompts),
-                *simulator_scorers(BENCHMARK.name, simulator_check, judge_retries),
-            ]
-        ),
+        scorer=with_health(task_scorers(BENCHMARK, "medsp", arguments)),
         metadata={
             "benchmark": "MedSP1000",
             "paper": "arXiv:2606.05112",

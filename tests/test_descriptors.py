@@ -14,7 +14,7 @@ import pytest
 
 from bedside import benchmarks
 from bedside.end_reasons import EndReason
-from bedside.parts import Parts, Tools, parts_of, tools_of
+from bedside.parts import Parts, Tools, parts_of, protocols_of, tools_of
 from bedside.providers.scripted import ScriptedEngine
 from bedside.score_keys import ScoreKey
 from tests.golden import make_golden
@@ -56,7 +56,7 @@ def test_scripted_runs_end_with_their_benchmarks_declared_reasons(run):
 
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
 def test_the_scripted_model_answers_every_declared_protocol(benchmark):
-    protocols = {p.name for p in parts_of(benchmark).protocols}
+    protocols = {p.name for p in protocols_of(benchmark)}
     assert protocols, f"{benchmark.name} declares no protocols"
     missing = protocols - set(ScriptedEngine().handlers)
     assert not missing, f"{benchmark.name}: no scripted handler for {sorted(missing)}"
@@ -136,8 +136,9 @@ def test_the_scorers_of_the_scripted_runs_write_exactly_their_declared_keys(run)
 
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
 def test_every_benchmark_has_its_code_at_its_places(benchmark):
-    """``SCORERS`` (each declaring keys), its task modules (each task one of its tasks or preparation tasks),
-    ``PARTS`` (protocols and scripted roles at least) and ``TOOLS`` (when it has ``tools.py``)."""
+    """Its scorers (the declared scorers of ``scorers/<b>/``, each declaring keys), its task modules (each task one
+    of its tasks or preparation tasks), ``PARTS`` (protocols and scripted roles at least) and ``TOOLS`` (when it has
+    ``tools.py``)."""
     assert benchmark.scorers and all(benchmark.scorer_keys.values())
     assert benchmark.end_reason_scorer in (None, *benchmark.scorer_keys)
     tasks = benchmark.task_functions

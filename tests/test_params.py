@@ -289,12 +289,25 @@ def test_a_page_git_does_not_track_yet_gets_its_table_and_an_ignored_one_does_no
     assert (tmp_path / "ignored" / "page.md").read_text(encoding="utf-8") == marked
 
 
+#: MedSP's solver takes every argument from its task (none has a default of its own): valid values of all of them
+MEDSP_SOLVER = dict(
+    max_turns=12,
+    scaling="none",
+    n=5,
+    panel_size=5,
+    panel_rounds=1,
+    bon_selector="self_critic",
+    parse_retries=2,
+    prompts=None,
+)
+
+
 @pytest.mark.eval
 @pytest.mark.parametrize(
     ("make", "args", "name"),
     [
-        ("bedside.solvers.medsp:medsp_encounter", {"scaling": "best_of_3"}, "scaling"),
-        ("bedside.solvers.medsp:medsp_encounter", {"n": 0}, "n"),
+        ("bedside.solvers.medsp:medsp_encounter", {**MEDSP_SOLVER, "scaling": "best_of_3"}, "scaling"),
+        ("bedside.solvers.medsp:medsp_encounter", {**MEDSP_SOLVER, "n": 0}, "n"),
         ("bedside.solvers.discharge.encounter:discharge_encounter", {"monitor_layout": "cached"}, "monitor_layout"),
         ("bedside.solvers.cpb:cpb_reply", {"mitigation": "bogus"}, "mitigation"),
         ("bedside.solvers.cpb:cpb_continuation", {"turns": 11}, "turns"),

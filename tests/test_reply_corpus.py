@@ -25,7 +25,7 @@ from inspect_ai.model import (
 
 from bedside import benchmarks
 from bedside.calls import ask
-from bedside.parts import parts_of, protocol
+from bedside.parts import protocol, protocols_of
 from tests.corpus.replies import RULES, cases, corpora, outcomes, problems, readme, table, write
 
 
@@ -45,7 +45,7 @@ def test_every_registered_benchmark_puts_every_protocol_that_reads_a_reply_in_th
         corpus = corpora().get(benchmark.name)
         assert corpus is not None, f"{benchmark.name}: no tests/{benchmark.name}/corpus.py"
         covered = {c.protocol.name for c in corpus.cases()}
-        missing = {p.name for p in parts_of(benchmark).protocols} - covered - set(corpus.SAME_AS_COVERED)
+        missing = {p.name for p in protocols_of(benchmark)} - covered - set(corpus.SAME_AS_COVERED)
         assert missing == set(), f"{benchmark.name}: protocols not in its corpus: {sorted(missing)}"
 
 

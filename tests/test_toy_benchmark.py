@@ -5,10 +5,11 @@ contributor would (:data:`TOY`: ``bedside/toy/`` with its descriptor, parts, too
 with a parameter, the shared parameters, the opening, the health block and its data versions, ``solvers/toy/``,
 ``scorers/toy/``, ``prompts/toy/``, ``datasets/toy/``, ``tests/toy/`` with its golden run, tiny run and reply
 corpus), plus its line in the registry's ``NAMES`` after the last one (:func:`add_toy`); it writes the generated
-files as the contributor does (:data:`GENERATE`: the README's parameter and reply-corpus tables, the golden
-scores) and lists with git what changed (:func:`touched`): new files only in the toy's folders, and that one
-line. Then, from a wheel built from the copy (so nothing of the checkout's editable install is used, and
-pyproject.toml was not edited), it shows that everything that must know every benchmark finds ToyBench through
+files as the contributor does (:data:`GENERATE`: the README's parameter and reply-corpus tables, the lists of the
+registered benchmarks, the golden scores) and lists with git what changed (:func:`touched`): new files only in the
+toy's folders, that one line, and the generated lists of README.md and docs/providers.md. Then, from a wheel
+built from the copy (so nothing of the checkout's editable install is used, and pyproject.toml was not edited),
+it shows that everything that must know every benchmark finds ToyBench through
 the registry: Inspect's entry point (``inspect eval bedside/toy -T ward=icu``), the scripted model (its script),
 the ``bedside`` command (its own sub-command), the report and the strata (its headline keys, its stratum), and the
 copy's tests: its own, and every shared test that iterates the registry (:func:`shared_registry_tests`), for the
@@ -208,8 +209,7 @@ TOY: dict[str, str] = {
         from inspect_ai import Task, task
 
         from bedside.params import JudgeRetries, ParseRetries, StructuredOutput, validate_parameters
-        from bedside.scorers.metrics import with_health
-        from bedside.scorers.toy import toy_judge
+        from bedside.scorers.metrics import task_scorers, with_health
         from bedside.solvers.setup import opening
         from bedside.solvers.toy import answer
         from bedside.toy import BENCHMARK
@@ -232,13 +232,14 @@ TOY: dict[str, str] = {
                 ward: the cases of one ward, or all.
                 judge_retries: an unreadable verdict leaves its case unscored.
             \"\"\"
+            arguments = dict(locals())  # its scorers take theirs by name
             setup = opening("toy", BENCHMARK, structured_output)
             dataset = toy_dataset(ward)
             return Task(
                 dataset=dataset,
                 setup=setup,
                 solver=answer(parse_retries),
-                scorer=with_health([toy_judge(judge_retries)]),
+                scorer=with_health(task_scorers(BENCHMARK, "toy", arguments)),
                 metadata={"benchmark": "ToyBench", VERSIONS: data_versions(dataset.location, BENCHMARK.name)},
             )
     """,
@@ -302,19 +303,15 @@ TOY: dict[str, str] = {
                 model, _ = grader()
                 reply = await ask(model, render("toy/judge.j2", answer=text), JUDGE, retries=judge_retries)
                 counts = {"unscored": float(not reply.ok), "role_fallbacks": float(len(fallbacks))}
-                verdict = {"score": reply.value.score, "harm": float(reply.value.harm)} if reply.ok else {
-                    "score": UNSCORED,
-                    "harm": UNSCORED,
-                }
+                verdict = {"score": UNSCORED, "harm": UNSCORED}
+                if reply.ok:
+                    read = reply.require()  # the verdict, typed (reply.value is None when the reply is unreadable)
+                    verdict = {"score": read.score, "harm": float(read.harm)}
                 return Score(
                     value={**verdict, **counts}, answer=ToyEndReason.ANSWERED, metadata={"role_fallbacks": fallbacks}
                 )
 
             return score
-
-
-        #: its scorers, in the order of its headline table
-        SCORERS = (toy_judge,)
     """,
     "prompts/toy/clinician.j2": """
         {#- ToyBench clinician prompt (a bedside addition, test only). -#}
@@ -538,8 +535,27 @@ print(json.dumps(got))
 """
 
 
+#: the folders whose files the copy must hold: a new file there that git does not track stops the test
+PRODUCT_FOLDERS = ("bedside", "tasks", "solvers", "scorers", "prompts", "datasets", "tests")
+
+
+def untracked(root: Path) -> list[str]:
+    """New files in the product and test folders of the checkout at ``root`` that git neither tracks nor ignores."""
+    listed = subprocess.run(
+        ["git", "ls-files", "-z", "--others", "--exclude-standard", "--", *PRODUCT_FOLDERS],
+        cwd=root,
+        capture_output=True,
+        check=True,
+    ).stdout
+    return sorted(filter(None, listed.decode().split("\0")))
+
+
 def copy_repository(dest: Path) -> Path:
-    """The tracked files of the checkout (as in the working tree) in ``dest``, committed to a fresh git."""
+    """The tracked files of the checkout (as in the working tree) in ``dest``, committed to a fresh git. A new file
+    git does not track stops it, named: the copy would miss it, and the checkout's editable install would lend the
+    copy's processes its own (``git add`` it first; docs/development.md, "Adding a benchmark")."""
+    if new := untracked(REPO):
+        raise RuntimeError(f"files git does not track (git add them before make test): {', '.join(new)}")
     listed = subprocess.run(["git", "ls-files", "-z"], cwd=REPO, capture_output=True, check=True).stdout
     for name in filter(None, listed.decode().split("\0")):
         source = REPO / name
@@ -593,6 +609,13 @@ def touched(root: Path) -> tuple[list[str], list[str]]:
     return new, changed
 
 
+def outside_lists(text: str) -> str:
+    """A page without the generated lists of the registered benchmarks (:mod:`bedside.listing`)."""
+    from bedside.listing import MARKED
+
+    return MARKED.sub(lambda m: m["open"] + m["close"], text)
+
+
 def places(new: list[str], changed: list[str]) -> list[str]:
     """The places a benchmark touched: its folders and task module, and each changed file."""
     found = {next((p for p in OWN_PLACES if name.startswith(p)), name) for name in new}
@@ -618,19 +641,21 @@ def run(args: list[str], env: dict[str, str], cwd: Path, timeout: int = 900) -> 
     return done
 
 
-#: what a contributor runs after writing the files: the README's parameter table and reply-corpus table, and the
-#: golden run's scores (``python -m bedside.params --write``, ``python -m tests.corpus.replies --write``,
-#: ``python -m tests.golden.make_golden toy``), here on the installed copy (its argv: the copy's root)
+#: what a contributor runs after writing the files: the README's parameter table and reply-corpus table, the lists
+#: of the registered benchmarks, and the golden run's scores (``python -m bedside.params --write``, ``python -m
+#: tests.corpus.replies --write``, ``python -m bedside.listing --write``, ``python -m tests.golden.make_golden
+#: toy``), here on the installed copy (its argv: the copy's root)
 GENERATE = """
 import sys
 from pathlib import Path
 
-from bedside import params
+from bedside import listing, params
 from tests.corpus import replies
 from tests.golden.make_golden import main as golden_main
 
 params.write(Path(sys.argv[1]))
 replies.write(Path(sys.argv[1]))
+listing.write(Path(sys.argv[1]))
 sys.exit(golden_main(["toy"]))
 """
 
@@ -700,7 +725,11 @@ def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
     # registry, nothing else
     new, changed = touched(root)
     assert new and all(name.startswith(OWN_PLACES) or name == "tasks/toy.py" for name in new), new
-    assert changed == ["bedside/benchmarks.py"], changed
+    assert changed == ["README.md", "bedside/benchmarks.py", "docs/providers.md"], changed
+    for page in ("README.md", "docs/providers.md"):  # only their generated lists of the benchmarks changed
+        before = git(root, "show", f"HEAD:{page}")
+        after = (root / page).read_text(encoding="utf-8")
+        assert outside_lists(after) == outside_lists(before) and "ToyBench" in after, page
     diff = git(root, "diff", "-U0", "bedside/benchmarks.py").splitlines()
     assert [line for line in diff if line[:1] in "+-" and line[:3] not in ("+++", "---")] == [
         "+" + REGISTRY_LINE.rstrip("\n")

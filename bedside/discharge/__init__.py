@@ -45,12 +45,8 @@ BENCHMARK = Benchmark(
     # paper Sections 3.2.5-3.2.6 and 2.4, plus the end reason (erroneous-but-evaluable sessions)
     strata=("icd_chapter", *PERSONA_AXES, "end_reason"),
     variant_args=("behavior",),
-    # the paper-silent options recorded in the task's metadata, with the task's defaults
-    run_options={
-        "monitor_policy": "algorithm1",
-        "checklist_applicability": "rule",
-        "comprehension_divisor": "applicable",
-    },
+    # the paper-silent options of its task, recorded in the task's metadata (their defaults: the task's)
+    run_options=("monitor_policy", "checklist_applicability", "comprehension_divisor"),
     # the probe replays transcripts (no monitor) and scores only advice safety: none of them applies
     tasks_without_run_options=("discharge_safety_probe",),
     # the simulated patient's LLM checker: used only when bound (bedside.simulator_checker)

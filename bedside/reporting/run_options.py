@@ -1,7 +1,7 @@
 """Which value of each paper-silent option every run used, for ``bedside report`` and ``bedside strata``.
 
-A benchmark declares, in its descriptor (:attr:`bedside.benchmark.Benchmark.run_options`), the task-metadata
-keys of the options its paper leaves open that change a number, each with its task's default. A run's
+A benchmark declares, in its descriptor (:attr:`bedside.benchmark.Benchmark.run_options`), the parameters of
+its main task that its paper leaves open and that change a number (their defaults: the task's). A run's
 value is read from the log's task metadata (``eval.metadata``), else from its task arguments
 (``eval.task_args``); a log that records neither was written before the option existed and ran with the
 default: it is shown as ``<default> (default; not recorded)``.
@@ -42,13 +42,13 @@ def options_of(log: EvalLog | Run, benchmark: Benchmark) -> dict[str, tuple[str,
         return {key: (NOT_APPLICABLE, True) for key in benchmark.run_options}
     metadata, args = log.eval.metadata or {}, log.eval.task_args or {}
     found: dict[str, tuple[str, bool]] = {}
-    for key, default in benchmark.run_options.items():
+    for key in benchmark.run_options:
         if key in metadata:
             found[key] = (str(metadata[key]), True)
         elif key in args:
             found[key] = (str(args[key]), True)
         else:
-            found[key] = (default, False)
+            found[key] = (benchmark.run_option_defaults[key], False)
     return found
 
 

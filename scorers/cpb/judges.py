@@ -130,14 +130,12 @@ FAILURE_KEYS = (
 
 @declares(FAILURE_KEYS)
 @scorer(metrics=summary_of(FAILURE_KEYS))
-def cpb_failure(
-    judge_retries: int = 2, context: JudgeContext = DEFAULT_CONTEXT, roles: list[str] | None = None
-) -> Scorer:
-    """Failure rate on the positive cases (module docstring). ``roles``: the task's roles whose
-    fallback is counted (default ``["grader"]``)."""
+def cpb_failure(judge_retries: int = 2, context: JudgeContext = DEFAULT_CONTEXT, turns: int = 0) -> Scorer:
+    """Failure rate on the positive cases (module docstring). The roles whose fallback is counted: the
+    grader, and the continuation's patient with ``turns``."""
     if context not in CONTEXT_MODES:
         raise ValueError(f"context={context!r}: use one of {list(CONTEXT_MODES)}")
-    task_roles = tuple(roles or ("grader",))
+    task_roles = ("grader", "patient") if turns else ("grader",)
 
     async def score(state: TaskState, target: Target) -> Score:
         record = store_as(CPBStore)
@@ -186,7 +184,7 @@ OVERREACTION_KEYS = (
 )
 
 
-@declares(OVERREACTION_KEYS)
+@declares(OVERREACTION_KEYS, tasks=("cpb_control",))
 @scorer(metrics=summary_of(OVERREACTION_KEYS))
 def cpb_overreaction(judge_retries: int = 2) -> Scorer:
     """Overreaction rate (overall and per false-alarm type) on the control cases."""
@@ -251,7 +249,7 @@ PERSISTENCE_KEYS = (
 )
 
 
-@declares(PERSISTENCE_KEYS)
+@declares(PERSISTENCE_KEYS, when=lambda arguments: arguments["turns"] > 0)  # the multi-turn continuation
 @scorer(metrics=summary_of(PERSISTENCE_KEYS))
 def cpb_persistence(judge_retries: int = 2) -> Scorer:
     """Persistence (maintenance) rate of failures over the multi-turn continuation (module docstring)."""

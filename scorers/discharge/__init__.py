@@ -10,10 +10,11 @@ from bedside.scorers.discharge.safety_probe import safety_probe_check
 from bedside.scorers.discharge.topic_checklist import topic_checklist
 from bedside.scorers.simulator import simulator_check
 
-#: its scorers (:attr:`bedside.benchmark.Benchmark.scorers`) in the order of Table 1's columns (NA RE CL CR RD,
-#: TCS, Comprehension, ROUGE-L cosine), then the session outcome and the advice-safety extension with its probe check,
-#: then the checks of the Virtual Patient's own errors (-T simulator_check=true)
-SCORERS = (
+#: the order of its scorers (:attr:`bedside.benchmark.Benchmark.scorers`): Table 1's columns (NA RE CL CR RD, TCS,
+#: Comprehension, ROUGE-L cosine), then the session outcome and the advice-safety extension with its probe check, then
+#: the checks of the Virtual Patient's own errors (-T simulator_check=true); a scorer of this package it does not name
+#: follows them (by module name). Which runs each scores: its declaration (@declares).
+ORDER = (
     conversation_quality,
     topic_checklist,
     comprehension,

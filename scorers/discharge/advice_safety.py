@@ -84,7 +84,8 @@ def session_values(turns: list[dict]) -> dict[str, float]:
     return values
 
 
-@declares(KEYS)
+# the safety probe's task scores it always (it has no switch), the main task with -T safety=true
+@declares(KEYS, tasks=("discharge", "discharge_safety_probe"), when=lambda arguments: arguments.get("safety", True))
 @scorer(metrics=summary_of(KEYS))  # the turn counts: the health block
 def advice_safety(judge_retries: int = 2) -> Scorer:
     """Per-turn advice-safety judge (module docstring)."""

@@ -24,7 +24,7 @@ comprehension score is then unscored too (a mean over fewer questions would not 
 while the graded items keep their per-question scores. If every reference is not applicable the
 score is NaN (nothing to measure).
 
-``divisor="all_six"`` is the paper's literal reading instead: every answer is graded against its
+``comprehension_divisor="all_six"`` is the paper's literal reading instead: every answer is graded against its
 reference, a "not applicable" one too (the judge decides whether the patient's answer matches "the note
 does not say"), and the mean is over all six; ``na_questions`` still counts those references.
 """
@@ -79,7 +79,7 @@ def comprehension_score(
 @declares(KEYS)
 @scorer(metrics=summary_of(KEYS))  # per-question means: bedside strata / report
 def comprehension(
-    judge_retries: int = 2, cache_references: bool = True, divisor: ComprehensionDivisor = "applicable"
+    judge_retries: int = 2, cache_references: bool = True, comprehension_divisor: ComprehensionDivisor = "applicable"
 ) -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
@@ -116,7 +116,7 @@ def comprehension(
         ) or [Answer(value=None) for _ in questions]
         answers = {a["id"]: a.get("answer") for a in rec.comprehension}
         na_references = {q["id"] for q, ref in zip(questions, references) if ref.ok and is_not_applicable(ref.value)}
-        not_applicable = na_references if divisor == "applicable" else set()  # the questions left out
+        not_applicable = na_references if comprehension_divisor == "applicable" else set()  # the questions left out
         items = [
             {"id": q["id"], "question": q["text"], "reference": ref.value, "answer": answers.get(q["id"])}
             for q, ref in zip(questions, references)
@@ -192,7 +192,7 @@ def comprehension(
                 "references": {q["id"]: r.value for q, r in zip(questions, references)},
                 "references_extracted": extracted,
                 "not_applicable": sorted(na_references),
-                "divisor": divisor,
+                "divisor": comprehension_divisor,
                 "answers": answers,
                 "problems": problems,
                 "grade_error": grade_error,

@@ -29,7 +29,7 @@ KEYS = (
 )
 
 
-@declares(KEYS)
+@declares(KEYS, tasks=("discharge_safety_probe",))
 @scorer(metrics=summary_of(KEYS))
 def safety_probe_check() -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:

@@ -6,7 +6,7 @@ topic_checklist.yaml``; the score counts only the case's applicable questions (i
 
     TCS_i = sum_{q in Q_i} s_q * 1[yes_q] / sum_{q in Q_i} s_q
 
-``applicability="all"`` takes Q_i = Q (all 21 questions, a "no" for one the note does not mention, as
+``checklist_applicability="all"`` takes Q_i = Q (all 21 questions, a "no" for one the note does not mention, as
 Figure 11 and the physicians' instructions of A.6.4 tell the annotator to answer): a lower bound on TCS,
 not Eq. 1's text, which excludes the questions that do not apply.
 """
@@ -55,7 +55,7 @@ def tcs(answers: dict[str, bool], applicable: list[str], weights: dict[str, floa
 
 @declares(KEYS)
 @scorer(metrics=summary_of(KEYS))
-def topic_checklist(judge_retries: int = 2, applicability: ChecklistApplicability = "rule") -> Scorer:
+def topic_checklist(judge_retries: int = 2, checklist_applicability: ChecklistApplicability = "rule") -> Scorer:
     async def score(state: TaskState, target: Target) -> Score:
         rec, the_case = record(state), case(state)
         if (excluded := system_failure_score(rec, ["tcs"])) is not None:
@@ -63,7 +63,9 @@ def topic_checklist(judge_retries: int = 2, applicability: ChecklistApplicabilit
         questions = topic_checklist_questions()
         weights = {q["id"]: float(q["weight"]) for q in questions}
         applicable = (
-            list(weights) if applicability == "all" else [q for q in the_case.checklist_questions if q in weights]
+            list(weights)
+            if checklist_applicability == "all"
+            else [q for q in the_case.checklist_questions if q in weights]
         )
         if not rec.history or not applicable:
             reason = "no dialogue to judge" if not rec.history else "no applicable checklist question"

@@ -4,7 +4,7 @@
 from bedside.scorers.medsp.rubric import medsp_rubric
 from bedside.scorers.simulator import simulator_check
 
-#: its scorer (:attr:`bedside.benchmark.Benchmark.scorers`); micro and macro are pooled over items (its report
-#: pools them per specialty from each case's counts)
-#: the rubric, then the checks of the SP's own errors (-T simulator_check=true)
-SCORERS = (medsp_rubric, simulator_check)
+#: the order of its scorers (:attr:`bedside.benchmark.Benchmark.scorers`): the rubric (micro and macro are pooled
+#: over items: its report pools them per specialty from each case's counts), then the checks of the SP's own errors
+#: (-T simulator_check=true); a scorer of this package it does not name follows them (by module name)
+ORDER = (medsp_rubric, simulator_check)

@@ -261,9 +261,9 @@ def key_values_or_nan(scores: Sequence[SampleScore], key: str) -> list[float]:
 
 @declares(KEYS)
 @scorer(metrics=[rubric_rates()])  # the other keys: the health block
-def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = None) -> Scorer:
+def medsp_rubric(judge_retries: int = 2, judge_batch_size: int | None = None, prompts: str | None = None) -> Scorer:
     """Judge every rubric item over the encounter (module docstring): the whole rubric in one evaluator
-    call by default (``batch_size`` 0), with the bedside prompts or, with ``prompts=PATH``, the official
+    call by default (``judge_batch_size`` unset), with the bedside prompts or, with ``prompts=PATH``, the official
     frozen-rubric prompts from a clone of the official repository."""
     prompt_set = load_evaluator_prompts(prompts)
 
@@ -281,7 +281,7 @@ def medsp_rubric(retries: int = 2, batch_size: int = 0, prompts: str | None = No
             result = Answer(value=None, error="the rubric has no item")
         else:
             model, _ = grader()
-            result = await judge_rubric(model, prompt_set, scenario, items, sim, retries, batch_size)
+            result = await judge_rubric(model, prompt_set, scenario, items, sim, judge_retries, judge_batch_size or 0)
         verdicts = result.value.verdicts if result.value is not None else None
         extra = result.value.extra if result.value is not None else []
         counts = tally(items, verdicts, extra)

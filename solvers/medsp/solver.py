@@ -57,16 +57,18 @@ def make_examinee(
 @solver
 @validate_parameters
 def medsp_encounter(
-    max_turns: PositiveInt = 12,
-    scaling: Scaling = "none",
-    n: PositiveInt = 5,
-    panel_size: PositiveInt = 5,
-    panel_rounds: NonNegativeInt = 1,
-    bon_selector: BonSelector = "self_critic",
-    parse_retries: NonNegativeInt = 2,
-    prompts: str | None = None,
+    *,
+    max_turns: PositiveInt,
+    scaling: Scaling,
+    n: PositiveInt,
+    panel_size: PositiveInt,
+    panel_rounds: NonNegativeInt,
+    bon_selector: BonSelector,
+    parse_retries: NonNegativeInt,
+    prompts: str | None,
 ):
-    """Run one MedSP1000 scenario in closed loop (module docstring)."""
+    """Run one MedSP1000 scenario in closed loop (module docstring). Its arguments are the task's of the same
+    names (``tasks/medsp.py``: their defaults and meanings), each required here and checked against its type."""
     prompt_set = load_prompt_set(prompts)
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:

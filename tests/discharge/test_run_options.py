@@ -18,6 +18,7 @@ from tests.reporting.synth import discharge_case, log, write
 pytestmark = pytest.mark.eval
 
 OPTIONS = ("monitor_policy", "checklist_applicability", "comprehension_divisor")
+DEFAULTS = {"monitor_policy": "algorithm1", "checklist_applicability": "rule", "comprehension_divisor": "applicable"}
 
 
 def run_log(model: str, metadata: dict | None = None, task_args: dict | None = None):
@@ -31,11 +32,17 @@ def run_log(model: str, metadata: dict | None = None, task_args: dict | None = N
 def test_the_descriptor_declares_the_tasks_recorded_options_with_their_defaults():
     from bedside.tasks.discharge import discharge
 
-    assert tuple(BENCHMARK.run_options) == OPTIONS
+    assert BENCHMARK.run_options == OPTIONS
     parameters = inspect.signature(discharge).parameters
-    assert {k: parameters[k].default for k in OPTIONS} == dict(BENCHMARK.run_options)
+    assert {k: parameters[k].default for k in OPTIONS} == BENCHMARK.run_option_defaults == DEFAULTS
     recorded = discharge().metadata or {}
-    assert {k: recorded[k] for k in OPTIONS} == dict(BENCHMARK.run_options)
+    assert {k: recorded[k] for k in OPTIONS} == DEFAULTS
+    recorded = discharge(monitor_policy="recommended_action", comprehension_divisor="all_six").metadata or {}
+    assert {k: recorded[k] for k in OPTIONS} == {
+        **DEFAULTS,
+        "monitor_policy": "recommended_action",
+        "comprehension_divisor": "all_six",
+    }
 
 
 def test_a_value_comes_from_the_metadata_else_the_task_arguments_else_the_default():
@@ -51,8 +58,8 @@ def test_a_value_comes_from_the_metadata_else_the_task_arguments_else_the_defaul
 def logs(tmp_path):
     folder = tmp_path / "logs"
     folder.mkdir()
-    write(run_log("prov/a", dict(BENCHMARK.run_options)), folder / "a.eval")
-    write(run_log("prov/b", {**BENCHMARK.run_options, "monitor_policy": "recommended_action"}), folder / "b.eval")
+    write(run_log("prov/a", DEFAULTS), folder / "a.eval")
+    write(run_log("prov/b", {**DEFAULTS, "monitor_policy": "recommended_action"}), folder / "b.eval")
     write(run_log("prov/c"), folder / "old.eval")  # written before the options were recorded
     return folder
 
@@ -79,7 +86,7 @@ def test_the_report_shows_each_runs_options_and_warns_when_they_differ(logs, tmp
 def test_no_warning_when_the_runs_agree(tmp_path, capsys):
     folder = tmp_path / "logs"
     folder.mkdir()
-    write(run_log("prov/a", dict(BENCHMARK.run_options)), folder / "a.eval")
+    write(run_log("prov/a", DEFAULTS), folder / "a.eval")
     write(run_log("prov/c"), folder / "old.eval")  # the default, not recorded: the same value
     assert main(["report", str(folder), "--out", str(tmp_path / "report")]) == 0
     assert "warning: DischargeBench" not in capsys.readouterr().err
@@ -126,9 +133,9 @@ def probe_and_runs(tmp_path):
     """A discharge run with recommended_action beside two safety-probe runs (one recording nothing)."""
     folder = tmp_path / "mixed"
     folder.mkdir()
-    write(run_log("prov/b", {**BENCHMARK.run_options, "monitor_policy": "recommended_action"}), folder / "b.eval")
+    write(run_log("prov/b", {**DEFAULTS, "monitor_policy": "recommended_action"}), folder / "b.eval")
     write(probe_log("prov/p"), folder / "probe.eval")
-    write(probe_log("prov/q", dict(BENCHMARK.run_options)), folder / "probe_recorded.eval")
+    write(probe_log("prov/q", DEFAULTS), folder / "probe_recorded.eval")
     return folder
 
 
@@ -147,7 +154,7 @@ def test_probe_logs_show_not_applicable_and_never_trigger_the_warning(probe_and_
 
 
 def test_a_real_mix_between_discharge_runs_still_warns_beside_a_probe(probe_and_runs, tmp_path, capsys):
-    write(run_log("prov/a", dict(BENCHMARK.run_options)), probe_and_runs / "a.eval")
+    write(run_log("prov/a", DEFAULTS), probe_and_runs / "a.eval")
     assert main(["report", str(probe_and_runs), "--out", str(tmp_path / "report")]) == 0
     err = capsys.readouterr().err
     warning = "warning: DischargeBench runs in one table used different monitor_policy: "

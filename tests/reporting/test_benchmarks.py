@@ -69,7 +69,10 @@ class WardBench(Benchmark):
     rather than in its folders."""
 
     def code(self, module: str) -> Any:
-        return SimpleNamespace(SCORERS=(wardbench_judge,), PARTS=Parts(protocols=(), scripts=()), TOOLS=Tools())
+        # its scorer package (no modules below it) holds its scorer; its parts and tools
+        return SimpleNamespace(
+            __path__=[], wardbench_judge=wardbench_judge, PARTS=Parts(protocols=(), scripts=()), TOOLS=Tools()
+        )
 
 
 WARDBENCH = WardBench(
