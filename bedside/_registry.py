@@ -1,5 +1,6 @@
-"""Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's model provider and the tasks of
-every registered benchmark (its task modules, ``tasks/<b>*.py``: :mod:`bedside.benchmarks`)."""
+"""Inspect entry point (``[project.entry-points.inspect_ai]``): bedside's model provider, and the tasks and the
+scorers of every registered benchmark (its task modules, ``tasks/<b>*.py``, and its ``scorers/<b>/``:
+:mod:`bedside.benchmarks`)."""
 
 from inspect_ai.model import ModelAPI, modelapi
 
@@ -14,3 +15,4 @@ def bedside() -> type[ModelAPI]:
 
 
 benchmarks.task_functions()  # importing its modules registers each task
+benchmarks.scorer_factories()  # and each scorer (a task builds its scorers only when called)

@@ -174,3 +174,9 @@ def task_functions() -> dict[str, Callable[..., Any]]:
     """Every benchmark's Inspect tasks by name (imported now: Inspect's entry point, :mod:`bedside._registry`,
     registers them so)."""
     return {name: function for b in REGISTRY for name, function in b.task_functions.items()}
+
+
+def scorer_factories() -> tuple[Callable[..., Any], ...]:
+    """Every benchmark's scorers (imported now: Inspect's entry point, :mod:`bedside._registry`, registers them
+    under the names Inspect writes into logs, by which ``inspect score`` and ``bedside rescore`` rebuild them)."""
+    return tuple(factory for b in REGISTRY for factory in b.scorers)

@@ -41,8 +41,9 @@ def add_command(
     doc: str | None,
     run: Callable[[argparse.Namespace], int] | None = None,
 ) -> argparse.ArgumentParser:
-    """Sub-command ``name``: ``summary`` in the list of ``bedside --help``, ``doc`` (its module's docstring) as
-    written in its own ``--help``, and ``run(args)`` (the exit code; None for a group of sub-commands)."""
+    """Sub-command ``name``: ``summary`` in the list of ``bedside --help``, ``doc`` as written above the options
+    of its own ``--help`` (a command there is a documented command: tests/test_documented_commands.py runs it),
+    and ``run(args)`` (the exit code; None for a group of sub-commands)."""
     parser = sub.add_parser(name, help=summary, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
     if run is not None:
         parser.set_defaults(func=run)

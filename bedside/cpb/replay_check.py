@@ -227,7 +227,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         return main(args)
 
     summary = "check bedside's CPB-Bench verdicts against a released run's recorded replies"
-    p = add_command(sub, "replay-check", summary, __doc__, run)
+    p = add_command(sub, "replay-check", summary, __doc__.split("\n\n")[0], run)
     p.add_argument(
         "--results", required=True, help="a released results file, folder, or a clone of the CPB-Bench repository"
     )

@@ -146,4 +146,4 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``safety`` sub-command (module docstring)."""
     summary = "advice-safety results: per session, per category, per stratum, probe catch rates"
-    add_command(sub, "safety", summary, __doc__, run).add_argument("logs", nargs="+", metavar="LOG")
+    add_command(sub, "safety", summary, __doc__.split("\n\n")[0], run).add_argument("logs", nargs="+", metavar="LOG")

@@ -402,7 +402,7 @@ def run(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """The ``estimate`` sub-command (module docstring)."""
     summary = "expected calls, tokens, wall time and cost of a planned run, from pilot logs"
-    p = add_command(sub, "estimate", summary, __doc__, run)
+    p = add_command(sub, "estimate", summary, None, run)
     p.add_argument("logs", nargs="+", help="pilot .eval logs (a few cases)")
     p.add_argument("--cases", type=int, help="cases in the planned run (for its bill)")
     p.add_argument("--epochs", type=int, default=1)
