@@ -789,7 +789,7 @@ def time_all(args: argparse.Namespace) -> None:
             results["made"][made.parent.name] = json.loads(made.read_text())
         pair = paths[:2]
         plan = [(r, paths) for r in readers if r != "compare"]
-        if "compare" in readers:
+        if "compare" in readers and len(pair) == 2:  # a size of one log has nothing to compare
             plan += [("compare", pair)] + ([("samples_df", pair)] if len(paths) > 2 else [])  # its base line
 
         jobs = [(reader, given, total if given is paths else SIZES[total][1] * 2, total) for reader, given in plan]
