@@ -425,6 +425,12 @@ NOT_RUN: tuple[NotRun, ...] = (
         "tests/study/test_benchmarks.py run it on templates filled in by the test",
     ),
     NotRun(
+        r"^bedside report .*--study ",
+        "none",
+        "reads a clinician study's ratings that raters write (their templates filled in); tests/study/test_report.py "
+        "runs it on a study built from logs and templates filled in by the test",
+    ),
+    NotRun(
         r"^bedside study label-studio import ",
         "none",
         "reads Label Studio projects' JSON exports, which only Label Studio writes; tests/study/test_label_studio.py "

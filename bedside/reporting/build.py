@@ -1,5 +1,5 @@
-"""``bedside report LOG_OR_DIR... --out DIR [--prices FILE.yaml] [--annotations FILE.csv]``: what the papers
-show, from Inspect logs.
+"""``bedside report LOG_OR_DIR... --out DIR [--prices FILE.yaml] [--annotations FILE.csv] [--study STUDY
+[--ratings RATINGS.csv...]]``: what the papers show, from Inspect logs.
 
 Writes ``DIR/index.html`` (open it in a browser; static, no script), the figures as PNG and SVG, and
 every table as CSV:
@@ -12,12 +12,18 @@ every table as CSV:
                             runs in one table with different values: a warning atop the page and on stderr
 (``--annotations FILE``)    a benchmark's judge-calibrated estimates from physician annotations (its
                             tools' ``calibrated`` module), in its section and its own CSV
+``clinician_study_*.csv``   ``--study STUDY``: a blinded clinician study's analysis (:mod:`bedside.study.report`:
+                            differences per measure, preferences, Bradley-Terry strengths, inter-rater
+                            reliability, blinding check), from ``--ratings`` or the raters' templates in
+                            the study folder
 ``<benchmark>.csv``         a registered benchmark without a section of its own
                             (:mod:`bedside.benchmarks`): its headline keys overall and per
                             stratum (mean, 95 % CI, n)
 ``usage_by_role.csv``       tokens and cost per role (the model under test by its benchmark's name for it) and
                             mode (``batch``: through the provider's batch API, :mod:`bedside.reporting.usage`)
 ``usage_by_case.csv``       tokens and cost per case × role; ``cost_per_case.csv``: per case
+``person_time.csv``         runs where a person played a role (``bedside/human``): per role, the person's
+                            replies and working time per case (:func:`bedside.reporting.usage.person_time`)
 ``leaderboard.csv``         models on the same cases (a sweep), per grader and key: rank, mean,
                             CI, n, resolved order (:mod:`bedside.reporting.sweep`);
                             ``paired_differences.csv``: every pair of models on shared cases
@@ -71,6 +77,7 @@ from bedside.reporting.population import (
     shown,
 )
 from bedside.reporting.section import Section, SectionInputs
+from bedside.study import report as clinician_study
 
 
 def build(
@@ -83,13 +90,17 @@ def build(
     power: float = detectable.POWER,
     alpha: float = detectable.ALPHA,
     pass_k: int | None = None,
+    study: str | None = None,
+    ratings: list[str] | None = None,
 ) -> Path:
     """Write the report into ``out``; returns the path of ``index.html``. ``annotations``: a physician
-    annotations file for the benchmarks that take one (their tools' ``calibrated``)."""
+    annotations file for the benchmarks that take one (their tools' ``calibrated``); ``study``: a clinician
+    study's folder, with its ``ratings`` files (none: its raters' templates)."""
     out = Path(out)
     logs = load(paths)
     present = {i.benchmark for i in logs}
     annotated = _read_annotations(annotations, [b for b in benchmarks.all_benchmarks() if b.name in present])
+    rated = clinician_study.read(study, ratings)
     out.mkdir(parents=True, exist_ok=True)
     prices = usage.load_prices(prices_path)
     every_sample = scores_frame(logs)
@@ -131,6 +142,8 @@ def build(
             if tools.calibrated and benchmark.name in annotated:  # on the samples its section averages
                 mine = [replace(i, log=restrict_log(i.log, population)) for i in logs if i.benchmark == benchmark.name]
                 tools.calibrated.section(page, benchmark, mine, annotated[benchmark.name], csv)
+    if rated is not None:
+        clinician_study.section(page, rated, csv)
     simulator.section(page, logs, csv)  # the simulated patients' own error rate
 
     sweep.section(page, logs, csv, allow_different_data, power, alpha)
@@ -207,6 +220,39 @@ def _usage(page: Page, logs: list[LoadedLog], prices: dict, csv) -> None:
         per_case,
         csv(per_case, "cost_per_case.csv"),
     )
+    by_role_played, by_case_played = usage.person_time(by_case)
+    if not by_case_played.empty:
+        page.heading("Person-time", level=3)
+        page.table(
+            pd.DataFrame(
+                {
+                    "model": by_role_played["model"],
+                    "role": by_role_played["role"],
+                    "replies per case": _cells(by_role_played, "replies"),
+                    "minutes per case": _cells(by_role_played, "minutes"),
+                    "total minutes": by_role_played["total_minutes"],
+                }
+            ),
+            csv(by_role_played, "person_time.csv"),
+            "Roles a person played (bedside/human): replies and working minutes per case, mean [95 % CI] (n cases). "
+            "Working time is the union of the page's working intervals (reading and typing on a visible page, "
+            "never waiting for the other roles) of the role's calls in the case. " + describe() + ".",
+        )
+        page.details(
+            f"Per case ({len(by_case_played)} case × role)",
+            by_case_played,
+            csv(by_case_played, "person_time_by_case.csv"),
+        )
+
+
+def _cells(table: pd.DataFrame, name: str) -> list[str]:
+    """``name``'s "mean [lower, upper] (n=...)" cell of each row (columns ``<name>_per_case``, ``<name>_ci_*``)."""
+    return [
+        f"{tables.fmt(m, lo, hi)} (n={n})"
+        for m, lo, hi, n in zip(
+            table[f"{name}_per_case"], table[f"{name}_ci_lower"], table[f"{name}_ci_upper"], table["n"]
+        )
+    ]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -221,6 +267,8 @@ def run(args: argparse.Namespace) -> int:
             args.power,
             args.alpha,
             args.pass_k,
+            args.study,
+            args.ratings,
         )
     except (FileNotFoundError, ValueError) as error:
         print(f"bedside report: {error}")
@@ -254,5 +302,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="physician annotations (the format of bedside agreement): adds each headline metric's "
         "judge-calibrated estimate (judge-only mean, judge bias, prediction-powered estimate) to the "
         "sections of the benchmarks that take them",
+    )
+    parser.add_argument(
+        "--study",
+        metavar="STUDY",
+        help="a clinician study's folder (bedside study build): adds its analysis (bedside study report's)",
+    )
+    parser.add_argument(
+        "--ratings",
+        nargs="+",
+        metavar="RATINGS.csv",
+        help="the study's ratings files (the templates filled in; default: the raters' templates in the study folder)",
     )
     detectable.add_options(parser, "the leaderboard's minimum detectable differences")

@@ -16,6 +16,11 @@ recorded in its ``ModelEvent.config``) is in ``mode`` ``batch``, any other in ``
 costs its model's prices less the model's ``batch_discount`` in the price table (the fraction off, e.g.
 ``0.5``: half price; a column the user sets, as the prices). A batched call of a model without one is priced
 at the full price and named by :func:`undiscounted`.
+
+Where a person played a role (``bedside/human``: its calls' outputs carry ``human`` and their working intervals in
+their metadata), the same pass over the events gives the person's working time: a row's ``person_seconds`` is the
+union of its person's calls' working intervals (:func:`bedside.person_time.person_seconds`: reading and typing,
+never waiting; empty for a model's row), and :func:`person_time` summarises it per role.
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import pandas as pd
 import yaml
 
 from bedside import benchmarks
+from bedside.intervals import COUNT, summarise
+from bedside.person_time import person_seconds
 from bedside.reporting.load import LoadedLog
 
 TOKEN_FIELDS = (
@@ -122,8 +129,9 @@ def cost(row: dict, price: dict | None, per_tokens: float) -> float:
 
 def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
     """One row per (model label, case, epoch, role, model serving the role, mode): calls, cached calls,
-    tokens and cost."""
+    tokens, cost and a person's working time (module docstring)."""
     rows: dict[tuple, dict] = {}
+    worked: dict[tuple, list[dict]] = {}  # a row's person-played calls' output metadata
     for item in logs:
         subject = benchmarks.subject_role(item.benchmark)
         # its events, one sample at a time, each read whole: Inspect parses a sample with exclude_fields in pure
@@ -149,6 +157,9 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
                     },
                 )
                 row["calls"] += 1
+                meta = event.output.metadata if event.output is not None else None
+                if meta and meta.get("human"):
+                    worked.setdefault(key, []).append(meta)
                 if event.cache == "read":
                     row["cached_calls"] += 1
                     continue
@@ -165,7 +176,40 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
         cost(r, price_in_mode(r["role_model"], r["mode"], prices), prices["per_tokens"])
         for r in frame.to_dict("records")
     ]
+    frame["person_seconds"] = [person_seconds(worked[k]) if k in worked else math.nan for k in rows]
     return frame
+
+
+def person_time(by_case: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The roles a person played: (per role, per case). Per case: its replies (the person's calls) and working
+    seconds. Per (model label, role): cases, replies per case and working minutes per case, each a mean with
+    its 95 % interval and n (:mod:`bedside.intervals`), and the total."""
+    played = by_case[by_case["person_seconds"].notna()]
+    per_case = (
+        played.groupby(["model", "id", "epoch", "role"], sort=True)
+        .agg(replies=("calls", "sum"), person_seconds=("person_seconds", "sum"))
+        .reset_index()
+    )
+    rows = []
+    for (label, role), cases in per_case.groupby(["model", "role"], sort=True):
+        replies = summarise(cases["replies"].tolist(), COUNT)
+        minutes = summarise((cases["person_seconds"] / 60).tolist(), COUNT)
+        rows.append(
+            {
+                "model": label,
+                "role": role,
+                "cases": len(cases),
+                "replies_per_case": replies["mean"],
+                "replies_ci_lower": replies["ci_lower"],
+                "replies_ci_upper": replies["ci_upper"],
+                "minutes_per_case": minutes["mean"],
+                "minutes_ci_lower": minutes["ci_lower"],
+                "minutes_ci_upper": minutes["ci_upper"],
+                "n": minutes["n"],
+                "total_minutes": float(cases["person_seconds"].sum() / 60),
+            }
+        )
+    return pd.DataFrame(rows), per_case
 
 
 def usage_by_role(by_case: pd.DataFrame) -> pd.DataFrame:

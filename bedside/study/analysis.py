@@ -58,6 +58,14 @@ COLUMNS = (
     "n",
     "note",
 )
+#: the analysis's sections, in the order the reports show them: (section, heading)
+HEADINGS = (
+    ("difference", "Each condition against each other, per measure (A - B, paired by case)"),
+    ("preference", "Pairwise preference (A against B)"),
+    ("bradley_terry", "Bradley-Terry strengths"),
+    ("reliability", "Inter-rater reliability"),
+    ("blinding", "Blinding check"),
+)
 
 
 class Bootstrap:
@@ -319,6 +327,15 @@ def blinding(study: Study, ratings: pd.DataFrame, boot: Bootstrap) -> list[dict[
             )
         )
     return out
+
+
+def summary(study: Study, ratings: pd.DataFrame) -> str:
+    """What the analysis is of, and how its intervals are made: the first line of each report of it."""
+    return (
+        f"{study.design['title']} clinician study: {ratings['rater'].nunique()} raters, "
+        f"{ratings['case'].nunique()} cases, {len(ratings)} ratings; 95% intervals: two-way cluster bootstrap "
+        "over cases and raters (alpha: over units)"
+    )
 
 
 def analyse(study: Study, ratings: pd.DataFrame, seed: int = 0, replicates: int = REPLICATES) -> pd.DataFrame:

@@ -5,10 +5,12 @@
     bedside study label-studio export study/ --out study-label-studio/
 
 ``build`` writes the study folder (:mod:`bedside.study.build`: the design, each rater's packet and ratings
-template, the key held apart); ``report`` (``bedside study report STUDY RATINGS.csv...``) checks the raters' ratings
-against it (:mod:`bedside.study.ratings`) and prints the analysis (:mod:`bedside.study.analysis`);
-``label-studio export`` writes the study as Label Studio projects, and ``label-studio import STUDY EXPORT.json...
---out ratings.csv`` reads their JSON exports back as ratings (:mod:`bedside.study.label_studio`). Bad input is
+template, the key held apart); ``report`` (``bedside study report STUDY [RATINGS.csv...]``; no file: the
+templates filled in where they are, ``STUDY/raters/<rater>/ratings.csv``) checks the raters' ratings against it
+(:mod:`bedside.study.ratings`) and prints the analysis (:mod:`bedside.study.analysis`; ``bedside report --study``
+adds it to the report, :mod:`bedside.study.report`); ``label-studio export`` writes the study as Label Studio
+projects, and ``label-studio import STUDY EXPORT.json... --out ratings.csv`` reads their JSON exports back as
+ratings (:mod:`bedside.study.label_studio`). Bad input is
 refused in one line, exit code 2, before anything is written.
 """
 
@@ -17,19 +19,10 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bedside.study.analysis import analyse
+from bedside.study.analysis import HEADINGS, analyse, summary
 from bedside.study.build import RATING_COLUMNS, StudyError, build
 from bedside.study.label_studio import export, import_ratings
-from bedside.study.ratings import Study, read_ratings
-
-#: how the report prints each section's rows: (section, heading)
-HEADINGS = (
-    ("difference", "Each condition against each other, per measure (A - B, paired by case)"),
-    ("preference", "Pairwise preference (A against B)"),
-    ("bradley_terry", "Bradley-Terry strengths"),
-    ("reliability", "Inter-rater reliability"),
-    ("blinding", "Blinding check"),
-)
+from bedside.study.ratings import Study, read_study
 
 
 def run_build(args: argparse.Namespace) -> int:
@@ -48,20 +41,12 @@ def run_build(args: argparse.Namespace) -> int:
 
 def run_report(args: argparse.Namespace) -> int:
     try:
-        study = Study.load(args.study)
-        ratings = read_ratings(study, args.ratings)
-    except (StudyError, FileNotFoundError) as error:
+        study, ratings = read_study(args.study, args.ratings)
+    except StudyError as error:
         print(f"bedside study report: {error}")
         return 2
-    if ratings.empty:
-        print(f"bedside study report: {', '.join(args.ratings)}: no rating given yet")
-        return 2
     table = analyse(study, ratings, seed=args.seed)
-    print(
-        f"{study.design['title']} clinician study: {ratings['rater'].nunique()} raters, "
-        f"{ratings['case'].nunique()} cases, {len(ratings)} ratings; 95% intervals: two-way cluster bootstrap "
-        "over cases and raters (alpha: over units)"
-    )
+    print(summary(study, ratings))
     for section, heading in HEADINGS:
         rows = table[table["section"] == section]
         if rows.empty:
@@ -117,7 +102,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     build.set_defaults(func=run_build)
     report = actions.add_parser("report", help="the analysis of the raters' ratings")
     report.add_argument("study", metavar="STUDY", help="the study folder")
-    report.add_argument("ratings", nargs="+", metavar="RATINGS", help="ratings CSV files (the templates filled in)")
+    report.add_argument(
+        "ratings",
+        nargs="*",
+        metavar="RATINGS",
+        help="ratings CSV files (the templates filled in; default: the raters' templates in the study folder)",
+    )
     report.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     report.add_argument("--csv", metavar="FILE.csv", help="also write every number to this CSV")
     report.set_defaults(func=run_report)

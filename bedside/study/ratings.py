@@ -156,6 +156,25 @@ def read_ratings(study: Study, paths: Sequence[str | Path]) -> pd.DataFrame:
     return frame(study, records())
 
 
+def template_paths(study: Study) -> list[Path]:
+    """The raters' templates in the study folder (``raters/<rater>/ratings.csv``), where raters filled them in."""
+    return [study.folder / "raters" / rater / "ratings.csv" for rater in study.design["raters"]]
+
+
+def read_study(folder: str | Path, paths: Sequence[str | Path] = ()) -> tuple[Study, pd.DataFrame]:
+    """The study at ``folder`` and its ratings, read from ``paths`` (none: the raters' templates in the folder),
+    checked (module docstring); :class:`StudyError` also when no rating is given yet."""
+    study = Study.load(folder)
+    paths = list(paths) or template_paths(study)
+    try:
+        ratings = read_ratings(study, paths)
+    except FileNotFoundError as ex:
+        raise StudyError(f"{ex.filename}: no such ratings file") from ex
+    if ratings.empty:
+        raise StudyError(f"{', '.join(str(p) for p in paths)}: no rating given yet")
+    return study, ratings
+
+
 def truth(study: Study, condition: str) -> float:
     """The blinding check's right answer for a condition (:data:`GUESS`'s number: physician 1, model 0)."""
     return GUESS.value(PHYSICIAN if study.is_physician(condition) else "model")

@@ -5,7 +5,8 @@ the eval completes and scores, and the page says the session is complete and whe
 way each test checks what a physician meets on the page: the turn budget and the last-turn notice, the
 note pinned beside the reply box, each judge criterion beside its field under the id the refusals use,
 structured rows instead of JSON, refusals at the field, the monitor's verdicts and the scenario's
-unsupported actions, a call asked again with its reason, person-time as working time. A session killed
+unsupported actions, a call asked again with its reason, person-time as working time; and, per clinician role
+(educator, examinee, doctor), what one case asked of the person (:func:`time_per_case`). A session killed
 mid-way resumes with the ``inspect eval-retry`` command the page names, at the same address, without
 asking an accepted reply again and with the text typed before the crash still in the box (and counted).
 
@@ -25,6 +26,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -233,6 +235,68 @@ def finished(proc: Process, tmp: Path) -> Any:
     log = read_eval_log(str(location))
     assert log.status == "success", out[-3000:]
     return log
+
+
+def words(text: str) -> int:
+    return len(text.split())
+
+
+def typed(reply: Any) -> int:
+    """The words a person typed for ``reply``: its text, or its form's text fields (a choice is a click)."""
+    if isinstance(reply, str):
+        return words(reply)
+    if isinstance(reply, list):
+        return sum(typed(v) for v in reply)
+    if isinstance(reply, dict):
+        return sum(typed(v) for v in reply.values())
+    return 0
+
+
+def time_per_case(log: Any, calls: list[dict[str, Any]], answer: Answer, name: str) -> list[dict[str, Any]]:
+    """What the person playing the clinician (the model under test) did per case, as the page and the log recorded
+    it: replies (forms among them), the words the page showed that they had not seen at the call before (in all, and
+    at the first call: the instructions and the case), the words they typed, and their person-time (the union of the calls'
+    working intervals). ``bedside report`` shows the same person-time per case (person_time_by_case.csv).
+    Written to BEDSIDE_SCREENS/time_per_case_<name>.json when set (docs/clinician-study.md's figures)."""
+    from bedside import benchmarks
+    from bedside.person_time import person_seconds
+    from bedside.reporting import usage
+    from bedside.reporting.load import load
+
+    role = benchmarks.of_task(log.eval.task).subject_role
+    rows = []
+    for sample in log.samples:
+        mine = [c for c in calls if c["case"] == str(sample.id) and c["role"] == role]
+        outputs = [
+            e.output
+            for e in sample.events
+            if e.event == "model" and e.role is None and e.output and e.output.model == "bedside/human"
+        ]
+        read, seen = [], Counter[tuple[str, str]]()
+        for call in mine:
+            shown = Counter((m["role"], m["text"]) for m in call["messages"])
+            read.append(sum(words(text) * n for (_, text), n in (shown - seen).items()))
+            seen = shown
+        rows.append(
+            {
+                "role": role,
+                "case": str(sample.id),
+                "replies": len(outputs),
+                "forms": sum(c["schema"] is not None for c in mine),
+                "words_read": sum(read),
+                "words_read_at_first_call": read[0] if read else 0,
+                "words_typed": sum(typed(answer(c)) for c in mine),
+                "person_seconds": round(person_seconds(o.metadata for o in outputs), 2),
+            }
+        )
+    assert all(r["replies"] == len([c for c in calls if c["case"] == r["case"] and c["role"] == role]) for r in rows)
+    _, report = usage.person_time(usage.usage_by_case(load([log.location]), usage.load_prices()))
+    shown = report[report["role"] == role].set_index("id")
+    assert {r["case"]: r["person_seconds"] for r in rows} == pytest.approx(shown["person_seconds"].to_dict(), abs=0.01)
+    assert {r["case"]: r["replies"] for r in rows} == shown["replies"].to_dict()
+    if SCREENS is not None:
+        (SCREENS / f"time_per_case_{name}.json").write_text(json.dumps(rows, indent=1))
+    return rows
 
 
 def human_outputs(log: Any) -> list[Any]:
@@ -615,6 +679,11 @@ def test_a_person_plays_the_cpb_doctor_and_judge_and_the_medsp_examinee(tmp_path
     assert all(a[1] <= b[0] + 0.5 for a, b in zip(intervals, intervals[1:])), intervals  # no double counting
     pilot = read_pilot([log.location])
     assert abs(pilot.person_seconds - sum(seconds)) < 1.0
+    # the doctor's part per case (the judge's calls are the grader's): one reply, what it read and typed
+    doctor = time_per_case(log, played.answered, cpb_answer, "cpb_doctor")
+    assert len(doctor) == 2 and all(r["replies"] == 1 and r["forms"] == 0 for r in doctor), doctor
+    assert all(r["words_typed"] == typed(cpb_answer(played.answered[0])) and r["words_read"] > 0 for r in doctor)
+    assert all(1.0 <= r["person_seconds"] <= worked + 1.0 for r in doctor), (doctor, worked)
     printed = render(estimate(pilot, cases=10), 0.9)
     assert "person hours" in printed and f"the pilot: {pilot.person_seconds / 3600:.2f} h worked" in printed
 
@@ -658,6 +727,12 @@ def test_a_person_plays_the_cpb_doctor_and_judge_and_the_medsp_examinee(tmp_path
     [sample] = log.samples
     assert "I will order tests" in " ".join(m.text for m in sample.messages) and sample.scores
     assert "Session complete" in played.end
+    # the examinee's case: three forms, what the page showed and what was typed, the working time
+    [examinee] = time_per_case(log, played.answered, medsp_answer, "medsp_examinee")
+    assert examinee["replies"] == examinee["forms"] == 3 and examinee["words_read"] > 0, examinee
+    assert examinee["words_typed"] == sum(typed(medsp_answer(c)) for c in played.answered)
+    elapsed = max(played.answered_at.values()) - min(played.shown_at.values())
+    assert 0 < examinee["person_seconds"] <= elapsed + 1.0, (examinee, elapsed)
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -921,7 +996,9 @@ def test_two_cases_are_played_one_at_a_time_each_to_its_end(tmp_path):
         async with Browser(tmp_path / "profile") as browser:
             await play_cases(browser, url, proc, played, dwell=0.3)
 
+    began = time.time()
     asyncio.run(session())
+    session_seconds = time.time() - began
     log = finished(proc, tmp_path)
     cases = [c["case"] for c in played.answered]
     # one case from its first turn to its last, then the other: never interleaved
@@ -959,10 +1036,13 @@ def test_two_cases_are_played_one_at_a_time_each_to_its_end(tmp_path):
         for sample in log.samples
     }
     assert all(seconds > 0 for seconds in spent.values()), spent
-    if SCREENS is not None:
-        (SCREENS / "time_per_case.json").write_text(
-            json.dumps({"educator working seconds": spent, "page seconds from first turn to end": played.case_seconds})
-        )
+    # per case: the educator's replies (free text, no form), what the page showed them and what they typed
+    educator = time_per_case(log, played.answered, discharge_answer, "discharge_educator")
+    assert {r["case"]: r["person_seconds"] for r in educator} == pytest.approx(spent, abs=0.01)
+    for row in educator:
+        assert row["replies"] == len(EDUCATOR) and row["forms"] == 0, row
+        assert row["words_typed"] == sum(words(t) for t in EDUCATOR) and row["words_read"] > 0, row
+    assert sum(r["person_seconds"] for r in educator) <= session_seconds, (educator, session_seconds)
 
 
 # ---------------------------------------------------------------------------------------------------
