@@ -144,7 +144,14 @@ def working_time(folder: Path, raters: Iterable[str]) -> str | None:
     if not spent:
         return None
     values = sorted(spent.values())
+
+    def shown(seconds: float) -> str:
+        if seconds >= 90:
+            return f"{seconds / 60:.1f} min"
+        return f"{seconds:.1f} s" if seconds < 10 else f"{seconds:.0f} s"
+
     return (
-        f"Working time on the rating page: median {statistics.median(values):.0f} s per task "
-        f"(n = {len(values)} tasks of {len({r for r, _ in spent})} raters; range {values[0]:.0f}-{values[-1]:.0f} s)"
+        f"Working time on the rating page: median {shown(statistics.median(values))} per task "
+        f"(n = {len(values)} tasks of {len({r for r, _ in spent})} raters; "
+        f"range {shown(values[0])} to {shown(values[-1])})"
     )

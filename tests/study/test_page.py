@@ -198,11 +198,15 @@ async def send(page: Browser, done: int) -> None:
 
 
 async def shot(page: Browser, name: str, full: bool = True) -> None:
-    """The whole page from its top (``full``), or what the rater sees now."""
+    """The whole page from its top (``full``), or what the rater sees now; and what a wide screen (1920 px) shows,
+    the conversations beside the questions."""
     if SCREENS is not None:
         if full:
             await page.eval("window.scrollTo(0, 0)")
         await page.screenshot(SCREENS / f"study-{name}-1280.png", full=full)
+        await page.viewport(1920, 1080)
+        await page.screenshot(SCREENS / f"study-{name}-1920.png")
+        await page.viewport(*page.size)
 
 
 @pytest.mark.eval
