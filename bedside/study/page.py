@@ -236,7 +236,7 @@ REFUSED = (
     "<!doctype html><meta charset='utf-8'><title>bedside: not a rater's link</title>"
     "<body style='font: 16px/1.5 system-ui, sans-serif; margin: 40px; max-width: 40em'>"
     "<h1>This is not a rater's link</h1><p>This address is not one of this study's rater links, so nothing is "
-    "shown. Use the whole link the study's organiser sent you: it ends with a long code and a slash "
+    "shown. Use the whole link the study's organiser sent you: it ends with a long code "
     "(<code>http://127.0.0.1:PORT/…code…/</code>). If it still does not open, ask the organiser for your link "
     "again.</p></body>"
 )
@@ -275,6 +275,11 @@ def _handler(desk: RatingDesk) -> type[BaseHTTPRequestHandler]:
             rater, rest = self._route()
             if rater is None:
                 self._refuse(rest)
+            elif not urlsplit(self.path).path.lstrip("/").count("/"):  # the link without its last slash
+                self.send_response(HTTPStatus.MOVED_PERMANENTLY)
+                self.send_header("Location", urlsplit(self.path).path + "/")
+                self.send_header("Content-Length", "0")
+                self.end_headers()
             elif rest in ("", "index.html"):
                 self._send(HTTPStatus.OK, PAGE.read_bytes(), "text/html; charset=utf-8")
             elif rest == "api/state":

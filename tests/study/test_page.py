@@ -93,6 +93,7 @@ def test_a_link_serves_one_raters_tasks_blinded_and_refuses_what_is_off_scale(se
         assert request(wrong + "api/state")[0] == 403
     status, text = request(links["ann"] + "api/state")
     assert status == 200
+    assert request(links["ann"].rstrip("/")) == request(links["ann"])  # the link without its slash: the page
     state = json.loads(text)
     design = json.loads((study / "study.json").read_text())
     assert [t["task"] for t in state["tasks"]] == [t["code"] for t in design["tasks"] if t["rater"] == "ann"]
