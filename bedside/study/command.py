@@ -27,6 +27,7 @@ from bedside.study.analysis import HEADINGS, analyse, summary
 from bedside.study.build import RATING_COLUMNS, StudyError, build
 from bedside.study.journal import working_time
 from bedside.study.label_studio import export, import_ratings
+from bedside.study.page import RatingDesk
 from bedside.study.ratings import Study, read_study
 
 
@@ -71,8 +72,6 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    from bedside.study.page import RatingDesk
-
     try:
         desk = RatingDesk(Path(args.study), args.port)
     except StudyError as error:
