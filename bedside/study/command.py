@@ -14,8 +14,7 @@ adds it to the report, :mod:`bedside.study.report`); ``serve`` serves bedside's 
 (:mod:`bedside.study.page`), whose answers go to the raters' journals in the study folder, which ``report`` reads
 besides the ratings files; ``label-studio export`` writes the study as Label Studio projects, and ``label-studio
 import STUDY EXPORT.json... --out ratings.csv`` reads their JSON exports back as ratings
-(:mod:`bedside.study.label_studio`). Bad input is
-refused in one line, exit code 2, before anything is written.
+(:mod:`bedside.study.label_studio`). Bad input is refused in one line, exit code 2, before anything is written.
 """
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ import pytest
 
 from bedside.study.journal import Journal, journal_path
 from bedside.study.page import RatingDesk
-from bedside.study.ratings import Study, read_ratings
+from bedside.study.ratings import Study, read_ratings, read_study
 from tests import forked
 from tests.conftest import bedside_command
 from tests.human.cdp import CHROMIUM, Browser
@@ -138,6 +138,7 @@ def test_a_link_serves_one_raters_tasks_blinded_and_refuses_what_is_off_scale(se
     shutil.move(tmp_path / "key-aside", study / "key")
     ratings = read_ratings(Study.load(study))
     assert len(ratings) == 2 * PER_TASK
+    assert len(read_study(study)[1]) == 2 * PER_TASK  # bedside report --study: the empty templates and the journals
     mine = ratings[(ratings["task"] == first["task"]) & (ratings["item"] == "naturalness")]
     assert list(mine["value"]) == ["2", "2"]
     # a rating in a CSV and in a journal is given twice: refused, naming both
