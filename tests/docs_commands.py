@@ -421,8 +421,15 @@ NOT_RUN: tuple[NotRun, ...] = (
     NotRun(
         r"^bedside study report ",
         "none",
-        "reads the ratings that raters write (their templates filled in); tests/study/test_build.py and "
-        "tests/study/test_benchmarks.py run it on templates filled in by the test",
+        "reads the ratings that raters write (their templates filled in, or their journals of the rating page); "
+        "tests/study/test_build.py and tests/study/test_benchmarks.py run it on templates filled in by the test, "
+        "tests/study/test_page.py on the journals of raters in headless Chromium",
+    ),
+    NotRun(
+        r"^bedside study serve ",
+        "none",
+        "serves the rating page until stopped, for raters in a browser; tests/study/test_page.py serves it, rates as "
+        "two raters at once in headless Chromium, kills it and serves it again",
     ),
     NotRun(
         r"^bedside report .*--study ",

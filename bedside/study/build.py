@@ -32,6 +32,9 @@ raters, fewer tasks than condition pairs, a rater who would not see every condit
                                condition's kind (model / physician); the balance per rater
 =============================  ======================================================================
 
+``bedside study serve`` adds the rating page's: ``page/links.json`` (each rater's secret link; not for raters) and
+each rater's answers on the page, ``raters/<rater>/journal.jsonl`` (:mod:`bedside.study.page`).
+
 A rater's ratings come back as the template filled in (``bedside study report STUDY RATINGS...``) or from
 Label Studio (``bedside study label-studio``, :mod:`bedside.study.label_studio`).
 """

@@ -2,16 +2,19 @@
 (docs/clinician-study.md). One folder of runs per condition; then:
 
     bedside study build logs/study/model/ logs/study/physicians/ --raters ann,bob --k 2 --seed 1 --out study/
+    bedside study serve study/
+    bedside study report study/
     bedside study label-studio export study/ --out study-label-studio/
 
 ``build`` writes the study folder (:mod:`bedside.study.build`: the design, each rater's packet and ratings
 template, the key held apart); ``report`` (``bedside study report STUDY [RATINGS.csv...]``; no file: the
 templates filled in where they are, ``STUDY/raters/<rater>/ratings.csv``) checks the raters' ratings against it
 (:mod:`bedside.study.ratings`) and prints the analysis (:mod:`bedside.study.analysis`; ``bedside report --study``
-adds it to the report, :mod:`bedside.study.report`); ``label-studio export`` writes the study as Label Studio
-projects, and ``label-studio import STUDY EXPORT.json... --out ratings.csv`` reads their JSON exports back as
-ratings (:mod:`bedside.study.label_studio`). Bad input is
-refused in one line, exit code 2, before anything is written.
+adds it to the report, :mod:`bedside.study.report`); ``serve`` serves bedside's rating page, one link per rater
+(:mod:`bedside.study.page`), whose answers go to the raters' journals in the study folder, which ``report`` reads
+besides the ratings files; ``label-studio export`` writes the study as Label Studio projects, and ``label-studio
+import STUDY EXPORT.json... --out ratings.csv`` reads their JSON exports back as ratings
+(:mod:`bedside.study.label_studio`). Bad input is refused in one line, exit code 2, before anything is written.
 """
 
 from __future__ import annotations
@@ -21,7 +24,9 @@ from pathlib import Path
 
 from bedside.study.analysis import HEADINGS, analyse, summary
 from bedside.study.build import RATING_COLUMNS, StudyError, build
+from bedside.study.journal import working_time
 from bedside.study.label_studio import export, import_ratings
+from bedside.study.page import RatingDesk
 from bedside.study.ratings import Study, read_study
 
 
@@ -47,6 +52,9 @@ def run_report(args: argparse.Namespace) -> int:
         return 2
     table = analyse(study, ratings, seed=args.seed)
     print(summary(study, ratings))
+    spent = working_time(study.folder, study.design["raters"])
+    if spent:
+        print(spent)
     for section, heading in HEADINGS:
         rows = table[table["section"] == section]
         if rows.empty:
@@ -59,6 +67,25 @@ def run_report(args: argparse.Namespace) -> int:
     if args.csv:
         table.to_csv(args.csv, index=False)
         print(f"\nwrote {args.csv}")
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    try:
+        desk = RatingDesk(Path(args.study), args.port)
+    except StudyError as error:
+        print(f"bedside study serve: {error}")
+        return 2
+    print(f"{desk.design['title']} clinician study: the rating page, on this machine only; each link is its rater's:")
+    for name, rater in desk.raters.items():
+        done, total = desk.progress(rater)
+        print(f"  {name}: {desk.link(name)}  ({done} of {total} tasks sent)")
+    print("Answers go to raters/<name>/journal.jsonl; bedside study report reads them. Ctrl+C stops the page;")
+    print("bedside study serve again brings back the same links, answers and progress.", flush=True)
+    try:
+        desk.server.serve_forever()
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
@@ -106,11 +133,18 @@ def register(sub: argparse._SubParsersAction) -> None:
         "ratings",
         nargs="*",
         metavar="RATINGS",
-        help="ratings CSV files (the templates filled in; default: the raters' templates in the study folder)",
+        help="ratings CSV files (the templates filled in; default: the raters' templates in the study folder), "
+        "besides the rating page's journals in the study folder",
     )
     report.add_argument("--seed", type=int, default=0, help="seed of the bootstrap (default 0)")
     report.add_argument("--csv", metavar="FILE.csv", help="also write every number to this CSV")
     report.set_defaults(func=run_report)
+    serve = actions.add_parser("serve", help="the rating page: one link per rater, their answers into the study")
+    serve.add_argument("study", metavar="STUDY", help="the study folder")
+    serve.add_argument(
+        "--port", type=int, help="the page's port on 127.0.0.1 (default: the one this study used, else a free one)"
+    )
+    serve.set_defaults(func=run_serve)
     platform = actions.add_parser(
         "label-studio", help="the study as Label Studio projects, and their exports read back"
     )

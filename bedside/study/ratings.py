@@ -1,6 +1,7 @@
 """A built study as the analysis reads it (:class:`Study`: its design and its key) and raters' ratings, checked
-against it (:func:`read_ratings`): one line naming the file, the record and the field for an unknown rater, task,
-transcript or item, a value outside its item's scale, or a rating given twice."""
+against it (:func:`read_ratings`: ratings files, and the journals of bedside's rating page in the study folder):
+one line naming the file, the record and the field for an unknown rater, task, transcript or item, a value outside
+its item's scale, or a rating given twice."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pandas as pd
 
 from bedside.study.build import PHYSICIAN, RATING_COLUMNS, StudyError
 from bedside.study.items import GUESS, PREFERENCE, Item
+from bedside.study.journal import journal_records
 
 
 @dataclass
@@ -138,8 +140,10 @@ def frame(study: Study, records: Iterable[tuple[str, dict[str, str]]]) -> pd.Dat
     return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
 
 
-def read_ratings(study: Study, paths: Sequence[str | Path]) -> pd.DataFrame:
-    """Every rating of the ratings CSV files ``paths`` (the templates filled in), checked (module docstring)."""
+def read_ratings(study: Study, paths: Sequence[str | Path] = (), journals: bool = True) -> pd.DataFrame:
+    """Every rating of the ratings CSV files ``paths`` (the templates filled in) and, with ``journals``, of the
+    raters' journals of bedside's rating page (:mod:`bedside.study.journal`: each task's latest answers), checked
+    (module docstring): a rating in a file and in a journal is a rating given twice."""
 
     def records() -> Iterable[tuple[str, dict[str, str]]]:
         for path in paths:
@@ -152,6 +156,8 @@ def read_ratings(study: Study, paths: Sequence[str | Path]) -> pd.DataFrame:
                     )
                 for record in reader:
                     yield f"{path}: line {reader.line_num}", record
+        if journals:
+            yield from journal_records(study.folder, study.design["raters"])
 
     return frame(study, records())
 
@@ -162,8 +168,9 @@ def template_paths(study: Study) -> list[Path]:
 
 
 def read_study(folder: str | Path, paths: Sequence[str | Path] = ()) -> tuple[Study, pd.DataFrame]:
-    """The study at ``folder`` and its ratings, read from ``paths`` (none: the raters' templates in the folder),
-    checked (module docstring); :class:`StudyError` also when no rating is given yet."""
+    """The study at ``folder`` and its ratings, read from ``paths`` (none: the raters' templates in the folder) and
+    from the rating page's journals in the folder, checked (module docstring); :class:`StudyError` also when no
+    rating is given yet."""
     study = Study.load(folder)
     paths = list(paths) or template_paths(study)
     try:
@@ -171,7 +178,7 @@ def read_study(folder: str | Path, paths: Sequence[str | Path] = ()) -> tuple[St
     except FileNotFoundError as ex:
         raise StudyError(f"{ex.filename}: no such ratings file") from ex
     if ratings.empty:
-        raise StudyError(f"{', '.join(str(p) for p in paths)}: no rating given yet")
+        raise StudyError(f"{', '.join(str(p) for p in paths)}: no rating given yet (nor on the rating page)")
     return study, ratings
 
 
