@@ -150,40 +150,29 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def positive_sample(case: CPBCase) -> Sample:
-    return Sample(
-        id=case.case_id,
-        input=(
-            f"CPB-Bench {case.behavior_category} case {case.case_id} ({case.dataset}, {case.language}): "
-            f"the doctor answers the patient turn «{_clip(case.patient_behavior_text)}»"
-        ),
-        target="",
-        metadata={
-            "case": case.model_dump(mode="json"),
-            "kind": "positive",
-            "case_id": case.case_id,
-            "category": case.behavior_category,
-            "dataset": case.dataset,
-            "language": case.language,
-            "dialog_id": case.dialog_id,
-            "turn_index": case.turn_index,
-            "quirks": case.quirks,
-        },
-    )
+    return _sample(case, "positive", case.behavior_category, case.patient_behavior_text)
 
 
 def control_sample(case: ControlCase) -> Sample:
+    return _sample(case, "control", "none", case.patient_text)
+
+
+def _sample(case: CPBCase | ControlCase, kind: str, category: str, patient_turn: str) -> Sample:
+    """A case's sample (``category``: a positive case's behaviour category, which names it; a control case's
+    ``none``)."""
+    named = category if kind == "positive" else "control"
     return Sample(
         id=case.case_id,
         input=(
-            f"CPB-Bench control case {case.case_id} ({case.dataset}, {case.language}): "
-            f"the doctor answers the patient turn «{_clip(case.patient_text)}»"
+            f"CPB-Bench {named} case {case.case_id} ({case.dataset}, {case.language}): "
+            f"the doctor answers the patient turn «{_clip(patient_turn)}»"
         ),
         target="",
         metadata={
             "case": case.model_dump(mode="json"),
-            "kind": "control",
+            "kind": kind,
             "case_id": case.case_id,
-            "category": "none",
+            "category": category,
             "dataset": case.dataset,
             "language": case.language,
             "dialog_id": case.dialog_id,
