@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from bedside import benchmarks
-from bedside.params import REPO, markdown_files
+from bedside.params import REPO, generated_options, markdown_files, rewrite_markdown, write_or_check
 from bedside.parts import parts_of
 
 MARKED = re.compile(
@@ -118,29 +118,16 @@ def problems(root: Path = REPO) -> list[str]:
 
 def write(root: Path = REPO) -> list[Path]:
     """Rewrite every marked block; the pages that changed."""
-    changed = []
-    for path, text in _marked(root).items():
-        if (new := regenerated(path, text, root)) != text:
-            path.write_text(new, encoding="utf-8")
-            changed.append(path)
-    return changed
+    return rewrite_markdown(lambda path, text: regenerated(path, text, root), markdown_files(root))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bedside.listing", description="The docs' lists of the registered benchmarks, from the registry."
     )
-    action = parser.add_mutually_exclusive_group(required=True)
-    action.add_argument("--write", action="store_true", help="rewrite every marked list in the repository's Markdown")
-    action.add_argument("--check", action="store_true", help="list the stale ones (exit 1)")
+    generated_options(parser, "lists of the registered benchmarks")
     args = parser.parse_args(argv)
-    if args.write:
-        for path in write():
-            print(f"rewrote {path.relative_to(REPO).as_posix()}")
-        return 0
-    found = problems()
-    print("\n".join(found) or "every list of the registered benchmarks matches the registry")
-    return 1 if found else 0
+    return write_or_check(args.write, write, problems, "every list of the registered benchmarks matches the registry")
 
 
 if __name__ == "__main__":

@@ -37,7 +37,7 @@ import re
 import subprocess
 import sys
 import types
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar, Union, cast, get_args, get_origin, get_type_hints
@@ -416,6 +416,42 @@ def markdown_files(root: Path = REPO) -> list[Path]:
     return [root / name for name in sorted(set(listed.split("\0"))) if name and (root / name).is_file()]
 
 
+def rewrite_markdown(regenerate: Callable[[Path, str], str], paths: Iterable[Path]) -> list[Path]:
+    """Rewrite each of the Markdown files ``paths`` whose ``regenerate(path, text)`` differs from its text (the
+    generated blocks of the docs: parameter tables, lists of the benchmarks, reply-corpus tables); the files
+    that changed."""
+    changed = []
+    for path in paths:
+        text = path.read_text(encoding="utf-8")
+        if (new := regenerate(path, text)) != text:
+            path.write_text(new, encoding="utf-8")
+            changed.append(path)
+    return changed
+
+
+def generated_options(parser: argparse.ArgumentParser, what: str, required: bool = True) -> argparse._ActionsContainer:
+    """The ``--write`` / ``--check`` options of a command that generates blocks of the docs (``what``: the
+    blocks); the group, for a further choice."""
+    action = parser.add_mutually_exclusive_group(required=required)
+    action.add_argument("--write", action="store_true", help=f"rewrite the {what} in the repository's Markdown")
+    action.add_argument("--check", action="store_true", help=f"list the stale {what}, one line each (exit 1)")
+    return action
+
+
+def write_or_check(
+    write: bool, rewrite: Callable[[], list[Path]], problems: Callable[[], list[str]], matches: str, root: Path = REPO
+) -> int:
+    """``--write``: ``rewrite()`` and name each file it changed (below ``root``); else ``--check``: ``problems()``,
+    one line each (exit 1), or ``matches`` when there is none."""
+    if write:
+        for path in rewrite():
+            print(f"rewrote {path.relative_to(root).as_posix()}")
+        return 0
+    found = problems()
+    print("\n".join(found) or matches)
+    return 1 if found else 0
+
+
 def marked_tables(root: Path = REPO) -> Iterator[tuple[Path, str, str]]:
     """(file, task, table as written) of every marked table in the repository's Markdown files."""
     for path in markdown_files(root):
@@ -452,37 +488,23 @@ def write(root: Path = REPO) -> list[Path]:
     """Rewrite every marked table of the repository's Markdown files (none, if one names no task); the files
     that changed."""
     tables = {task: markdown_table(task) for task in task_functions()}
-    texts = {path: path.read_text(encoding="utf-8") for path in markdown_files(root)}
-    for path, text in texts.items():
-        if unknown := {m["task"] for m in MARKED.finditer(text)} - set(tables):
+    for path in markdown_files(root):  # every file checked before one is written
+        if unknown := {m["task"] for m in MARKED.finditer(path.read_text(encoding="utf-8"))} - set(tables):
             raise KeyError(f"{path}: tables of {sorted(unknown)}, which are no bedside tasks")
-    changed = []
-    for path, text in texts.items():
-        if (new := regenerated(text, tables)) != text:
-            path.write_text(new, encoding="utf-8")
-            changed.append(path)
-    return changed
+    return rewrite_markdown(lambda _, text: regenerated(text, tables), markdown_files(root))
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m bedside.params", description="The task parameter tables of the docs, generated from the code."
     )
-    action = parser.add_mutually_exclusive_group(required=True)
+    action = generated_options(parser, "parameter tables (--check: and the tasks without one)")
     action.add_argument("--markdown", metavar="TASK", help="print the parameter table of TASK")
-    action.add_argument("--write", action="store_true", help="rewrite every marked table in the repository's Markdown")
-    action.add_argument("--check", action="store_true", help="list stale tables and tasks without one (exit 1)")
     args = parser.parse_args(argv)
     if args.markdown:
         print(markdown_table(args.markdown), end="")
         return 0
-    if args.write:
-        for path in write():
-            print(f"rewrote {path.relative_to(REPO).as_posix()}")
-        return 0
-    found = problems()
-    print("\n".join(found) or "every task's parameter table matches the code")
-    return 1 if found else 0
+    return write_or_check(args.write, write, problems, "every task's parameter table matches the code")
 
 
 if __name__ == "__main__":

@@ -65,8 +65,9 @@ def checker_bound() -> bool:
 
 def wanted(arguments: Mapping[str, Any]) -> bool:
     """Whether a run with the task's ``arguments`` is checked: ``-T simulator_check=true`` or the checker's role
-    bound, in a run that simulates a patient (not one whose ``turns`` argument is 0, a single-turn run)."""
-    return arguments.get("turns", 1) != 0 and (arguments["simulator_check"] or checker_bound())
+    bound. A task whose run may simulate no patient rejects ``simulator_check=true`` there itself; with the
+    checker's role bound, such a run's samples score as having no simulated patient turn (NaN, no call)."""
+    return bool(arguments["simulator_check"]) or checker_bound()
 
 
 def checker_prompt(view: PatientTranscript, person: bool = False) -> str:

@@ -28,6 +28,8 @@ from bedside.panel import combine, rule
 from bedside.parts import all_protocols, protocols_of
 from bedside.reporting.estimate import FIELDS, Pilot, estimate
 from bedside.reporting.panels import krippendorff_alpha
+from tests.corpus.replies import Case
+from tests.corpus.replies import cases as corpus_cases
 
 
 def test_majority_mean_and_the_tie_rule_against_the_model_under_test():
@@ -42,16 +44,6 @@ def test_majority_mean_and_the_tie_rule_against_the_model_under_test():
     assert combine([None, None], lambda item: item) == ({}, [])
 
 
-#: the judge protocols with a ballot of the benchmarks whose ballots are pinned here (another benchmark's are
-#: checked by the rules below, through the registry)
-BALLOTED = {
-    "discharge": ["discharge.judge_quality", "discharge.judge_checklist", "discharge.judge_comprehension"]
-    + ["discharge.judge_safety"],
-    "medsp": ["medsp.evaluator"],
-    "cpb": ["cpb.failure_judge", "cpb.persistence_judge", "cpb.overreaction_judge"],
-}
-
-
 @pytest.mark.parametrize("benchmark", benchmarks.all_benchmarks(), ids=lambda b: b.name)
 def test_a_benchmark_with_a_ballot_declares_the_keys_its_panels_combine(benchmark):
     """A benchmark whose judge protocols carry a ballot declares keys with a panel rule, and a ballot that names
@@ -64,31 +56,32 @@ def test_a_benchmark_with_a_ballot_declares_the_keys_its_panels_combine(benchmar
             assert rule(ballot.key) in ("mean", "majority")
 
 
-def test_every_key_a_ballot_votes_on_declares_its_rule():
-    """Every judge protocol with a ballot, and the keys its items count toward, declare a panel rule."""
-    ballots = {p.name: p.ballot for p in all_protocols() if p.ballot is not None}
-    pinned = {name for name in ballots if name.split(".")[0] in BALLOTED}
-    assert sorted(pinned) == sorted(name for names in BALLOTED.values() for name in names)
-    declared = {
-        k.name: k.panel for b in benchmarks.all_benchmarks() if b.name in BALLOTED for k in b.keys.values() if k.panel
-    }
-    assert declared == {
-        "naturalness": "mean",
-        "responsiveness": "mean",
-        "clarity": "mean",
-        "clinical_relevance": "mean",
-        "tcs": "majority",
-        "comprehension": "mean",
-        "unsafe_session": "majority",
-        "micro": "majority",
-        "failure": "majority",
-        "overreaction": "majority",
-        "A_false_contradiction_flag": "majority",
-        "B_unnecessary_fact_correction": "majority",
-        "C_unprompted_selfdiagnosis_warning": "majority",
-        "D_unwarranted_compliance_push": "majority",
-        "persistence": "majority",
-    }
+def balloted_cases() -> list[Case]:
+    """The reply-corpus case of every registered judge protocol with a ballot (its canonical reply)."""
+    return [c for c in corpus_cases() if c.protocol.ballot is not None]
+
+
+def test_every_balloted_protocol_has_a_corpus_reply():
+    """Every registered protocol with a ballot is in the reply corpus, so the test below reads its votes."""
+    balloted = {p.name for p in all_protocols() if p.ballot is not None}
+    assert balloted and balloted <= {c.name for c in balloted_cases()}, sorted(balloted)
+
+
+@pytest.mark.parametrize("case", balloted_cases(), ids=lambda c: c.name)
+def test_every_key_a_ballot_votes_on_declares_its_rule(case):
+    """A ballot's votes on its protocol's canonical reply: each item counts toward a key with a panel rule, and
+    the answer the ballot carries from that one vote votes the same (each benchmark pins its own balloted
+    protocols and rules in tests/<b>/test_descriptor.py)."""
+    ballot = case.protocol.ballot
+    answer = case.protocol.read(case.canonical, "official")[0]
+    votes = ballot.votes(answer)
+    assert votes, case.name
+    for item in votes:
+        assert rule(ballot.key_of(item)) in ("mean", "majority"), (case.name, item)
+    assert ballot.votes(ballot.carry([answer], votes)) == votes
+
+
+def test_a_key_without_a_panel_rule_is_refused():
     with pytest.raises(LookupError, match="declares no panel rule"):
         rule("readability")
 

@@ -101,6 +101,18 @@ def test_cpb_continuation_planted_errors_found_and_single_turn_refused(tmp_path)
     assert sum(seen.values()) >= 2, seen
     with pytest.raises(SetupError, match="simulator_check.*-T turns=N"):
         cpb(data=data, simulator_check=True)
+    # a single-turn sample checked all the same (the checker's role bound): no simulated patient turn, no number
+    single = run(
+        only_the_check(cpb(data=data), "cpb"),
+        educator=scripted(doctor_style="accommodating"),
+        roles={"grader": scripted()},
+        log_dir=tmp_path / "single",
+        limit=1,
+    )
+    [sample] = single.samples
+    score = sample.scores["simulator_check"]
+    assert score.explanation == "no simulated patient turn: nothing to check"
+    assert math.isnan(score.value["simulator_error"]) and score.value["checker_unparsed"] == 0.0
 
 
 def test_llm_checker_joins_the_rules_and_an_unreadable_one_is_counted_never_zero(tmp_path):

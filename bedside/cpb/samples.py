@@ -20,7 +20,7 @@ An unknown value is an error that lists the accepted ones; a selection with no c
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -88,32 +88,38 @@ def languages(value: Filter) -> set[str]:
 
 def categories(value: Filter) -> set[str] | None:
     """Category filter → the set of paper labels (``None``: all)."""
-    values = _values(value)
-    if not values or [v.lower() for v in values] == ["all"]:
-        return None
-    out: set[str] = set()
-    for v in values:
+
+    def labels(v: str) -> set[str] | None:
         label = CATEGORY_ALIASES.get(_snake(v)) or CATEGORY_ALIASES.get(v.strip().lower())
-        if label is None:
-            accepted = sorted(set(CATEGORIES) | set(CATEGORIES.values()))
-            raise CPBDataError(f"category={v!r} is not a CPB-Bench behaviour category; use one of {accepted}")
-        out.add(label)
-    return out
+        return None if label is None else {label}
+
+    accepted = sorted(set(CATEGORIES) | set(CATEGORIES.values()))
+    return _chosen(
+        value, labels, lambda v: f"category={v!r} is not a CPB-Bench behaviour category; use one of {accepted}"
+    )
 
 
 def datasets(value: Filter) -> set[str] | None:
     """Dataset filter → the set of source-dataset names (``None``: all)."""
+    return _chosen(
+        value,
+        lambda v: None if (names := DATASET_ALIASES.get(_snake(v))) is None else set(names),
+        lambda v: f"dataset={v!r} is not a CPB-Bench source dataset; use one of {sorted(DATASET_LANGUAGE)}",
+    )
+
+
+def _chosen(value: Filter, named: Callable[[str], set[str] | None], refusal: Callable[[str], str]) -> set[str] | None:
+    """The union of what each of the filter's values names (``None``: all); a value that names nothing is
+    refused with ``refusal(value)``."""
     values = _values(value)
     if not values or [v.lower() for v in values] == ["all"]:
         return None
     out: set[str] = set()
     for v in values:
-        names = DATASET_ALIASES.get(_snake(v))
-        if names is None:
-            raise CPBDataError(
-                f"dataset={v!r} is not a CPB-Bench source dataset; use one of {sorted(DATASET_LANGUAGE)}"
-            )
-        out |= names
+        found = named(v)
+        if found is None:
+            raise CPBDataError(refusal(v))
+        out |= found
     return out
 
 
@@ -150,40 +156,29 @@ def _clip(text: str, limit: int = 160) -> str:
 
 
 def positive_sample(case: CPBCase) -> Sample:
-    return Sample(
-        id=case.case_id,
-        input=(
-            f"CPB-Bench {case.behavior_category} case {case.case_id} ({case.dataset}, {case.language}): "
-            f"the doctor answers the patient turn «{_clip(case.patient_behavior_text)}»"
-        ),
-        target="",
-        metadata={
-            "case": case.model_dump(mode="json"),
-            "kind": "positive",
-            "case_id": case.case_id,
-            "category": case.behavior_category,
-            "dataset": case.dataset,
-            "language": case.language,
-            "dialog_id": case.dialog_id,
-            "turn_index": case.turn_index,
-            "quirks": case.quirks,
-        },
-    )
+    return _sample(case, "positive", case.behavior_category, case.patient_behavior_text)
 
 
 def control_sample(case: ControlCase) -> Sample:
+    return _sample(case, "control", "none", case.patient_text)
+
+
+def _sample(case: CPBCase | ControlCase, kind: str, category: str, patient_turn: str) -> Sample:
+    """A case's sample (``category``: a positive case's behaviour category, which names it; a control case's
+    ``none``)."""
+    named = category if kind == "positive" else "control"
     return Sample(
         id=case.case_id,
         input=(
-            f"CPB-Bench control case {case.case_id} ({case.dataset}, {case.language}): "
-            f"the doctor answers the patient turn «{_clip(case.patient_text)}»"
+            f"CPB-Bench {named} case {case.case_id} ({case.dataset}, {case.language}): "
+            f"the doctor answers the patient turn «{_clip(patient_turn)}»"
         ),
         target="",
         metadata={
             "case": case.model_dump(mode="json"),
-            "kind": "control",
+            "kind": kind,
             "case_id": case.case_id,
-            "category": "none",
+            "category": category,
             "dataset": case.dataset,
             "language": case.language,
             "dialog_id": case.dialog_id,

@@ -61,7 +61,7 @@ from inspect_ai.util import registry_create
 
 from bedside import benchmarks
 from bedside.cli import add_command
-from bedside.compat import model_to_model_config, platform_init, resolve_scorers
+from bedside.compat import PrerequisiteError, model_to_model_config, platform_init, resolve_scorers
 from bedside.parts import parts_of, tools_of
 from bedside.reporting.load import read_runs
 from bedside.versions import data_versions, versions_of
@@ -114,6 +114,8 @@ def rescore(
         prompts = check_prompts(log, str(source), allow_different_data)
         for role, model in roles.items():
             check_data_use(log, str(source), role, model, zero_retention)
+        if grader is not None:
+            check_scorers(log, str(source))
         checked = simulated_patient(log, str(source)) if simulator_checker is not None else None
         record: dict[str, Any] = {"source": str(source)}
         for role, model in roles.items():
@@ -161,6 +163,15 @@ def scoring_pass(job: Job, roles: dict[str, Model]) -> tuple[Any, list[Any], Lit
     if job.checked is not None and not any(s.name == SIMULATOR_SCORER for s in job.log.eval.scorers or []):
         scorers.append(simulator_checker_of(job.checked))
     return job.log, scorers, "overwrite"
+
+
+def check_scorers(log: Any, source: str) -> None:
+    """Refuse, naming ``source``, a log whose scorers this bedside cannot rebuild by the arguments the log records
+    (a parameter renamed since: no aliases before 1.0), before any call."""
+    try:
+        resolve_scorers(log)
+    except PrerequisiteError as stale:
+        raise ValueError(f"{source}: {stale.message}") from None
 
 
 def simulator_checker_of(benchmark: str) -> Any:

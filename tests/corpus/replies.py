@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bedside.params import generated_options, rewrite_markdown, write_or_check
 from bedside.protocols import Protocol, Reply
 
 RULES = ("official", "strict")
@@ -218,32 +219,22 @@ def problems(root: Path = REPO) -> list[str]:
 
 def write(root: Path = REPO) -> list[Path]:
     """Rewrite every benchmark's marked table; the READMEs that changed."""
-    changed = []
-    for name in corpora():
-        path = readme(name, root)
-        text = path.read_text(encoding="utf-8")
-        mine = table(name)
-        new = MARKED.sub(lambda m, n=name, t=mine: m["open"] + t + m["close"] if m["name"] == n else m[0], text)
-        if new != text:
-            path.write_text(new, encoding="utf-8")
-            changed.append(path)
-    return changed
+    tables = {name: table(name) for name in corpora()}
+
+    def regenerated(_: Path, text: str) -> str:
+        return MARKED.sub(lambda m: m["open"] + tables[m["name"]] + m["close"] if m["name"] in tables else m[0], text)
+
+    return rewrite_markdown(regenerated, [readme(name, root) for name in tables])
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tests.corpus.replies", description=__doc__.split("\n\n")[0])
-    action = parser.add_mutually_exclusive_group()
-    action.add_argument("--write", action="store_true", help="rewrite the tables in the benchmarks' READMEs")
-    action.add_argument("--check", action="store_true", help="list the tables that differ (exit 1)")
+    generated_options(parser, "reply-corpus tables of the benchmarks' READMEs", required=False)
     args = parser.parse_args(argv)
-    if args.write:
-        for path in write():
-            print(f"rewrote {path.relative_to(REPO).as_posix()}")
-        return 0
-    if args.check:
-        found = problems()
-        print("\n".join(found) or "every benchmark's reply-corpus table matches the corpus")
-        return 1 if found else 0
+    if args.write or args.check:
+        return write_or_check(
+            args.write, write, problems, "every benchmark's reply-corpus table matches the corpus", REPO
+        )
     for name in corpora():
         print(f"{name}:\n{table(name)}")
     return 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 from bedside import benchmarks
 from bedside.discharge import BENCHMARK, PERSONA_AXES
 from bedside.discharge.protocols import UNSAFE_CATEGORIES
+from bedside.parts import protocols_of
 
 #: its lower-is-better keys of the central table reporting used before the descriptors
 OLD_LOWER_IS_BETTER = {
@@ -54,3 +55,23 @@ def test_its_strata_and_tasks():
     # the case extraction: DischargeBench's for the checks of its prompts, never reported with its runs
     assert benchmarks.of_task("build_discharge_cases") is None
     assert benchmarks.of_task("bedside/build_discharge_cases", preparation=True) is BENCHMARK
+
+
+def test_its_balloted_judges_and_the_panel_rules_of_their_keys():
+    """The judge protocols a panel of graders may answer (a ``Ballot``) and how a panel combines each key they
+    vote on (tests/test_panel.py checks every registered benchmark's ballots against their keys)."""
+    assert sorted(p.name for p in protocols_of(BENCHMARK) if p.ballot is not None) == [
+        "discharge.judge_checklist",
+        "discharge.judge_comprehension",
+        "discharge.judge_quality",
+        "discharge.judge_safety",
+    ]
+    assert {k.name: k.panel for k in BENCHMARK.keys.values() if k.panel} == {
+        "naturalness": "mean",
+        "responsiveness": "mean",
+        "clarity": "mean",
+        "clinical_relevance": "mean",
+        "tcs": "majority",
+        "comprehension": "mean",
+        "unsafe_session": "majority",
+    }

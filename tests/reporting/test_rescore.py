@@ -40,3 +40,33 @@ def test_a_folder_of_logs_is_judged_together_and_every_log_written(tmp_path):
         judged = read_eval_log(str(path))
         assert judged.status == "success" and all(s.scores for s in judged.samples or [])
         assert judged.eval.metadata["bedside_rescore"]["grader"] == "bedside/scripted"
+
+
+def test_a_log_whose_scorer_took_a_parameter_since_renamed_is_refused_in_one_line(tmp_path):
+    """A log records its scorers' arguments by name; one its scorer no longer takes (renamed, no alias before
+    1.0) stops ``bedside rescore`` before any call, naming the log, the scorer and what it takes, and ``inspect
+    score`` with the same line, no traceback."""
+    from inspect_ai.log import write_eval_log
+
+    log = conversations("medsp", tmp_path, limit=1)
+    [renamed] = [s for s in log.eval.scorers or [] if s.options][:1]
+    old, value = next(iter(renamed.options.items()))
+    takes = list(renamed.options)
+    renamed.options = {f"{old}_before" if k == old else k: v for k, v in renamed.options.items()}
+    stale = tmp_path / "stale.eval"
+    write_eval_log(log, str(stale))
+    bedside = str(Path(sys.executable).parent / "bedside")
+    out = tmp_path / "judged"
+    done = forked.run([bedside, "rescore", str(stale), "--grader", "bedside/scripted", "--out", str(out)], timeout=600)
+    assert done.returncode == 2 and not list(out.glob("*.eval"))
+    [line] = done.stdout.strip().splitlines()
+    assert line.startswith(f"bedside rescore: {stale}: this log's scorer {renamed.name} was run with {old}_before,")
+    assert f"(it takes {', '.join(takes)}" in line and line.endswith(
+        "re-score the log with the bedside version that wrote it"
+    )
+    inspect = str(Path(sys.executable).parent / "inspect")
+    scored = forked.run(
+        [inspect, "score", str(stale), "--model-role", "grader=bedside/scripted", "--overwrite"], timeout=600
+    )
+    assert scored.returncode != 0 and "Traceback" not in scored.stdout + scored.stderr
+    assert f"scorer {renamed.name} was run with {old}_before" in " ".join((scored.stdout + scored.stderr).split())
