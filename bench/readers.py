@@ -24,7 +24,9 @@ sample (one run of ``bedside/scripted`` in every role, made once: ``--template``
 - scores: every key the scorers wrote in the template, drawn per sample (Likert 1-5, rates 0-1, the
   encounter's outcome flags and turns consistent with the session), each model a little better or worse;
   persona and ICD chapter drawn per case (the strata); tokens of every call ~ characters / 4, summed
-  per model and role into the sample's and the log's usage.
+  per model and role into the sample's and the log's usage, and per role, model and mode into the health
+  score's record of the sample's calls (:mod:`bedside.sample_usage`, made from the sample's events as the
+  scorer makes it), which ``bedside report`` reads from the summaries.
 
 The logs are written sample by sample through Inspect's own ``.eval`` recorder (start, samples,
 summaries, reductions, header: as a run writes them), with new uuids; the header's results are
@@ -565,6 +567,7 @@ async def _write_log(template: Template, samples: int, m: int, models: int, out:
     )
     from inspect_ai.model import ModelUsage
 
+    from bedside import sample_usage
     from tests.compat import EvalRecorder
 
     model = f"bench/educator-{m + 1:02d}"
@@ -593,6 +596,10 @@ async def _write_log(template: Template, samples: int, m: int, models: int, out:
         rng = random.Random(f"{seed}-{m}-{k}")
         data = sample_of(template, case_id, model, strength, rng, traits_of(k, seed))
         sample = EvalSample.model_validate(data)
+        # the health score's record of the sample's calls, as the scorer makes it when a sample ends
+        health = (sample.scores or {})[sample_usage.HOLDER]
+        record = sample_usage.of_events(sample.events, sample.scores or {})
+        health.metadata = {**(health.metadata or {}), sample_usage.KEY: record}
         for table, got in ((usage, sample.model_usage), (roles, sample.role_usage)):
             for key, u in got.items():
                 table[key] = table[key] + u if key in table else u
