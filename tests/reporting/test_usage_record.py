@@ -82,14 +82,19 @@ def test_a_new_log_is_read_from_its_summaries_and_an_old_one_from_its_events(new
 
 
 def test_a_record_not_whole_is_not_read():
-    rows = [{**dict.fromkeys(sample_usage.COUNTS, 0), "role": None, "model": "m", "mode": "live", "calls": 2}]
+    row = {**dict.fromkeys(sample_usage.COUNTS, 0), "role": None, "model": "m", "mode": "live", "calls": 2}
+    rows = [{**row, "person_seconds": None}]
     made = sample_usage.record(rows, ["a", sample_usage.HOLDER])
-    assert set(made) == {"scores", "role", "model", "mode", "calls"}  # the counts that are 0 everywhere left out
+    assert set(made) == {"scores", "role", "model", "mode", "calls"}  # the columns 0 (None) everywhere left out
+    person = [*rows, {**row, "role": "patient", "model": "bedside/human", "person_seconds": 12.25}]
+    recorded_person = sample_usage.record(person, ["a", sample_usage.HOLDER])
+    assert recorded_person["person_seconds"] == [None, 12.25]
 
     def scores(value) -> dict[str, Score]:
         return {"a": Score(value=1), sample_usage.HOLDER: Score(value={}, metadata={sample_usage.KEY: value})}
 
     assert sample_usage.read(scores(made)) == rows
+    assert sample_usage.read(scores(recorded_person)) == person
     assert sample_usage.read(scores("Key removed from summary (> 1k)")) is None  # thinned by Inspect's summary
     assert sample_usage.read({**scores(made), "b": Score(value=0)}) is None  # a scorer appended since
 
