@@ -3,6 +3,7 @@ time and peak memory of ``bedside report``, ``bedside compare`` and the sweep le
 ``inspect_ai.analysis.samples_df`` over the same logs.
 
     .venv/bin/python bench/readers.py make --samples 477 --models 10 --out logs/bench/sweep   # 10 logs x 477
+    .venv/bin/python bench/readers.py time --distinct 48    # 48 sessions built per log, the other cases copies
     .venv/bin/python bench/readers.py time                       # 480, 2,385 and 4,770 samples
     .venv/bin/python bench/readers.py time --sizes 480 --dir logs/bench/readers-small
 
@@ -24,7 +25,14 @@ sample (one run of ``bedside/scripted`` in every role, made once: ``--template``
 - scores: every key the scorers wrote in the template, drawn per sample (Likert 1-5, rates 0-1, the
   encounter's outcome flags and turns consistent with the session), each model a little better or worse;
   persona and ICD chapter drawn per case (the strata); tokens of every call ~ characters / 4, summed
-  per model and role into the sample's and the log's usage.
+  per model and role into the sample's and the log's usage, and per role, model and mode into the health
+  score's record of the sample's calls (:mod:`bedside.sample_usage`, made from the sample's events as the
+  scorer makes it), which ``bedside report`` reads from the summaries.
+
+With ``--distinct N``, each log builds its first N cases so and writes every further case as a copy of one of
+them (:func:`copy_of`: its own id, uuid, persona, ICD chapter and drawn scores; the same session, events and record
+of calls, whose texts name the case it was built for): about 85 ms of CPU a sample instead of 210, nearly all of
+it Inspect's recorder (serializing and compressing the sample). Session lengths are then N draws per log.
 
 The logs are written sample by sample through Inspect's own ``.eval`` recorder (start, samples,
 summaries, reductions, header: as a run writes them), with new uuids; the header's results are
@@ -503,19 +511,46 @@ def scores_of(
     return out
 
 
+def copy_of(built: Any, case_id: str, strength: float, rng: random.Random, traits: dict[str, Any]) -> Any:
+    """Case ``case_id`` as a copy of a sample built already (its session, events and record of calls): its own id,
+    uuid, persona and ICD chapter (metadata and store) and scores drawn for it (:func:`scores_of`); its
+    transcript's texts still name the case it was built for."""
+    from inspect_ai.log import EvalSample
+
+    end_reason = built.store["EncounterStore:end_reason"]
+    turns = len(built.store["EncounterStore:history"])
+    drawn = scores_of({n: v.model_dump(mode="json") for n, v in built.scores.items()}, turns, strength, rng, end_reason)
+    meta = dict(built.metadata)
+    case = {**meta["case"], "case_id": case_id, "icd_chapter": traits["icd_chapter"]}
+    persona = {k: v for k, v in traits.items() if k != "icd_chapter"}
+    meta.update(case=case, persona={**meta["persona"], **persona}, **traits)
+    store = {**built.store, "EncounterStore:persona": {**built.store["EncounterStore:persona"], **traits}}
+    scores = EvalSample.model_validate({"id": case_id, "epoch": 1, "input": "", "target": "", "scores": drawn}).scores
+    text = built.input.replace(str(built.id), case_id) if isinstance(built.input, str) else built.input
+    update = {"id": case_id, "uuid": uuid.uuid4().hex[:22], "metadata": meta, "store": store, "scores": scores}
+    return built.model_copy(update={**update, "input": text})
+
+
 # ---------------------------------------------------------------------------------------------
 # writing the logs through Inspect's recorder
 
 
 def make(
-    samples: int, models: int, out: Path, template_path: str | None = None, seed: int = 0, processes: int = 1
+    samples: int,
+    models: int,
+    out: Path,
+    template_path: str | None = None,
+    seed: int = 0,
+    processes: int = 1,
+    distinct: int = 0,
 ) -> list[str]:
-    """``models`` logs of ``samples`` cases each in ``out`` (``processes`` logs written at once); returns
+    """``models`` logs of ``samples`` cases each in ``out`` (``processes`` logs written at once; ``distinct``:
+    sessions built per log, the other cases copies of them, :func:`copy_of`; 0: every case its own); returns
     their paths."""
     location = template_log(template_path)
     out.mkdir(parents=True, exist_ok=True)
     run_id = uuid.uuid4().hex[:22]
-    jobs = [(location, samples, m, models, str(out), run_id, seed) for m in range(models)]
+    jobs = [(location, samples, m, models, str(out), run_id, seed, distinct) for m in range(models)]
     if processes <= 1 or models == 1:
         return [_one_log(*job) for job in jobs]
     with multiprocessing.get_context("spawn").Pool(min(processes, models)) as pool:
@@ -525,11 +560,13 @@ def make(
 _templates: dict[str, Template] = {}
 
 
-def _one_log(location: str, samples: int, m: int, models: int, out: str, run_id: str, seed: int) -> str:
+def _one_log(
+    location: str, samples: int, m: int, models: int, out: str, run_id: str, seed: int, distinct: int = 0
+) -> str:
     import anyio
 
     template = _templates.get(location) or _templates.setdefault(location, Template(location))
-    return anyio.run(_write_log, template, samples, m, models, Path(out), run_id, seed)
+    return anyio.run(_write_log, template, samples, m, models, Path(out), run_id, seed, distinct)
 
 
 @functools.cache
@@ -553,7 +590,9 @@ def traits_of(case: int, seed: int) -> dict[str, Any]:
     }
 
 
-async def _write_log(template: Template, samples: int, m: int, models: int, out: Path, run_id: str, seed: int) -> str:
+async def _write_log(
+    template: Template, samples: int, m: int, models: int, out: Path, run_id: str, seed: int, distinct: int = 0
+) -> str:
     from datetime import UTC, datetime
 
     from inspect_ai.log import (
@@ -565,6 +604,7 @@ async def _write_log(template: Template, samples: int, m: int, models: int, out:
     )
     from inspect_ai.model import ModelUsage
 
+    from bedside import sample_usage
     from tests.compat import EvalRecorder
 
     model = f"bench/educator-{m + 1:02d}"
@@ -587,12 +627,20 @@ async def _write_log(template: Template, samples: int, m: int, models: int, out:
     location = await recorder.log_init(spec, None, clean=True)
     await recorder.log_start(spec, header.plan)
     light: list[EvalSample] = []
+    built: list[EvalSample] = []
     usage: dict[str, ModelUsage] = {}
     roles: dict[str, ModelUsage] = {}
     for k, case_id in enumerate(ids):
         rng = random.Random(f"{seed}-{m}-{k}")
-        data = sample_of(template, case_id, model, strength, rng, traits_of(k, seed))
-        sample = EvalSample.model_validate(data)
+        if distinct and k >= distinct:  # a copy of one built before
+            sample = copy_of(built[k % distinct], case_id, strength, rng, traits_of(k, seed))
+        else:
+            sample = EvalSample.model_validate(sample_of(template, case_id, model, strength, rng, traits_of(k, seed)))
+            # the health score's record of the sample's calls, as the scorer makes it when a sample ends
+            health = (sample.scores or {})[sample_usage.HOLDER]
+            record = sample_usage.of_events(sample.events, sample.scores or {})
+            health.metadata = {**(health.metadata or {}), sample_usage.KEY: record}
+            built.append(sample)
         for table, got in ((usage, sample.model_usage), (roles, sample.role_usage)):
             for key, u in got.items():
                 table[key] = table[key] + u if key in table else u
@@ -710,7 +758,7 @@ def measure(argv: list[str], rss_limit_gb: float) -> dict[str, Any]:
     }
 
 
-def logs_of(root: Path, total: int, template: str | None, processes: int) -> list[str]:
+def logs_of(root: Path, total: int, template: str | None, processes: int, distinct: int = 0) -> list[str]:
     """The logs of one size: the first of the finished logs of its sweep (``root/n<largest size with as many
     cases per log>``), the sweep written first if its folder is empty."""
     models, cases = SIZES[total]
@@ -723,7 +771,7 @@ def logs_of(root: Path, total: int, template: str | None, processes: int) -> lis
         raise SystemExit(f"{folder}: {len(done)} finished logs, {models} needed (still being written?)")
     start, cpu = time.perf_counter(), _cpu_with_children()
     sweep_models = SIZES[largest][0]
-    make(cases, sweep_models, folder, template, processes=processes)
+    make(cases, sweep_models, folder, template, processes=processes, distinct=distinct)
     seconds, cpu = time.perf_counter() - start, _cpu_with_children() - cpu
     written = sweep_models * cases
     made = {
@@ -731,6 +779,7 @@ def logs_of(root: Path, total: int, template: str | None, processes: int) -> lis
         "seconds": seconds,
         "per_1000_s": seconds / written * 1000,
         "cpu_per_1000_s": cpu / written * 1000,
+        "distinct": distinct,
     }
     common.write_json(folder / "made.json", made)
     print(
@@ -783,7 +832,7 @@ def time_all(args: argparse.Namespace) -> None:
     results: dict[str, Any] = {"machine": common.machine(), "argv": sys.argv[1:], "runs": [], "made": {}}
     out = root / f"readers-{time.strftime('%Y%m%d-%H%M%S')}.json"
     for total in sizes:
-        paths = logs_of(root, total, args.template, args.processes)
+        paths = logs_of(root, total, args.template, args.processes, args.distinct)
         made = root / f"n{max(t for t, (_, c) in SIZES.items() if c == SIZES[total][1])}" / "made.json"
         if made.exists():
             results["made"][made.parent.name] = json.loads(made.read_text())
@@ -851,6 +900,9 @@ def report(results: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+DISTINCT = "sessions built per log, the other cases copies of them (0: every case its own)"
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = parser.add_subparsers(dest="step", required=True)
@@ -861,12 +913,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     writer.add_argument("--template", help="a scripted DischargeBench log of one sample (default: made once)")
     writer.add_argument("--seed", type=int, default=0)
     writer.add_argument("--processes", type=int, default=2, help="logs written at once")
+    writer.add_argument("--distinct", type=int, default=0, help=DISTINCT)
     timer = sub.add_parser("time", help="time the readers at each size")
     timer.add_argument("--sizes", default="480,2385,4770", help=f"of {sorted(SIZES)}")
     timer.add_argument("--readers", default="samples_df,report,leaderboard,compare")
     timer.add_argument("--dir", help="folder of the logs (made there unless present) and the results")
     timer.add_argument("--template")
     timer.add_argument("--processes", type=int, default=2, help="logs written at once")
+    timer.add_argument("--distinct", type=int, default=0, help=DISTINCT)
     timer.add_argument(
         "--concurrent",
         type=int,
@@ -883,7 +937,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.step == "make":
         start = time.perf_counter()
-        paths = make(args.samples, args.models, Path(args.out), args.template, args.seed, args.processes)
+        paths = make(args.samples, args.models, Path(args.out), args.template, args.seed, args.processes, args.distinct)
         seconds = time.perf_counter() - start
         total = args.samples * args.models
         print(f"{len(paths)} logs, {total} samples in {seconds:.1f} s ({seconds / total * 1000:.0f} s per 1,000)")

@@ -32,11 +32,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from inspect_ai.log import transcript
 from inspect_ai.scorer import Metric, SampleScore, Score, Scorer, Target, metric, scorer
 from inspect_ai.solver import TaskState
 from inspect_ai.util import registry_info
 
-from bedside import benchmarks
+from bedside import benchmarks, sample_usage
 from bedside.intervals import mean_interval
 from bedside.score_keys import ScoreKey, declaration_of
 
@@ -151,22 +152,29 @@ def health_counts() -> Metric:
     return compute
 
 
-@scorer(metrics=[health_counts()], name="health")
+@scorer(metrics=[health_counts()], name=sample_usage.HOLDER)
 def _health() -> Scorer:
     """Bookkeeping of the sample gathered from the scorers that ran before it (:func:`gather_health`):
     system failures, unscored sub-scores (summed over scorers), role fallbacks, unparsed or repaired
     replies, turns ... Not a paper number: read it to judge whether a run's headline numbers can be
-    trusted. Tasks get it through :func:`with_health` (it must run last)."""
+    trusted. Tasks get it through :func:`with_health` (it must run last). Its metadata also records the
+    sample's model calls and tokens by role, model and mode (:mod:`bedside.sample_usage`: every scorer's
+    calls are in the transcript by then), which ``bedside report`` reads from the sample's summary."""
 
     async def score(state: TaskState, target: Target) -> Score:
         scores = {n: s for n, s in (state.scores or {}).items() if n not in benchmarks.DERIVED_SCORERS}
         value = gather_health(scores)
         problems = [f"{k} {v:g}" for k, v in value.items() if health_kind(k) == "count" and v]
         fallbacks = sorted({r for s in scores.values() for r in (s.metadata or {}).get("role_fallbacks") or []})
+        usage = sample_usage.of_transcript(transcript().events, [*(state.scores or {}), sample_usage.HOLDER])
         return Score(
             value=value,
             explanation="; ".join(problems) if problems else "no bookkeeping problem",
-            metadata={"role_fallbacks": fallbacks, "from_scorers": list(scores)},
+            metadata={
+                "role_fallbacks": fallbacks,
+                "from_scorers": list(scores),
+                sample_usage.KEY: usage,
+            },
         )
 
     return score

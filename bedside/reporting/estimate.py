@@ -69,7 +69,8 @@ from bedside.person_time import person_seconds
 from bedside.protocols import tag_of
 from bedside.reporting import detectable
 from bedside.reporting.load import expand, load, read_header, read_runs, scores_frame
-from bedside.reporting.usage import BATCH, LIVE, batch_price, cost, load_prices, price_of
+from bedside.reporting.usage import batch_price, cost, load_prices, price_of
+from bedside.sample_usage import BATCH, LIVE
 
 #: the per-sample quantities estimated
 FIELDS = ("calls", "input_tokens", "input_tokens_cache_read", "output_tokens")

@@ -14,7 +14,8 @@ What every reader gets, and the API other modules use:
   sample whose score metadata was thinned gets its scores and metadata from the sample itself (read without
   its messages and events), so a record's scores are the sample's. Sample metadata over 1k (a case record)
   stays out of the record.
-- A transcript is read only where a command shows or judges it (or counts its model calls): ``run.transcripts()``
+- A transcript is read only where a command shows or judges it, or counts the model calls of a sample its summary
+  holds no record of (:mod:`bedside.sample_usage`): ``run.transcripts()``
   reads the samples whole, one at a time (a ``.json`` log has no index: it is read whole, once);
   ``run.whole()`` the whole log (``bedside rescore``: Inspect's scorer takes one).
 

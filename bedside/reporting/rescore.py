@@ -59,7 +59,7 @@ from inspect_ai.log import read_eval_log, write_eval_log, write_eval_log_async
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 from inspect_ai.util import registry_create
 
-from bedside import benchmarks
+from bedside import benchmarks, sample_usage
 from bedside.cli import add_command
 from bedside.compat import PrerequisiteError, model_to_model_config, platform_init, resolve_scorers
 from bedside.parts import parts_of, tools_of
@@ -222,8 +222,13 @@ def judged_together(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
 
 def rescored(scored: Any, job: Job, roles: dict[str, Model]) -> Any:
     """A re-judged log with its header naming the new grader (and checker) and where it came from (module
-    docstring)."""
+    docstring), each sample's usage recorded again from its events as written (:mod:`bedside.sample_usage`)."""
     bound = {role: model_to_model_config(model) for role, model in roles.items()}
+    for sample in scored.samples or []:  # its calls as written now (the old judges' replaced or kept)
+        recorded = (sample.scores or {}).get(sample_usage.HOLDER)
+        if recorded is not None:
+            usage = sample_usage.of_events(sample.events, sample.scores or {})
+            recorded.metadata = {**(recorded.metadata or {}), sample_usage.KEY: usage}
     scored.eval.model_roles = {**(scored.eval.model_roles or {}), **bound}
     scored.eval.metadata = {**(scored.eval.metadata or {}), "bedside_rescore": job.record}
     return scored

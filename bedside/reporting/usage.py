@@ -2,11 +2,13 @@
 
 Inspect records every model call as a ``ModelEvent`` with the ``role`` it was made for (``None`` for
 the model under test: the educator, examinee or doctor) and the provider's ``output.usage``; the
-log's ``stats.role_usage`` holds the per-role totals. Tokens here are summed from the events, so
-that they can be split per case (each sample's events read one sample at a time: no sample summary holds
-calls per role and model); calls served from Inspect's local generation cache
+log's ``stats.role_usage`` holds the per-role totals. Tokens here are summed from the events per case, role,
+model and mode (:mod:`bedside.sample_usage`); calls served from Inspect's local generation cache
 (``event.cache == "read"``) are counted as ``cached_calls`` but neither in the tokens nor in the
-cost, exactly as Inspect leaves them out of ``stats.role_usage`` / ``stats.model_usage``.
+cost, exactly as Inspect leaves them out of ``stats.role_usage`` / ``stats.model_usage``. A sample's sums are
+read from the record its health score made when it ended, in its summary (no sample is opened); a sample
+without a whole record (a log written before bedside recorded it, a sample that erred before its scorers ran)
+is read from its events, one sample at a time.
 
 Cost = tokens × the price table's prices (:data:`DEFAULT_PRICES`, a user-editable YAML file whose
 shipped prices are EXAMPLES; ``bedside report --prices FILE.yaml``).
@@ -18,37 +20,31 @@ costs its model's prices less the model's ``batch_discount`` in the price table 
 at the full price and named by :func:`undiscounted`.
 
 Where a person played a role (``bedside/human``: its calls' outputs carry ``human`` and their working intervals in
-their metadata), the same pass over the events gives the person's working time: a row's ``person_seconds`` is the
-union of its person's calls' working intervals (:func:`bedside.person_time.person_seconds`: reading and typing,
-never waiting; empty for a model's row), and :func:`person_time` summarises it per role.
+their metadata), the same record (or pass over the events) gives the person's working time: a row's
+``person_seconds`` is the union of its person's calls' working intervals
+(:func:`bedside.person_time.person_seconds`: reading and typing, never waiting; empty for a model's row), and
+:func:`person_time` summarises it per role.
 """
 
 from __future__ import annotations
 
 import fnmatch
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from importlib import resources
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import yaml
+from inspect_ai.log import EvalSampleSummary
 
-from bedside import benchmarks
+from bedside import benchmarks, sample_usage
 from bedside.intervals import COUNT, summarise
-from bedside.person_time import person_seconds
 from bedside.reporting.load import LoadedLog
+from bedside.reporting.run import Run
+from bedside.sample_usage import BATCH, TOKEN_FIELDS
 
-TOKEN_FIELDS = (
-    "input_tokens",
-    "output_tokens",
-    "input_tokens_cache_read",
-    "input_tokens_cache_write",
-    "reasoning_tokens",
-    "total_tokens",
-)
-#: a call's ``mode``: sent through a provider's batch API, or live (module docstring)
-LIVE, BATCH = "live", "batch"
 #: price of each token field (cache prices default to the input price)
 PRICE_FIELDS = {
     "input_tokens": "input",
@@ -110,13 +106,6 @@ def price_in_mode(model: str, mode: str, prices: dict) -> dict | None:
     return (batch_price(price) or price) if mode == BATCH else price
 
 
-def mode_of(event) -> str:
-    """``batch`` for a model call sent through a provider's batch API (its generate config's ``batch``), else
-    ``live``."""
-    config = getattr(event, "config", None)
-    return BATCH if config is not None and config.batch else LIVE
-
-
 def cost(row: dict, price: dict | None, per_tokens: float) -> float:
     if price is None:
         return math.nan
@@ -129,45 +118,25 @@ def cost(row: dict, price: dict | None, per_tokens: float) -> float:
 
 def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
     """One row per (model label, case, epoch, role, model serving the role, mode): calls, cached calls,
-    tokens, cost and a person's working time (module docstring)."""
+    tokens, cost and a person's working time (each sample's from its summary's record, else from its events: module
+    docstring)."""
     rows: dict[tuple, dict] = {}
-    worked: dict[tuple, list[dict]] = {}  # a row's person-played calls' output metadata
     for item in logs:
         subject = benchmarks.subject_role(item.benchmark)
-        # its events, one sample at a time, each read whole: Inspect parses a sample with exclude_fields in pure
-        # Python (20 samples of bench/readers.py's logs: 5.2 s of CPU, against 3.1 s read whole)
-        for sample in item.log.transcripts():
-            for event in sample.events or []:
-                if event.event != "model":
-                    continue
-                role = event.role or subject
-                key = (item.label, str(sample.id), sample.epoch, role, event.model, mode_of(event))
+        for sample, calls in sample_calls(item.log):
+            for call in calls:
+                role = call["role"] or subject
+                key = (item.label, str(sample.id), sample.epoch, role, call["model"], call["mode"])
                 row = rows.setdefault(
                     key,
-                    {
-                        "model": item.label,
-                        "id": key[1],
-                        "epoch": key[2],
-                        "role": role,
-                        "role_model": event.model,
-                        "mode": key[5],
-                        "calls": 0,
-                        "cached_calls": 0,
-                        **{f: 0 for f in TOKEN_FIELDS},
-                    },
+                    dict(zip(("model", "id", "epoch", "role", "role_model", "mode"), key))
+                    | {name: 0 for name in sample_usage.COUNTS}
+                    | {sample_usage.PERSON: None},
                 )
-                row["calls"] += 1
-                meta = event.output.metadata if event.output is not None else None
-                if meta and meta.get("human"):
-                    worked.setdefault(key, []).append(meta)
-                if event.cache == "read":
-                    row["cached_calls"] += 1
-                    continue
-                usage = event.output.usage if event.output is not None else None
-                if usage is None:
-                    continue
-                for field in TOKEN_FIELDS:
-                    row[field] += int(getattr(usage, field, None) or 0)
+                for name in sample_usage.COUNTS:
+                    row[name] += call[name]
+                if call[sample_usage.PERSON] is not None:  # a person's working seconds (the one row of its role)
+                    row[sample_usage.PERSON] = (row[sample_usage.PERSON] or 0.0) + call[sample_usage.PERSON]
     frame = pd.DataFrame(
         list(rows.values()),
         columns=["model", "id", "epoch", "role", "role_model", "mode", "calls", "cached_calls", *TOKEN_FIELDS],
@@ -176,8 +145,20 @@ def usage_by_case(logs: Sequence[LoadedLog], prices: dict) -> pd.DataFrame:
         cost(r, price_in_mode(r["role_model"], r["mode"], prices), prices["per_tokens"])
         for r in frame.to_dict("records")
     ]
-    frame["person_seconds"] = [person_seconds(worked[k]) if k in worked else math.nan for k in rows]
+    worked = [r[sample_usage.PERSON] for r in rows.values()]
+    frame["person_seconds"] = [math.nan if seconds is None else seconds for seconds in worked]
     return frame
+
+
+def sample_calls(run: Run) -> Iterator[tuple[EvalSampleSummary, list[dict[str, Any]]]]:
+    """Each sample's record of ``run`` with its usage rows (:mod:`bedside.sample_usage`), in the run's order: from
+    the record its health score made, else from its events (the sample read whole, one at a time: Inspect parses
+    a sample with ``exclude_fields`` in pure Python, slower than whole)."""
+    for sample in run.samples:
+        recorded = sample_usage.read(sample.scores)
+        if recorded is None:
+            recorded = sample_usage.rows_of(run.sample(sample.id, sample.epoch).events or [])
+        yield sample, recorded
 
 
 def person_time(by_case: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -6,6 +6,7 @@ played here by a thread posting to the page's API (the browser tests drive the p
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
@@ -69,13 +70,16 @@ class Person(threading.Thread):
         while not self.stop.is_set():
             try:
                 pending = json.load(urllib.request.urlopen(self.url + "api/pending", timeout=2))["pending"]
-            except OSError:
+            except (OSError, http.client.HTTPException, ValueError):  # no page yet, or its process stopped mid-answer
                 time.sleep(0.3)
                 continue
             for call in pending:
                 body = json.dumps({"id": call["id"], "text": reply_to(call)}).encode()
                 request = urllib.request.Request(self.url + "api/reply", body, {"Content-Type": "application/json"})
-                urllib.request.urlopen(request)
+                try:
+                    urllib.request.urlopen(request)
+                except (OSError, http.client.HTTPException):  # the page's process stopped (a run killed mid-reply)
+                    break
                 self.replies += 1
             time.sleep(0.2)
 
