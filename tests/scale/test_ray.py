@@ -199,6 +199,7 @@ def test_a_worker_killed_mid_run_is_resumed_by_ray_and_nothing_runs_twice(worksp
     assert finished and all(not again[k] for sid in finished for k in keys[sid]), (shard, finished)
 
 
+@pytest.mark.long
 def test_a_crashed_command_run_again_runs_only_unfinished_samples(workspace) -> None:
     folder, server, env, args = workspace
     args = [*args, *loopback_arguments()]
