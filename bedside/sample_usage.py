@@ -141,7 +141,7 @@ def read(scores: Mapping[str, Score] | None) -> list[dict[str, Any]] | None:
     keys = [value.get(column) for column in KEYS]
     if not all(isinstance(c, list) and len(c) == len(keys[0]) for c in keys):  # type: ignore[arg-type]
         return None
-    rows = [dict(zip(KEYS, values)) for values in zip(*keys)]  # type: ignore[call-overload]
+    rows = [dict(zip(KEYS, values)) for values in zip(*keys)]
     for column in (*COUNTS, PERSON):
         counts = value.get(column, [0 if column in COUNTS else None] * len(rows))
         if not isinstance(counts, list) or len(counts) != len(rows):

@@ -99,9 +99,31 @@ def unmarked_starts(item: pytest.Item, evals: int, commands: int) -> str | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    # the `eval` tests first (in file order), the quick unit tests after them: with pytest-xdist the
-    # workers end on quick tests, not one of them on a long eval while the other waits
-    items.sort(key=lambda item: item.get_closest_marker("eval") is None)
+    # the `long` tests first, then the other `eval` tests (in file order), the quick unit tests after
+    # them: with pytest-xdist the workers end on quick tests, not one of them on a long eval while the
+    # other waits; and the `long` tests are dealt to the workers in turn
+    items.sort(key=lambda item: (item.get_closest_marker("long") is None, item.get_closest_marker("eval") is None))
+    workers = getattr(config, "workerinput", {}).get("workercount", 1)
+    items[:] = dealt(items, workers)
+
+
+def dealt(items: list[pytest.Item], workers: int) -> list[pytest.Item]:
+    """``items`` (sorted: the ``long`` tests first) in the order that gives each of ``workers`` pytest-xdist
+    workers its share of the ``long`` tests at the start of its queue. Its scheduler (``--dist worksteal``)
+    sends each worker a contiguous part of the list (the first ``len // workers`` to the first, then of the
+    rest likewise), so each part here is one worker's ``long`` tests in turn, then the others in their order."""
+    long = [item for item in items if item.get_closest_marker("long") is not None]
+    rest = items[len(long) :]
+    out: list[pytest.Item] = []
+    start, left = 0, len(items)
+    for worker in range(workers):
+        size = left // (workers - worker)
+        mine = long[worker::workers]
+        others = max(0, size - len(mine))
+        out += mine + rest[start : start + others]
+        start += others
+        left -= size
+    return out + rest[start:]
 
 
 @pytest.hookimpl(hookwrapper=True)

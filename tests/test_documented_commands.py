@@ -169,6 +169,7 @@ SHARDS = 2
 
 
 @pytest.mark.eval
+@pytest.mark.long
 @pytest.mark.parametrize("k", range(SHARDS))
 def test_every_documented_command_runs(tmp_path, k):
     """Share ``k`` of the documented commands (whole blocks, :func:`tests.docs_worker.shard`); the first

@@ -31,6 +31,7 @@ def embeds(name: str) -> bool:
     return all(f'"{key}": ' in golden for _, key in make_golden.KERNEL_FLOATS)
 
 
+@pytest.mark.long
 @pytest.mark.parametrize(("capability", "threads"), [("default", 1), ("avx2", 2)], ids=["default-1", "avx2-2"])
 def test_golden_check_passes_on_other_torch_kernels(capability, threads):
     assert embeds(RUN), f"{RUN} computes no embeddings: choose another run"

@@ -109,6 +109,41 @@ def test_the_eval_tests_run_first(session):
     assert [line for line in result.stdout.lines if "::" in line] == ["test_order.py::test_b", "test_order.py::test_a"]
 
 
+def test_the_long_tests_run_before_the_other_eval_tests(session):
+    session.makepyfile(
+        test_order="import pytest\n\ndef test_a():\n    pass\n\n@pytest.mark.eval\ndef test_b():\n    pass\n\n"
+        "@pytest.mark.eval\n@pytest.mark.long\ndef test_c():\n    pass\n"
+    )
+    result = session.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist", "--collect-only", "-q")
+    assert [line.split("::")[1] for line in result.stdout.lines if "::" in line] == ["test_c", "test_b", "test_a"]
+
+
+class Item:
+    """A collected test as :func:`tests.conftest.dealt` sees it: its name and marks."""
+
+    def __init__(self, name: str, *marks: str) -> None:
+        self.name, self.marks = name, marks
+
+    def get_closest_marker(self, mark: str) -> object:
+        return mark if mark in self.marks else None
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+def test_the_long_tests_are_dealt_to_the_workers_in_turn():
+    from tests.conftest import dealt
+
+    items = [Item(f"L{i}", "eval", "long") for i in range(3)] + [Item(f"E{i}", "eval") for i in range(3)]
+    items += [Item(f"U{i}") for i in range(5)]
+    # pytest-xdist's worksteal scheduler sends the first 11 // 2 = 5 to one worker, the other 6 to the other
+    order = [i.name for i in dealt(items, 2)]
+    assert (order[:5], order[5:]) == (["L0", "L2", "E0", "E1", "E2"], ["L1", "U0", "U1", "U2", "U3", "U4"])
+    order = [i.name for i in dealt(items, 3)]  # parts of 3, 4, 4
+    assert (order[:3], order[3:7], order[7:]) == (["L0", "E0", "E1"], ["L1", "E2", "U0", "U1"], ["L2", "U2", "U3", "U4"])
+    assert dealt(items, 1) == items
+
+
 def test_a_tier_that_selects_no_test_fails(session):
     session.makepyfile(test_all_eval="import pytest\n\npytestmark = pytest.mark.eval\n\ndef test_a():\n    pass\n")
     result = session.runpytest_inprocess("-p", "no:cacheprovider", "-p", "no:xdist", "-m", "not eval")

@@ -711,6 +711,7 @@ def wheel_holds_the_toy(tmp: Path) -> None:
         assert name in names, f"{name} is not in the wheel"
 
 
+@pytest.mark.long
 def test_a_fourth_benchmark_touches_its_folders_and_one_registry_line(tmp_path):
     import setuptools
 

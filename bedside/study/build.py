@@ -230,30 +230,45 @@ def assign(
 
 def _greedy(
     cases: Sequence[str], pairs: list[tuple[int, int]], raters: Sequence[str], k: int, rng: random.Random
-) -> tuple[tuple[int, int], list[tuple[str, str, tuple[int, int]]], dict[str, Counter[int]]]:
+) -> tuple[tuple[int, int], list[tuple[str, str, tuple[int, int]]], dict[str, list[int]]]:
     """One assignment: each task to the least-loaded free rater and one of the least-used pairs, the pair and
-    rater that keep that rater's conditions most even (seeded ties); its unevenness (the largest spread of a
-    rater's condition counts, then their sum) first."""
+    rater that keep that rater's conditions most even (seeded ties: a draw for every free rater and pair, in
+    order); its unevenness (the largest spread of a rater's condition counts, then their sum) first."""
     conditions = max(max(p) for p in pairs) + 1
-    load: Counter[str] = Counter()
-    used: Counter[tuple[int, int]] = Counter()
-    seen: dict[str, Counter[int]] = {r: Counter() for r in raters}
+    load = dict.fromkeys(raters, 0)
+    used = dict.fromkeys(pairs, 0)
+    seen = {r: [0] * conditions for r in raters}  # rater -> how many of their tasks showed each condition
     tasks = []
 
-    def spread(rater: str, pair: tuple[int, int] = (-1, -1)) -> int:
-        counts = [seen[rater][c] + (c in pair) for c in range(conditions)]
+    def spread(rater: str, pair: tuple[int, ...] = ()) -> int:
+        counts = seen[rater][:]
+        for c in pair:
+            counts[c] += 1
         return max(counts) - min(counts)
 
+    even = {r: {p: spread(r, p) for p in pairs} for r in raters}  # rater -> pair -> spread after a task of it
     for case in cases:
         taken: set[str] = set()
         for _ in range(k):
-            fewest = min(used[p] for p in pairs)
-            choices = [(r, p) for r in raters if r not in taken for p in pairs if used[p] == fewest]
-            rater, pair = min(choices, key=lambda rp: (load[rp[0]], spread(*rp), rng.random()))
+            fewest = min(used.values())
+            free = [r for r in raters if r not in taken]
+            candidates = [(r, p) for r in free for p in pairs if used[p] == fewest]
+            draws = [rng.random() for _ in candidates]
+            lightest = min(load[r] for r in free)
+            best: tuple[tuple[int, float], str, tuple[int, int]] | None = None
+            for (r, p), draw in zip(candidates, draws):
+                if load[r] == lightest:
+                    key = (even[r][p], draw)
+                    if best is None or key < best[0]:
+                        best = key, r, p
+            assert best is not None
+            _, rater, pair = best
             taken.add(rater)
             load[rater] += 1
             used[pair] += 1
-            seen[rater].update(pair)
+            for c in pair:
+                seen[rater][c] += 1
+            even[rater] = {p: spread(rater, p) for p in pairs}
             tasks.append((rater, case, pair))
     spreads = [spread(r) for r in raters]
     return (max(spreads), sum(spreads)), tasks, seen

@@ -276,6 +276,7 @@ def check_judged_logs_export_as_annotations(packets, tmp_path):
     assert tcs["kappa"] == 1.0 and tcs["exact_agreement"] == 1.0 and tcs["n"] > 0
 
 
+@pytest.mark.long
 def test_annotation_packets_end_to_end(tmp_path):
     """One test, so that pytest-xdist runs the scripted evaluation once (a module fixture would run
     on every worker that picks one of the checks)."""

@@ -21,6 +21,7 @@ from inspect_ai.log import EvalLog, read_eval_log
 
 from bedside.reporting.load import expand, read_runs
 from bedside.scale.shards import shard_info
+from tests import forked
 from tests.conftest import REPO
 
 BEDSIDE = str(Path(sys.executable).parent / "bedside")
@@ -64,21 +65,14 @@ def ray_environment() -> dict[str, str]:
 
 
 def scale(*args: str, cwd: Path, env: dict[str, str], timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """``bedside scale ARGS`` as a user runs it (its own process)."""
-    return subprocess.run([BEDSIDE, "scale", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
+    """``bedside scale ARGS`` as a user runs it (its own process, forked from the warm server: :mod:`tests.forked`)."""
+    return forked.run([BEDSIDE, "scale", *args], cwd=cwd, env=env, timeout=timeout)
 
 
-def start_scale(*args: str, cwd: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    """``bedside scale ARGS`` started, in a process group of its own (killed with the group)."""
-    return subprocess.Popen(
-        [BEDSIDE, "scale", *args],
-        cwd=cwd,
-        env=env,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        start_new_session=True,
-    )
+def start_scale(*args: str, cwd: Path, env: dict[str, str]) -> forked.Forked | subprocess.Popen[str]:
+    """``bedside scale ARGS`` started, in a process group of its own (killed with the group), its output and
+    errors merged (forked from the warm server: :mod:`tests.forked`)."""
+    return forked.start([BEDSIDE, "scale", *args], cwd=cwd, env=env, stderr=subprocess.STDOUT)
 
 
 def stop(proc: subprocess.Popen[Any]) -> None:

@@ -40,6 +40,7 @@ def ray_tmp() -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
+@pytest.mark.long
 def test_a_local_run_starts_its_own_ray_instance_whatever_a_dead_cluster_left(tmp_path: Path, ray_tmp: Path) -> None:
     data = replicate_discharge(4, tmp_path / "cases.jsonl", prefix="local")
     with CountingServerProcess(tmp_path / "requests.jsonl") as server:

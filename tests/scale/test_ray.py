@@ -29,6 +29,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from bedside.reporting.load import expand, read_run
+from tests.forked import Forked
 from tests.reliability.helpers import event_request_key, model_events, replicate_discharge
 from tests.scale.helpers import (
     CountingServerProcess,
@@ -129,7 +130,7 @@ def unit_process(shard: int) -> psutil.Process | None:
     return None
 
 
-def wait_for(condition: Any, proc: subprocess.Popen[str], what: str, timeout: float = 300) -> Any:
+def wait_for(condition: Any, proc: Forked | subprocess.Popen[str], what: str, timeout: float = 300) -> Any:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         found = condition()
@@ -140,7 +141,7 @@ def wait_for(condition: Any, proc: subprocess.Popen[str], what: str, timeout: fl
     raise AssertionError(f"timed out waiting until {what}")
 
 
-def finish(proc: subprocess.Popen[str]) -> str:
+def finish(proc: Forked | subprocess.Popen[str]) -> str:
     out, _ = proc.communicate(timeout=600)
     assert proc.returncode == 0, out[-3000:]
     return out
@@ -199,6 +200,7 @@ def test_a_worker_killed_mid_run_is_resumed_by_ray_and_nothing_runs_twice(worksp
     assert finished and all(not again[k] for sid in finished for k in keys[sid]), (shard, finished)
 
 
+@pytest.mark.long
 def test_a_crashed_command_run_again_runs_only_unfinished_samples(workspace) -> None:
     folder, server, env, args = workspace
     args = [*args, *loopback_arguments()]
