@@ -18,6 +18,7 @@ from urllib.parse import parse_qs, urlsplit
 
 import anyio
 
+from bedside.person_page import shared_file
 from bedside.person_time import extend, length, union
 from bedside.providers.human_journal import Call, Journal, Replay, case_key, remote_journal_note
 
@@ -439,6 +440,8 @@ def _handler(desk: Desk) -> type[BaseHTTPRequestHandler]:
             elif urlsplit(self.path).path == "/api/pending":
                 after = parse_qs(urlsplit(self.path).query).get("after", [None])[0]
                 self._json(HTTPStatus.OK, desk.listing(after))
+            elif shared := shared_file(urlsplit(self.path).path.lstrip("/")):
+                self._send(HTTPStatus.OK, *shared)
             else:
                 self._json(HTTPStatus.NOT_FOUND, {"error": "not found"})
 

@@ -1,8 +1,8 @@
 """A person's calls and their journal on ``bedside/human``'s page: one pending generate call as the page shows
 it (:class:`Call`), and the journal of a run (:class:`Journal`): the accepted replies and the cases that ended,
-one JSON line each, and the page's state beside it; where a run's journal lives (:func:`default_journal`: the
-run's log folder) and the names the page gives its cases (:func:`case_key`). The page and its desk are
-:mod:`bedside.providers.human_desk`."""
+one JSON line each (fsync'ed), and the page's state beside it (their files: :mod:`bedside.journal_files`); where a
+run's journal lives (:func:`default_journal`: the run's log folder) and the names the page gives its cases
+(:func:`case_key`). The page and its desk are :mod:`bedside.providers.human_desk`."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from bedside.journal_files import StateFile, append_line
 from bedside.person_time import length, union
 
 #: whose replies a journal gives back: the same run's only, or any run's that shares the journal file
@@ -88,17 +89,16 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.state_path = state_path(path)
+        self.state = StateFile(path)
         #: (run, case, epoch) -> the case's last line: {task, case, epoch, state, ending, detail}
         self.cases: dict[tuple[str, str, int], dict[str, Any]] = {}
         self.entries = self._read()
-        state = self._read_state()
+        state = self.state.read()
         self.port: int | None = state.get("port")
         self.drafts: dict[str, str] = {str(k): str(v) for k, v in state.get("drafts", {}).items()}
         self.work: dict[str, list[list[float]]] = {
             str(k): [[float(a), float(b)] for a, b in v] for k, v in state.get("work", {}).items()
         }
-        self.saved = 0.0
 
     def _read(self) -> dict[str, dict[str, Any]]:
         found: dict[str, dict[str, Any]] = {}
@@ -115,12 +115,6 @@ class Journal:
                 except (ValueError, KeyError, TypeError):  # a line cut short by a crash: the reply is asked again
                     print(f"bedside/human: {self.path} line {number} unreadable, ignored", file=sys.stderr)
         return found
-
-    def _read_state(self) -> dict[str, Any]:
-        try:
-            return dict(json.loads(self.state_path.read_text(encoding="utf-8")))
-        except (OSError, ValueError):
-            return {}
 
     def find(self, call: Call, replay: Replay) -> dict[str, Any] | None:
         """The accepted reply of this call: of the same run, or of any run under ``across_runs``."""
@@ -140,7 +134,7 @@ class Journal:
     def record_case(self, run: str, entry: dict[str, Any]) -> None:
         """A case of ``run`` ended: its line (the page's list of cases after a resume reads it)."""
         line = {"kind": "case", "run": run, **entry, "at": time.time()}
-        self._append(line)
+        append_line(self.path, line)
         self.cases[(run, str(entry["case"]), int(entry["epoch"]))] = line
 
     def record(self, call: Call, reply: str) -> dict[str, Any]:
@@ -158,38 +152,21 @@ class Journal:
             "intervals": [[round(a, 2), round(b, 2)] for a, b in union(call.work)],
             "at": time.time(),
         }
-        self._append(entry)
+        append_line(self.path, entry)
         self.entries[call.id] = entry
         self.drafts.pop(call.id, None)
         self.work.pop(call.id, None)
         self.save()
         return entry
 
-    def _append(self, line: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with self.path.open("a", encoding="utf-8") as f:
-            f.write(json.dumps(line) + "\n")
-
     def save(self, at_most_every: float = 0.0) -> None:
         """Writes the state (atomically); with ``at_most_every``, not again within that many seconds."""
-        if at_most_every and time.time() - self.saved < at_most_every:
-            return
-        self.saved = time.time()
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"port": self.port, "drafts": self.drafts, "work": self.work}), encoding="utf-8")
-        tmp.replace(self.state_path)
+        self.state.write({"port": self.port, "drafts": self.drafts, "work": self.work}, at_most_every)
 
 
 def case_key(run: str, case: str, epoch: int) -> str:
     """How the page names a case of a run (its calls and its line in the list of cases)."""
     return f"{run}|{case}|{epoch}"
-
-
-def state_path(journal: Path) -> Path:
-    """The journal's state: JSON, named ``<journal name>.state`` (not ``.json``: a journal named like a log,
-    with a timestamp first, would otherwise make its state look like an Inspect log to ``inspect view``)."""
-    return journal.with_name(journal.stem + ".state")
 
 
 def default_journal(task: str, run: str, log: str | None) -> Path:
@@ -215,8 +192,5 @@ def remote_journal_note(log: str | None, journal: Path) -> str | None:
 
 def saved_port(journal: Path) -> int | None:
     """The port of the page the journal's run last used (from its state), if any."""
-    try:
-        port = json.loads(state_path(journal).read_text(encoding="utf-8")).get("port")
-    except (OSError, ValueError, AttributeError):
-        return None
+    port = StateFile(journal).read().get("port")
     return int(port) if port else None

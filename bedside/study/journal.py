@@ -1,9 +1,10 @@
 """A rater's journal on bedside's rating page: ``raters/<rater>/journal.jsonl`` in the study folder, one JSON line
 per task the rater sent (its ratings, when, and the working time on it so far), appended and fsync'ed before the
-page is told it is saved. Reading it, a later line of a task replaces an earlier one (the rater changed an answer),
-so a task counts once; a last line cut short by a crash (never acknowledged: the page still holds those answers and
-sends them again) is skipped and said on stderr. Beside it, ``journal.state``: the working intervals of the tasks
-on the page, saved every few seconds, so a killed server keeps the rater's time as well as their answers.
+page is told it is saved (its files: :mod:`bedside.journal_files`). Reading it, a later line of a task replaces an
+earlier one (the rater changed an answer), so a task counts once; a last line cut short by a crash (never
+acknowledged: the page still holds those answers and sends them again) is skipped and said on stderr. Beside it,
+``journal.state``: the working intervals of the tasks on the page, saved every few seconds, so a killed server
+keeps the rater's time as well as their answers.
 
 :func:`journal_records` gives every journal's ratings to :func:`bedside.study.ratings.read_ratings`, as a ratings
 file's rows are; :func:`working_seconds`: the working time on each task sent, summed up by :func:`working_time`.
@@ -12,7 +13,6 @@ file's rows are; :func:`working_seconds`: the working time on each task sent, su
 from __future__ import annotations
 
 import json
-import os
 import statistics
 import sys
 import time
@@ -20,6 +20,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from bedside.journal_files import StateFile, append_line
 from bedside.person_time import length, union
 
 NAME = "journal.jsonl"
@@ -35,24 +36,24 @@ class Journal:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self.state_path = path.with_name(path.stem + ".state")
+        self.state = StateFile(path)
         self.tasks: dict[str, dict[str, Any]] = {}
         self.lines: dict[str, int] = {}  # task -> the line number of its latest line
-        for number, line in read_lines(path):
+        texts = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        self.count = len(texts)  # the journal's lines (a line cut short by a crash too): the next one is count + 1
+        for number, line in _readable(path, texts):
             self.tasks[str(line["task"])] = line
             self.lines[str(line["task"])] = number
         self.work: dict[str, list[list[float]]] = {
             task: [list(i) for i in line.get("intervals") or []] for task, line in self.tasks.items()
         }
-        for task, intervals in self._read_state().items():
+        for task, intervals in self._saved_work().items():
             self.work[task] = union([*self.work.get(task, []), *intervals])
-        self.saved = 0.0
 
-    def _read_state(self) -> dict[str, list[list[float]]]:
+    def _saved_work(self) -> dict[str, list[list[float]]]:
         try:
-            state = json.loads(self.state_path.read_text(encoding="utf-8"))
-            return {str(k): [[float(a), float(b)] for a, b in v] for k, v in state.get("work", {}).items()}
-        except (OSError, ValueError, TypeError, AttributeError):
+            return {str(k): [[float(a), float(b)] for a, b in v] for k, v in self.state.read().get("work", {}).items()}
+        except (ValueError, TypeError, AttributeError):
             return {}
 
     def append(self, rater: str, task: str, ratings: list[dict[str, str]]) -> dict[str, Any]:
@@ -66,42 +67,20 @@ class Journal:
             "seconds": round(length(intervals), 3),
             "intervals": [[round(a, 2), round(b, 2)] for a, b in intervals],
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        data = (json.dumps(line, ensure_ascii=False) + "\n").encode("utf-8")
-        fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(fd).st_size and not _ends_with_newline(self.path):
-                data = b"\n" + data  # after a line cut short by a crash: that line stays alone (and is skipped)
-            os.write(fd, data)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+        append_line(self.path, line)
         self.tasks[task] = line
-        self.lines[task] = len(self.path.read_bytes().splitlines())
+        self.count += 1
+        self.lines[task] = self.count
         return line
 
     def save_state(self, at_most_every: float = 0.0) -> None:
         """Writes the working intervals (atomically); with ``at_most_every``, not again within that many seconds."""
-        if at_most_every and time.time() - self.saved < at_most_every:
-            return
-        self.saved = time.time()
-        self.state_path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.state_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps({"work": self.work}), encoding="utf-8")
-        tmp.replace(self.state_path)
+        self.state.write({"work": self.work}, at_most_every)
 
 
-def _ends_with_newline(path: Path) -> bool:
-    with path.open("rb") as f:
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
-
-
-def read_lines(path: Path) -> Iterable[tuple[int, dict[str, Any]]]:
+def _readable(path: Path, texts: list[str]) -> Iterable[tuple[int, dict[str, Any]]]:
     """(line number, line) of every readable line of a journal; an unreadable one is said on stderr and skipped."""
-    if not path.exists():
-        return
-    for number, text in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+    for number, text in enumerate(texts, 1):
         if not text.strip():
             continue
         try:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from bedside.person_page import shared_file
 from bedside.person_time import extend, length
 from bedside.study.build import StudyError
 from bedside.study.items import GUESS, PREFERENCE, Item
@@ -284,6 +285,8 @@ def _handler(desk: RatingDesk) -> type[BaseHTTPRequestHandler]:
                 self._send(HTTPStatus.OK, PAGE.read_bytes(), "text/html; charset=utf-8")
             elif rest == "api/state":
                 self._json(HTTPStatus.OK, desk.state(rater))
+            elif shared := shared_file(rest):
+                self._send(HTTPStatus.OK, *shared)
             else:
                 self._json(HTTPStatus.NOT_FOUND, {"message": "not found"})
 

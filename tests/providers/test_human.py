@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 import urllib.request
 from http import HTTPStatus
@@ -161,6 +162,20 @@ def test_the_page_counts_the_runs_replies_and_cases_from_its_journal(tmp_path):
         assert [c["case"] for c in listing["session"]["cases"]] == ["c1", "c2"]  # in the order first played
     finally:
         desk.server.shutdown()
+
+
+def test_a_reply_is_on_disk_and_on_its_own_line_after_a_line_cut_short_by_a_crash(tmp_path, monkeypatch):
+    path = tmp_path / "replies.jsonl"
+    Journal(path).record(a_call(case="c1"), "first")
+    with path.open("a") as f:
+        f.write('{"id": "cut short')
+    synced: list[int] = []
+    fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), fsync(fd))[1])
+    Journal(path).record(a_call(case="c2"), "second")
+    assert synced  # the reply was flushed to the disk before the page heard it was accepted
+    assert sorted(e["reply"] for e in Journal(path).entries.values()) == ["first", "second"]
+    assert len(path.read_text().splitlines()) == 3
 
 
 def test_calls_keep_the_order_of_their_cases(tmp_path):

@@ -134,6 +134,10 @@ def test_a_link_serves_one_raters_tasks_blinded_and_refuses_what_is_off_scale(se
     assert request(links["ann"] + "api/rate", {"task": second["task"], "answers": complete(second)})[0] == 200
     journal = Journal(journal_path(study, "ann"))
     assert sorted(journal.tasks) == sorted([first["task"], second["task"]])
+    assert journal.lines == {first["task"]: 2, second["task"]: 4}  # the line cut short is line 3
+    # a journal appended to numbers its lines as one reading the file does
+    journal.append("ann", second["task"], journal.tasks[second["task"]]["ratings"])
+    assert journal.lines == Journal(journal_path(study, "ann")).lines == {first["task"]: 2, second["task"]: 5}
 
     shutil.move(tmp_path / "key-aside", study / "key")
     ratings = read_ratings(Study.load(study))
