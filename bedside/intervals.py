@@ -33,6 +33,7 @@ Bounds are finally clipped to the declared scale, which only removes floating-po
 
 from __future__ import annotations
 
+import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -116,15 +117,22 @@ def case_bootstrap(
     are left out). ``None`` below two cases."""
     if n < 2:
         return None
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(resamples, n))
-    values = np.asarray(statistic(idx), dtype=float)
+    values = np.asarray(statistic(_resampled_cases(n, resamples, seed)), dtype=float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return None
     alpha = (1 - CONFIDENCE) / 2
     low, high = np.quantile(values, [alpha, 1 - alpha])
     return clip(float(low), float(high), scale)
+
+
+@functools.lru_cache(maxsize=1)
+def _resampled_cases(n: int, resamples: int, seed: int) -> np.ndarray:
+    """The ``(resamples, n)`` case indices :func:`case_bootstrap` draws (read-only): the same for every statistic
+    of ``n`` cases, the last drawn kept (a sweep's model pairs, bootstrapped one after another, share their n)."""
+    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+    idx.flags.writeable = False
+    return idx
 
 
 def agreement_interval(

@@ -146,7 +146,7 @@ def build(
         clinician_study.section(page, rated, csv)
     simulator.section(page, logs, csv)  # the simulated patients' own error rate
 
-    sweep.section(page, logs, csv, allow_different_data, power, alpha)
+    sweep.section(page, logs, every_sample, csv, allow_different_data, power, alpha)
     panels.section(page, logs, csv)  # judge panels' agreement; judges of the model under test's family
     epochs.section(page, logs, every_sample, csv, pass_k)
     _usage(page, logs, prices, csv)

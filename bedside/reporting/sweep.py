@@ -83,9 +83,10 @@ def sweep_labels(logs: Sequence[LoadedLog]) -> dict[str, tuple[str, str]]:
     return by_path
 
 
-def case_values(logs: Sequence[LoadedLog]) -> pd.DataFrame:
-    """One row per (benchmark, grader, model, case id, key): the epoch-averaged value (NaN dropped)."""
-    frame = scores_frame(logs)
+def case_values(logs: Sequence[LoadedLog], frame: pd.DataFrame | None = None) -> pd.DataFrame:
+    """One row per (benchmark, grader, model, case id, key): the epoch-averaged value (NaN dropped), from the
+    logs' scores (``frame``: their :func:`~bedside.reporting.load.scores_frame` when read already)."""
+    frame = scores_frame(logs) if frame is None else frame
     if frame.empty:
         return pd.DataFrame(columns=["benchmark", "grader", "model", "id", "key", "value", "rejudged"])
     by_path = sweep_labels(logs)
@@ -375,14 +376,16 @@ def indistinguishable(ranking: pd.DataFrame, pairs: pd.DataFrame, alpha: float =
 def section(
     page,
     logs: Sequence[LoadedLog],
+    every_sample: pd.DataFrame,
     csv,
     allow_different_data: bool = False,
     power: float = detectable.POWER,
     alpha: float = detectable.ALPHA,
 ) -> None:
-    """The report's sweep section (nothing when no two models share cases; a note instead of the
-    leaderboard when the logs were run on different data or prompts, unless ``allow_different_data``)."""
-    values = case_values(logs)
+    """The report's sweep section over the logs' scores (``every_sample``: their
+    :func:`~bedside.reporting.load.scores_frame`); nothing when no two models share cases; a note instead of
+    the leaderboard when the logs were run on different data or prompts, unless ``allow_different_data``."""
+    values = case_values(logs, every_sample)
     ranking, pairs = leaderboard(values, power, alpha)
     if ranking.empty:
         return
