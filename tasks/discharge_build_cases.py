@@ -38,7 +38,7 @@ from inspect_ai import Task, task
 from inspect_ai.dataset import MemoryDataset, Sample
 from pydantic import NonNegativeInt
 
-from bedside.compat import active_model
+from bedside.compat import active_model, resolving_eval_tasks
 from bedside.discharge import BENCHMARK
 from bedside.discharge.mimic.data_use import check_endpoint
 from bedside.discharge.mimic.extract import CaseWriter
@@ -120,8 +120,9 @@ def build_discharge_cases(
 
 def _guard_active_model(zero_retention: bool) -> None:
     """``inspect eval`` (and ``eval(build_discharge_cases, ...)``) create the task with the model
-    already active: refuse here, before anything is read. A ``Task`` built in Python before
-    ``eval`` has no active model yet; ``data_use_guard`` checks every sample then."""
-    model = active_model()
+    already active: refuse here, before anything is read. A ``Task`` built in Python outside an eval's
+    task building (Inspect leaves the last eval's model active afterwards) is not checked here;
+    ``data_use_guard`` checks every sample then."""
+    model = active_model() if resolving_eval_tasks() else None
     if model is not None:
         check_endpoint(model, zero_retention)

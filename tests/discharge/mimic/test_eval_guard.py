@@ -113,6 +113,8 @@ def test_mimic_cases_refused_while_the_task_is_built(mimic_cases, monkeypatch):
     monkeypatch.setattr(bedside.compat, "resolving_eval_tasks", lambda: True)
     monkeypatch.setattr(bedside.compat, "active_model", lambda: at(REMOTE))
     monkeypatch.setattr("bedside.discharge.mimic.eval_guard.get_model", lambda: at(REMOTE))
+    # no role bound (Inspect leaves the roles of an earlier eval in this process set)
+    monkeypatch.setattr("bedside.discharge.mimic.eval_guard.model_roles", lambda: {})
     with pytest.raises(DataUseRefused, match="^Model role educator"):
         discharge(data=str(mimic_cases))
 
@@ -181,6 +183,8 @@ def remote_build(monkeypatch):
     monkeypatch.setattr(bedside.compat, "resolving_eval_tasks", lambda: True)
     monkeypatch.setattr(bedside.compat, "active_model", lambda: at(REMOTE))
     monkeypatch.setattr("bedside.discharge.mimic.eval_guard.get_model", lambda: at(REMOTE))
+    # no role bound (Inspect leaves the roles of an earlier eval in this process set)
+    monkeypatch.setattr("bedside.discharge.mimic.eval_guard.model_roles", lambda: {})
 
 
 def setup_names(task):

@@ -105,5 +105,7 @@ def test_mimic_probe_cases_are_refused_while_the_task_is_built(mimic_cases, monk
     monkeypatch.setattr(bedside.compat, "resolving_eval_tasks", lambda: True)
     monkeypatch.setattr(bedside.compat, "active_model", lambda: at(REMOTE))
     monkeypatch.setattr("bedside.discharge.mimic.eval_guard.get_model", lambda: at(REMOTE))
+    # no role bound (Inspect leaves the roles of an earlier eval in this process set)
+    monkeypatch.setattr("bedside.discharge.mimic.eval_guard.model_roles", lambda: {})
     with pytest.raises(DataUseRefused, match="^Model role grader: "):
         discharge_safety_probe(cases=str(mimic_cases))
