@@ -161,6 +161,13 @@ def run(
     return subprocess.CompletedProcess(args, proc.wait(), stdout, stderr or "")
 
 
+def stop(proc: Forked | subprocess.Popen[str], timeout: float = 30) -> None:
+    """Kills a started command's process group (:func:`start` gives it its own) if it still runs, and waits for it."""
+    if proc.poll() is None:
+        os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=timeout)
+
+
 def start(
     args: list[str], *, cwd: str | Path | None = None, env: dict[str, str] | None = None, stderr: int | None = None
 ) -> Forked | subprocess.Popen[str]:

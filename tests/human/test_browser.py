@@ -77,10 +77,7 @@ def stop_leftovers():
     """An eval a failed test left waiting for the person is stopped (its whole process group)."""
     yield
     while STARTED:
-        proc = STARTED.pop()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        forked.stop(STARTED.pop())
 
 
 def start(args: list[str], tmp: Path, cwd: Path = REPO, log_dir_variable: bool = True) -> Process:
@@ -152,6 +149,18 @@ async def send(browser: Browser, call: dict[str, Any]) -> Any:
     )
 
 
+async def reply_on_page(
+    browser: Browser, call: dict[str, Any], reply: str | dict[str, Any] | None, dwell: float
+) -> None:
+    """Types ``reply`` to ``call`` on the page after ``dwell`` seconds of reading, and sends it: the page must take it."""
+    assert reply is not None, f"no answer scripted for {call['protocol']} turn {call['turn']}"
+    if dwell:
+        await asyncio.sleep(dwell)
+    await fill(browser, reply)
+    note = await send(browser, call)
+    assert note is True, f"the page refused the reply: {note}"
+
+
 async def shoot(browser: Browser, name: str) -> None:
     """The page at 1280 px and at a wide screen (1920 px), into BEDSIDE_SCREENS."""
     if SCREENS is None:
@@ -210,13 +219,7 @@ async def play(
             if look is not None and await look(browser, call):
                 await browser.wait_for(f"shownId !== {json.dumps(call['id'])}")
                 continue
-            reply = answer(call)
-            assert reply is not None, f"no answer scripted for {call['protocol']} turn {call['turn']}"
-            if dwell:
-                await asyncio.sleep(dwell)
-            await fill(browser, reply)
-            note = await send(browser, call)
-            assert note is True, f"the page refused the reply: {note}"
+            await reply_on_page(browser, call, answer(call), dwell)
             played.answered.append(call)
             played.answered_at[call["id"]] = time.time()
         if proc.poll() is None:
@@ -967,13 +970,7 @@ async def play_cases(
         if until is not None and until(played, call):
             return call
         played.tabs.append(await browser.eval(TABS))
-        reply = discharge_answer(call)
-        assert reply is not None, f"no answer scripted for {call['protocol']} turn {call['turn']}"
-        if dwell:
-            await asyncio.sleep(dwell)
-        await fill(browser, reply)
-        note = await send(browser, call)
-        assert note is True, f"the page refused the reply: {note}"
+        await reply_on_page(browser, call, discharge_answer(call), dwell)
         played.answered.append(call)
     played.end = await browser.wait_for("(e => e && e.innerText)(document.getElementById('complete'))", 15)
     played.counts = await browser.eval("({answered, workSeconds})")

@@ -29,6 +29,7 @@ import pytest
 from inspect_ai.log import read_eval_log
 
 from bedside.reporting.load import expand, read_run
+from tests import forked
 from tests.forked import Forked
 from tests.reliability.helpers import event_request_key, model_events, replicate_discharge
 from tests.scale.helpers import (
@@ -190,9 +191,7 @@ def test_a_worker_killed_mid_run_is_resumed_by_ray_and_nothing_runs_twice(worksp
         worker.send_signal(signal.SIGKILL)
         finish(proc)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        forked.stop(proc)
     assert unit_samples(folder / "logs") == {f"ray-{i:03d}": 1 for i in range(1, CASES + 1)}
     # the samples the killed unit had finished were re-used: none of their calls was made again
     keys = calls_of(folder / "logs")
@@ -239,9 +238,7 @@ def test_a_node_removed_mid_run_leaves_the_run_to_the_other_node(workspace, clus
         cluster.remove_node(cluster.worker)
         out = finish(proc)
     finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait()
+        forked.stop(proc)
         cluster.worker = cluster.add_node(num_cpus=1)  # for the module's other tests
         cluster.wait_for_nodes()
     assert "every unit finished" in out

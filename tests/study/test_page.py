@@ -47,7 +47,9 @@ PER_TASK = 2 * ITEMS_PER_TRANSCRIPT + 1  # both transcripts' items and guesses, 
 def build(tmp: Path, cases: list[str]) -> Path:
     paths = [write(run(model, cases), tmp / f"{name}.eval") for name, model in MODELS.items()]
     study = tmp / "study"
-    done = bedside_command("study", "build", *paths, "--raters", "ann,bob", "--k", "2", "--seed", "5", "--out", str(study))
+    done = bedside_command(
+        "study", "build", *paths, "--raters", "ann,bob", "--k", "2", "--seed", "5", "--out", str(study)
+    )
     assert done.returncode == 0, done.stdout
     return study
 
@@ -153,7 +155,9 @@ def test_a_link_serves_one_raters_tasks_blinded_and_refuses_what_is_off_scale(se
         writer.writerow(["ann", first["task"], first["left"]["transcript"], "naturalness", "3"])
     done = bedside_command("study", "report", str(study), str(path))
     assert done.returncode == 2 and "rating given twice (also " in done.stdout
-    assert "journal.jsonl: line 2: rating given twice (also " in done.stdout and len(done.stdout.strip().splitlines()) == 1
+    assert (
+        "journal.jsonl: line 2: rating given twice (also " in done.stdout and len(done.stdout.strip().splitlines()) == 1
+    )
 
 
 # ---------------------------------------------------------------------------------------------------
@@ -166,10 +170,7 @@ STARTED: list[forked.Forked | Any] = []
 def stop_servers() -> Iterator[None]:
     yield
     while STARTED:
-        proc = STARTED.pop()
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+        forked.stop(STARTED.pop())
 
 
 def serve(study: Path) -> tuple[Any, dict[str, str]]:
@@ -241,9 +242,13 @@ def test_two_raters_at_once_through_a_killed_server(tmp_path: Path, stop_servers
             # ann leaves an answer out: refused, the field named as the page shows it and marked
             await fill(ann, skip=("right/clarity",))
             await ann.click("#send")
-            message = await ann.wait_for("document.getElementById('message').className === 'error' && document.getElementById('message').innerText")
+            message = await ann.wait_for(
+                "document.getElementById('message').className === 'error' && document.getElementById('message').innerText"
+            )
             assert "Right conversation, clarity" in message
-            assert await ann.eval("document.querySelector('[data-field=\"right/clarity\"]').classList.contains('invalid')")
+            assert await ann.eval(
+                "document.querySelector('[data-field=\"right/clarity\"]').classList.contains('invalid')"
+            )
             await shot(ann, "refused", full=False)
             await asyncio.sleep(3)  # working on it: the page reports work every 2 s
             await fill(ann)
@@ -257,7 +262,9 @@ def test_two_raters_at_once_through_a_killed_server(tmp_path: Path, stop_servers
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(timeout=30)
             await bob.click("#send")
-            away = await bob.wait_for("document.getElementById('message').className === 'error' && document.getElementById('message').innerText")
+            away = await bob.wait_for(
+                "document.getElementById('message').className === 'error' && document.getElementById('message').innerText"
+            )
             assert away.startswith("Not sent: the study's server is not answering")
 
             proc, again = serve(study)
@@ -269,7 +276,7 @@ def test_two_raters_at_once_through_a_killed_server(tmp_path: Path, stop_servers
             assert "2 of 3 tasks sent" in await ann.eval("document.body.innerText")
             assert await ann.eval("document.querySelectorAll('#tasks button.sent').length") == 2
             # ann goes back to her first task: her answers are there; she changes one and sends it again
-            await ann.click(f"#tasks button[data-task=\"{seen['ann first']}\"]")
+            await ann.click(f'#tasks button[data-task="{seen["ann first"]}"]')
             assert await ann.eval("document.querySelector('input[name=\"left/naturalness\"]:checked').value") == "4"
             await fill(ann, **{"left/naturalness": "2"})
             assert "changed" in await ann.eval("document.getElementById('task-state').innerText")
