@@ -6,9 +6,9 @@ Everything that must know every benchmark asks the registry instead of keeping i
 table: Inspect's entry point (:mod:`bedside._registry`: every task), every number shown (the score keys its
 scorers declare, :mod:`bedside.score_keys`: scale, label, direction, role; for Inspect's blocks,
 :mod:`bedside.scorers.metrics`, and reporting: ``bedside report``, ``strata``, ``compare``, the log loader),
-and, through :mod:`bedside.parts`, the ``bedside`` command (:mod:`bedside.cli`: every benchmark's own
-sub-commands), the scripted model (:mod:`bedside.providers.scripted`: every script module), the ``bedside``
-model provider (:mod:`bedside.providers.api`: a benchmark's own engines) and the reply protocols
+the ``bedside`` command (:mod:`bedside.cli`: every benchmark's tools, its own sub-commands among them) and,
+through :mod:`bedside.parts`, the scripted model (:mod:`bedside.providers.scripted`: every script module), the
+``bedside`` model provider (:mod:`bedside.providers.api`: a benchmark's own engines) and the reply protocols
 (:func:`bedside.parts.all_protocols`).
 
 A benchmark's code sits in its own folders, at fixed places, each imported only when a tool first
@@ -20,8 +20,8 @@ imports a benchmark's code by a name it builds):
   :attr:`Benchmark.keys`);
 - ``tasks/<name>.py`` and ``tasks/<name>_*.py``: its Inspect tasks (:attr:`Benchmark.task_functions`);
 - ``bedside/<name>/parts.py`` and ``tools.py``: ``PARTS``, what an eval's model calls need (protocols,
-  scripted roles, engines), and ``TOOLS``, what the ``bedside`` command needs (commands, report section, ...;
-  :mod:`bedside.parts`).
+  scripted roles, engines; :mod:`bedside.parts`), and ``TOOLS``, what the ``bedside`` command needs (commands,
+  report section, ...; :class:`bedside.cli.Tools`).
 
 So the facts are read without importing any of its code, its score keys without its solvers, tasks or
 reports (reading a log's numbers imports its scorers' modules, never a solver or a model library), and its
@@ -53,7 +53,7 @@ NOT_APPLICABLE = "not applicable"
 @dataclass(frozen=True)
 class Benchmark:
     """One benchmark's facts as reporting and the tools need them (its code: :attr:`scorers`,
-    :attr:`task_functions`, and its parts and tools, :mod:`bedside.parts`).
+    :attr:`task_functions`, its parts, :mod:`bedside.parts`, and its tools, :class:`bedside.cli.Tools`).
 
     - ``name``: the short name logs and reports use (its package's name); ``title``: the paper's name;
     - ``tasks``: the Inspect task names whose logs belong to it (a task name that starts with

@@ -13,8 +13,9 @@ import sys
 import pytest
 
 from bedside import benchmarks
+from bedside.cli import Tools, tools_of
 from bedside.end_reasons import EndReason
-from bedside.parts import Parts, Tools, parts_of, protocols_of, tools_of
+from bedside.parts import Parts, parts_of, protocols_of
 from bedside.providers.scripted import ScriptedEngine
 from bedside.score_keys import ScoreKey
 from tests.golden import make_golden

@@ -196,7 +196,7 @@ TOY: dict[str, str] = {
     "bedside/toy/tools.py": """
         \"\"\"ToyBench's tools: what the bedside command needs.\"\"\"
 
-        from bedside.parts import Tools
+        from bedside.cli import Tools
         from bedside.toy import wards
 
         TOOLS = Tools(commands=(wards,))

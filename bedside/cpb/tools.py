@@ -1,10 +1,10 @@
-"""CPB-Bench's tools: what the ``bedside`` command needs (:class:`bedside.parts.Tools`)."""
+"""CPB-Bench's tools: what the ``bedside`` command needs (:class:`bedside.cli.Tools`)."""
 
 from __future__ import annotations
 
+from bedside.cli import Tools
 from bedside.cpb import replay_check, study
 from bedside.cpb.report import section
-from bedside.parts import Tools
 from bedside.reporting.simulator import ALL_OR_CLEAN
 
 #: ``--population simulator_clean``: the samples whose continuation patient the simulator checks

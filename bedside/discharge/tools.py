@@ -1,11 +1,11 @@
-"""DischargeBench's tools: what the ``bedside`` command needs (:class:`bedside.parts.Tools`)."""
+"""DischargeBench's tools: what the ``bedside`` command needs (:class:`bedside.cli.Tools`)."""
 
 from __future__ import annotations
 
+from bedside.cli import Tools
 from bedside.discharge import agreement, annotate, audit, calibrated, population, safety_report, study
 from bedside.discharge.mimic import build, eval_guard
 from bedside.discharge.report import section
-from bedside.parts import Tools
 
 TOOLS = Tools(
     commands=(audit, annotate, build, safety_report),

@@ -4,7 +4,7 @@
   checker against people's realism rating of the same transcripts, per patient turn
   (:mod:`bedside.reporting.simulator_agreement`);
 - ``bedside agreement LOG... --annotations FILE.csv``: the LLM judge against people's ratings of the judged
-  items, for a benchmark that takes them (its tools' ``agreement``, :class:`bedside.parts.Tools`).
+  items, for a benchmark that takes them (its tools' ``agreement``, :class:`bedside.cli.Tools`).
 
 ``--csv FILE`` also writes the table to a CSV file.
 """
@@ -15,13 +15,12 @@ import argparse
 from typing import TYPE_CHECKING
 
 from bedside import benchmarks
-from bedside.cli import add_command
-from bedside.parts import tools_of
+from bedside.cli import add_command, tools_of
 from bedside.reporting import simulator_agreement
 from bedside.reporting.load import benchmark_of, expand, read_header
 
 if TYPE_CHECKING:
-    from bedside.parts import AgreementModule
+    from bedside.cli import AgreementModule
 
 
 def judge_agreements() -> dict[str, AgreementModule]:

@@ -62,9 +62,8 @@ import pandas as pd
 
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
-from bedside.cli import add_command
+from bedside.cli import add_command, tools_of
 from bedside.intervals import describe
-from bedside.parts import tools_of
 from bedside.reporting import detectable, epochs, panels, run_options, simulator, sweep, tables, usage
 from bedside.reporting.html import Page
 from bedside.reporting.load import LoadedLog, load, scores_frame

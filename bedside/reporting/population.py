@@ -1,7 +1,7 @@
 """Which samples a report averages: ``bedside report`` / ``bedside strata`` ``--population NAME``.
 
 A benchmark whose paper names several populations declares them in its tools
-(:attr:`bedside.parts.Tools.populations`: a module with ``POPULATIONS``, its default first, and
+(:attr:`bedside.cli.Tools.populations`: a module with ``POPULATIONS``, its default first, and
 ``in_population(sample, name)``). A log of a benchmark that declares ``NAME`` keeps only the samples of
 that population; its default population, and the logs of benchmarks that do not declare ``NAME``, are
 kept as they are.
@@ -17,7 +17,7 @@ import pandas as pd
 
 from bedside import benchmarks
 from bedside.benchmark import Benchmark
-from bedside.parts import PopulationModule, tools_of
+from bedside.cli import PopulationModule, tools_of
 from bedside.reporting.load import LoadedLog, benchmark_of
 from bedside.reporting.run import Run
 

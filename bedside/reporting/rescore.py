@@ -60,9 +60,9 @@ from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 from inspect_ai.util import registry_create
 
 from bedside import benchmarks, sample_usage
-from bedside.cli import add_command
+from bedside.cli import add_command, tools_of
 from bedside.compat import PrerequisiteError, model_to_model_config, platform_init, resolve_scorers
-from bedside.parts import parts_of, tools_of
+from bedside.parts import parts_of
 from bedside.reporting.load import read_runs
 from bedside.versions import data_versions, versions_of
 

@@ -1,5 +1,5 @@
 """What a benchmark's section of ``bedside report`` is given, defined once: :class:`SectionInputs`. Every
-section takes it — a benchmark's own (its tools' ``report``, :class:`bedside.parts.Tools`) and
+section takes it — a benchmark's own (its tools' ``report``, :class:`bedside.cli.Tools`) and
 the generic one of a benchmark without its own (:func:`bedside.reporting.build.generic_section`) — and
 :func:`bedside.reporting.build.build` makes it."""
 

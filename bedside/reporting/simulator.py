@@ -48,7 +48,7 @@ def clean(sample: EvalSample | EvalSampleSummary) -> bool:
 class AllOrClean:
     """The populations of a benchmark whose reports average every sample (``all``, the default) or only the
     samples the simulator checks ran on and found no error in (``simulator_clean``, :func:`clean`; a bedside
-    extension): its tools' ``populations`` (:class:`bedside.parts.PopulationModule`)."""
+    extension): its tools' ``populations`` (:class:`bedside.cli.PopulationModule`)."""
 
     POPULATIONS = ("all", CLEAN)
 

@@ -53,7 +53,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bedside import benchmarks, parts
+from bedside import benchmarks
+from bedside.cli import tools_of
 from bedside.reporting.load import load
 from bedside.study.items import GUESS, PREFERENCE, StudyModule, Transcript
 from bedside.versions import sweep_problems
@@ -96,7 +97,7 @@ class Task:
 
 
 def study_module(benchmark: str) -> StudyModule:
-    found = parts.tools_of(benchmarks.get(benchmark)).study
+    found = tools_of(benchmarks.get(benchmark)).study
     if found is None:
         raise StudyError(f"benchmark {benchmark!r} declares no clinician study (its tools' ``study``)")
     return found

@@ -13,10 +13,10 @@ from inspect_ai.scorer import Score
 
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
-from bedside.cli import main
+from bedside.cli import Tools, main
 from bedside.end_reasons import EndReason
 from bedside.intervals import BINARY, UNIT
-from bedside.parts import Parts, Tools, parts_of
+from bedside.parts import Parts, parts_of
 from bedside.reporting.build import build
 from bedside.reporting.compare import compare
 from bedside.reporting.load import load, scores_frame

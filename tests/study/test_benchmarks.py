@@ -13,13 +13,14 @@ import pytest
 from inspect_ai import eval
 from inspect_ai.log import read_eval_log, write_eval_log
 
-from bedside import benchmarks, parts
+from bedside import benchmarks
+from bedside.cli import tools_of
 from tests.benchmarks import tiny_runs
 from tests.conftest import bedside_command, scripted
 
 pytestmark = pytest.mark.eval
 
-STUDIED = [b.name for b in benchmarks.all_benchmarks() if parts.tools_of(b).study is not None]
+STUDIED = [b.name for b in benchmarks.all_benchmarks() if tools_of(b).study is not None]
 
 
 @pytest.mark.parametrize("name", STUDIED)
