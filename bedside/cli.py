@@ -3,9 +3,11 @@ takes from each benchmark.
 
 Each module in :data:`COMMANDS` (the shared commands) and in each registered benchmark's tools' ``commands``
 (its own, e.g. ``build-cases``) exposes ``register(subparsers)``, which adds its sub-command(s)
-(:func:`add_command`: its help, its module's docstring, ``func``); ``func(args)`` returns the exit code.
-``bedside --help`` imports every command's module: an import that would add much to it is made inside the
-function that needs it (``tests/test_layout.py``'s ``FUNCTION_IMPORTS`` lists them).
+(:func:`add_command`: its help, its module's docstring, ``func``); ``func(args)`` returns the exit code. Input a
+command cannot use stops it with one line, ``bedside <command>: <what is wrong>``, and exit code 2: the command
+raises :class:`BadInput` (where it checks, or from the narrow block it reads the input in: :func:`bad_input`),
+and :func:`main` prints it. ``bedside --help`` imports every command's module: an import that would add much to
+it is made inside the function that needs it (``tests/test_layout.py``'s ``FUNCTION_IMPORTS`` lists them).
 
 What the command needs of a benchmark's code is its :class:`Tools`, ``TOOLS`` of ``bedside/<name>/tools.py``
 (optional: :func:`tools_of`): its own sub-commands, its report section, populations, judge-calibrated estimates,
@@ -20,7 +22,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -53,6 +56,24 @@ COMMANDS: tuple[str, ...] = (
 LOGS_HELP = "eval logs, or folders of logs (a sharded run: one run)"
 
 
+class BadInput(Exception):
+    """Input command ``command`` cannot use (a sub-command's name, e.g. ``study build``): :func:`main` prints
+    ``bedside <command>: <message>``, the one line, and exits 2."""
+
+    def __init__(self, command: str, message: object) -> None:
+        super().__init__(f"bedside {command}: {message}")
+
+
+@contextmanager
+def bad_input(command: str, *errors: type[Exception]) -> Iterator[None]:
+    """An error of ``errors`` raised in the ``with`` block is bad input of ``command`` (:class:`BadInput`, its
+    message the error's); any other error, and any raised outside the block, stays what it is."""
+    try:
+        yield
+    except errors as error:
+        raise BadInput(command, error) from error
+
+
 def add_command(
     sub: argparse._SubParsersAction,
     name: str,
@@ -82,7 +103,11 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parser().parse_args(argv)
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except BadInput as bad:
+        print(bad)
+        return 2
 
 
 # --- a benchmark's tools: what the command needs of it ------------------------------------------------

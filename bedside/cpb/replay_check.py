@@ -35,7 +35,7 @@ from collections import Counter, defaultdict
 from pathlib import Path
 from typing import Any
 
-from bedside.cli import add_command
+from bedside.cli import add_command, bad_input
 from bedside.cpb import BENCHMARK
 from bedside.cpb.protocols import OVERREACTION_TYPES
 from bedside.cpb.replay import ReplayError, load_recorded, results_files, sample_key
@@ -200,11 +200,8 @@ def report(result: dict[str, Any]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("replay-check", ReplayError):
         recorded = load_recorded(results_files(args.results, args.model))
-    except ReplayError as ex:
-        print(f"bedside replay-check: {ex}")
-        return 2
     tasks = {"both": ["cpb", "cpb_control"], "positive": ["cpb"], "control": ["cpb_control"]}[args.set]
     logs = args.log or run_replay(args.results, args.model, args.data, tasks, args.log_dir, args.limit)
     result = compare(logs, recorded)

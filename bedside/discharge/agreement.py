@@ -70,6 +70,7 @@ import itertools
 
 import pandas as pd
 
+from bedside.cli import bad_input
 from bedside.discharge.agreement_statistics import mean_statistics, statistics
 from bedside.discharge.calibrated import print_calibrated
 from bedside.discharge.ratings import LIKERT, Axis, attach_judge, axis_of, code, judge_values, read_annotations
@@ -208,7 +209,7 @@ def case_keys(part: pd.DataFrame) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("agreement", ValueError, FileNotFoundError):
         annotations = read_annotations(args.annotations)
         judged = judge_values(load(args.logs))
         table = agreement_table(
@@ -219,9 +220,6 @@ def run(args: argparse.Namespace) -> int:
             likert_weights=WEIGHTS[args.likert_weights],
             pairs=args.pairs,
         )
-    except (ValueError, FileNotFoundError) as error:
-        print(f"bedside agreement: {error}")
-        return 2
     with pd.option_context("display.max_rows", None, "display.width", 200, "display.float_format", "{:.3f}".format):
         print(table.to_string(index=False, na_rep="–"))  # "–": not defined (e.g. no interval below 2 cases)
     print(WEIGHTS_NOTE.format(likert=args.likert_weights, comprehension=args.comprehension_weights))

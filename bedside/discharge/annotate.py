@@ -64,7 +64,7 @@ from pathlib import Path
 import pandas as pd
 from inspect_ai.log import EvalLog, EvalSample, write_eval_log
 
-from bedside.cli import add_command
+from bedside.cli import BadInput, add_command, bad_input
 from bedside.discharge import PERSONA_AXES
 from bedside.discharge.protocols import quality_rubric
 from bedside.discharge.ratings import CHECKLIST_ID, COMPREHENSION_ITEMS, LIKERT, judge_values
@@ -445,17 +445,14 @@ def from_logs(judged: Sequence[tuple[str, str]]) -> pd.DataFrame:
 def run_from_logs(args: argparse.Namespace) -> int:
     names = [a.strip() for a in args.annotators.split(",") if a.strip()]
     if len(names) != len(args.logs):
-        print(
-            f"bedside annotate from-logs: {len(args.logs)} log folder(s) and {len(names)} name(s) in --annotators: "
-            "give one physician's name per folder, in the same order"
+        raise BadInput(
+            "annotate from-logs",
+            f"{len(args.logs)} log folder(s) and {len(names)} name(s) in --annotators: "
+            "give one physician's name per folder, in the same order",
         )
-        return 2
     judged = list(zip(names, args.logs, strict=True))
-    try:
+    with bad_input("annotate", ValueError, FileNotFoundError):  # AnnotateError; a log unreadable, a shard missing
         rows = from_logs(judged)
-    except (ValueError, FileNotFoundError) as error:  # AnnotateError; a log unreadable, a shard missing
-        print(f"bedside annotate: {error}")
-        return 2
     rows.to_csv(args.out, index=False, columns=list(ANNOTATION_COLUMNS))
     counts = ", ".join(f"{a}: {n}" for a, n in rows.groupby("annotator").size().items())
     print(f"wrote {len(rows)} ratings to {args.out} ({counts}); next: bedside agreement --annotations {args.out} LOGS")
@@ -463,11 +460,8 @@ def run_from_logs(args: argparse.Namespace) -> int:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("annotate", ValueError, FileNotFoundError):  # AnnotateError; a log unreadable, a shard missing
         cases = export(args.logs, args.cases, args.seed, args.out, args.annotators.split(","), args.shared)
-    except (ValueError, FileNotFoundError) as error:  # AnnotateError; a log unreadable, a shard missing
-        print(f"bedside annotate: {error}")
-        return 2
     print(
         f"wrote {len(cases)} packets to {args.out} "
         "(index.html, annotations_template.csv; key/ is for you, not the annotators)"

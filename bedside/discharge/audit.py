@@ -12,7 +12,7 @@ from typing import TypedDict
 
 from inspect_ai.log import EvalLog, EvalSample, EvalSampleSummary
 
-from bedside.cli import LOGS_HELP, add_command
+from bedside.cli import LOGS_HELP, add_command, bad_input
 from bedside.end_reasons import EndReason
 from bedside.reporting.load import read_runs
 from bedside.reporting.run import Run
@@ -80,11 +80,8 @@ def audit_table(log: EvalLog | Run) -> Audit:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("audit", FileNotFoundError, ValueError):
         runs = read_runs(args.logs)  # a sharded or retried run's logs as one run
-    except (FileNotFoundError, ValueError) as error:
-        print(f"bedside audit: {error}")
-        return 2
     for log in runs:
         row = audit_table(log)
         print(row["log"])

@@ -15,7 +15,7 @@ import argparse
 from typing import TYPE_CHECKING
 
 from bedside import benchmarks
-from bedside.cli import add_command, tools_of
+from bedside.cli import BadInput, add_command, bad_input, tools_of
 from bedside.reporting import simulator_agreement
 from bedside.reporting.load import benchmark_of, expand, read_header
 
@@ -33,17 +33,13 @@ def run(args: argparse.Namespace) -> int:
         return simulator_agreement.run(args)
     comparisons = judge_agreements()
     if len(comparisons) != 1:
-        try:
+        with bad_input("agreement", FileNotFoundError, ValueError):
             first = expand(args.logs)[0]
             name = benchmark_of(read_header(first))
-        except (FileNotFoundError, ValueError) as error:
-            print(f"bedside agreement: {error}")
-            return 2
         if name not in comparisons:
-            print(
-                f"bedside agreement: {first}: benchmark {name} takes no --annotations (those do: {sorted(comparisons)})"
+            raise BadInput(
+                "agreement", f"{first}: benchmark {name} takes no --annotations (those do: {sorted(comparisons)})"
             )
-            return 2
         comparisons = {name: comparisons[name]}
     [module] = comparisons.values()
     return int(module.run(args))

@@ -62,7 +62,7 @@ import pandas as pd
 
 from bedside import benchmarks
 from bedside.benchmarks import Benchmark
-from bedside.cli import add_command, tools_of
+from bedside.cli import add_command, bad_input, tools_of
 from bedside.intervals import describe
 from bedside.reporting import detectable, epochs, panels, run_options, simulator, sweep, tables, usage
 from bedside.reporting.html import Page
@@ -255,7 +255,7 @@ def _cells(table: pd.DataFrame, name: str) -> list[str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("report", FileNotFoundError, ValueError):
         index = build(
             args.logs,
             args.out,
@@ -269,9 +269,6 @@ def run(args: argparse.Namespace) -> int:
             args.study,
             args.ratings,
         )
-    except (FileNotFoundError, ValueError) as error:
-        print(f"bedside report: {error}")
-        return 2
     print(f"wrote {index}")
     return 0
 

@@ -53,7 +53,7 @@ import pandas as pd
 from inspect_ai.log import EvalLog
 
 from bedside import benchmarks
-from bedside.cli import add_command
+from bedside.cli import add_command, bad_input
 from bedside.intervals import mean_interval
 from bedside.reporting import detectable, epochs, run_options
 from bedside.reporting.load import LoadedLog, as_run, benchmark_of, read_run, scores_frame
@@ -354,15 +354,13 @@ def noise_lines(runs: dict[str, Run], metrics: Sequence[str], pass_k: int | None
 
 def run(args: argparse.Namespace) -> int:
     texts, rows, regressed = [], [], False
-    try:  # a log, or a folder holding one run (a sharded run's logs: one run)
+    # a log, or a folder holding one run (a sharded run's logs: one run)
+    with bad_input("compare", FileNotFoundError, ValueError):
         baseline_log = read_run(args.baseline)
         candidate_logs = [read_run(candidate) for candidate in args.candidates]
-    except (FileNotFoundError, ValueError) as error:
-        print(f"bedside compare: {error}")
-        return 2
     for candidate, candidate_log in zip(args.candidates, candidate_logs):
         options = run_options.pair(baseline_log, candidate_log)
-        try:
+        with bad_input("compare", CompareError):
             results = compare(
                 baseline_log,
                 candidate_log,
@@ -375,9 +373,6 @@ def run(args: argparse.Namespace) -> int:
                 power=args.power,
                 alpha=args.alpha,
             )
-        except CompareError as error:
-            print(f"bedside compare: {error}")
-            return 2
         gate = args.max_drop is not None
         noise = noise_lines(
             {"baseline": baseline_log, "candidate": candidate_log}, [r.metric for r in results], args.pass_k

@@ -64,7 +64,7 @@ import numpy as np
 import pandas as pd
 
 from bedside import benchmarks
-from bedside.cli import add_command
+from bedside.cli import BadInput, add_command, bad_input
 from bedside.person_time import person_seconds
 from bedside.protocols import tag_of
 from bedside.reporting import detectable
@@ -330,51 +330,44 @@ def _pairs(values: Sequence[str], what: str) -> dict[str, str]:
     return out
 
 
-def detection(args: argparse.Namespace) -> bool:
+def detection(args: argparse.Namespace) -> None:
     """The cases and epochs ``--detect`` needs (module docstring), printed and, with ``--csv``, written;
-    False (and one line) when the pilot has no case to plan from."""
+    :class:`~bedside.cli.BadInput` when the pilot has no case to plan from."""
     logs = load(args.logs)
     ranked = (k for i in logs if i.benchmark in benchmarks.names() for k in benchmarks.get(i.benchmark).ranked)
     keys = args.metric or list(dict.fromkeys(ranked))
     epochs = sorted({*detectable.PLANNED_EPOCHS, args.epochs})
     table = detectable.needs(scores_frame(logs), args.detect, keys, epochs, args.sd, args.power, args.alpha)
     if table.empty:
-        print(
-            f"bedside estimate: no two pilot cases scored on {', '.join(keys) or 'a ranked key'} by every model: "
-            "nothing to plan from (--metric names a score key of the logs; or state --sd)"
+        raise BadInput(
+            "estimate",
+            f"no two pilot cases scored on {', '.join(keys) or 'a ranked key'} by every model: "
+            "nothing to plan from (--metric names a score key of the logs; or state --sd)",
         )
-        return False
     print(detectable.render(table, args.detect, args.power, args.alpha))
     if args.csv:
         Path(args.csv).mkdir(parents=True, exist_ok=True)
         table.to_csv(Path(args.csv) / "detect.csv", index=False)
-    return True
 
 
 def run(args: argparse.Namespace) -> int:
     if args.detect is None and args.cases is None:
-        print("bedside estimate: give --cases N (the bill of a planned run) and/or --detect D (the cases it needs)")
-        return 2
+        raise BadInput("estimate", "give --cases N (the bill of a planned run) and/or --detect D (the cases it needs)")
     if args.detect is not None:
-        if not detection(args):
-            return 2
+        detection(args)
         if args.cases is None:
             return 0
         print()
-    try:
+    with bad_input("estimate", FileNotFoundError, ValueError):
         pilot = read_pilot(args.logs)
-    except (FileNotFoundError, ValueError) as error:
-        print(f"bedside estimate: {error}")
-        return 2
     models = _pairs(args.model_role or [], "--model-role")
     if args.model:
         for log in map(read_header, expand(args.logs)):
             models.setdefault(subject_of(log.eval.task), args.model)
     prices = load_prices(args.prices) if args.prices else None
     if args.batch and prices is None:
-        print("bedside estimate: --batch prices a role's calls through the batch API: it needs --prices FILE.yaml")
-        return 2
-    try:
+        raise BadInput("estimate", "--batch prices a role's calls through the batch API: it needs --prices FILE.yaml")
+    with bad_input("estimate", ValueError):
         tables = estimate(
             pilot,
             cases=args.cases,
@@ -386,9 +379,6 @@ def run(args: argparse.Namespace) -> int:
             seed=args.seed,
             batched=args.batch or (),
         )
-    except ValueError as error:
-        print(f"bedside estimate: {error}")
-        return 2
     print(render(tables, args.level, (prices or {}).get("currency", "")))
     if prices is None:
         print("\n(no --prices FILE.yaml: no cost; the format is bedside report's price table)")

@@ -60,7 +60,7 @@ from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 from inspect_ai.util import registry_create
 
 from bedside import benchmarks, sample_usage
-from bedside.cli import add_command, tools_of
+from bedside.cli import add_command, bad_input, tools_of
 from bedside.compat import PrerequisiteError, model_to_model_config, platform_init, resolve_scorers
 from bedside.parts import parts_of
 from bedside.reporting.load import read_runs
@@ -345,7 +345,7 @@ def batch_config(value: str | None) -> GenerateConfig:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("rescore", ValueError, FileNotFoundError, FileExistsError):
         config = batch_config(args.batch)
         grader = get_model(args.grader, memoize=False, config=config, **model_args(args.M)) if args.grader else None
         checker = (
@@ -354,9 +354,6 @@ def run(args: argparse.Namespace) -> int:
             else None
         )
         written = rescore(args.logs, grader, args.out, args.allow_different_data, args.zero_retention, checker)
-    except (ValueError, FileNotFoundError, FileExistsError) as error:
-        print(f"bedside rescore: {error}")
-        return 2
     for path in written:
         print(f"wrote {path}")
     return 0

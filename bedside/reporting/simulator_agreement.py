@@ -48,6 +48,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from bedside.cli import bad_input
 from bedside.intervals import BINARY, agreement_interval, case_bootstrap
 from bedside.reporting.load import read_runs
 
@@ -356,12 +357,9 @@ def read(logs: Sequence[str], people: Sequence[str], checker: str) -> tuple[pd.D
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("agreement", ValueError, FileNotFoundError):
         pairs, left_out = read(args.logs, args.people, args.checker)
         table = agreement_table(pairs)
-    except (ValueError, FileNotFoundError) as error:
-        print(f"bedside agreement: {error}")
-        return 2
     with pd.option_context("display.max_rows", None, "display.width", 220, "display.float_format", "{:.3f}".format):
         shown = table.astype({c: object for c in COUNTS})
         for c in COUNTS:

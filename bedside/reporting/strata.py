@@ -24,7 +24,7 @@ import pandas as pd
 
 from bedside import benchmarks
 from bedside.benchmarks import DERIVED_SCORERS
-from bedside.cli import LOGS_HELP, add_command
+from bedside.cli import LOGS_HELP, add_command, bad_input
 from bedside.intervals import summarise
 from bedside.reporting import run_options
 from bedside.reporting.load import LoadedLog, benchmark_of, read_runs
@@ -84,11 +84,8 @@ def strata_table(log: Run, keys: Sequence[str] | None = None) -> pd.DataFrame:
 
 def run(args: argparse.Namespace) -> int:
     frames, loaded = [], []
-    try:
+    with bad_input("strata", FileNotFoundError, ValueError):
         given = read_runs(args.logs)  # a sharded or retried run's logs as one run
-    except (FileNotFoundError, ValueError) as error:
-        print(f"bedside strata: {error}")
-        return 2
     for run in given:
         log = restrict_log(run, args.population)
         frame = strata_table(log, args.by or None)

@@ -24,7 +24,7 @@ import argparse
 import os
 from typing import Any
 
-from bedside.cli import add_command
+from bedside.cli import BadInput, add_command, bad_input
 from bedside.compat import parse_cli_args
 from bedside.scale.engine import Engine, InProcess, RayEngine
 from bedside.scale.plan import PlanError, RunSpec, plan
@@ -73,11 +73,8 @@ def spec_of(args: argparse.Namespace) -> RunSpec:
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("scale", PlanError, ValueError):
         spec = spec_of(args)
-    except (PlanError, ValueError) as error:
-        print(f"bedside scale: {error}")
-        return 2
     engine: Engine
     address = args.address or os.environ.get("RAY_ADDRESS") or None
     if args.workers == 1 and not address:
@@ -85,15 +82,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         try:
             engine = RayEngine(args.workers, address, args.env or ())
-        except ImportError:
-            print("bedside scale: Ray is not installed (pip install 'bedside[scale]'), or run with --workers 1")
-            return 2
+        except ImportError as missing:
+            message = "Ray is not installed (pip install 'bedside[scale]'), or run with --workers 1"
+            raise BadInput("scale", message) from missing
     try:
-        try:
+        with bad_input("scale", PlanError, ValueError):
             run_plan = plan(spec, engine.slots)
-        except (PlanError, ValueError) as error:
-            print(f"bedside scale: {error}")
-            return 2
         print(
             f"run {run_plan.run_id}: {len(run_plan.units)} units "
             f"({', '.join(f'{k}: {n} samples' for k, n in run_plan.samples.items())}), "

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from bedside.cli import bad_input
 from bedside.study.analysis import HEADINGS, analyse, summary
 from bedside.study.build import RATING_COLUMNS, StudyError, build
 from bedside.study.journal import working_time
@@ -31,11 +32,8 @@ from bedside.study.ratings import Study, read_study
 
 
 def run_build(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("study build", StudyError):
         design = build(args.logs, [r for r in args.raters.split(",") if r], args.k, args.seed, Path(args.out))
-    except StudyError as error:
-        print(f"bedside study build: {error}")
-        return 2
     print(
         f"wrote a study of {design['conditions']} conditions x {len(design['cases'])} cases, "
         f"{len(design['tasks'])} tasks for {len(design['raters'])} raters (k = {design['k']}) to {args.out}: "
@@ -45,11 +43,8 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_report(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("study report", StudyError):
         study, ratings = read_study(args.study, args.ratings)
-    except StudyError as error:
-        print(f"bedside study report: {error}")
-        return 2
     table = analyse(study, ratings, seed=args.seed)
     print(summary(study, ratings))
     spent = working_time(study.folder, study.design["raters"])
@@ -71,11 +66,8 @@ def run_report(args: argparse.Namespace) -> int:
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("study serve", StudyError):
         desk = RatingDesk(Path(args.study), args.port)
-    except StudyError as error:
-        print(f"bedside study serve: {error}")
-        return 2
     print(f"{desk.design['title']} clinician study: the rating page, on this machine only; each link is its rater's:")
     for name, rater in desk.raters.items():
         done, total = desk.progress(rater)
@@ -90,21 +82,15 @@ def run_serve(args: argparse.Namespace) -> int:
 
 
 def run_label_studio_export(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("study label-studio export", StudyError):
         written = export(Study.load(args.study), Path(args.out))
-    except StudyError as error:
-        print(f"bedside study label-studio export: {error}")
-        return 2
     print(f"wrote {written[0]} and {len(written) - 1} raters' tasks to {args.out}: one Label Studio project per rater")
     return 0
 
 
 def run_label_studio_import(args: argparse.Namespace) -> int:
-    try:
+    with bad_input("study label-studio import", StudyError):
         ratings = import_ratings(Study.load(args.study), args.exports)
-    except StudyError as error:
-        print(f"bedside study label-studio import: {error}")
-        return 2
     ratings[list(RATING_COLUMNS)].to_csv(args.out, index=False)
     print(f"wrote {len(ratings)} ratings of {ratings['rater'].nunique()} raters to {args.out}")
     return 0
