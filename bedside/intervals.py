@@ -33,7 +33,6 @@ Bounds are finally clipped to the declared scale, which only removes floating-po
 
 from __future__ import annotations
 
-import functools
 import math
 import warnings
 from collections.abc import Callable, Sequence
@@ -117,22 +116,13 @@ def case_bootstrap(
     are left out). ``None`` below two cases."""
     if n < 2:
         return None
-    values = np.asarray(statistic(_resampled_cases(n, resamples, seed)), dtype=float)
+    values = np.asarray(statistic(_drawn_indices(n, resamples, seed)), dtype=float)
     values = values[np.isfinite(values)]
     if values.size == 0:
         return None
     alpha = (1 - CONFIDENCE) / 2
     low, high = np.quantile(values, [alpha, 1 - alpha])
     return clip(float(low), float(high), scale)
-
-
-@functools.lru_cache(maxsize=1)
-def _resampled_cases(n: int, resamples: int, seed: int) -> np.ndarray:
-    """The ``(resamples, n)`` case indices :func:`case_bootstrap` draws (read-only): the same for every statistic
-    of ``n`` cases, the last drawn kept (a sweep's model pairs, bootstrapped one after another, share their n)."""
-    idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
-    idx.flags.writeable = False
-    return idx
 
 
 def agreement_interval(
@@ -181,18 +171,33 @@ def mean_interval(
         return clip(float(x[0]), float(x[0]), scale)
     from scipy import stats
 
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        result = stats.bootstrap(
-            (x,),
-            np.mean,
-            vectorized=True,
-            n_resamples=resamples,
-            confidence_level=CONFIDENCE,
-            method="percentile",
-            rng=np.random.default_rng(seed),
-        )
-    return clip(float(result.confidence_interval.low), float(result.confidence_interval.high), scale)
+    # scipy.stats.bootstrap(method="percentile", vectorized) step by step, its draw made once per n:
+    # the same numbers, bit for bit (tests/test_metrics.py checks them against scipy's), without a fresh
+    # draw of resamples x n indices per call (a sweep's report takes thousands of intervals)
+    means = np.mean(x[_drawn_indices(n, resamples, seed)], axis=-1)
+    alpha = np.asarray((1 - CONFIDENCE) / 2, dtype=means.dtype)
+    low, high = stats.quantile(means, np.stack((alpha, 1 - alpha), axis=-1), axis=-1)
+    return clip(float(low), float(high), scale)
+
+
+#: the bytes of drawn indices :func:`_drawn_indices` keeps
+DRAWN_BYTES = 64 * 2**20
+_drawn: dict[tuple[int, int, int], np.ndarray] = {}
+
+
+def _drawn_indices(n: int, resamples: int, seed: int) -> np.ndarray:
+    """The ``(resamples, n)`` indices :func:`scipy.stats.bootstrap` draws for a sample of ``n`` with
+    ``rng=np.random.default_rng(seed)`` (read-only), kept for the next interval of the same n while the
+    kept draws stay within :data:`DRAWN_BYTES` (least recently used dropped first)."""
+    key = (n, resamples, seed)
+    idx = _drawn.pop(key, None)
+    if idx is None:
+        idx = np.random.default_rng(seed).integers(0, n, size=(resamples, n))
+        idx.flags.writeable = False
+    _drawn[key] = idx
+    while sum(a.nbytes for a in _drawn.values()) > DRAWN_BYTES and len(_drawn) > 1:
+        del _drawn[next(iter(_drawn))]
+    return idx
 
 
 def summarise(values: Sequence[float], scale: Scale = UNBOUNDED) -> dict[str, float]:

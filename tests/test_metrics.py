@@ -88,6 +88,40 @@ def test_bootstrap_is_deterministic_and_percentile():
     assert first == pytest.approx((ref.low, ref.high))
 
 
+@pytest.mark.parametrize("n", [2, 3, 7, 20, 31, 477])
+def test_mean_interval_is_scipys_percentile_bootstrap_bit_for_bit(n):
+    rng = np.random.default_rng(n)
+    samples = [rng.normal(size=n), rng.integers(1, 6, size=n).astype(float), np.round(rng.random(n), 2)]
+    for values in samples * 2:  # the second time from the kept draw
+        ref = stats.bootstrap(
+            (values,),
+            np.mean,
+            vectorized=True,
+            n_resamples=2000,
+            confidence_level=0.95,
+            method="percentile",
+            rng=np.random.default_rng(0),
+        ).confidence_interval
+        assert mean_interval(values, UNBOUNDED) == (float(ref.low), float(ref.high))
+
+
+def test_case_bootstrap_draws_scipys_indices_and_keeps_draws_within_their_budget(monkeypatch):
+    import bedside.intervals as intervals
+
+    values = np.random.default_rng(5).random(40)
+    drawn = np.random.default_rng(0).integers(0, 40, size=(2000, 40))  # scipy's draw for seed 0
+    means = values[drawn].mean(-1)
+    assert case_bootstrap(40, lambda idx: values[idx].mean(-1)) == tuple(
+        np.quantile(means, [(1 - 0.95) / 2, 1 - (1 - 0.95) / 2])
+    )
+    monkeypatch.setattr(intervals, "_drawn", {})
+    monkeypatch.setattr(intervals, "DRAWN_BYTES", 3 * 2000 * 45 * 8)  # three draws of n <= 45
+    for n in range(40, 46):
+        mean_interval(np.arange(n, dtype=float))
+        assert sum(a.nbytes for a in intervals._drawn.values()) <= intervals.DRAWN_BYTES
+    assert [key[0] for key in intervals._drawn] == [43, 44, 45]  # the least recently used dropped
+
+
 def test_case_bootstrap_of_a_ratio_of_sums():
     met, items = np.array([3.0, 1.0, 2.0]), np.array([4.0, 4.0, 3.0])
     low, high = case_bootstrap(3, lambda idx: met[idx].sum(-1) / items[idx].sum(-1), UNIT)

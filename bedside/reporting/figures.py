@@ -23,6 +23,10 @@ from matplotlib.layout_engine import PlaceHolderLayoutEngine  # noqa: E402
 
 FORMATS = ("png", "svg")
 DPI = 110
+#: the SVG keeps its text as text, searchable and editable (matplotlib's default draws every glyph as a path:
+#: on a 10 x 477 sweep's report that took half the SVGs' drawing time, 5.1 s against 2.5 s, and a quarter
+#: more bytes)
+SVG_TEXT = {"svg.fonttype": "none"}
 
 
 def save(fig, out: Path, name: str) -> str:
@@ -38,7 +42,8 @@ def save(fig, out: Path, name: str) -> str:
     fig.set_layout_engine(None)  # and they stay where it (or tight_layout) put them, in every format
     box = fig.get_tightbbox().padded(plt.rcParams["savefig.pad_inches"])
     for ext in FORMATS:
-        fig.savefig(out / f"{name}.{ext}", dpi=DPI, bbox_inches=box)
+        with plt.rc_context(SVG_TEXT if ext == "svg" else {}):
+            fig.savefig(out / f"{name}.{ext}", dpi=DPI, bbox_inches=box)
     plt.close(fig)
     return name
 
@@ -74,7 +79,10 @@ def heatmaps(grid: pd.DataFrame, keys: Sequence[tuple[str, str]], out: Path, nam
         for (i, j), v in np.ndenumerate(values):
             if v == v:
                 dark = float(image.norm(v)) < 0.6  # viridis: dark at the low end
-                ax.text(j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color="white" if dark else "black")
+                cell = ax.text(
+                    j, i, f"{v:.2f}", ha="center", va="center", fontsize=6, color="white" if dark else "black"
+                )
+                cell.set_in_layout(False)  # inside its cell: the layout and the crop need not measure it
         ax.set_title(label, fontsize=9)
         ax.set_xticks(range(len(models)), [_short(m, 28) for m in models], rotation=60, ha="right", fontsize=7)
         ax.set_yticks(range(len(groups)), [_short(g) for g in groups], fontsize=7)
