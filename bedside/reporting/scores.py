@@ -24,7 +24,7 @@ COLUMNS = ["id", "epoch", "scorer", "key", "value"]
 def as_float(value: object) -> float:
     """A score value (a number; strings and missing values are left out before) as a float;
     ``TypeError`` for a list or dict value, as ``float()`` raises."""
-    if type(value) in (float, int, bool):  # nearly every value: no protocol check (a sweep has ~10^5)
+    if isinstance(value, float | int):  # nearly every value (bool among them): no protocol check (a sweep has ~10^5)
         return float(value)
     if not isinstance(value, SupportsFloat):
         raise TypeError(f"score value {value!r} is not a number")
