@@ -114,6 +114,11 @@ def test_every_reader_reads_the_run_from_the_store_as_one_run(store: dict[str, A
         done = bedside_command(*args)
         assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
     assert (tmp_path / "report" / "index.html").exists()
+    # re-judged from the store, its samples read one at a time, into one local log
+    done = bedside_command("rescore", RUN, "--grader", "bedside/scripted", "--out", str(tmp_path / "judged"))
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    [judged] = (tmp_path / "judged").iterdir()
+    assert judged.suffix == ".eval" and len(read_eval_log(str(judged)).samples or []) == CASES
 
 
 def test_inspect_view_lists_the_stores_logs_and_opens_one(store: dict[str, Any], tmp_path: Path) -> None:
