@@ -20,9 +20,9 @@ sample reader): each read when its judging starts and written to the new log as 
 (:class:`bedside.log_writer.LogWriter`, Inspect's recorder), in the log's order; at most ``--max-samples`` samples
 of all the logs are held at once (:func:`window`: by default the grader's ``max_connections``, as Inspect's
 ``max_samples``; 10,000 in batch mode, so that batches fill), besides each sample's new scores, from which Inspect
-computes the log's metrics and reductions. A ``.json`` log has no index: it is read whole, once. The new log is
-written as ``<name>.partial`` and renamed when finished: a log whose judging fails leaves nothing at its target,
-and the logs finished before it are kept.
+computes the log's metrics and reductions. A ``.json`` log has no index: it is read whole, once, and its
+re-judged copy (``.json`` too) written whole. The new log is written as ``<name>.partial`` and renamed when
+finished: a log whose judging fails leaves nothing at its target, and the logs finished before it are kept.
 
 A log whose data may not leave the machine (patient data under a data-use agreement: its benchmark's
 ``rescore_guard``) is refused before any call when the new grader is not local, in one line naming the

@@ -147,3 +147,20 @@ def test_a_log_whose_judging_fails_leaves_nothing_at_its_target(tmp_path, monkey
         rescore([log.location], scripted(), tmp_path / "judged", max_samples=1)
     assert f"sample {third.id} unreadable" in "".join(traceback.format_exception(failed.value))
     assert list((tmp_path / "judged").iterdir()) == []
+
+
+def test_a_json_log_is_rejudged_into_a_json_log_with_the_scores_of_its_eval_copy(tmp_path):
+    """A ``.json`` log (no index: read whole) is re-judged into a ``.json`` log of its own name, with the scores,
+    metrics and reductions its ``.eval`` copy gets."""
+    from inspect_ai.log import write_eval_log
+
+    from bedside.reporting.rescore import rescore
+    from tests.conftest import scripted
+
+    log = conversations("medsp", tmp_path, limit=3)
+    write_eval_log(log, str(tmp_path / "run.json"))
+    [as_json] = rescore([str(tmp_path / "run.json")], scripted(), tmp_path / "json", max_samples=2)
+    [as_eval] = rescore([log.location], scripted(), tmp_path / "eval", max_samples=2)
+    assert as_json == tmp_path / "json" / "run.json" and as_json.read_text().startswith("{")
+    a, b = read_eval_log(str(as_json)), read_eval_log(str(as_eval))
+    assert a.results == b.results and [s.scores for s in a.samples or []] == [s.scores for s in b.samples or []]
