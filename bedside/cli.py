@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,7 +31,7 @@ from bedside import benchmarks
 
 if TYPE_CHECKING:
     import pandas as pd
-    from inspect_ai.log import EvalLog, EvalSample, EvalSampleSummary
+    from inspect_ai.log import EvalSample, EvalSampleSummary
     from inspect_ai.model import Model
 
     from bedside.benchmark import Benchmark
@@ -150,13 +150,16 @@ class AgreementModule(Protocol):
 
 
 class RescoreGuard(Protocol):
-    """A check ``bedside rescore`` runs on each of the benchmark's logs before any call: raises ``ValueError``
-    (one line, naming ``role``) when the log's data may not go to ``model``, the model re-judging it in that
-    role (e.g. patient data under a data-use agreement).
-    What it lets through it may record in the log's samples, which are then judged (the benchmark's scorers
-    may look there: ``inspect score`` runs them without this check)."""
+    """A check ``bedside rescore`` runs on each of the benchmark's runs before any call: reads the run's
+    ``samples`` (each without its transcript, one at a time) and raises ``ValueError`` (one line, naming
+    ``role``) when their data may not go to ``model``, the model re-judging them in that role (e.g. patient data
+    under a data-use agreement). Returns what it records in each sample it lets through (None: nothing), done
+    to each sample as it is read to be judged (the benchmark's scorers may look there: ``inspect score`` runs
+    them without this check)."""
 
-    def __call__(self, log: EvalLog, role: str, model: Model, zero_retention: bool) -> None: ...
+    def __call__(
+        self, samples: Iterable[EvalSample], role: str, model: Model, zero_retention: bool
+    ) -> Callable[[EvalSample], None] | None: ...
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,12 @@ from inspect_ai._util.platform import platform_init
 # `inspect_ai.util` has RegistryInfo and registry_info but neither registry_add nor registry_lookup.
 from inspect_ai._util.registry import RegistryInfo, registry_add, registry_info, registry_lookup
 
+# Inspect's `.eval` recorder and how it stores a finished sample (long texts as attachments), to write a log
+# sample by sample as a run writes it (start, samples, summaries, reductions, header) without holding its samples:
+# bedside.reporting.sample_log (bedside rescore, bench/readers.py's sweep-sized logs).
+from inspect_ai.log._condense import condense_sample
+from inspect_ai.log._recorders.eval import EvalRecorder
+
 # The running sample, and Inspect's record that it waits on a person (`bedside/human`).
 from inspect_ai.log._samples import awaiting_human, sample_active
 
@@ -116,6 +122,7 @@ def collect_task(name: str, kind: str | None) -> int | None:
 
 __all__ = [
     "CacheEntry",
+    "EvalRecorder",
     "PrerequisiteError",
     "RegistryInfo",
     "active_generate_config",
@@ -123,6 +130,7 @@ __all__ = [
     "active_model",
     "cache_entry_path",
     "collect_task",
+    "condense_sample",
     "epoch",
     "eval_resolve_tasks",
     "model_to_model_config",

@@ -34,8 +34,8 @@ them (:func:`copy_of`: its own id, uuid, persona, ICD chapter and drawn scores; 
 of calls, whose texts name the case it was built for): about 85 ms of CPU a sample instead of 210, nearly all of
 it Inspect's recorder (serializing and compressing the sample). Session lengths are then N draws per log.
 
-The logs are written sample by sample through Inspect's own ``.eval`` recorder (start, samples,
-summaries, reductions, header: as a run writes them), with new uuids; the header's results are
+The logs are written sample by sample through Inspect's own ``.eval`` recorder (:mod:`bedside.log_writer`: start,
+samples, summaries, reductions, header: as a run writes them), with new uuids; the header's results are
 recomputed from the samples' scores by Inspect (``recompute_metrics``). Each event is stored as the recorder
 stores a run's (Inspect's ``condense_sample``, done on the JSON here: a model call's message texts over 100
 characters as attachments; the other events as the template's run stored them). What differs from a real
@@ -455,7 +455,9 @@ def sample_of(
 
     # metadata: the case, its persona and chapter (the strata)
     meta = s["metadata"]
-    case = {**meta["case"], "case_id": case_id, "discharge_note": note, "icd_chapter": traits["icd_chapter"]}
+    chapter = traits["icd_chapter"]
+    case = {**meta["case"], "case_id": case_id, "discharge_note": note, "icd_chapter": chapter}
+    case["icd_version"] = icd_versions()[chapter]
     persona = {k: v for k, v in traits.items() if k != "icd_chapter"}
     meta.update(case=case, persona={**meta["persona"], **persona}, **traits)
     meta["end_reason"] = store["EncounterStore:end_reason"]
@@ -521,7 +523,8 @@ def copy_of(built: Any, case_id: str, strength: float, rng: random.Random, trait
     turns = len(built.store["EncounterStore:history"])
     drawn = scores_of({n: v.model_dump(mode="json") for n, v in built.scores.items()}, turns, strength, rng, end_reason)
     meta = dict(built.metadata)
-    case = {**meta["case"], "case_id": case_id, "icd_chapter": traits["icd_chapter"]}
+    chapter = traits["icd_chapter"]
+    case = {**meta["case"], "case_id": case_id, "icd_chapter": chapter, "icd_version": icd_versions()[chapter]}
     persona = {k: v for k, v in traits.items() if k != "icd_chapter"}
     meta.update(case=case, persona={**meta["persona"], **persona}, **traits)
     store = {**built.store, "EncounterStore:persona": {**built.store["EncounterStore:persona"], **traits}}
@@ -572,8 +575,14 @@ def _one_log(
 @functools.cache
 def chapters() -> list[str]:
     """The ICD chapters of the shipped demo cases."""
+    return sorted(icd_versions())
+
+
+@functools.cache
+def icd_versions() -> dict[str, int]:
+    """Each ICD chapter of the shipped demo cases -> its ICD version (a case's chapter names its version)."""
     rows = [json.loads(line) for line in common.DEMO_DISCHARGE.read_text().splitlines() if line.strip()]
-    return sorted({row["icd_chapter"] for row in rows})
+    return {row["icd_chapter"]: row["icd_version"] for row in rows}
 
 
 def traits_of(case: int, seed: int) -> dict[str, Any]:
@@ -605,7 +614,7 @@ async def _write_log(
     from inspect_ai.model import ModelUsage
 
     from bedside import sample_usage
-    from tests.compat import EvalRecorder
+    from bedside.log_writer import LogWriter
 
     model = f"bench/educator-{m + 1:02d}"
     strength = (m - (models - 1) / 2) * 0.08
@@ -623,9 +632,8 @@ async def _write_log(
             "task_id": uuid.uuid4().hex[:22],
         }
     )
-    recorder = EvalRecorder(str(out))
-    location = await recorder.log_init(spec, None, clean=True)
-    await recorder.log_start(spec, header.plan)
+    writer = LogWriter(out / f"{model.replace('/', '-')}.eval")
+    await writer.open(spec)
     light: list[EvalSample] = []
     built: list[EvalSample] = []
     usage: dict[str, ModelUsage] = {}
@@ -644,9 +652,7 @@ async def _write_log(
         for table, got in ((usage, sample.model_usage), (roles, sample.role_usage)):
             for key, u in got.items():
                 table[key] = table[key] + u if key in table else u
-        await recorder.log_sample(spec, sample)
-        if (k + 1) % 10 == 0:
-            await recorder.flush(spec)
+        await writer.sample(sample)
         light.append(
             EvalSample(
                 id=sample.id, epoch=sample.epoch, input="", target="", scores=sample.scores, metadata=sample.metadata
@@ -673,8 +679,8 @@ async def _write_log(
         )
         for name in (light[0].scores or {})
     ]
-    await recorder.log_finish(spec, "success", stats, summary.results, reductions)
-    return location
+    log = summary.model_copy(update={"samples": None, "stats": stats, "reductions": reductions})
+    return str(await writer.finish(log))
 
 
 # ---------------------------------------------------------------------------------------------

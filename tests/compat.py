@@ -10,10 +10,6 @@ from typing import Any
 # The value Inspect reports for a metric when every sample is unscored (tests/test_metrics.py).
 from inspect_ai._eval.task.results import empty_metric_value
 
-# Inspect's `.eval` recorder, to write a log sample by sample as a run writes it (start, samples, summaries,
-# reductions, header) without holding its samples: bench/readers.py's sweep-sized logs.
-from inspect_ai.log._recorders.eval import EvalRecorder
-
 # `--model-role` parsing as the `inspect` CLI does it (the tests of role options): the product's, which
 # `bedside scale` uses.
 from bedside.compat import parse_model_role_cli_args
@@ -42,4 +38,4 @@ def forget_models() -> None:
             del _vllm_servers[name]
 
 
-__all__ = ["EvalRecorder", "empty_metric_value", "forget_models", "inspect_cli", "parse_model_role_cli_args"]
+__all__ = ["empty_metric_value", "forget_models", "inspect_cli", "parse_model_role_cli_args"]

@@ -209,6 +209,26 @@ def scripted(**options: Any) -> Model:
     return get_model("bedside/scripted", memoize=False, **options)
 
 
+def whole_log_reads_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Inspect's ``read_eval_log`` fails when asked for a log whole, as ``inspect_ai.log`` offers it and in
+    bedside's log readers (:mod:`bedside.reporting.load`, ``.run`` and ``.rescore``); a header is read as before."""
+    import inspect_ai.log
+
+    import bedside.reporting.load
+    import bedside.reporting.rescore
+    import bedside.reporting.run
+
+    def header_only(read: Any) -> Any:
+        def reader(location: Any, *args: Any, **kwargs: Any) -> Any:
+            assert kwargs.get("header_only"), f"{location} read whole"
+            return read(location, *args, **kwargs)
+
+        return reader
+
+    for module in (inspect_ai.log, bedside.reporting.load, bedside.reporting.rescore, bedside.reporting.run):
+        monkeypatch.setattr(module, "read_eval_log", header_only(module.read_eval_log))
+
+
 def run(
     task: Task,
     *,

@@ -40,6 +40,7 @@ from bedside.cpb import BENCHMARK
 from bedside.cpb.protocols import OVERREACTION_TYPES
 from bedside.cpb.replay import ReplayError, load_recorded, results_files, sample_key
 from bedside.intervals import rate_text
+from bedside.reporting.load import TRANSCRIPT_FIELDS, read_runs
 
 
 def run_replay(
@@ -66,14 +67,13 @@ def run_replay(
 
 
 def compare(log_paths: list[str], recorded: dict) -> dict[str, Any]:
-    """Per-case rows and per-group rates (module docstring)."""
-    from inspect_ai.log import read_eval_log
-
+    """Per-case rows and per-group rates (module docstring). Each log's samples are read one at a time, without
+    their transcripts (their metadata and scores), in the order Inspect reads a log's samples back."""
     rows: list[dict[str, Any]] = []
     seen: set = set()
     for path in log_paths:
-        log = read_eval_log(path)
-        for sample in log.samples or []:
+        samples = (s for run in read_runs([path], say=False) for s in run.transcripts(exclude=TRANSCRIPT_FIELDS))
+        for sample in samples:
             meta = sample.metadata or {}
             key = sample_key(meta)
             seen.add(key)

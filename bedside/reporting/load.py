@@ -17,7 +17,7 @@ What every reader gets, and the API other modules use:
 - A transcript is read only where a command shows or judges it, or counts the model calls of a sample its summary
   holds no record of (:mod:`bedside.sample_usage`): ``run.transcripts()``
   reads the samples whole, one at a time (a ``.json`` log has no index: it is read whole, once);
-  ``run.whole()`` the whole log (``bedside rescore``: Inspect's scorer takes one).
+  ``run.sample_async`` one sample in a running event loop (``bedside rescore``).
 
 **A retried run is one run.** ``inspect eval-retry``, an ``eval-set``'s retry and a ``bedside scale`` unit's
 next attempt write a new log of the same eval (the same ``eval.task_id``, another ``eval_id``) holding the

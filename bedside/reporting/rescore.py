@@ -10,10 +10,19 @@ other score as it was; with ``--grader``, every scorer of the log runs again wit
 
 Each log's own scorers (as recorded in the log) run again on its samples — the recorded encounter
 (dialogue, comprehension answers) is the scorers' only input besides the case — with the ``grader``
-role bound to ``MODEL``, through Inspect's :func:`inspect_ai.score` (``action="overwrite"``: the
+role bound to ``MODEL``, through Inspect's :func:`inspect_ai.score_async` (``action="overwrite"``: the
 new scores and metrics replace the old ones). The result is written to ``DIR/<same file name>``; the
 source log is never modified. A sharded run (``bedside scale``) is re-judged as one run, written as one log
 ``DIR/<the run's folder name>.eval``.
+
+A log's samples are read one at a time, as ``inspect score --stream`` reads them (Inspect's ``score_async`` with a
+sample reader): each read when its judging starts and written to the new log as soon as it is judged
+(:class:`bedside.log_writer.LogWriter`, Inspect's recorder), in the log's order; at most ``--max-samples`` samples
+of all the logs are held at once (:func:`window`: by default the grader's ``max_connections``, as Inspect's
+``max_samples``; 10,000 in batch mode, so that batches fill), besides each sample's new scores, from which Inspect
+computes the log's metrics and reductions. A ``.json`` log has no index: it is read whole, once, and its
+re-judged copy (``.json`` too) written whole. The new log is written as ``<name>.partial`` and renamed when
+finished: a log whose judging fails leaves nothing at its target, and the logs finished before it are kept.
 
 A log whose data may not leave the machine (patient data under a data-use agreement: its benchmark's
 ``rescore_guard``) is refused before any call when the new grader is not local, in one line naming the
@@ -47,23 +56,25 @@ Run it over a sweep's folder and report both folders together:
 from __future__ import annotations
 
 import argparse
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 import anyio
 import yaml
-from inspect_ai import score
-from inspect_ai.log import read_eval_log, write_eval_log, write_eval_log_async
+from inspect_ai.log import EvalLog, EvalResults, EvalSample, read_eval_log
 from inspect_ai.model import BatchConfig, GenerateConfig, Model, get_model
 from inspect_ai.util import registry_create
 
 from bedside import benchmarks, sample_usage
 from bedside.cli import add_command, bad_input, tools_of
 from bedside.compat import PrerequisiteError, model_to_model_config, platform_init, resolve_scorers
+from bedside.log_writer import LogWriter
 from bedside.parts import parts_of
-from bedside.reporting.load import read_runs
+from bedside.reporting.load import TRANSCRIPT_FIELDS, read_runs
+from bedside.reporting.run import Run
 from bedside.versions import data_versions, versions_of
 
 
@@ -84,6 +95,7 @@ def rescore(
     allow_different_data: bool = False,
     zero_retention: bool = False,
     simulator_checker: Model | None = None,
+    max_samples: int | None = None,
 ) -> list[Path]:
     """Re-judge every log of ``paths`` with ``grader`` and/or check its simulated patient again with
     ``simulator_checker`` (module docstring); returns the written logs. A log whose recorded
@@ -91,7 +103,8 @@ def rescore(
     before any call, unless ``allow_different_data``; so is a log whose data may not go to ``grader``
     (its benchmark's ``rescore_guard``, e.g. patient data under a data-use agreement and a
     grader that is not local), unless ``zero_retention`` (recorded in the written log). Every log is read and
-    checked before the first call, then all are judged at once (:func:`judged_together`)."""
+    checked before the first call, then all are judged at once, ``max_samples`` samples held at a time
+    (:func:`judged_together`)."""
     import bedside._registry  # noqa: F401  (bedside's scorers, under the names Inspect writes into logs)
 
     roles = {role: model for role, model in (("grader", grader), (CHECKER, simulator_checker)) if model is not None}
@@ -99,33 +112,34 @@ def rescore(
         raise ValueError("give --grader, --simulator-checker or both")
     out = Path(out)
     out.mkdir(parents=True, exist_ok=True)
-    # every log whole (Inspect's scorer takes an EvalLog); a sharded or retried run: one log, its path the run's
-    runs = [(run.path, run.whole()) for run in read_runs(paths)]  # folder (sharded) or its latest attempt
-    targets = [out / _file_name(source) for source, _ in runs]
-    finished = {t for (s, _), t in zip(runs, targets) if judged_already(t, s, roles)}
+    # each run's header and sample records; a sharded or retried run is one run, its path the run's folder
+    # (sharded) or its latest attempt; its transcripts are read one at a time as they are judged
+    runs = read_runs(paths)
+    targets = [out / _file_name(run.path) for run in runs]
+    finished = {t for run, t in zip(runs, targets) if judged_already(t, run.path, roles)}
     if clash := [str(t) for t in targets if (t.exists() and t not in finished) or targets.count(t) > 1]:
         raise FileExistsError(f"{clash[0]}: already exists or two inputs share this file name; choose another --out")
     jobs = []  # every log read and checked first: a refusal comes before any call
-    for (source, log), target in zip(runs, targets):
+    for run, target in zip(runs, targets):
         if target in finished:
             continue
-        if not log.samples:
+        source = run.path
+        if not run.samples:
             raise ValueError(f"{source}: the log holds no samples to re-judge")
-        prompts = check_prompts(log, str(source), allow_different_data)
-        for role, model in roles.items():
-            check_data_use(log, str(source), role, model, zero_retention)
+        prompts = check_prompts(run.header, source, allow_different_data)
+        marks = [check_data_use(run, source, role, model, zero_retention) for role, model in roles.items()]
         if grader is not None:
-            check_scorers(log, str(source))
-        checked = simulated_patient(log, str(source)) if simulator_checker is not None else None
-        record: dict[str, Any] = {"source": str(source)}
+            check_scorers(run.header, source)
+        checked = simulated_patient(run.header, source) if simulator_checker is not None else None
+        record: dict[str, Any] = {"source": source}
         for role, model in roles.items():
-            record[f"previous_{role}"] = grader_name((log.eval.model_roles or {}).get(role)) or None
+            record[f"previous_{role}"] = grader_name((run.eval.model_roles or {}).get(role)) or None
             record[role] = grader_name(model_to_model_config(model))
         record.update(prompts=prompts, zero_retention=zero_retention)
-        jobs.append(Job(log, target, record, checked))
+        jobs.append(Job(run, target, record, checked, [mark for mark in marks if mark is not None]))
     if any(str(model) == "bedside/human" for model in roles.values()):  # a person, in the browser: a run per log
-        return judged_by_person(jobs, roles)
-    return judged_together(jobs, roles)
+        return judged_by_person(jobs, roles, window(roles, max_samples))
+    return judged_together(jobs, roles, window(roles, max_samples))
 
 
 CHECKER = "simulator_checker"
@@ -135,13 +149,31 @@ SIMULATOR_SCORER = "simulator_check"
 
 @dataclass
 class Job:
-    """One log to re-judge: the log, where its re-judged copy goes, its ``bedside_rescore`` record and, when
-    its simulated patient is checked again, its benchmark's name."""
+    """One run to re-judge: the run (its header and sample records), where its re-judged log goes, its
+    ``bedside_rescore`` record, when its simulated patient is checked again its benchmark's name, and what its
+    benchmark's data-use guard records in each sample it lets through (:func:`check_data_use`)."""
 
-    log: Any
+    run: Run
     target: Path
     record: dict[str, Any]
     checked: str | None = None
+    marks: list[Callable[[EvalSample], None]] = field(default_factory=list)
+
+
+def window(roles: dict[str, Model], max_samples: int | None) -> int:
+    """How many samples are held at once while the runs are re-judged (read, judged, written): ``max_samples``,
+    else Inspect's default for an eval's ``max_samples``, taken from the grader (else the checker): its
+    ``max_connections``, else 10,000 in batch mode (a batch must fill), else its provider's connections."""
+    if max_samples is not None:
+        return max_samples
+    model = roles.get("grader") or roles[CHECKER]
+    if model.config.max_connections is not None:
+        return model.config.max_connections
+    return BATCH_WINDOW if model.config.batch else model.api.max_connections()
+
+
+#: the samples held at once in batch mode unless --max-samples says fewer (Inspect's eval default in batch mode)
+BATCH_WINDOW = 10_000
 
 
 def simulated_patient(log: Any, source: str) -> str:
@@ -153,16 +185,32 @@ def simulated_patient(log: Any, source: str) -> str:
     return benchmark.name
 
 
-def scoring_pass(job: Job, roles: dict[str, Model]) -> tuple[Any, list[Any], Literal["append", "overwrite"]]:
-    """(log, scorers, Inspect's score action) of one log: with a grader, every scorer of the log again (and
-    ``simulator_check`` if the log had none) in place of the old scores; the checker alone, the log without its
-    old ``simulator_check`` score and that scorer appended, every other score kept."""
-    if "grader" not in roles and job.checked is not None:  # the checker alone
-        return without_scorer(job.log, SIMULATOR_SCORER), [simulator_checker_of(job.checked)], "append"
-    scorers = resolve_scorers(job.log)
-    if job.checked is not None and not any(s.name == SIMULATOR_SCORER for s in job.log.eval.scorers or []):
+def scoring_pass(job: Job, roles: dict[str, Model]) -> tuple[EvalLog, list[Any], Literal["append", "overwrite"]]:
+    """(header, scorers, Inspect's score action) of one run: with a grader, every scorer of the log again (and
+    ``simulator_check`` if the log had none) in place of the old scores; the checker alone, the header without
+    its old ``simulator_check`` scorer (each sample's score dropped as it is read: :func:`prepared`) and that
+    scorer appended, every other score kept. The header's results count the run's samples, as Inspect counts
+    a log's held samples."""
+    header = job.run.header.model_copy(deep=True)
+    header.results = (header.results or EvalResults(completed_samples=completed(job.run))).model_copy(
+        update={"total_samples": len(job.run.samples)}
+    )
+    if checker_alone(job, roles):
+        return without_scorer(header, SIMULATOR_SCORER), [simulator_checker_of(job.checked or "")], "append"
+    scorers = resolve_scorers(header)
+    if job.checked is not None and not any(s.name == SIMULATOR_SCORER for s in header.eval.scorers or []):
         scorers.append(simulator_checker_of(job.checked))
-    return job.log, scorers, "overwrite"
+    return header, scorers, "overwrite"
+
+
+def checker_alone(job: Job, roles: dict[str, Model]) -> bool:
+    """Whether only the simulated patient's checker runs on the job (no grader)."""
+    return "grader" not in roles and job.checked is not None
+
+
+def completed(run: Run) -> int:
+    """The run's samples that ended without an error (Inspect's ``completed_samples``)."""
+    return sum(record.error is None for record in run.samples)
 
 
 def check_scorers(log: Any, source: str) -> None:
@@ -180,55 +228,99 @@ def simulator_checker_of(benchmark: str) -> Any:
     return registry_create("scorer", f"bedside/{SIMULATOR_SCORER}", benchmark=benchmark)
 
 
-def without_scorer(log: Any, name: str) -> Any:
-    """``log`` (changed in place) without scorer ``name``: its sample scores, results, reductions and header."""
-    for sample in log.samples or []:
-        if sample.scores:
-            sample.scores.pop(name, None)
-    if log.results is not None:
-        log.results.scores = [s for s in log.results.scores if s.scorer != name and s.name != name]
-    if log.reductions:
-        log.reductions = [r for r in log.reductions if r.scorer != name]
-    log.eval.scorers = [s for s in log.eval.scorers or [] if s.name != name]
-    return log
+def without_scorer(header: EvalLog, name: str) -> EvalLog:
+    """``header`` (changed in place) without scorer ``name``: its results, reductions and scorers."""
+    if header.results is not None:
+        header.results.scores = [s for s in header.results.scores if s.scorer != name and s.name != name]
+    if header.reductions:
+        header.reductions = [r for r in header.reductions if r.scorer != name]
+    header.eval.scorers = [s for s in header.eval.scorers or [] if s.name != name]
+    return header
 
 
-def judged_together(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
-    """Every log's judges at once, in one event loop (Inspect's ``score_async`` per log), each log written as
-    soon as its judging ends: with the grader in batch mode one batch pass serves all the logs, where a log
-    at a time would wait for its batches' turnarounds one log after another."""
-    from inspect_ai import score_async
-
+def judged_together(jobs: list[Job], roles: dict[str, Model], held: int) -> list[Path]:
+    """Every run's judges at once, in one event loop, at most ``held`` samples of all the runs held at a time
+    (:func:`judged`), each log written sample by sample and finished as soon as its judging ends: with the
+    grader in batch mode one batch pass serves all the logs, where a log at a time would wait for its
+    batches' turnarounds one log after another."""
     platform_init()  # as inspect_ai.score() does: Inspect's hooks
     written: list[Path] = []
 
-    async def judge(job: Job) -> None:
-        log, scorers, action = scoring_pass(job, roles)
-        scored = await score_async(log, scorers, model_roles=dict(roles), action=action, display="none")
-        # the async writer: Inspect's write_eval_log, called in a running event loop, re-enters the loop
-        # (nest_asyncio, applied then for the first time in the process) from inside one of its steps, and
-        # the step's other ready callbacks are gone when it resumes: IndexError: pop from an empty deque
-        await write_eval_log_async(rescored(scored, job, roles), str(job.target))
-        written.append(job.target)
+    async def judge(job: Job, limit: anyio.Semaphore) -> None:
+        written.append(await judged(job, roles, limit))
 
     async def every() -> None:
+        limit = anyio.Semaphore(held)
         async with anyio.create_task_group() as group:
             for job in jobs:
-                group.start_soon(judge, job)
+                group.start_soon(judge, job, limit)
 
     anyio.run(every)
     return sorted(written, key=[job.target for job in jobs].index)
 
 
-def rescored(scored: Any, job: Job, roles: dict[str, Model]) -> Any:
-    """A re-judged log with its header naming the new grader (and checker) and where it came from (module
-    docstring), each sample's usage recorded again from its events as written (:mod:`bedside.sample_usage`)."""
+async def judged(job: Job, roles: dict[str, Model], limit: anyio.Semaphore) -> Path:
+    """One run re-judged by Inspect's ``score_async`` reading its samples one at a time (its ``samples``
+    reader, as ``inspect score --stream``): a sample is read when it gets one of ``limit``'s places, judged,
+    written to the new log (:class:`~bedside.log_writer.LogWriter`) in the run's order, and let go; then the
+    log's metrics and reductions, recomputed by Inspect from every sample's new scores, and its header. A run
+    whose judging fails leaves no log at its target."""
+    from inspect_ai import score_async
+
+    header, scorers, action = scoring_pass(job, roles)
+    records = job.run.samples
+    taken = [anyio.Event() for _ in records]  # a run's samples take their places in its order
+    done = [anyio.Event() for _ in records]  # and are written in it
+    writer = LogWriter(job.target)
+
+    @asynccontextmanager
+    async def sample(k: int) -> AsyncIterator[EvalSample]:
+        if k:
+            await taken[k - 1].wait()
+        async with limit:
+            taken[k].set()
+            read = prepared(await job.run.sample_async(records[k].id, records[k].epoch), job, roles)
+            yield read  # Inspect judges it
+            if k:
+                await done[k - 1].wait()
+            await writer.sample(with_usage(read))
+            done[k].set()
+
+    await writer.open(header.eval)
+    try:
+        scored = await score_async(
+            header, scorers, model_roles=dict(roles), action=action, display="none", copy=False, samples=sample
+        )
+        return await writer.finish(rescored(scored, job, roles))
+    except BaseException:
+        with anyio.CancelScope(shield=True):
+            await writer.discard()
+        raise
+
+
+def prepared(sample: EvalSample, job: Job, roles: dict[str, Model]) -> EvalSample:
+    """A sample as read, made ready to judge: the data-use guard's record added (:func:`check_data_use`) and,
+    the checker alone, its old ``simulator_check`` score dropped."""
+    for mark in job.marks:
+        mark(sample)
+    if checker_alone(job, roles) and sample.scores:
+        sample.scores.pop(SIMULATOR_SCORER, None)
+    return sample
+
+
+def with_usage(sample: EvalSample) -> EvalSample:
+    """A judged sample with its usage recorded again from its events as written (:mod:`bedside.sample_usage`):
+    its calls as written now (the old judges' replaced or kept)."""
+    recorded = (sample.scores or {}).get(sample_usage.HOLDER)
+    if recorded is not None:
+        usage = sample_usage.of_events(sample.events, sample.scores or {})
+        recorded.metadata = {**(recorded.metadata or {}), sample_usage.KEY: usage}
+    return sample
+
+
+def rescored(scored: EvalLog, job: Job, roles: dict[str, Model]) -> EvalLog:
+    """A re-judged log's header naming the new grader (and checker) and where it came from (module docstring)."""
     bound = {role: model_to_model_config(model) for role, model in roles.items()}
-    for sample in scored.samples or []:  # its calls as written now (the old judges' replaced or kept)
-        recorded = (sample.scores or {}).get(sample_usage.HOLDER)
-        if recorded is not None:
-            usage = sample_usage.of_events(sample.events, sample.scores or {})
-            recorded.metadata = {**(recorded.metadata or {}), sample_usage.KEY: usage}
     scored.eval.model_roles = {**(scored.eval.model_roles or {}), **bound}
     scored.eval.metadata = {**(scored.eval.metadata or {}), "bedside_rescore": job.record}
     return scored
@@ -252,18 +344,20 @@ def judged_already(target: Path, source: str | Path, roles: dict[str, Model]) ->
     return record.get("source") == str(source) and same
 
 
-def judged_by_person(jobs: list[Job], roles: dict[str, Model]) -> list[Path]:
+def judged_by_person(jobs: list[Job], roles: dict[str, Model], held: int) -> list[Path]:
     """A person re-judging the logs in the browser: one log after another, each a run of its own
-    (:func:`bedside.providers.human.scoring`)."""
+    (:func:`bedside.providers.human.scoring`), ``held`` samples at a time as in :func:`judged`."""
     from bedside.providers.human import finish, scoring
+
+    platform_init()
+
+    async def judge(job: Job) -> Path:
+        return await judged(job, roles, anyio.Semaphore(held))
 
     written = []
     for job in jobs:
-        with scoring(job.target, job.log.eval.task):
-            log, scorers, action = scoring_pass(job, roles)
-            scored = score(log, scorers, model_roles=dict(roles), action=action, display="none")
-        write_eval_log(rescored(scored, job, roles), str(job.target))
-        written.append(job.target)
+        with scoring(job.target, job.run.eval.task):
+            written.append(anyio.run(judge, job))
     finish()
     return written
 
@@ -292,14 +386,17 @@ def check_prompts(log: Any, source: str, allow: bool) -> str | None:
     return today
 
 
-def check_data_use(log: Any, source: str, role: str, model: Model, zero_retention: bool) -> None:
-    """The log's benchmark's ``rescore_guard`` (none: nothing to check); its refusal prefixed with the log."""
-    benchmark = benchmarks.of_task(log.eval.task, preparation=True)
+def check_data_use(
+    run: Run, source: str, role: str, model: Model, zero_retention: bool
+) -> Callable[[EvalSample], None] | None:
+    """The run's benchmark's ``rescore_guard`` on its samples, each read without its transcript, one at a time
+    (none: nothing to check); its refusal prefixed with the log; returns what it records in each sample."""
+    benchmark = benchmarks.of_task(run.eval.task, preparation=True)
     guard = tools_of(benchmark).rescore_guard if benchmark is not None else None
     if guard is None:
-        return
+        return None
     try:
-        guard(log, role, model, zero_retention)
+        return guard(run.transcripts(exclude=TRANSCRIPT_FIELDS), role, model, zero_retention)
     except ValueError as refused:
         raise ValueError(f"{source}: {refused}") from None
 
@@ -353,7 +450,9 @@ def run(args: argparse.Namespace) -> int:
             if args.simulator_checker
             else None
         )
-        written = rescore(args.logs, grader, args.out, args.allow_different_data, args.zero_retention, checker)
+        written = rescore(
+            args.logs, grader, args.out, args.allow_different_data, args.zero_retention, checker, args.max_samples
+        )
     for path in written:
         print(f"wrote {path}")
     return 0
@@ -391,6 +490,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--allow-different-data",
         action="store_true",
         help="re-judge a log although its recorded prompt set differs from today's",
+    )
+    parser.add_argument(
+        "--max-samples",
+        type=int,
+        metavar="N",
+        help="samples held (read, judged, written) at once over all the logs; default: the grader's max_connections "
+        "(Inspect's default for an eval's max_samples; 10,000 in batch mode)",
     )
     parser.add_argument(
         "--zero-retention",

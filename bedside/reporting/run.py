@@ -9,7 +9,16 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspect_ai.log import EvalLog, EvalSample, EvalSampleSummary, read_eval_log, read_eval_log_sample
+import anyio
+from inspect_ai.log import (
+    EvalLog,
+    EvalSample,
+    EvalSampleSummary,
+    read_eval_log,
+    read_eval_log_async,
+    read_eval_log_sample,
+    read_eval_log_sample_async,
+)
 
 
 @dataclass
@@ -25,6 +34,7 @@ class Run:
     #: a run made from a log held in memory (:meth:`of`): its samples, read from it instead of a file
     held: EvalLog | None = None
     _json: tuple[str, dict[tuple[str, int], EvalSample]] = field(default=("", {}), repr=False)
+    _reading: anyio.Lock | None = field(default=None, repr=False)
 
     @property
     def eval(self) -> Any:
@@ -81,18 +91,26 @@ class Run:
                 source, id, epoch, resolve_attachments=resolve_attachments, exclude_fields=exclude
             )
         if self._json[0] != source:
-            log = read_eval_log(source, resolve_attachments=resolve_attachments)
-            self._json = (source, {(str(s.id), s.epoch): s for s in log.samples or []})
+            self._keep_json(source, read_eval_log(source, resolve_attachments=resolve_attachments))
         return self._json[1][key]
 
-    def whole(self) -> EvalLog:
-        """The run as one Inspect log with every sample whole (what Inspect's scorers take)."""
-        if self.held is not None and len(self.samples) == len(self.held.samples or []):
-            return self.held
-        log = self.header.model_copy(deep=True)
-        log.samples = list(self.transcripts())
-        log.location = self.path
-        return log
+    async def sample_async(self, id: int | str, epoch: int) -> EvalSample:
+        """:meth:`sample` in a running event loop (Inspect's async readers; the sync ones would re-enter the loop)."""
+        key = (str(id), epoch)
+        if self.held is not None:
+            return self.sample(id, epoch)
+        source = self.sources.get(key, self.path)
+        if not source.endswith(".json"):
+            return await read_eval_log_sample_async(source, id, epoch)
+        self._reading = self._reading or anyio.Lock()  # one whole read of a .json log, however many samples wait
+        async with self._reading:
+            if self._json[0] != source:
+                self._keep_json(source, await read_eval_log_async(source))
+        return self._json[1][key]
+
+    def _keep_json(self, source: str, log: EvalLog) -> None:
+        """A ``.json`` log's samples, kept for the next sample read from it."""
+        self._json = (source, {(str(s.id), s.epoch): s for s in log.samples or []})
 
 
 def record_of(sample: EvalSample) -> EvalSampleSummary:

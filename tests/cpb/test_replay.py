@@ -13,6 +13,7 @@ from inspect_ai.model import get_model
 
 from bedside.cli import main as bedside
 from bedside.cpb.replay import ReplayError, case_key, load_recorded, results_files
+from tests.conftest import whole_log_reads_fail
 from tests.cpb.synthetic import write_data
 
 pytestmark = pytest.mark.eval
@@ -148,7 +149,7 @@ def test_replay_answers_doctor_and_judge_with_the_recorded_replies(setup, tmp_pa
     assert scores["MedDG_T01"].value["no_reply"] == 1.0  # unfinished reasoning: no usable doctor reply
 
 
-def test_replay_check_lists_every_case_that_does_not_agree(setup, tmp_path, capsys):
+def test_replay_check_lists_every_case_that_does_not_agree(setup, tmp_path, capsys, monkeypatch):
     data, clone = setup
     out = tmp_path / "cases.csv"
     code = bedside(
@@ -185,9 +186,15 @@ def test_replay_check_lists_every_case_that_does_not_agree(setup, tmp_path, caps
     # rates: official over every recorded case of the data, bedside over the scored ones (no_reply left out)
     assert "| positive | all | 0.750 [0.301, 0.954] n=4 | 0.333 [0.061, 0.792] n=3 | 2/4 |" in text
     assert "| control | MediTOD | 0.500 [0.095, 0.905] n=2 | 0.500 [0.095, 0.905] n=2 | 2/2 |" in text
-    # an existing log is compared without re-running
+    # an existing log is compared without re-running, the same, its samples read one at a time (never a log whole)
     logs = text.split("logs: ")[-1].strip().split(", ")
-    assert bedside(["replay-check", "--results", str(clone), "--model", "mymodel", "--log", *logs]) == 1
+    whole_log_reads_fail(monkeypatch)
+    again = tmp_path / "again.csv"
+    command = ["replay-check", "--results", str(clone), "--model", "mymodel", "--log", *logs, "--csv", str(again)]
+    assert bedside(command) == 1
+    assert again.read_text() == out.read_text()
+    second = capsys.readouterr().out
+    assert "| positive | all |" in second and text.endswith(second)  # the first began with its eval's lines
 
 
 @pytest.mark.eval  # replay-check runs the tasks (an Inspect eval inside bedside)

@@ -107,13 +107,23 @@ def test_a_store_unreachable_for_seconds_loses_nothing(store: dict[str, Any]) ->
     assert all(s.scores for u in units for s in u.samples or [])
 
 
-def test_every_reader_reads_the_run_from_the_store_as_one_run(store: dict[str, Any], tmp_path: Path) -> None:
+def test_every_reader_reads_the_run_from_the_store_as_one_run(
+    store: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     run = read_run(RUN)
     assert run.location.endswith(".shards") and len(run.samples or []) == CASES
     for args in (["strata", RUN], ["audit", RUN], ["report", RUN, "--out", str(tmp_path / "report")]):
         done = bedside_command(*args)
         assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
     assert (tmp_path / "report" / "index.html").exists()
+    # re-judged from the store, its samples read one at a time, into one local log (Inspect builds the run's models
+    # from the log, none of them called: the loopback provider's key and address)
+    monkeypatch.setenv("LOOPBACK_API_KEY", "x")
+    monkeypatch.setenv("LOOPBACK_BASE_URL", "http://127.0.0.1:9/v1")
+    done = bedside_command("rescore", RUN, "--grader", "bedside/scripted", "--out", str(tmp_path / "judged"))
+    assert done.returncode == 0, (done.stdout[-2000:], done.stderr[-2000:])
+    [judged] = (tmp_path / "judged").iterdir()
+    assert judged.suffix == ".eval" and len(read_eval_log(str(judged)).samples or []) == CASES
 
 
 def test_inspect_view_lists_the_stores_logs_and_opens_one(store: dict[str, Any], tmp_path: Path) -> None:

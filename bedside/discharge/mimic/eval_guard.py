@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from inspect_ai.log import transcript
+from inspect_ai.log import EvalSample, transcript
 from inspect_ai.model import Model, get_model, model_roles
 from inspect_ai.solver import Generate, TaskState, solver
 
@@ -193,19 +193,24 @@ def approval(recorded: list[dict[str, Any]] | None, models: Iterable[Model], zer
     return [*(recorded or []), *added]
 
 
-def check_rescore(log: Any, role: str, model: Model, zero_retention: bool) -> None:
-    """``bedside rescore`` of a log whose samples hold MIMIC-derived cases (:func:`mimic_reason`): the new
+def check_rescore(
+    samples: Iterable[Any], role: str, model: Model, zero_retention: bool
+) -> Callable[[EvalSample], None] | None:
+    """``bedside rescore`` of a run whose ``samples`` hold MIMIC-derived cases (:func:`mimic_reason`): the new
     ``model`` in ``role`` (the grader, the simulator checker) reads their notes, so it must be local unless
     ``zero_retention`` is declared (:class:`DataUseRefused`, one line naming the role and model, before any
     call). Let through, it is recorded in each such sample's store (:func:`approval`), where the scorers'
-    check finds it."""
-    reason = restricted(case_of(s) for s in log.samples or [])
+    check finds it: the returned function records it in a sample read to be judged."""
+    reason = restricted(case_of(s) for s in samples)
     if not reason:
-        return
+        return None
     check_role_models({role: model}, zero_retention, reason, declare="--zero-retention")
-    for sample in log.samples or []:
+
+    def approve(sample: EvalSample) -> None:
         if mimic_reason(case_of(sample)):
             sample.store[APPROVED] = approval(sample.store.get(APPROVED), [model], zero_retention, "bedside rescore")
+
+    return approve
 
 
 def checked_grader(state: TaskState) -> tuple[Model | Panel, bool]:

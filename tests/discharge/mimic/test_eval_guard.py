@@ -221,6 +221,7 @@ def test_a_case_of_unknown_origin_runs_with_a_warning(tmp_path, monkeypatch, cap
 # --- bedside rescore: the new grader reads the notes too ---------------------------------------------
 def test_rescore_of_a_mimic_run_refuses_a_remote_grader_before_any_call(mimic_cases, server, tmp_path, capsys):
     from bedside.cli import main
+    from bedside.reporting.load import read_run
     from bedside.reporting.rescore import check_data_use, rescore
 
     log = run(mimic_cases, scripted(), {r: scripted() for r in ROLES}, tmp_path)
@@ -240,19 +241,22 @@ def test_rescore_of_a_mimic_run_refuses_a_remote_grader_before_any_call(mimic_ca
     assert str(refused.value).startswith(f"{log.location}: Model role simulator_checker: Refusing to send MIMIC")
     assert not list((tmp_path / "checker").glob("*.eval"))
 
-    check_data_use(read_eval_log(log.location), log.location, "grader", at(REMOTE), zero_retention=True)  # declared
+    check_data_use(read_run(log.location), log.location, "grader", at(REMOTE), zero_retention=True)  # declared
     [local] = rescore([log.location], at(server.base_url, "judge"), tmp_path / "local")  # a local grader re-judges
     assert server.total_calls > 0
     assert read_eval_log(str(local), header_only=True).eval.metadata["bedside_rescore"]["zero_retention"] is False
     [declared] = rescore([log.location], scripted(), tmp_path / "declared", zero_retention=True)
     assert read_eval_log(str(declared), header_only=True).eval.metadata["bedside_rescore"]["zero_retention"] is True
+    for sample in read_eval_log(str(declared)).samples or []:  # the grader let through, in each sample it judged
+        assert {"by": "bedside rescore", "zero_retention": True}.items() <= sample.store[APPROVED][-1].items()
 
 
 def test_rescore_of_a_synthetic_run_takes_any_grader(tmp_path):
+    from bedside.reporting.load import read_run
     from bedside.reporting.rescore import check_data_use
 
     log = run(DEMO, scripted(), {r: scripted() for r in ROLES}, tmp_path)
-    check_data_use(read_eval_log(log.location), log.location, "grader", at(REMOTE), zero_retention=False)  # no refusal
+    check_data_use(read_run(log.location), log.location, "grader", at(REMOTE), zero_retention=False)  # no refusal
 
 
 # --- the judges through a batch API: an upload of the transcripts, checked as a live call ------------
