@@ -195,6 +195,14 @@ FILL = """((skip, overrides) => {  // every answer of the task shown, as a rater
 })"""
 
 
+#: whether the conversations are on screen, left of the questions
+BESIDE = """(() => {
+  const reading = document.querySelector('.reading').getBoundingClientRect();
+  const questions = document.querySelector('table.questions').getBoundingClientRect();
+  return reading.right <= questions.left && reading.top >= 0 && reading.top < innerHeight && reading.bottom > 0;
+})()"""
+
+
 async def fill(page: Browser, skip: tuple[str, ...] = (), **overrides: str) -> None:
     await page.eval(f"{FILL}({json.dumps(list(skip))}, {json.dumps(overrides)})")
 
@@ -239,6 +247,9 @@ def test_two_raters_at_once_through_a_killed_server(tmp_path: Path, stop_servers
                 assert await page.eval("document.querySelectorAll('#tasks button').length") == 3
             seen["ann first"] = await ann.eval("current")
             await shot(ann, "task")
+            # on a laptop's screen (1280 px) the conversations stay in view beside the questions, to the last one
+            await ann.eval("document.querySelector('.preference').scrollIntoView()")
+            assert await ann.eval(BESIDE), "the conversations left the screen while the rater answered"
             # ann leaves an answer out: refused, the field named as the page shows it and marked
             await fill(ann, skip=("right/clarity",))
             await ann.click("#send")
