@@ -31,7 +31,7 @@ from inspect_ai._util.registry import RegistryInfo, registry_add, registry_info,
 
 # Inspect's `.eval` recorder and how it stores a finished sample (long texts as attachments), to write a log
 # sample by sample as a run writes it (start, samples, summaries, reductions, header) without holding its samples:
-# bedside.reporting.sample_log (bedside rescore, bench/readers.py's sweep-sized logs).
+# bedside.log_writer (bedside rescore, bench/readers.py's sweep-sized logs).
 from inspect_ai.log._condense import condense_sample
 from inspect_ai.log._recorders.eval import EvalRecorder
 
