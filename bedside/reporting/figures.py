@@ -111,20 +111,27 @@ def grouped_bars(
         part = grid[grid["key"] == key]
         groups = sorted(part["group"].unique())
         width = 0.8 / len(models)
+        mean, ci_lower, ci_upper = (  # each model x group (NaN: no such cell)
+            part.pivot(index="model", columns="group", values=column)
+            .reindex(index=models, columns=groups)
+            .to_numpy(dtype=float)
+            for column in ("mean", "ci_lower", "ci_upper")
+        )
+        lower = np.clip(mean - ci_lower, 0, None)
+        upper = np.clip(ci_upper - mean, 0, None)
+        x = np.arange(len(groups)) + (np.arange(len(models))[:, None] - (len(models) - 1) / 2) * width
         for m, model in enumerate(models):
-            rows = part[part["model"] == model].set_index("group").reindex(groups)
-            mean = rows["mean"].to_numpy(dtype=float)
-            lower = np.clip(mean - rows["ci_lower"].to_numpy(dtype=float), 0, None)
-            upper = np.clip(rows["ci_upper"].to_numpy(dtype=float) - mean, 0, None)
-            yerr = np.nan_to_num(np.vstack([lower, upper]))
-            ax.bar(
-                np.arange(len(groups)) + (m - (len(models) - 1) / 2) * width,
-                np.nan_to_num(mean),
-                width,
-                yerr=yerr,
-                capsize=2,
-                label=_short(model, 30),
-            )
+            ax.bar(x[m], np.nan_to_num(mean[m]), width, label=_short(model, 30))
+        # the error bars of every model in one call, drawn as ``bar(yerr=…)`` draws them (black, capsize 2)
+        ax.errorbar(
+            x.ravel(),
+            np.nan_to_num(mean).ravel(),
+            yerr=np.nan_to_num(np.vstack([lower.ravel(), upper.ravel()])),
+            fmt="none",
+            ecolor="k",
+            capsize=2,
+            label="_nolegend_",
+        )
         ax.set_title(label, fontsize=9)
         ax.set_xticks(range(len(groups)), [_short(g, 24) for g in groups], rotation=30, ha="right", fontsize=7)
         ax.set_xlabel(xlabel, fontsize=8)
