@@ -43,6 +43,8 @@ run: the texts are the scripted model's with a sentence added; tokens are charac
 timestamps, the encounter's closing store events, the comprehension answers and the judges' replies and
 explanations are the template's; no sample errs, retries or falls back; one epoch.
 
+``report_tables`` is ``bedside report --no-figures`` (the same tables, the figures not drawn).
+
 ``time`` makes the logs of each size (or reads them from ``--dir``) and runs each reader as its own
 process, ``--concurrent`` at once (default 1): its wall-clock (Python's start-up and imports included, as a
 user runs the command), its CPU seconds and its peak RSS, measured two ways and the larger given: psutil
@@ -709,6 +711,8 @@ READERS = {"samples_df": read_samples_df, "leaderboard": read_leaderboard}
 def command(reader: str, paths: Sequence[str], scratch: Path) -> list[str]:
     if reader == "report":
         return [str(BIN / "bedside"), "report", *paths, "--out", str(scratch / "report")]
+    if reader == "report_tables":
+        return [str(BIN / "bedside"), "report", *paths, "--out", str(scratch / "report_tables"), "--no-figures"]
     if reader == "compare":
         return [str(BIN / "bedside"), "compare", *paths]
     return [sys.executable, __file__, "read", reader, *paths]
@@ -875,6 +879,7 @@ def report(results: dict[str, Any]) -> str:
         note = stop if r["stopped_at_rss_limit"] else (f" (exit {r['exit']})" if failed else "")
         name = {
             "report": "`bedside report`",
+            "report_tables": "`bedside report --no-figures`",
             "compare": "`bedside compare`",
             "leaderboard": "leaderboard",
             "samples_df": "`samples_df`",
@@ -922,7 +927,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     writer.add_argument("--distinct", type=int, default=0, help=DISTINCT)
     timer = sub.add_parser("time", help="time the readers at each size")
     timer.add_argument("--sizes", default="480,2385,4770", help=f"of {sorted(SIZES)}")
-    timer.add_argument("--readers", default="samples_df,report,leaderboard,compare")
+    timer.add_argument("--readers", default="samples_df,report,report_tables,leaderboard,compare")
     timer.add_argument("--dir", help="folder of the logs (made there unless present) and the results")
     timer.add_argument("--template")
     timer.add_argument("--processes", type=int, default=2, help="logs written at once")

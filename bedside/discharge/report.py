@@ -28,7 +28,7 @@ Intervals and n as everywhere in the report (:mod:`bedside.reporting.tables`).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pandas as pd
 
@@ -158,7 +158,15 @@ def _basename(path: str) -> str:
 def section(inputs: SectionInputs) -> None:
     """The section (module docstring); its population (default: evaluable) is named in Table 1's caption."""
     page, frame, out, csv = inputs.page, inputs.frame, inputs.out, inputs.csv
-    from bedside.reporting import figures  # matplotlib: imported only by this command
+    if inputs.figures:
+        from bedside.reporting import figures  # matplotlib: imported only when the report draws
+
+    def figure(draw: Callable[[], str | None], caption: str) -> None:
+        """A figure drawn and shown; with ``--no-figures`` its caption only (its table is in its CSV)."""
+        if inputs.figures:
+            page.figure(draw(), caption)
+        else:
+            page.note(f"{caption}: not drawn (bedside report --no-figures)")
 
     page.heading("DischargeBench")
     columns, keys = table1_columns(), BENCHMARK.headline_keys
@@ -177,8 +185,8 @@ def section(inputs: SectionInputs) -> None:
     page.heading("Figure 2: metrics by ICD chapter", 3)
     grid = by_stratum(frame, "icd_chapter", keys, BENCHMARK.name)
     csv(grid, "fig2_icd_chapter.csv")
-    page.figure(
-        figures.heatmaps(grid, columns, out, "fig2_icd_chapter", "ICD chapter"),
+    figure(
+        lambda: figures.heatmaps(grid, columns, out, "fig2_icd_chapter", "ICD chapter"),
         "Mean of every Table 1 metric by ICD chapter × model (fig2_icd_chapter.csv: mean, CI, n)",
     )
 
@@ -187,22 +195,22 @@ def section(inputs: SectionInputs) -> None:
         grid = by_stratum(frame, axis, keys, BENCHMARK.name)
         name = f"fig3_{axis}"
         csv(grid, f"{name}.csv")
-        page.figure(
-            figures.grouped_bars(grid, columns, out, name, axis.replace("_", " ")),
+        figure(
+            lambda: figures.grouped_bars(grid, columns, out, name, axis.replace("_", " ")),  # noqa: B023 (called at once)
             f"Every Table 1 metric by {axis.replace('_', ' ')} × model, 95 % CI ({name}.csv)",
         )
 
     page.heading("Figure 4: failure analysis", 3)
     counts, reasons = outcome_counts(frame), end_reasons(frame)
-    page.figure(
-        figures.outcomes(counts, reasons, out, "fig4_outcomes"),
+    figure(
+        lambda: figures.outcomes(counts, reasons, out, "fig4_outcomes"),
         "Clean-complete vs erroneous (hard stop, max turns) vs system-failure sessions, and the end-reason mix",
     )
     page.table(counts, csv(counts, "fig4_outcomes.csv"))
     page.table(reasons, csv(reasons, "fig4_end_reasons.csv"))
     errs = erroneous_by_axis(frame)
-    page.figure(
-        figures.erroneous_by_axis(errs, out, "fig4_erroneous_by_axis"),
+    figure(
+        lambda: figures.erroneous_by_axis(errs, out, "fig4_erroneous_by_axis"),
         "Erroneous-session rate by persona axis × model, Wilson 95 % CI (fig4_erroneous_by_axis.csv)",
     )
     csv(errs, "fig4_erroneous_by_axis.csv")
@@ -210,8 +218,8 @@ def section(inputs: SectionInputs) -> None:
     page.heading("Figure 14: erroneous rate by ICD chapter (Appendix A.7)", 3)
     chapters = by_stratum(frame, "icd_chapter", ["erroneous"], BENCHMARK.name)
     csv(chapters, "fig14_erroneous_by_icd_chapter.csv")
-    page.figure(
-        figures.heatmaps(
+    figure(
+        lambda: figures.heatmaps(
             chapters, [("erroneous", "erroneous rate")], out, "fig14_erroneous_by_icd_chapter", "ICD chapter"
         ),
         "Erroneous-session rate (hard stop or max turns; system failures excluded) by ICD chapter × model, "

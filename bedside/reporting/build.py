@@ -1,8 +1,8 @@
 """``bedside report LOG_OR_DIR... --out DIR [--prices FILE.yaml] [--annotations FILE.csv] [--study STUDY
 [--ratings RATINGS.csv...]]``: what the papers show, from Inspect logs.
 
-Writes ``DIR/index.html`` (open it in a browser; static, no script), the figures as PNG and SVG, and
-every table as CSV:
+Writes ``DIR/index.html`` (open it in a browser; static, no script), the figures as PNG and SVG (not with
+``--no-figures``: their tables and captions only), and every table as CSV:
 
 ==========================  ===================================================================
 (a benchmark's own files)   its section (``report`` in its tools, ``bedside/<benchmark>/tools.py``):
@@ -91,10 +91,12 @@ def build(
     pass_k: int | None = None,
     study: str | None = None,
     ratings: list[str] | None = None,
+    figures: bool = True,
 ) -> Path:
     """Write the report into ``out``; returns the path of ``index.html``. ``annotations``: a physician
     annotations file for the benchmarks that take one (their tools' ``calibrated``); ``study``: a clinician
-    study's folder, with its ``ratings`` files (none: its raters' templates)."""
+    study's folder, with its ``ratings`` files (none: its raters' templates); ``figures``: draw the figures (False:
+    their tables and captions only)."""
     out = Path(out)
     logs = load(paths)
     present = {i.benchmark for i in logs}
@@ -136,7 +138,11 @@ def build(
         if benchmark.name in present:  # gets the generic one (headline keys overall and per stratum)
             tools = tools_of(benchmark)
             section: Section = tools.report or generic_section
-            section(SectionInputs(page, benchmark, frame, logs, out, csv, population=shown(benchmark, population)))
+            section(
+                SectionInputs(
+                    page, benchmark, frame, logs, out, csv, population=shown(benchmark, population), figures=figures
+                )
+            )
             run_options.section(page, benchmark, logs, csv)
             if tools.calibrated and benchmark.name in annotated:  # on the samples its section averages
                 mine = [replace(i, log=restrict_log(i.log, population)) for i in logs if i.benchmark == benchmark.name]
@@ -268,6 +274,7 @@ def run(args: argparse.Namespace) -> int:
             args.pass_k,
             args.study,
             args.ratings,
+            figures=not args.no_figures,
         )
     print(f"wrote {index}")
     return 0
@@ -309,5 +316,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         nargs="+",
         metavar="RATINGS.csv",
         help="the study's ratings files (the templates filled in; default: the raters' templates in the study folder)",
+    )
+    parser.add_argument(
+        "--no-figures",
+        action="store_true",
+        help="write the figures' tables (CSV) and captions without drawing the figures: on a 10-model sweep about "
+        "a third of the report's time (a CI gate, a first look)",
     )
     detectable.add_options(parser, "the leaderboard's minimum detectable differences")

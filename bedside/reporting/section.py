@@ -35,6 +35,8 @@ class SectionInputs:
     csv: CsvWriter
     #: the one of the benchmark's populations (its tools' ``populations``) the frame holds; None: every sample
     population: str | None = None
+    #: draw the figures (PNG, SVG); False (``bedside report --no-figures``): their tables and captions only
+    figures: bool = True
 
 
 class Section(Protocol):

@@ -109,6 +109,22 @@ def check_files_written(run):
     assert "MedSP1000" in page and "CPB-Bench" in page and "EXAMPLE prices" in page
 
 
+def check_no_figures_writes_the_same_tables_without_drawing(run, tmp_path):
+    """``--no-figures``: every CSV as the full report's, byte for byte; no image; each figure's caption says so."""
+    _, out = run
+    bare = tmp_path / "bare"
+    done = bedside_command("report", str(out.parent / "logs"), "--out", str(bare), "--no-figures")
+    assert done.returncode == 0, done.stdout + done.stderr
+    tables = sorted(p.name for p in out.glob("*.csv"))
+    assert tables and sorted(p.name for p in bare.glob("*.csv")) == tables
+    for name in tables:
+        assert (bare / name).read_bytes() == (out / name).read_bytes(), name
+    assert not list(bare.glob("*.png")) and not list(bare.glob("*.svg"))
+    page = (bare / "index.html").read_text()
+    assert page.count("not drawn (bedside report --no-figures)") == len(FIGURES)
+    assert "<img" not in page
+
+
 def check_table1_agrees_with_inspects_metrics(run):
     log_, out = run
     table = pd.read_csv(out / "table1.csv").set_index("key")
@@ -218,6 +234,7 @@ def test_report_end_to_end(tmp_path):
     location, out = build_run(tmp_path)
     run = (read_eval_log(location), out)
     check_files_written(run)
+    check_no_figures_writes_the_same_tables_without_drawing(run, tmp_path)
     check_table1_agrees_with_inspects_metrics(run)
     check_usage_agrees_with_inspects_role_usage(run)
     check_audit_and_outcomes(run)
