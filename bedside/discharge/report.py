@@ -161,12 +161,12 @@ def section(inputs: SectionInputs) -> None:
     if inputs.figures:
         from bedside.reporting import figures  # matplotlib: imported only when the report draws
 
-    def figure(draw: Callable[[], str | None], caption: str) -> None:
-        """A figure drawn and shown; with ``--no-figures`` its caption only (its table is in its CSV)."""
+    def figure(draw: Callable[[], str | None], caption: str, table: str | None) -> None:
+        """A figure drawn and shown with its ``table``'s CSV; with ``--no-figures`` its caption and CSV only."""
         if inputs.figures:
-            page.figure(draw(), caption)
+            page.figure(draw(), caption, table)
         else:
-            page.note(f"{caption}: not drawn (bedside report --no-figures)")
+            page.undrawn(caption, "bedside report --no-figures", table)
 
     page.heading("DischargeBench")
     columns, keys = table1_columns(), BENCHMARK.headline_keys
@@ -188,6 +188,7 @@ def section(inputs: SectionInputs) -> None:
     figure(
         lambda: figures.heatmaps(grid, columns, out, "fig2_icd_chapter", "ICD chapter"),
         "Mean of every Table 1 metric by ICD chapter × model (fig2_icd_chapter.csv: mean, CI, n)",
+        "fig2_icd_chapter.csv",
     )
 
     page.heading("Figure 3: metrics by persona", 3)
@@ -198,6 +199,7 @@ def section(inputs: SectionInputs) -> None:
         figure(
             lambda: figures.grouped_bars(grid, columns, out, name, axis.replace("_", " ")),  # noqa: B023 (called at once)
             f"Every Table 1 metric by {axis.replace('_', ' ')} × model, 95 % CI ({name}.csv)",
+            f"{name}.csv",
         )
 
     page.heading("Figure 4: failure analysis", 3)
@@ -205,6 +207,7 @@ def section(inputs: SectionInputs) -> None:
     figure(
         lambda: figures.outcomes(counts, reasons, out, "fig4_outcomes"),
         "Clean-complete vs erroneous (hard stop, max turns) vs system-failure sessions, and the end-reason mix",
+        None,  # its two tables follow, each with its CSV
     )
     page.table(counts, csv(counts, "fig4_outcomes.csv"))
     page.table(reasons, csv(reasons, "fig4_end_reasons.csv"))
@@ -212,6 +215,7 @@ def section(inputs: SectionInputs) -> None:
     figure(
         lambda: figures.erroneous_by_axis(errs, out, "fig4_erroneous_by_axis"),
         "Erroneous-session rate by persona axis × model, Wilson 95 % CI (fig4_erroneous_by_axis.csv)",
+        "fig4_erroneous_by_axis.csv",
     )
     csv(errs, "fig4_erroneous_by_axis.csv")
 
@@ -224,6 +228,7 @@ def section(inputs: SectionInputs) -> None:
         ),
         "Erroneous-session rate (hard stop or max turns; system failures excluded) by ICD chapter × model, "
         "as the paper's Figure 14 (fig14_erroneous_by_icd_chapter.csv: rate, Wilson 95 % CI, n)",
+        "fig14_erroneous_by_icd_chapter.csv",
     )
 
     page.heading("Clean-complete audit (Appendix A.7.2)", 3)

@@ -50,16 +50,24 @@ class Page:
         self.table(frame, csv)
         self.parts.append("</details>")
 
-    def figure(self, name: str | None, caption: str) -> None:
+    def figure(self, name: str | None, caption: str, csv: str | None = None) -> None:
+        """The figure ``name`` (its PNG, linked to its SVG and PNG and to its table ``csv``); None: no data."""
         if name is None:
             self.note(f"{caption}: no data")
             return
         src = html.escape(name)
+        table = f', <a href="{html.escape(csv)}">CSV</a>' if csv else ""
         self.parts.append(
             f'<figure><img src="{src}.png" alt="{html.escape(caption)}">'
-            f'<figcaption>{html.escape(caption)} — <a href="{src}.svg">SVG</a>, <a href="{src}.png">PNG</a>'
+            f'<figcaption>{html.escape(caption)} — <a href="{src}.svg">SVG</a>, <a href="{src}.png">PNG</a>{table}'
             f"</figcaption></figure>"
         )
+
+    def undrawn(self, caption: str, why: str, csv: str | None = None) -> None:
+        """A figure not drawn (``why``): its caption, and a link to its table ``csv``."""
+        self.note(f"{caption}: not drawn ({why})")
+        if csv:
+            self.parts.append(f'<p class="files"><a href="{html.escape(csv)}">{html.escape(csv)}</a></p>')
 
     def render(self) -> str:
         body = "\n".join(self.parts)

@@ -106,6 +106,11 @@ def check_files_written(run):
     page = (out / "index.html").read_text()
     for name in FIGURES:
         assert f'src="{name}.png"' in page
+    # each caption links its figure's table, but fig4_outcomes' (its two tables follow, each with its CSV)
+    captions = re.findall(r"<figcaption>.*?</figcaption>", page, re.S)
+    tables = [found.group(1) for c in captions if (found := re.search(r'<a href="([^"]+\.csv)">CSV</a>', c))]
+    assert len(captions) == len(FIGURES) and len(tables) == len(FIGURES) - 1
+    assert all((out / table).exists() for table in tables)
     assert "MedSP1000" in page and "CPB-Bench" in page and "EXAMPLE prices" in page
 
 
@@ -123,6 +128,9 @@ def check_no_figures_writes_the_same_tables_without_drawing(run, tmp_path):
     page = (bare / "index.html").read_text()
     assert page.count("not drawn (bedside report --no-figures)") == len(FIGURES)
     assert "<img" not in page
+    for name in FIGURES:  # the figure's table is linked where the figure would be
+        if name != "fig4_outcomes":
+            assert f'<a href="{name}.csv">{name}.csv</a>' in page, name
 
 
 def check_table1_agrees_with_inspects_metrics(run):
