@@ -43,7 +43,11 @@ class Page:
                 frame.to_html(index=False, classes="data", border=0, na_rep="–", float_format=float_format.format)
             )
         if csv:
-            self.parts.append(f'<p class="files"><a href="{html.escape(csv)}">{html.escape(csv)}</a></p>')
+            self.file(csv)
+
+    def file(self, name: str) -> None:
+        """A link to a file written beside the page (a table's CSV)."""
+        self.parts.append(f'<p class="files"><a href="{html.escape(name)}">{html.escape(name)}</a></p>')
 
     def details(self, summary: str, frame: pd.DataFrame, csv: str | None = None) -> None:
         self.parts.append(f"<details><summary>{html.escape(summary)}</summary>")
@@ -67,7 +71,7 @@ class Page:
         """A figure not drawn (``why``): its caption, and a link to its table ``csv``."""
         self.note(f"{caption}: not drawn ({why})")
         if csv:
-            self.parts.append(f'<p class="files"><a href="{html.escape(csv)}">{html.escape(csv)}</a></p>')
+            self.file(csv)
 
     def render(self) -> str:
         body = "\n".join(self.parts)
